@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+// The S.E.C.U.R.E wallet for hardware tokens. Every dependency outside the toolchain is a C library
+// wrapped as a system-library target, because no outside Swift package can be fetched on these machines.
+import PackageDescription
+
+let package = Package(
+    name: "secure",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "secure", targets: ["secure"]),
+    ],
+    targets: [
+        // C libraries: a module map and a shim header each, nothing else.
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CP11Kit", pkgConfig: "p11-kit-1", providers: [.apt(["libp11-kit-dev"])]),
+        .systemLibrary(name: "CSQLCipher", pkgConfig: "sqlcipher", providers: [.apt(["libsqlcipher-dev"])]),
+        // The raw PKCS#11 sign loop that sets the signing benchmark's baseline; C is the point here.
+        .target(name: "CPKCS11Baseline", dependencies: ["CP11Kit"]),
+
+        .target(name: "SecureCrypto", dependencies: ["CLibCrypto"]),
+        .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
+        .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
+        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
+        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
+
+        .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
+        .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
+        .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
+        .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
+    ]
+)

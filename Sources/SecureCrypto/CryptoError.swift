@@ -1,0 +1,48 @@
+internal import CLibCrypto
+
+/// An error from a cryptographic operation. Equality is by code; the detail carries OpenSSL's error
+/// queue where OpenSSL was the cause, so a person can look the failure up.
+public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Stable codes for the kinds of failure callers tell apart.
+    public enum Code: String, Sendable {
+        case openSSL = "openssl"
+        case invalidKey = "invalid-key"
+        case invalidSignature = "invalid-signature"
+        case invalidLength = "invalid-length"
+        case invalidEncoding = "invalid-encoding"
+        case authenticationFailed = "authentication-failed"
+        case randomFailed = "random-failed"
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A sentence for a person, with OpenSSL's queue appended where there was one.
+    public let detail: String
+
+    /// Makes an error with a code and a sentence.
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { detail }
+
+    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
+
+    /// Drains OpenSSL's thread-local error queue into an error, so the queue never leaks into a later call.
+    static func openSSL(_ what: String, code: Code = .openSSL) -> CryptoError {
+        var reasons: [String] = []
+        while true {
+            let packed = ERR_get_error()
+            if packed == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(packed, &buffer, buffer.count)
+            reasons.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        let suffix = reasons.isEmpty ? "" : " (OpenSSL: " + reasons.joined(separator: "; ") + ")"
+        return CryptoError(code, what + suffix)
+    }
+
+    /// Empties OpenSSL's error queue when a failure was expected and handled.
+    static func clearOpenSSLQueue() { ERR_clear_error() }
+}
