@@ -21,13 +21,18 @@ public enum P256 {
     public struct PublicKey: Hashable, Sendable {
         /// The uncompressed point 0x04 ‖ x ‖ y.
         public let x963: [UInt8]
+        /// The parsed OpenSSL key, kept so that verifying does not parse and check the point again.
+        private let backing: EVPPublicKey
+
+        public static func == (lhs: PublicKey, rhs: PublicKey) -> Bool { lhs.x963 == rhs.x963 }
+        public func hash(into hasher: inout Hasher) { hasher.combine(x963) }
 
         /// Parses an uncompressed point and checks that it is on the curve.
         public init(x963 point: [UInt8]) throws {
             guard point.count == P256.uncompressedPointByteCount, point[0] == 0x04 else {
                 throw CryptoError(.invalidKey, "a P-256 public key must be a 65-byte uncompressed point starting 0x04, got \(point.count) bytes")
             }
-            _ = try EVPPublicKey(spki: P256.spkiPrefix + point)
+            backing = try EVPPublicKey(spki: P256.spkiPrefix + point)
             x963 = point
         }
 
@@ -58,8 +63,7 @@ public enum P256 {
         /// signature cannot be altered without changing its meaning.
         public func isValidSignature(_ signature: ECDSASignature, digest: [UInt8]) -> Bool {
             guard digest.count == SHA256.byteCount, !signature.isHighS else { return false }
-            guard let key = try? EVPPublicKey(spki: spki) else { return false }
-            return key.verify(der: signature.der, digest: digest)
+            return backing.verify(der: signature.der, digest: digest)
         }
     }
 }
@@ -129,7 +133,8 @@ public struct ECDSASignature: Hashable, Sendable {
 }
 
 /// An OpenSSL EVP_PKEY holding a public key, freed with its owner.
-final class EVPPublicKey {
+final class EVPPublicKey: @unchecked Sendable {
+    // EVP_PKEY is reference-counted and safe to share for verification across threads.
     let pointer: OpaquePointer
 
     init(spki: [UInt8]) throws {

@@ -1,0 +1,43 @@
+/// An error from a token, a module, a PIN source or a URI. Equality is by code. PKCS#11 failures keep
+/// the C name of their return value (`CKR_PIN_INCORRECT`) so a person can look it up, and every error
+/// carries a sentence saying what to do.
+public struct TokenError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Stable codes. The CLI maps each to a documented exit code.
+    public enum Code: String, Sendable, CaseIterable {
+        case pinIncorrect = "pin-incorrect"
+        case pinLocked = "pin-locked"
+        case pinFinalTry = "pin-final-try"
+        case pinUnavailable = "pin-unavailable"
+        case moduleNotFound = "module-not-found"
+        case tokenNotFound = "token-not-found"
+        case tokenRemoved = "token-removed"
+        case keyNotFound = "key-not-found"
+        case keyRefused = "key-refused"
+        case invalidURI = "invalid-uri"
+        case ambiguous = "ambiguous"
+        case unsupported = "unsupported"
+        case pkcs11 = "pkcs11"
+        case signatureCheckFailed = "signature-check-failed"
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// The PKCS#11 return value's C name, when a C_* call was the cause.
+    public let returnValueName: String?
+    /// A sentence a person can act on.
+    public let message: String
+
+    /// Makes an error.
+    public init(_ code: Code, _ message: String, returnValueName: String? = nil) {
+        self.code = code
+        self.message = message
+        self.returnValueName = returnValueName
+    }
+
+    public var description: String {
+        guard let name = returnValueName else { return message }
+        return "\(message) [\(name)]"
+    }
+
+    public static func == (lhs: TokenError, rhs: TokenError) -> Bool { lhs.code == rhs.code }
+}

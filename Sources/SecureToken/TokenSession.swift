@@ -1,0 +1,390 @@
+import Foundation
+import SecureCrypto
+
+/// What a key may do. The signing key may only sign; the key-agreement key may only derive.
+public enum KeyUsage: String, Sendable, Codable {
+    case sign, derive
+}
+
+/// A key pair on a token, named by its CKA_ID, with the public key read from the token.
+public struct TokenKey: Sendable {
+    /// CKA_ID, random per key.
+    public let id: [UInt8]
+    /// CKA_LABEL.
+    public let label: String
+    /// The public key, checked to be on the curve.
+    public let publicKey: P256.PublicKey
+    /// A URI that names this key on its token.
+    public let uri: PKCS11URI
+}
+
+/// Attributes of a private key as the token reports them, for checks after generation and for audits.
+public struct PrivateKeyAttributes: Sendable, Codable, Equatable {
+    public var sensitive, extractable, neverExtractable, alwaysSensitive, local, alwaysAuthenticate: Bool?
+    public var sign, derive, decrypt, unwrap, signRecover, isPrivate, token: Bool?
+}
+
+/// An authenticated session on one token: the user is logged in with a PIN that is held in wiped memory
+/// for as long as the approved operation lasts, then logged out and wiped. One thread at a time uses
+/// it; a lock serializes callers.
+public final class TokenSession: @unchecked Sendable {
+    /// The token this session is on.
+    public let token: Token
+    private let pin: PIN
+    private let lock = NSLock()
+    private var handle: SessionHandle?
+    private var closed = false
+    /// Private-key handles by CKA_ID. Handles become invalid after a login, logout or lost session, so
+    /// the cache is emptied whenever the session is reopened.
+    private var keyHandles: [[UInt8]: (ObjectHandle, alwaysAuthenticate: Bool)] = [:]
+
+    /// Opens a read-write session and logs the user in. A locked PIN, or the final try without
+    /// confirmation, is refused before the PIN is sent. A wrong PIN is discarded and never retried.
+    public init(token: Token, pin: PIN, confirmFinalTry: Bool = false) throws {
+        self.token = token
+        self.pin = pin
+        try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
+        try lock.withLock { _ = try openLocked() }
+    }
+
+    deinit { close() }
+
+    /// Logs out, closes the session and wipes the PIN. Safe to call twice.
+    public func close() {
+        lock.withLock {
+            guard !closed else { return }
+            closed = true
+            handle?.logout()
+            handle?.close()
+            handle = nil
+            keyHandles = [:]
+            pin.discard()
+        }
+    }
+
+    /// Runs `body` with a live session, reopening and logging in again when the previous one was lost.
+    private func openLocked() throws -> SessionHandle {
+        precondition(!closed, "TokenSession used after close()")
+        if let handle { return handle }
+        let fresh = try token.module.openSession(token.slot, readWrite: true)
+        let value = try fresh.login(userType: CK.user, pin: pin)
+        switch value {
+        case ReturnValue.ok, 0x100:  // CKR_USER_ALREADY_LOGGED_IN: another session of ours holds the login
+            break
+        case 0xa0:
+            pin.discard()
+            throw pkcs11Error("C_Login", value)
+        default:
+            throw pkcs11Error("C_Login", value)
+        }
+        handle = fresh
+        keyHandles = [:]
+        return fresh
+    }
+
+    /// Forgets a session that the token no longer knows, so the next call reopens it.
+    private func loseSessionLocked() {
+        handle?.close()
+        handle = nil
+        keyHandles = [:]
+    }
+
+    /// Runs one operation under the lock; a lost session or removed token gives a clean error and is
+    /// reopened on the next call.
+    private func withSession<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result {
+        try lock.withLock {
+            guard !closed else { throw TokenError(.pinUnavailable, "the token session was closed; approve the operation again") }
+            let session = try openLocked()
+            do {
+                return try body(session)
+            } catch let error as TokenError where error.code == .tokenRemoved {
+                loseSessionLocked()
+                throw TokenError(.tokenRemoved, "the token \"\(token.label)\" or its session went away during the operation; "
+                    + "nothing was signed. Reinsert the token and retry", returnValueName: error.returnValueName)
+            }
+        }
+    }
+
+    // MARK: Keys
+
+    /// Generates a P-256 key pair on the token. The private key is a private, sensitive, never
+    /// extractable token object with CKA_ALWAYS_AUTHENTICATE for signing keys, allowed only its one
+    /// usage, with a random CKA_ID. The attributes are read back, and a key the token reports as
+    /// extractable, not sensitive or not generated on the token is destroyed and refused.
+    public func generateKey(label: String, usage: KeyUsage) throws -> TokenKey {
+        let id = SystemRandom.bytes(16)
+        let curve: [UInt8] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07]  // prime256v1
+        let labelBytes = Array(label.utf8)
+        let publicTemplate: [AttributeValue] = [
+            .number(Attribute.class, CK.classPublicKey), .number(Attribute.keyType, CK.keyTypeEC),
+            .bool(Attribute.token, true), .bool(Attribute.private, false), .bytes(Attribute.ecParams, curve),
+            .bool(Attribute.verify, usage == .sign), .bool(Attribute.encrypt, false), .bool(Attribute.wrap, false),
+            .bool(Attribute.derive, usage == .derive), .bytes(Attribute.id, id), .bytes(Attribute.label, labelBytes),
+        ]
+        let privateTemplate: [AttributeValue] = [
+            .number(Attribute.class, CK.classPrivateKey), .number(Attribute.keyType, CK.keyTypeEC),
+            .bool(Attribute.token, true), .bool(Attribute.private, true), .bool(Attribute.sensitive, true),
+            .bool(Attribute.extractable, false), .bool(Attribute.sign, usage == .sign),
+            .bool(Attribute.derive, usage == .derive), .bool(Attribute.decrypt, false), .bool(Attribute.unwrap, false),
+            .bool(Attribute.signRecover, false), .bool(Attribute.alwaysAuthenticate, usage == .sign),
+            .bytes(Attribute.id, id), .bytes(Attribute.label, labelBytes),
+        ]
+        return try withSession { session in
+            let (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
+                                                                               privateTemplate: privateTemplate)
+            do {
+                let attributes = try Self.readAttributes(session, privateHandle)
+                try Self.refuseWeak(attributes, usage: usage)
+                let publicKey = try Self.readPublicKey(session, publicHandle)
+                return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
+            } catch {
+                try? session.destroyObject(privateHandle)
+                try? session.destroyObject(publicHandle)
+                throw error
+            }
+        }
+    }
+
+    private static func refuseWeak(_ attributes: PrivateKeyAttributes, usage: KeyUsage) throws {
+        var problems: [String] = []
+        if attributes.extractable != false { problems.append("extractable") }
+        if attributes.sensitive != true { problems.append("not sensitive") }
+        if attributes.local != true { problems.append("not reported as generated on the token (CKA_LOCAL)") }
+        if usage == .sign && attributes.alwaysAuthenticate != true {
+            problems.append("not always-authenticate")
+        }
+        guard problems.isEmpty else {
+            throw TokenError(.keyRefused, "the token made a key that is " + problems.joined(separator: ", ")
+                + "; it was destroyed. This token cannot keep wallet keys safely")
+        }
+    }
+
+    private func keyURI(id: [UInt8], label: String) -> PKCS11URI {
+        var uri = token.uri
+        uri.id = id
+        uri.object = label
+        uri.type = .privateKey
+        return uri
+    }
+
+    /// Finds the one private EC key a URI names (by id and/or label) and its public key.
+    public func key(_ uri: PKCS11URI) throws -> TokenKey {
+        try withSession { session in
+            let (handle, _) = try findPrivateKeyLocked(session, uri)
+            let id = try session.attribute(handle, Attribute.id) ?? []
+            let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+            let publicKey = try publicKeyLocked(session, id: id)
+            return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
+        }
+    }
+
+    /// The attributes of the private key a URI names.
+    public func attributes(of uri: PKCS11URI) throws -> PrivateKeyAttributes {
+        try withSession { session in try Self.readAttributes(session, try findPrivateKeyLocked(session, uri).0) }
+    }
+
+    /// Every private EC key on the token.
+    public func keys() throws -> [TokenKey] {
+        try withSession { session in
+            let handles = try session.findObjects([.number(Attribute.class, CK.classPrivateKey),
+                                                   .number(Attribute.keyType, CK.keyTypeEC)])
+            return try handles.compactMap { handle in
+                let id = try session.attribute(handle, Attribute.id) ?? []
+                let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+                guard let publicKey = try? publicKeyLocked(session, id: id) else { return nil }
+                return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
+            }
+        }
+    }
+
+    /// Destroys both halves of the key pair a URI names.
+    public func destroyKey(_ uri: PKCS11URI) throws {
+        try withSession { session in
+            let (handle, _) = try findPrivateKeyLocked(session, uri)
+            let id = try session.attribute(handle, Attribute.id) ?? []
+            for publicHandle in try session.findObjects([.number(Attribute.class, CK.classPublicKey), .bytes(Attribute.id, id)]) {
+                try session.destroyObject(publicHandle)
+            }
+            try session.destroyObject(handle)
+            keyHandles[id] = nil
+        }
+    }
+
+    private func findPrivateKeyLocked(_ session: SessionHandle, _ uri: PKCS11URI) throws -> (ObjectHandle, Bool) {
+        if let id = uri.id, let cached = keyHandles[id] { return (cached.0, cached.alwaysAuthenticate) }
+        guard uri.id != nil || uri.object != nil else {
+            throw TokenError(.invalidURI, "the key URI names no key; add id= or object=")
+        }
+        var template: [AttributeValue] = [.number(Attribute.class, CK.classPrivateKey), .number(Attribute.keyType, CK.keyTypeEC)]
+        if let id = uri.id { template.append(.bytes(Attribute.id, id)) }
+        if let object = uri.object { template.append(.bytes(Attribute.label, Array(object.utf8))) }
+        let handles = try session.findObjects(template)
+        guard handles.count == 1 else {
+            if handles.isEmpty {
+                throw TokenError(.keyNotFound, "no P-256 private key matches \(uri.withoutPIN) on \"\(token.label)\"; "
+                    + "`secure keys list` shows the keys there")
+            }
+            throw TokenError(.ambiguous, "\(handles.count) keys match \(uri.withoutPIN); add id= to pick one")
+        }
+        let id = try session.attribute(handles[0], Attribute.id) ?? []
+        let alwaysAuthenticate = try session.attribute(handles[0], Attribute.alwaysAuthenticate) == [1]
+        keyHandles[id] = (handles[0], alwaysAuthenticate)
+        return (handles[0], alwaysAuthenticate)
+    }
+
+    private func publicKeyLocked(_ session: SessionHandle, id: [UInt8]) throws -> P256.PublicKey {
+        let handles = try session.findObjects([.number(Attribute.class, CK.classPublicKey), .bytes(Attribute.id, id)])
+        guard let handle = handles.first else {
+            throw TokenError(.keyNotFound, "the token holds no public key object for the key with id \(Hex.encode(id))")
+        }
+        return try Self.readPublicKey(session, handle)
+    }
+
+    /// Reads CKA_EC_POINT: 65 bytes when raw, 67 when wrapped in a DER OCTET STRING; decided by length,
+    /// and the point is checked to be on the curve.
+    static func readPublicKey(_ session: SessionHandle, _ handle: ObjectHandle) throws -> P256.PublicKey {
+        guard let point = try session.attribute(handle, Attribute.ecPoint) else {
+            throw TokenError(.keyRefused, "the token did not return the key's CKA_EC_POINT")
+        }
+        return try ECPoint.publicKey(fromAttribute: point)
+    }
+
+    static func readAttributes(_ session: SessionHandle, _ handle: ObjectHandle) throws -> PrivateKeyAttributes {
+        func flag(_ type: UInt) throws -> Bool? { try session.attribute(handle, type).map { $0.first == 1 } }
+        return PrivateKeyAttributes(
+            sensitive: try flag(Attribute.sensitive), extractable: try flag(Attribute.extractable),
+            neverExtractable: try flag(Attribute.neverExtractable), alwaysSensitive: try flag(Attribute.alwaysSensitive),
+            local: try flag(Attribute.local), alwaysAuthenticate: try flag(Attribute.alwaysAuthenticate),
+            sign: try flag(Attribute.sign), derive: try flag(Attribute.derive), decrypt: try flag(Attribute.decrypt),
+            unwrap: try flag(Attribute.unwrap), signRecover: try flag(Attribute.signRecover),
+            isPrivate: try flag(Attribute.private), token: try flag(Attribute.token))
+    }
+
+    // MARK: Signing
+
+    /// Signs a 32-byte digest with raw CKM_ECDSA: C_SignInit, then at once the context login when the
+    /// key is always-authenticate, then C_Sign into a 64-byte buffer. Nothing goes in between.
+    /// The signature is normalized to low s and verified against the token's public key before it is
+    /// returned.
+    public func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature {
+        precondition(digest.count == SHA256.byteCount, "sign takes a SHA-256 digest")
+        let raw: [UInt8] = try withSession { session in
+            var uri = PKCS11URI()
+            uri.id = key.id
+            let (handle, alwaysAuthenticate) = try findPrivateKeyLocked(session, uri)
+            return try signLocked(session, handle: handle, alwaysAuthenticate: alwaysAuthenticate, digest: digest)
+        }
+        let signature = try ECDSASignature(raw: raw).lowS
+        guard key.publicKey.isValidSignature(signature, digest: digest) else {
+            throw TokenError(.signatureCheckFailed, "the token's signature does not verify with its own public key; "
+                + "the token or the key is faulty, and nothing was signed")
+        }
+        return signature
+    }
+
+    private func signLocked(_ session: SessionHandle, handle: ObjectHandle, alwaysAuthenticate: Bool,
+                            digest: [UInt8]) throws -> [UInt8] {
+        var restarted = false
+        while true {
+            let initValue = session.signInitECDSA(handle)
+            if initValue == 0x90 {
+                // CKR_OPERATION_ACTIVE: a TPM token leaves a failed operation behind; only a new session clears it.
+                loseSessionLocked()
+                throw TokenError(.pkcs11, "C_SignInit: an earlier operation was still active on the session; "
+                    + "the session was reopened, retry", returnValueName: "CKR_OPERATION_ACTIVE")
+            }
+            try check("C_SignInit", initValue)
+            var contextLoginSucceeded = false
+            if alwaysAuthenticate {
+                let loginValue = try session.login(userType: CK.contextSpecific, pin: pin)
+                switch loginValue {
+                case ReturnValue.ok:
+                    contextLoginSucceeded = true
+                case 0x100:
+                    // CKR_USER_ALREADY_LOGGED_IN: the token does not enforce the per-signature login.
+                    break
+                case 0xa0:
+                    pin.discard()
+                    loseSessionLocked()
+                    throw pkcs11Error("C_Login (per-signature)", loginValue)
+                default:
+                    loseSessionLocked()
+                    throw pkcs11Error("C_Login (per-signature)", loginValue)
+                }
+            }
+            let (signValue, signature) = session.sign(digest, signatureByteCount: 2 * P256.scalarByteCount)
+            if signValue == 0x101 && contextLoginSucceeded && !restarted {
+                // CKR_USER_NOT_LOGGED_IN after a good context login: start over once from C_SignInit.
+                restarted = true
+                continue
+            }
+            if signValue != ReturnValue.ok && ReturnValue.code(signValue) != .tokenRemoved { loseSessionLocked() }
+            try check("C_Sign", signValue)
+            guard signature.count == 2 * P256.scalarByteCount else {
+                throw TokenError(.pkcs11, "C_Sign returned \(signature.count) bytes, not the 64 of a P-256 signature")
+            }
+            return signature
+        }
+    }
+
+    // MARK: Key agreement
+
+    /// ECDH on the token with CKM_ECDH1_DERIVE and CKD_NULL. The shared secret comes back as a session
+    /// object that is read and destroyed at once.
+    public func deriveSharedSecret(key: TokenKey, peer: P256.PublicKey) throws -> [UInt8] {
+        try withSession { session in
+            var uri = PKCS11URI()
+            uri.id = key.id
+            let (handle, _) = try findPrivateKeyLocked(session, uri)
+            let derived = try session.deriveECDH(handle, peerPoint: peer.x963)
+            defer { try? session.destroyObject(derived) }
+            guard let secret = try session.attribute(derived, Attribute.value), secret.count == 32 else {
+                throw TokenError(.unsupported, "the token did not return a 32-byte ECDH secret")
+            }
+            return secret
+        }
+    }
+
+    // MARK: Benchmark
+
+    /// Runs the C baseline loop (C_SignInit → C_Login(context) → C_Sign) `count` times on this session
+    /// and returns the nanoseconds it took. This is the token's own limit for the signing benchmark.
+    public func rawSignLoop(key: TokenKey, digest: [UInt8], count: Int) throws -> UInt64 {
+        try withSession { session in
+            var uri = PKCS11URI()
+            uri.id = key.id
+            let (handle, alwaysAuthenticate) = try findPrivateKeyLocked(session, uri)
+            return try pin.withBytes { bytes, length in
+                try RawSignLoop.run(session: session, key: handle, pin: bytes, pinLength: length,
+                                    contextLogin: alwaysAuthenticate, digest: digest, count: count)
+            }
+        }
+    }
+
+    /// Runs C_SignInit and C_Sign without the per-signature login, for the test that the token enforces it.
+    public func signWithoutContextLoginForTesting(key: TokenKey, digest: [UInt8]) throws {
+        try withSession { session in
+            var uri = PKCS11URI()
+            uri.id = key.id
+            let (handle, _) = try findPrivateKeyLocked(session, uri)
+            try check("C_SignInit", session.signInitECDSA(handle))
+            let (value, _) = session.sign(digest, signatureByteCount: 64)
+            if value != ReturnValue.ok { loseSessionLocked() }
+            try check("C_Sign", value)
+        }
+    }
+}
+
+/// CKA_EC_POINT decoding.
+enum ECPoint {
+    static func publicKey(fromAttribute point: [UInt8]) throws -> P256.PublicKey {
+        switch point.count {
+        case 65:
+            return try P256.PublicKey(x963: point)
+        case 67 where point[0] == 0x04 && point[1] == 0x41:
+            return try P256.PublicKey(x963: Array(point[2...]))
+        default:
+            throw TokenError(.keyRefused, "CKA_EC_POINT has \(point.count) bytes; expected 65 (raw) or 67 (DER OCTET STRING)")
+        }
+    }
+}

@@ -1,0 +1,1 @@
+enum BenchCommands { static func run(_ w: [String]) throws -> ExitCode { .success } }
