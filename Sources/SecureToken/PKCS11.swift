@@ -183,6 +183,7 @@ final class Module: @unchecked Sendable {
         try check("C_GetSlotInfo", functions.pointee.C_GetSlotInfo(slot, &slotInfo))
         return TokenInfo(label: padded(info.label), manufacturer: padded(info.manufacturerID),
                          model: padded(info.model), serial: padded(info.serialNumber), flags: info.flags,
+                         sessionCount: info.ulSessionCount,
                          slotDescription: padded(slotInfo.slotDescription),
                          slotManufacturer: padded(slotInfo.manufacturerID))
     }
@@ -224,6 +225,13 @@ final class Module: @unchecked Sendable {
         try check("C_CloseAllSessions", functions.pointee.C_CloseAllSessions(slot))
     }
 
+    /// How many session handles up to `handleMax` the module says are open (C_GetSessionInfo succeeds),
+    /// for tokens such as SoftHSM that do not report ulSessionCount. Tests use it to find leaks.
+    func probeOpenSessions(handleMax: UInt) -> Int {
+        var info = CK_SESSION_INFO()
+        return (1...handleMax).filter { functions.pointee.C_GetSessionInfo($0, &info) == ReturnValue.ok }.count
+    }
+
     /// The function list, for the C baseline benchmark in this module only.
     var rawFunctionList: UnsafeMutablePointer<CK_FUNCTION_LIST> { functions }
 
@@ -234,6 +242,7 @@ final class Module: @unchecked Sendable {
 struct TokenInfo: Sendable {
     let label, manufacturer, model, serial: String
     let flags: UInt
+    let sessionCount: UInt
     let slotDescription, slotManufacturer: String
 }
 

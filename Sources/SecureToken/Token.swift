@@ -246,3 +246,18 @@ extension Token {
         return matches[0]
     }
 }
+
+extension Token {
+    /// The token's count of open sessions (CK_TOKEN_INFO.ulSessionCount), or nil when it does not say.
+    public var openSessionCount: Int? {
+        get throws {
+            let count = try module.tokenInfo(slot).sessionCount
+            return count == CK.unavailableInformation ? nil : Int(count)
+        }
+    }
+
+    /// Open sessions of this process on the module, counted by probing handles (tests only).
+    public func probedOpenSessionCountForTesting(handleMax: UInt = 100_000) -> Int {
+        module.probeOpenSessions(handleMax: handleMax)
+    }
+}
