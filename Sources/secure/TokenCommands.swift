@@ -228,8 +228,8 @@ enum SignCommands {
         }
         let arguments = try Arguments(words, options: sessionOptions.union(["key"]), flags: sessionFlags)
         let path = try arguments.positionals(1, "one FILE to sign")[0]
-        let payload = try readFile(path, what: "the file")
         let uri = try parseURI(try arguments.required("key"), arguments)
+        let payload = try readFile(path, what: "the file")
         let session = try openSession(arguments, uri: uri)
         defer { session.close() }
         let signer = try TokenSigner(session: session, keyURI: uri)
