@@ -38,3 +38,26 @@ public enum SHAKE256 {
         return KeccakContext().compute(.shake256, parts: [data], outputByteCount: outputByteCount, isXOF: true)
     }
 }
+
+extension SHAKE128 {
+    /// An incremental SHAKE128: absorb any number of parts, then squeeze once.
+    public struct Hasher {
+        private let context = KeccakContext()
+
+        /// Starts absorbing.
+        public init() { context.start(.shake128) }
+
+        /// Absorbs more bytes.
+        public mutating func update(_ data: [UInt8]) { context.absorb(data) }
+
+        /// Absorbs secret bytes.
+        public mutating func update(_ data: SecretBytes) { data.withUnsafeBytes { context.absorb($0.baseAddress, $0.count) } }
+
+        /// Squeezes `outputByteCount` bytes; the hasher must not be used afterwards (OpenSSL 3.0 squeezes once).
+        public func finalize(outputByteCount: Int) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: outputByteCount)
+            output.withUnsafeMutableBytes { if let base = $0.baseAddress { context.squeeze(into: base, count: outputByteCount) } }
+            return output
+        }
+    }
+}
