@@ -1,0 +1,174 @@
+// Arithmetic in R_q = Z_3329[X]/(X^256 + 1) for ML-KEM (FIPS 203 §4.3), on 16-bit coefficients.
+//
+// Constant-time discipline for this whole folder: secret values are only combined with wrapping
+// operators (&+, &-, &*, shifts, masks) and converted with truncatingIfNeeded, so the compiler emits no
+// overflow branch on them; no `/` or `%` appears anywhere (KyberSlash), reductions are Montgomery and
+// Barrett multiply-and-shift forms; no branch or index depends on a secret. scripts/ct-check enforces
+// this with valgrind and by scanning the release machine code for div/idiv.
+
+typealias Coefficients = UnsafeMutablePointer<Int16>
+
+enum MLKEMField {
+    static let q: Int16 = 3329
+    static let q32: Int32 = 3329
+    /// q⁻¹ mod 2¹⁶, as a signed 16-bit value.
+    static let qInverse: Int16 = -3327
+    /// 2³² mod q: multiplying by it through a Montgomery reduction moves a value into the Montgomery domain.
+    static let montgomerySquare: Int16 = 1353
+    /// 2³² / 128 mod q: the inverse NTT's final scaling, which also cancels the 2⁻¹⁶ of pointwise products.
+    static let inverseNTTScale: Int16 = 1441
+    /// ⌈2⁴⁰ / q⌉. For every numerator below 2²³, (n · this) >> 40 equals ⌊n / q⌋ exactly (checked for all
+    /// numerators Compress can produce), so Compress needs no division.
+    static let compressMultiplier: UInt64 = 330_282_857
+    /// Round(2²⁶ / q), for Barrett reduction.
+    static let barrettMultiplier: Int32 = 20159
+
+    /// a · 2⁻¹⁶ mod q, in (−q, q), for |a| < 2¹⁵ · q.
+    @inline(__always)
+    static func montgomeryReduce(_ a: Int32) -> Int16 {
+        let t = Int16(truncatingIfNeeded: a) &* qInverse
+        return Int16(truncatingIfNeeded: (a &- Int32(t) &* q32) >> 16)
+    }
+
+    /// a · b · 2⁻¹⁶ mod q.
+    @inline(__always)
+    static func multiply(_ a: Int16, _ b: Int16) -> Int16 {
+        montgomeryReduce(Int32(a) &* Int32(b))
+    }
+
+    /// a mod q, centred in [−(q−1)/2, (q−1)/2], for any Int16.
+    @inline(__always)
+    static func barrettReduce(_ a: Int16) -> Int16 {
+        let t = Int16(truncatingIfNeeded: (barrettMultiplier &* Int32(a) &+ (1 << 25)) >> 26)
+        return a &- t &* q
+    }
+
+    /// A centred representative in (−q, q) moved to [0, q) without a branch.
+    @inline(__always)
+    static func toCanonical(_ a: Int16) -> Int16 {
+        a &+ ((a >> 15) & q)
+    }
+
+    /// The 128 powers ζ^BitRev₇(i) of ζ = 17, times 2¹⁶ mod q, centred. Public constants, written out so
+    /// that no table is computed (with division) at run time.
+    // Written once at first use and only read afterwards, so sharing it across threads is safe.
+    nonisolated(unsafe) static let zetas: UnsafeMutablePointer<Int16> = {
+        let values: [Int16] = [
+            -1044, -758, -359, -1517, 1493, 1422, 287, 202, -171, 622, 1577, 182, 962, -1202, -1474, 1468,
+            573, -1325, 264, 383, -829, 1458, -1602, -130, -681, 1017, 732, 608, -1542, 411, -205, -1571,
+            1223, 652, -552, 1015, -1293, 1491, -282, -1544, 516, -8, -320, -666, -1618, -1162, 126, 1469,
+            -853, -90, -271, 830, 107, -1421, -247, -951, -398, 961, -1508, -725, 448, -1065, 677, -1275,
+            -1103, 430, 555, 843, -1251, 871, 1550, 105, 422, 587, 177, -235, -291, -460, 1574, 1653,
+            -246, 778, 1159, -147, -777, 1483, -602, 1119, -1590, 644, -872, 349, 418, 329, -156, -75,
+            817, 1097, 603, 610, 1322, -1285, -1465, 384, -1215, -136, 1218, -1335, -874, 220, -1187, -1659,
+            -1185, -1530, -1278, 794, -1510, -854, -870, 478, -108, -308, 996, 991, 958, -1460, 1522, 1628,
+        ]
+        let table = UnsafeMutablePointer<Int16>.allocate(capacity: 128)
+        table.initialize(from: values, count: 128)
+        return table
+    }()
+}
+
+enum MLKEMPoly {
+    /// Forward NTT in place (FIPS 203 Algorithm 9), Cooley–Tukey butterflies with Montgomery
+    /// multiplication by the stored ζ·2¹⁶; output reduced and centred.
+    static func ntt(_ r: Coefficients) {
+        let zetas = MLKEMField.zetas
+        var k = 1
+        var length = 128
+        while length >= 2 {
+            var start = 0
+            while start < 256 {
+                let zeta = zetas[k]
+                k &+= 1
+                for j in start..<(start + length) {
+                    let t = MLKEMField.multiply(zeta, r[j + length])
+                    r[j + length] = r[j] &- t
+                    r[j] = r[j] &+ t
+                }
+                start += 2 * length
+            }
+            length >>= 1
+        }
+        reduce(r)
+    }
+
+    /// Inverse NTT in place (FIPS 203 Algorithm 10), Gentleman–Sande butterflies. The final scaling by
+    /// 1441 = 2³²/128 mod q also removes the 2⁻¹⁶ left by `multiplyAccumulate`.
+    static func inverseNTT(_ r: Coefficients) {
+        let zetas = MLKEMField.zetas
+        var k = 127
+        var length = 2
+        while length <= 128 {
+            var start = 0
+            while start < 256 {
+                let zeta = zetas[k]
+                k &-= 1
+                for j in start..<(start + length) {
+                    let t = r[j]
+                    r[j] = MLKEMField.barrettReduce(t &+ r[j + length])
+                    r[j + length] = MLKEMField.multiply(zeta, r[j + length] &- t)
+                }
+                start += 2 * length
+            }
+            length <<= 1
+        }
+        for j in 0..<256 { r[j] = MLKEMField.multiply(r[j], MLKEMField.inverseNTTScale) }
+    }
+
+    /// r = Σ_j a_j ∘ b_j in the NTT domain (FIPS 203 Algorithms 11–12), scaled by 2⁻¹⁶. a_j is at
+    /// a + j·aStride·256 and b_j at b + j·256, so one routine serves Â·ŝ (stride 1) and Âᵀ·ŷ (stride k).
+    /// Products are summed in 32 bits and reduced once per coefficient; with |b| ≤ q/2 and |a| < q the
+    /// sums stay below 2¹⁵·q for k ≤ 4.
+    @inline(__always)
+    static func multiplyAccumulate(into r: Coefficients, a: Coefficients, aStride: Int, b: Coefficients, count: Int) {
+        let zetas = MLKEMField.zetas
+        let aStep = aStride &* 256
+        for pair in 0..<128 {
+            let index = pair &* 2
+            var even: Int32 = 0
+            var odd: Int32 = 0
+            var cross: Int32 = 0
+            var aTerm = a + index
+            var bTerm = b + index
+            for _ in 0..<count {
+                let a0 = Int32(aTerm[0]), a1 = Int32(aTerm[1])
+                let b0 = Int32(bTerm[0]), b1 = Int32(bTerm[1])
+                even &+= a0 &* b0
+                odd &+= a1 &* b1
+                cross &+= a0 &* b1 &+ a1 &* b0
+                aTerm += aStep
+                bTerm += 256
+            }
+            // Pairs alternate between γ = ζ^(2·BitRev₇(i)+1) and −γ; the table holds them at 64 + i/2.
+            let zeta = Int32(zetas[64 + (pair >> 1)])
+            let signedZeta = (pair & 1) == 0 ? zeta : 0 &- zeta
+            r[index] = MLKEMField.montgomeryReduce(Int32(MLKEMField.montgomeryReduce(odd)) &* signedZeta &+ even)
+            r[index + 1] = MLKEMField.montgomeryReduce(cross)
+        }
+    }
+
+    /// Centres every coefficient with a Barrett reduction.
+    @inline(__always)
+    static func reduce(_ r: Coefficients) {
+        for j in 0..<256 { r[j] = MLKEMField.barrettReduce(r[j]) }
+    }
+
+    /// r += a.
+    @inline(__always)
+    static func add(_ r: Coefficients, _ a: Coefficients) {
+        for j in 0..<256 { r[j] = r[j] &+ a[j] }
+    }
+
+    /// r = a − r.
+    @inline(__always)
+    static func subtractFrom(_ r: Coefficients, _ a: Coefficients) {
+        for j in 0..<256 { r[j] = a[j] &- r[j] }
+    }
+
+    /// Moves coefficients into the Montgomery domain (times 2¹⁶), undoing `multiplyAccumulate`'s 2⁻¹⁶.
+    @inline(__always)
+    static func toMontgomery(_ r: Coefficients) {
+        for j in 0..<256 { r[j] = MLKEMField.multiply(r[j], MLKEMField.montgomerySquare) }
+    }
+}
