@@ -23,12 +23,14 @@ let package = Package(
         .target(name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
         .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
+        .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
 
         .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
+        .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
     ]
 )
