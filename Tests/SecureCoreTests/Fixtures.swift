@@ -44,3 +44,54 @@ enum Fixture {
         return entries
     }
 }
+
+/// Builds a valid ledger one entry at a time: positions, links and times are filled in, and an entry the
+/// state refuses is not kept.
+struct LedgerBuilder {
+    private(set) var state = LedgerState()
+    private(set) var entries: [LedgerEntry] = []
+    var time = Fixture.time
+    var nextID: UInt64 = 1
+    static let ownSigner = Fixture.bytes(0x0A, 32)
+
+    mutating func freshID() -> [UInt8] {
+        defer { nextID += 1 }
+        return (0..<16).map { UInt8(truncatingIfNeeded: nextID >> (8 * UInt64($0 % 8))) ^ UInt8($0) }
+    }
+
+    /// Makes the next entry without applying it.
+    mutating func draft(_ kind: EntryKind, _ amount: Money?, category: String = "", flags: EntryFlags = [],
+                        statement: StatementReference? = nil, payload: [UInt8] = []) throws -> LedgerEntry {
+        try LedgerEntry(position: state.size, id: freshID(), kind: kind, flags: flags, amount: amount, category: category,
+                        time: time, statement: statement, payload: payload, previousLink: state.head)
+    }
+
+    /// Makes, applies and keeps the next entry; throws (keeping nothing) when the state refuses it.
+    @discardableResult
+    mutating func append(_ kind: EntryKind, _ amount: Money?, category: String = "", flags: EntryFlags = [],
+                         statement: StatementReference? = nil, payload: [UInt8] = []) throws -> LedgerEntry {
+        let entry = try draft(kind, amount, category: category, flags: flags, statement: statement, payload: payload)
+        try state.apply(entry)
+        entries.append(entry)
+        return entry
+    }
+
+    mutating func deposit(_ amount: Money, issuer: UInt8 = 0x1A) throws {
+        let id = freshID()
+        try append(.deposit, amount, statement: try StatementReference(signer: Fixture.bytes(issuer, 32), id: id,
+                                                                       payloadDigest: Fixture.bytes(0xD0, 32)))
+    }
+
+    @discardableResult
+    mutating func pay(_ amount: Money, category: String = "", flags: EntryFlags = []) throws -> StatementReference {
+        let reference = try StatementReference(signer: LedgerBuilder.ownSigner, id: freshID(), payloadDigest: Fixture.bytes(0xD1, 32))
+        try append(.paymentOut, amount, category: category, flags: flags, statement: reference)
+        return reference
+    }
+
+    mutating func setBudget(_ category: String, _ limit: Money, window: BudgetWindowKind = .day, hardCap: Bool = false,
+                            zone: String = "UTC") throws {
+        let budget = try Budget(category: category, limit: limit, window: window, isHardCap: hardCap, timeZoneIdentifier: zone)
+        try append(.budgetChange, nil, category: category, payload: BudgetChange.set(budget).payload)
+    }
+}
