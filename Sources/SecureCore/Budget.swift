@@ -44,12 +44,15 @@ public struct Budget: Hashable, Sendable {
     public static let timeZoneIdentifierByteCountMax = 64
 
     /// Makes a budget after checking the category and that the time zone is known to this machine.
-    public init(category: String, limit: Money, window: BudgetWindowKind, isHardCap: Bool,
-                timeZoneIdentifier: String) throws {
+    public init(
+        category: String, limit: Money, window: BudgetWindowKind, isHardCap: Bool,
+        timeZoneIdentifier: String
+    ) throws {
         try Budget.validateCategory(category)
         let zoneBytes = timeZoneIdentifier.utf8.count
         guard zoneBytes > 0, zoneBytes <= Budget.timeZoneIdentifierByteCountMax,
-              TimeZone(identifier: timeZoneIdentifier) != nil else {
+            TimeZone(identifier: timeZoneIdentifier) != nil
+        else {
             throw BudgetError(.unknownTimeZone, "\"\(timeZoneIdentifier)\" is not an IANA time zone this machine knows")
         }
         self.category = category
@@ -63,7 +66,8 @@ public struct Budget: Hashable, Sendable {
     public static func validateCategory(_ category: String) throws {
         let bytes = category.utf8.count
         guard bytes > 0, bytes <= categoryByteCountMax else {
-            throw BudgetError(.invalidCategory, "a category name is 1 to \(categoryByteCountMax) bytes; \"\(category)\" has \(bytes)")
+            throw BudgetError(
+                .invalidCategory, "a category name is 1 to \(categoryByteCountMax) bytes; \"\(category)\" has \(bytes)")
         }
         guard !category.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw BudgetError(.invalidCategory, "a category name cannot contain control characters")
@@ -78,17 +82,20 @@ public struct Budget: Hashable, Sendable {
         // The identifier was checked at init, so the zone exists.
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: timeZoneIdentifier)!
-        calendar.firstWeekday = 2 // Monday, as ISO 8601 says
+        calendar.firstWeekday = 2  // Monday, as ISO 8601 says
         calendar.minimumDaysInFirstWeek = 4
-        let component: Calendar.Component = switch window {
-        case .day: .day
-        case .week: .weekOfYear
-        case .month: .month
-        }
+        let component: Calendar.Component =
+            switch window {
+            case .day: .day
+            case .week: .weekOfYear
+            case .month: .month
+            }
         guard let interval = calendar.dateInterval(of: component, for: LedgerTime.date(time)) else {
-            throw BudgetError(.timeOutOfRange, "no \(window) window contains the time \(time) ms in \(timeZoneIdentifier)")
+            throw BudgetError(
+                .timeOutOfRange, "no \(window) window contains the time \(time) ms in \(timeZoneIdentifier)")
         }
-        let start = LedgerTime.milliseconds(interval.start), end = LedgerTime.milliseconds(interval.end)
+        let start = LedgerTime.milliseconds(interval.start)
+        let end = LedgerTime.milliseconds(interval.end)
         precondition(start <= time && time < end, "Foundation returned a window that misses its own instant")
         return BudgetWindow(kind: window, start: start, end: end)
     }
@@ -99,8 +106,10 @@ public struct Budget: Hashable, Sendable {
     /// fits in Money can overflow here.
     public func verdict(spent: Money, payment: Money) throws -> BudgetVerdict {
         guard spent.currency == limit.currency, payment.currency == limit.currency else {
-            throw BudgetError(.currencyMismatch, "the \(category) budget counts \(limit.currency); "
-                + "a \(payment.currency) payment cannot be counted against it")
+            throw BudgetError(
+                .currencyMismatch,
+                "the \(category) budget counts \(limit.currency); "
+                    + "a \(payment.currency) payment cannot be counted against it")
         }
         let usage = BudgetUsage(category: category, spent: spent, payment: payment, limit: limit, isHardCap: isHardCap)
         // Both are ≤ Int64.max, so their sum is < UInt64.max.

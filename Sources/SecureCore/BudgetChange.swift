@@ -48,8 +48,8 @@ public enum BudgetChange: Hashable, Sendable {
         switch action {
         case 1:
             guard let limit = try Money.decode(from: &reader), let windowByte = reader.readUInt8(),
-                  let flags = reader.readUInt8(),
-                  let zone = try reader.readPrefixed8(max: Budget.timeZoneIdentifierByteCountMax, field: "time zone")
+                let flags = reader.readUInt8(),
+                let zone = try reader.readPrefixed8(max: Budget.timeZoneIdentifierByteCountMax, field: "time zone")
             else { throw short() }
             guard let window = BudgetWindowKind(rawValue: windowByte) else {
                 throw FormatError(.invalidValue, "budget window \(windowByte) is not known")
@@ -59,8 +59,10 @@ public enum BudgetChange: Hashable, Sendable {
                 throw FormatError(.invalidValue, "the time zone name is not printable ASCII")
             }
             do {
-                change = .set(try Budget(category: category, limit: limit, window: window, isHardCap: flags == 1,
-                                         timeZoneIdentifier: String(decoding: zone, as: UTF8.self)))
+                change = .set(
+                    try Budget(
+                        category: category, limit: limit, window: window, isHardCap: flags == 1,
+                        timeZoneIdentifier: String(decoding: zone, as: UTF8.self)))
             } catch let error as BudgetError {
                 throw FormatError(.invalidValue, error.detail)
             }

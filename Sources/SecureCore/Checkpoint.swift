@@ -15,7 +15,9 @@ public struct LedgerSnapshot: Hashable, Sendable {
     /// The snapshot of a state.
     public init(_ state: LedgerState) {
         balances = state.balances.values.sorted { $0.currency.code < $1.currency.code }
-        windowTotals = state.windowTotals.values.sorted { Array($0.category.utf8).lexicographicallyPrecedes(Array($1.category.utf8)) }
+        windowTotals = state.windowTotals.values.sorted {
+            Array($0.category.utf8).lexicographicallyPrecedes(Array($1.category.utf8))
+        }
     }
 
     init(balances: [Money], windowTotals: [WindowTotal]) {
@@ -39,7 +41,8 @@ public struct LedgerSnapshot: Hashable, Sendable {
     static func decode(from reader: inout ByteReader) throws -> LedgerSnapshot? {
         guard let balanceCount = reader.readUInt8() else { return nil }
         guard Int(balanceCount) <= balanceCountMax else {
-            throw FormatError(.fieldTooLong, "a snapshot lists \(balanceCount) balances; at most \(balanceCountMax) are allowed")
+            throw FormatError(
+                .fieldTooLong, "a snapshot lists \(balanceCount) balances; at most \(balanceCountMax) are allowed")
         }
         var balances: [Money] = []
         for _ in 0..<balanceCount {
@@ -51,12 +54,15 @@ public struct LedgerSnapshot: Hashable, Sendable {
         }
         guard let windowCount = reader.readUInt16() else { return nil }
         guard Int(windowCount) <= LedgerState.budgetCountMax else {
-            throw FormatError(.fieldTooLong, "a snapshot lists \(windowCount) windows; at most \(LedgerState.budgetCountMax) are allowed")
+            throw FormatError(
+                .fieldTooLong,
+                "a snapshot lists \(windowCount) windows; at most \(LedgerState.budgetCountMax) are allowed")
         }
         var totals: [WindowTotal] = []
         for _ in 0..<windowCount {
             guard let total = try decodeWindowTotal(from: &reader) else { return nil }
-            if let last = totals.last, !Array(last.category.utf8).lexicographicallyPrecedes(Array(total.category.utf8)) {
+            if let last = totals.last, !Array(last.category.utf8).lexicographicallyPrecedes(Array(total.category.utf8))
+            {
                 throw FormatError(.notCanonical, "snapshot windows are not in strictly increasing category order")
             }
             totals.append(total)
@@ -66,10 +72,12 @@ public struct LedgerSnapshot: Hashable, Sendable {
 
     private static func decodeWindowTotal(from reader: inout ByteReader) throws -> WindowTotal? {
         guard let categoryBytes = try reader.readPrefixed8(max: Budget.categoryByteCountMax, field: "category"),
-              let kindByte = reader.readUInt8(), let start = reader.readInt64(), let end = reader.readInt64(),
-              let spent = try Money.decode(from: &reader) else { return nil }
+            let kindByte = reader.readUInt8(), let start = reader.readInt64(), let end = reader.readInt64(),
+            let spent = try Money.decode(from: &reader)
+        else { return nil }
         guard let category = String(validating: categoryBytes, as: UTF8.self),
-              (try? Budget.validateCategory(category)) != nil else {
+            (try? Budget.validateCategory(category)) != nil
+        else {
             throw FormatError(.invalidValue, "a snapshot window names an invalid category")
         }
         guard let kind = BudgetWindowKind(rawValue: kindByte) else {
@@ -111,15 +119,20 @@ public struct Checkpoint: Hashable, Sendable {
     public static let signatureLabel = SignatureLabel("secure-checkpoint-v1")
 
     /// Makes a checkpoint, checking lengths and that the key event lies inside the ledger.
-    public init(walletID: [UInt8], walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
-                size: UInt64, root: [UInt8], head: [UInt8], time: Int64, snapshot: LedgerSnapshot) throws {
+    public init(
+        walletID: [UInt8], walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
+        size: UInt64, root: [UInt8], head: [UInt8], time: Int64, snapshot: LedgerSnapshot
+    ) throws {
         guard walletID.count == 32, root.count == 32, head.count == 32 else {
             throw FormatError(.invalidValue, "wallet id, root and head are 32 bytes each")
         }
         guard size >= 1, keyEventPosition < size else {
-            throw FormatError(.invalidValue, "a checkpoint covers at least entry 0 and the key event at \(keyEventPosition)")
+            throw FormatError(
+                .invalidValue, "a checkpoint covers at least entry 0 and the key event at \(keyEventPosition)")
         }
-        guard LedgerTime.isValid(time) else { throw FormatError(.invalidValue, "the checkpoint time lies outside 1970 to 9999") }
+        guard LedgerTime.isValid(time) else {
+            throw FormatError(.invalidValue, "the checkpoint time lies outside 1970 to 9999")
+        }
         self.walletID = walletID
         self.walletKey = walletKey
         self.keySequence = keySequence
@@ -132,10 +145,13 @@ public struct Checkpoint: Hashable, Sendable {
     }
 
     /// A checkpoint of `state` with the tree root the store computed for the same entries.
-    public init(walletID: [UInt8], walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
-                state: LedgerState, root: [UInt8], time: Int64) throws {
-        try self.init(walletID: walletID, walletKey: walletKey, keySequence: keySequence, keyEventPosition: keyEventPosition,
-                      size: state.size, root: root, head: state.head, time: time, snapshot: LedgerSnapshot(state))
+    public init(
+        walletID: [UInt8], walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
+        state: LedgerState, root: [UInt8], time: Int64
+    ) throws {
+        try self.init(
+            walletID: walletID, walletKey: walletKey, keySequence: keySequence, keyEventPosition: keyEventPosition,
+            size: state.size, root: root, head: state.head, time: time, snapshot: LedgerSnapshot(state))
     }
 
     /// The canonical encoding, which is what gets signed.
@@ -162,9 +178,10 @@ public struct Checkpoint: Hashable, Sendable {
             throw FormatError(.unsupportedVersion, "checkpoint version \(version) is not supported")
         }
         guard let walletID = reader.readFixed(32), let point = reader.readFixed(P256.uncompressedPointByteCount),
-              let keySequence = reader.readUInt64(), let keyEventPosition = reader.readUInt64(),
-              let size = reader.readUInt64(), let root = reader.readFixed(32), let head = reader.readFixed(32),
-              let time = reader.readInt64(), let snapshot = try LedgerSnapshot.decode(from: &reader) else { return nil }
+            let keySequence = reader.readUInt64(), let keyEventPosition = reader.readUInt64(),
+            let size = reader.readUInt64(), let root = reader.readFixed(32), let head = reader.readFixed(32),
+            let time = reader.readInt64(), let snapshot = try LedgerSnapshot.decode(from: &reader)
+        else { return nil }
         try reader.expectEnd("checkpoint")
         let key: P256.PublicKey
         do {
@@ -172,8 +189,9 @@ public struct Checkpoint: Hashable, Sendable {
         } catch {
             throw FormatError(.invalidValue, "the checkpoint's wallet key is not a valid P-256 point")
         }
-        return try Checkpoint(walletID: walletID, walletKey: key, keySequence: keySequence, keyEventPosition: keyEventPosition,
-                              size: size, root: root, head: head, time: time, snapshot: snapshot)
+        return try Checkpoint(
+            walletID: walletID, walletKey: key, keySequence: keySequence, keyEventPosition: keyEventPosition,
+            size: size, root: root, head: head, time: time, snapshot: snapshot)
     }
 
     /// Signs the checkpoint; the signer must hold the checkpoint's wallet key.
@@ -240,7 +258,8 @@ public struct SignedCheckpoint: Hashable, Sendable {
             throw FormatError(.unsupportedVersion, "signed checkpoint version \(version) is not supported")
         }
         guard let body = try reader.readPrefixed16(max: checkpointByteCountMax, field: "checkpoint"),
-              let der = try reader.readPrefixed8(max: signatureByteCountMax, field: "signature") else { return nil }
+            let der = try reader.readPrefixed8(max: signatureByteCountMax, field: "signature")
+        else { return nil }
         // The checkpoint is a complete field here, so a short one is malformed rather than incomplete.
         guard let checkpoint = try Checkpoint.decode(body) else {
             throw FormatError(.invalidValue, "the checkpoint inside a signed checkpoint is truncated")

@@ -73,7 +73,8 @@ extension Currency {
         guard let letters = reader.readFixed(3), let scale = reader.readUInt8() else { return nil }
         let code = String(decoding: letters, as: UTF8.self)
         guard letters.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }),
-              let currency = Currency(code: code) else {
+            let currency = Currency(code: code)
+        else {
             throw FormatError(.invalidValue, "the currency code \(Hex.encode(letters)) is not in the table")
         }
         guard currency.scale == scale else {

@@ -18,9 +18,11 @@ public enum ForkEvidence: Hashable, Sendable {
         switch self {
         case .conflictingCheckpoints(let first, let second):
             if let refusal = ForkEvidence.checkPair(first, second) { return refusal }
-            let a = first.checkpoint, b = second.checkpoint
+            let a = first.checkpoint
+            let b = second.checkpoint
             guard a.size == b.size else {
-                return .notProven(.sizesDiffer, "the checkpoints cover \(a.size) and \(b.size) entries; (a) needs equal sizes")
+                return .notProven(
+                    .sizesDiffer, "the checkpoints cover \(a.size) and \(b.size) entries; (a) needs equal sizes")
             }
             guard a.root != b.root || a.head != b.head else {
                 return .notProven(.noConflict, "both checkpoints commit to the same root and head at size \(a.size)")
@@ -33,7 +35,8 @@ public enum ForkEvidence: Hashable, Sendable {
 
     /// Both signatures valid, the same wallet and key, and two distinct statements.
     static func checkPair(_ first: SignedCheckpoint, _ second: SignedCheckpoint) -> ForkVerdict? {
-        let a = first.checkpoint, b = second.checkpoint
+        let a = first.checkpoint
+        let b = second.checkpoint
         guard a.walletID == b.walletID, a.walletKey == b.walletKey else {
             return .notProven(.differentWallets, "the checkpoints name different wallets or keys")
         }
@@ -71,7 +74,8 @@ public enum ForkEvidence: Hashable, Sendable {
         switch type {
         case 1:
             guard let first = try SignedCheckpoint.decode(from: &reader),
-                  let second = try SignedCheckpoint.decode(from: &reader) else { return nil }
+                let second = try SignedCheckpoint.decode(from: &reader)
+            else { return nil }
             evidence = .conflictingCheckpoints(first, second)
         case 2:
             guard let leaves = try ConflictingLeaves.decode(from: &reader) else { return nil }
@@ -102,13 +106,16 @@ public struct ConflictingLeaves: Hashable, Sendable {
     public let secondProof: [[UInt8]]
 
     /// A leaf is one entry encoding; this is the largest one the entry limits allow (66,409 bytes).
-    public static let leafByteCountMax = 1 + 8 + LedgerEntry.idByteCount + 1 + 1 + 1 + Money.encodedByteCount
+    public static let leafByteCountMax =
+        1 + 8 + LedgerEntry.idByteCount + 1 + 1 + 1 + Money.encodedByteCount
         + 1 + Budget.categoryByteCountMax + 1 + LedgerEntry.counterpartyByteCountMax + 2 + LedgerEntry.noteByteCountMax
         + 8 + 1 + StatementReference.encodedByteCount + 4 + LedgerEntry.payloadByteCountMax + 32
 
     /// Collects the parts; nothing is checked until `verify()`.
-    public init(first: SignedCheckpoint, second: SignedCheckpoint, index: UInt64, firstLeaf: [UInt8],
-                firstProof: [[UInt8]], secondLeaf: [UInt8], secondProof: [[UInt8]]) {
+    public init(
+        first: SignedCheckpoint, second: SignedCheckpoint, index: UInt64, firstLeaf: [UInt8],
+        firstProof: [[UInt8]], secondLeaf: [UInt8], secondProof: [[UInt8]]
+    ) {
         self.first = first
         self.second = second
         self.index = index
@@ -120,17 +127,24 @@ public struct ConflictingLeaves: Hashable, Sendable {
 
     func verify() -> ForkVerdict {
         if let refusal = ForkEvidence.checkPair(first, second) { return refusal }
-        let a = first.checkpoint, b = second.checkpoint
+        let a = first.checkpoint
+        let b = second.checkpoint
         guard index < a.size, index < b.size else {
             return .notProven(.indexOutOfRange, "leaf \(index) is not below both sizes \(a.size) and \(b.size)")
         }
         guard firstLeaf != secondLeaf else { return .notProven(.noConflict, "both proofs show the same leaf") }
-        guard Merkle.verifyInclusion(leafHash: Merkle.leafHash(firstLeaf), index: index, size: a.size,
-                                     proof: firstProof, root: a.root) else {
+        guard
+            Merkle.verifyInclusion(
+                leafHash: Merkle.leafHash(firstLeaf), index: index, size: a.size,
+                proof: firstProof, root: a.root)
+        else {
             return .notProven(.proofInvalid, "the first inclusion proof does not lead to the first checkpoint's root")
         }
-        guard Merkle.verifyInclusion(leafHash: Merkle.leafHash(secondLeaf), index: index, size: b.size,
-                                     proof: secondProof, root: b.root) else {
+        guard
+            Merkle.verifyInclusion(
+                leafHash: Merkle.leafHash(secondLeaf), index: index, size: b.size,
+                proof: secondProof, root: b.root)
+        else {
             return .notProven(.proofInvalid, "the second inclusion proof does not lead to the second checkpoint's root")
         }
         return .forkProven("the wallet signed two ledgers with different entries at position \(index)")
@@ -149,12 +163,15 @@ public struct ConflictingLeaves: Hashable, Sendable {
     }
 
     static func decode(from reader: inout ByteReader) throws -> ConflictingLeaves? {
-        guard let first = try SignedCheckpoint.decode(from: &reader), let second = try SignedCheckpoint.decode(from: &reader),
-              let index = reader.readUInt64() else { return nil }
+        guard let first = try SignedCheckpoint.decode(from: &reader),
+            let second = try SignedCheckpoint.decode(from: &reader),
+            let index = reader.readUInt64()
+        else { return nil }
         var parts: [([UInt8], [[UInt8]])] = []
         for _ in 0..<2 {
             guard let leaf = try reader.readPrefixed32(max: leafByteCountMax, field: "leaf"),
-                  let count = reader.readUInt8() else { return nil }
+                let count = reader.readUInt8()
+            else { return nil }
             guard Int(count) <= Merkle.proofHashCountMax else {
                 throw FormatError(.fieldTooLong, "an inclusion proof of \(count) hashes is longer than any tree needs")
             }
@@ -165,8 +182,9 @@ public struct ConflictingLeaves: Hashable, Sendable {
             }
             parts.append((leaf, proof))
         }
-        return ConflictingLeaves(first: first, second: second, index: index, firstLeaf: parts[0].0,
-                                 firstProof: parts[0].1, secondLeaf: parts[1].0, secondProof: parts[1].1)
+        return ConflictingLeaves(
+            first: first, second: second, index: index, firstLeaf: parts[0].0,
+            firstProof: parts[0].1, secondLeaf: parts[1].0, secondProof: parts[1].1)
     }
 }
 

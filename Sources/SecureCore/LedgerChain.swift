@@ -24,8 +24,10 @@ public enum LedgerChain {
 
     /// Checks that `entries` continue a chain whose last entry had position `start − 1` and link
     /// `previousLink` (pass 0 and `genesisLink` for a whole ledger), and returns the new head.
-    public static func verify(_ entries: [LedgerEntry], start: UInt64 = 0,
-                              previousLink: [UInt8] = genesisLink) throws -> [UInt8] {
+    public static func verify(
+        _ entries: [LedgerEntry], start: UInt64 = 0,
+        previousLink: [UInt8] = genesisLink
+    ) throws -> [UInt8] {
         var link = previousLink
         var expected = start
         for entry in entries {

@@ -71,8 +71,10 @@ public struct StatementReference: Hashable, Sendable {
     /// Makes a reference; the lengths are checked.
     public init(signer: [UInt8], id: [UInt8], payloadDigest: [UInt8]) throws {
         guard signer.count == 32, id.count == LedgerEntry.idByteCount, payloadDigest.count == 32 else {
-            throw LedgerError(.invalidEntry, "a statement reference holds a 32-byte signer fingerprint, a 16-byte id "
-                + "and a 32-byte payload digest")
+            throw LedgerError(
+                .invalidEntry,
+                "a statement reference holds a 32-byte signer fingerprint, a 16-byte id "
+                    + "and a 32-byte payload digest")
         }
         self.signer = signer
         self.id = id
@@ -130,9 +132,11 @@ public struct LedgerEntry: Hashable, Sendable {
     public static let payloadByteCountMax = 65_536
 
     /// Makes an entry, checking every field and the rules of its kind.
-    public init(position: UInt64, id: [UInt8], kind: EntryKind, flags: EntryFlags = [], amount: Money?,
-                category: String = "", counterparty: [UInt8] = [], note: String = "", time: Int64,
-                statement: StatementReference? = nil, payload: [UInt8] = [], previousLink: [UInt8]) throws {
+    public init(
+        position: UInt64, id: [UInt8], kind: EntryKind, flags: EntryFlags = [], amount: Money?,
+        category: String = "", counterparty: [UInt8] = [], note: String = "", time: Int64,
+        statement: StatementReference? = nil, payload: [UInt8] = [], previousLink: [UInt8]
+    ) throws {
         self.position = position
         self.id = id
         self.kind = kind
@@ -245,11 +249,13 @@ extension LedgerEntry {
     static func decode(from reader: inout ByteReader) throws -> LedgerEntry? {
         guard let version = reader.readUInt8() else { return nil }
         guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "ledger entry version \(version) is not supported (expected \(encodingVersion))")
+            throw FormatError(
+                .unsupportedVersion, "ledger entry version \(version) is not supported (expected \(encodingVersion))")
         }
         guard let position = reader.readUInt64(), let id = reader.readFixed(idByteCount),
-              let kindByte = reader.readUInt8(), let flagByte = reader.readUInt8(),
-              let amountTag = reader.readUInt8() else { return nil }
+            let kindByte = reader.readUInt8(), let flagByte = reader.readUInt8(),
+            let amountTag = reader.readUInt8()
+        else { return nil }
         guard let kind = EntryKind(rawValue: kindByte) else {
             throw FormatError(.invalidValue, "entry kind \(kindByte) is not known")
         }
@@ -262,20 +268,23 @@ extension LedgerEntry {
         default: throw FormatError(.invalidValue, "the amount presence byte is \(amountTag), not 0 or 1")
         }
         guard let category = try reader.readPrefixed8(max: Budget.categoryByteCountMax, field: "category"),
-              let counterparty = try reader.readPrefixed8(max: counterpartyByteCountMax, field: "counterparty"),
-              let note = try reader.readPrefixed16(max: noteByteCountMax, field: "note"),
-              let time = reader.readInt64(), let statementTag = reader.readUInt8() else { return nil }
+            let counterparty = try reader.readPrefixed8(max: counterpartyByteCountMax, field: "counterparty"),
+            let note = try reader.readPrefixed16(max: noteByteCountMax, field: "note"),
+            let time = reader.readInt64(), let statementTag = reader.readUInt8()
+        else { return nil }
         var statement: StatementReference?
         switch statementTag {
         case 0: statement = nil
         case 1:
             guard let signer = reader.readFixed(32), let statementID = reader.readFixed(idByteCount),
-                  let payloadDigest = reader.readFixed(32) else { return nil }
+                let payloadDigest = reader.readFixed(32)
+            else { return nil }
             statement = try StatementReference(signer: signer, id: statementID, payloadDigest: payloadDigest)
         default: throw FormatError(.invalidValue, "the statement presence byte is \(statementTag), not 0 or 1")
         }
         guard let payload = try reader.readPrefixed32(max: payloadByteCountMax, field: "payload"),
-              let previousLink = reader.readFixed(SHA256.byteCount) else { return nil }
+            let previousLink = reader.readFixed(SHA256.byteCount)
+        else { return nil }
         do {
             return try LedgerEntry(
                 position: position, id: id, kind: kind, flags: EntryFlags(rawValue: flagByte), amount: amount,

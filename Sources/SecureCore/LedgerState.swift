@@ -65,7 +65,8 @@ public struct LedgerState: Hashable, Sendable {
             if effect.resetsWindow { windowTotals[category] = nil }
         }
         if let statement = entry.statement, effect.recordsStatement {
-            statements[statement.key] = RecordedStatement(payloadDigest: statement.payloadDigest, position: entry.position)
+            statements[statement.key] = RecordedStatement(
+                payloadDigest: statement.payloadDigest, position: entry.position)
         }
         if let (id, payment) = effect.paymentOut { paymentsOut[id] = payment }
         size += 1
@@ -104,8 +105,10 @@ public struct LedgerState: Hashable, Sendable {
         case .conflictingStatement:
             // Valid entries of this kind always name a statement.
             guard case .conflict = lookup(entry.statement!) else {
-                throw LedgerError(.noConflict, "entry \(entry.position) records a conflict with no recorded statement "
-                    + "under that id and another payload")
+                throw LedgerError(
+                    .noConflict,
+                    "entry \(entry.position) records a conflict with no recorded statement "
+                        + "under that id and another payload")
             }
             return Effect()
         case .keyEvent, .rollbackAccepted: return Effect()
@@ -116,10 +119,14 @@ public struct LedgerState: Hashable, Sendable {
         switch lookup(entry.statement!) {
         case .new: return
         case .duplicate(let position):
-            throw LedgerError(.duplicateStatement, "entry \(entry.position) records a statement already recorded by entry \(position)")
+            throw LedgerError(
+                .duplicateStatement, "entry \(entry.position) records a statement already recorded by entry \(position)"
+            )
         case .conflict(let position):
-            throw LedgerError(.conflictingStatement, "entry \(entry.position) reuses the id of entry \(position)'s statement "
-                + "with another payload")
+            throw LedgerError(
+                .conflictingStatement,
+                "entry \(entry.position) reuses the id of entry \(position)'s statement "
+                    + "with another payload")
         }
     }
 
@@ -150,8 +157,9 @@ public struct LedgerState: Hashable, Sendable {
         // amount ≤ balance, so the subtraction cannot fail.
         let newBalance = try! balance.subtracting(amount)
         let payment = PaymentOut(amount: amount, position: entry.position, isReversed: false)
-        return Effect(balance: (amount.currency, newBalance), windowTotal: windowTotal, recordsStatement: true,
-                      paymentOut: (entry.statement!.id, payment))
+        return Effect(
+            balance: (amount.currency, newBalance), windowTotal: windowTotal, recordsStatement: true,
+            paymentOut: (entry.statement!.id, payment))
     }
 
     /// Enforces the budget verdict that was shown before signing and returns the window's new total.
@@ -161,17 +169,21 @@ public struct LedgerState: Hashable, Sendable {
         do {
             verdict = try budget.verdict(spent: spent, payment: amount)
         } catch {
-            throw LedgerError(.budgetCurrencyMismatch, "entry \(entry.position) pays \(amount.currency) in the "
-                + "\(budget.category) budget, which counts \(budget.limit.currency)")
+            throw LedgerError(
+                .budgetCurrencyMismatch,
+                "entry \(entry.position) pays \(amount.currency) in the "
+                    + "\(budget.category) budget, which counts \(budget.limit.currency)")
         }
         switch verdict {
         case .ok, .alert: break
         case .overBudget:
             guard entry.flags.contains(.budgetOverride) else {
-                throw LedgerError(.overBudget, "entry \(entry.position) exceeds the \(budget.category) budget without an override")
+                throw LedgerError(
+                    .overBudget, "entry \(entry.position) exceeds the \(budget.category) budget without an override")
             }
         case .refusedByHardCap:
-            throw LedgerError(.hardCapExceeded, "entry \(entry.position) exceeds the hard cap of the \(budget.category) budget")
+            throw LedgerError(
+                .hardCapExceeded, "entry \(entry.position) exceeds the hard cap of the \(budget.category) budget")
         }
         // spent + amount ≤ Int64.max was not checked by the verdict when overridden.
         guard let total = try? spent.adding(amount) else {
@@ -187,10 +199,13 @@ public struct LedgerState: Hashable, Sendable {
     }
 
     private func reversal(_ entry: LedgerEntry) throws -> Effect {
-        let statement = entry.statement!, amount = entry.amount!
+        let statement = entry.statement!
+        let amount = entry.amount!
         guard let payment = paymentsOut[statement.id], !payment.isReversed, payment.amount == amount else {
-            throw LedgerError(.invalidReversal, "entry \(entry.position) reverses no unreversed payment out of \(amount) "
-                + "with transfer id \(statement.id.map { String($0, radix: 16) }.joined())")
+            throw LedgerError(
+                .invalidReversal,
+                "entry \(entry.position) reverses no unreversed payment out of \(amount) "
+                    + "with transfer id \(statement.id.map { String($0, radix: 16) }.joined())")
         }
         try requireNew(entry)
         let reversed = PaymentOut(amount: payment.amount, position: payment.position, isReversed: true)
@@ -202,17 +217,20 @@ public struct LedgerState: Hashable, Sendable {
         case .set(let budget):
             let old = budgets[budget.category]
             guard old != nil || budgets.count < LedgerState.budgetCountMax else {
-                throw LedgerError(.invalidEntry, "entry \(entry.position) would exceed \(LedgerState.budgetCountMax) budgets")
+                throw LedgerError(
+                    .invalidEntry, "entry \(entry.position) would exceed \(LedgerState.budgetCountMax) budgets")
             }
             // A new limit keeps the window's spending; a new window shape, zone or currency starts afresh.
-            let keepsWindow = old.map {
-                $0.window == budget.window && $0.timeZoneIdentifier == budget.timeZoneIdentifier
-                    && $0.limit.currency == budget.limit.currency
-            } ?? false
+            let keepsWindow =
+                old.map {
+                    $0.window == budget.window && $0.timeZoneIdentifier == budget.timeZoneIdentifier
+                        && $0.limit.currency == budget.limit.currency
+                } ?? false
             return Effect(budget: (budget.category, budget), resetsWindow: !keepsWindow)
         case .remove(let category):
             guard budgets[category] != nil else {
-                throw LedgerError(.noSuchBudget, "entry \(entry.position) removes the \(category) budget, which does not exist")
+                throw LedgerError(
+                    .noSuchBudget, "entry \(entry.position) removes the \(category) budget, which does not exist")
             }
             return Effect(budget: (category, nil), resetsWindow: true)
         }

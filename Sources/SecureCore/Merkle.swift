@@ -36,10 +36,14 @@ public enum Merkle {
 
     /// The root an inclusion proof leads to (RFC 9162 §2.1.3.2), or nil when the proof's shape does not fit
     /// the index and size.
-    public static func rootFromInclusionProof(leafHash: [UInt8], index: UInt64, size: UInt64,
-                                              proof: [[UInt8]]) -> [UInt8]? {
+    public static func rootFromInclusionProof(
+        leafHash: [UInt8], index: UInt64, size: UInt64,
+        proof: [[UInt8]]
+    ) -> [UInt8]? {
         guard index < size, proof.count <= proofHashCountMax, proof.allSatisfy({ $0.count == 32 }) else { return nil }
-        var fn = index, sn = size - 1, hash = leafHash
+        var fn = index
+        var sn = size - 1
+        var hash = leafHash
         for sibling in proof {
             guard sn != 0 else { return nil }
             if fn & 1 == 1 || fn == sn {
@@ -58,16 +62,20 @@ public enum Merkle {
     }
 
     /// Whether `proof` shows the leaf with hash `leafHash` at `index` in the tree of `size` leaves with `root`.
-    public static func verifyInclusion(leafHash: [UInt8], index: UInt64, size: UInt64, proof: [[UInt8]],
-                                       root: [UInt8]) -> Bool {
+    public static func verifyInclusion(
+        leafHash: [UInt8], index: UInt64, size: UInt64, proof: [[UInt8]],
+        root: [UInt8]
+    ) -> Bool {
         rootFromInclusionProof(leafHash: leafHash, index: index, size: size, proof: proof) == root
     }
 
     /// Whether `proof` shows the tree of `oldSize` leaves with `oldRoot` to be a prefix of the tree of
     /// `newSize` leaves with `newRoot` (RFC 9162 §2.1.4.2). Equal sizes need an empty proof and equal roots;
     /// the empty tree is a prefix of every tree.
-    public static func verifyConsistency(oldSize: UInt64, newSize: UInt64, oldRoot: [UInt8], newRoot: [UInt8],
-                                         proof: [[UInt8]]) -> Bool {
+    public static func verifyConsistency(
+        oldSize: UInt64, newSize: UInt64, oldRoot: [UInt8], newRoot: [UInt8],
+        proof: [[UInt8]]
+    ) -> Bool {
         guard oldSize <= newSize, proof.count <= proofHashCountMax, proof.allSatisfy({ $0.count == 32 }) else {
             return false
         }
@@ -76,12 +84,14 @@ public enum Merkle {
         guard !proof.isEmpty else { return false }
         // When the old tree is a complete subtree, its root is the proof's implicit first node.
         let path = oldSize & (oldSize - 1) == 0 ? [oldRoot] + proof : proof
-        var fn = oldSize - 1, sn = newSize - 1
+        var fn = oldSize - 1
+        var sn = newSize - 1
         while fn & 1 == 1 {
             fn >>= 1
             sn >>= 1
         }
-        var oldHash = path[0], newHash = path[0]
+        var oldHash = path[0]
+        var newHash = path[0]
         for node in path.dropFirst() {
             guard sn != 0 else { return false }
             if fn & 1 == 1 || fn == sn {
@@ -102,11 +112,15 @@ public enum Merkle {
 
     /// The inclusion proof PATH(index, D[0:size]) of RFC 9162 §2.1.3.1, built from `rangeHash`, which
     /// returns MTH(D[lo:hi]). Each call asks for O(log size) subtree hashes.
-    public static func inclusionProof(index: UInt64, size: UInt64,
-                                      rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> [UInt8]) rethrows -> [[UInt8]] {
+    public static func inclusionProof(
+        index: UInt64, size: UInt64,
+        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> [UInt8]
+    ) rethrows -> [[UInt8]] {
         precondition(index < size, "inclusion proof for leaf \(index) of a tree of \(size)")
         var proof: [[UInt8]] = []
-        var lo: UInt64 = 0, hi = size, target = index
+        var lo: UInt64 = 0
+        var hi = size
+        var target = index
         // Walk down from the root; siblings are collected top-down and reversed at the end.
         while hi - lo > 1 {
             let k = splitPoint(hi - lo)
@@ -124,12 +138,17 @@ public enum Merkle {
 
     /// The consistency proof PROOF(oldSize, D[0:newSize]) of RFC 9162 §2.1.4.1, from `rangeHash`.
     /// Empty when oldSize is 0 or equals newSize.
-    public static func consistencyProof(oldSize: UInt64, newSize: UInt64,
-                                        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> [UInt8]) rethrows -> [[UInt8]] {
+    public static func consistencyProof(
+        oldSize: UInt64, newSize: UInt64,
+        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> [UInt8]
+    ) rethrows -> [[UInt8]] {
         precondition(oldSize <= newSize, "consistency proof from \(oldSize) to the smaller \(newSize)")
         guard oldSize > 0, oldSize < newSize else { return [] }
         var proof: [[UInt8]] = []
-        var lo: UInt64 = 0, hi = newSize, m = oldSize, isWholeOldTree = true
+        var lo: UInt64 = 0
+        var hi = newSize
+        var m = oldSize
+        var isWholeOldTree = true
         while m != hi - lo {
             let k = splitPoint(hi - lo)
             if m <= k {

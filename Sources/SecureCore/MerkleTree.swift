@@ -27,7 +27,8 @@ public struct MerkleTree: Sendable {
     public mutating func append(leafHash: [UInt8]) {
         precondition(leafHash.count == 32, "a leaf hash is 32 bytes")
         levels[0].append(contentsOf: leafHash)
-        var level = 0, hash = leafHash
+        var level = 0
+        var hash = leafHash
         // Each time a level gains an even count, the last two nodes complete a parent.
         while (levels[level].count / 32) % 2 == 0 {
             let count = levels[level].count / 32
@@ -96,7 +97,8 @@ public struct MerkleCompactRange: Hashable, Sendable {
     /// Restores a range; the number of peaks must equal the number of set bits of `size`.
     public init(size: UInt64, peaks: [[UInt8]]) throws {
         guard peaks.count == size.nonzeroBitCount, peaks.allSatisfy({ $0.count == 32 }) else {
-            throw FormatError(.invalidValue, "a compact range of \(size) leaves has \(size.nonzeroBitCount) 32-byte peaks")
+            throw FormatError(
+                .invalidValue, "a compact range of \(size) leaves has \(size.nonzeroBitCount) 32-byte peaks")
         }
         self.size = size
         self.peaks = peaks
@@ -106,7 +108,7 @@ public struct MerkleCompactRange: Hashable, Sendable {
     public mutating func append(leafHash: [UInt8]) {
         precondition(leafHash.count == 32 && size < UInt64.max)
         var hash = leafHash
-        var carries = (~size).trailingZeroBitCount // number of trailing one bits of size
+        var carries = (~size).trailingZeroBitCount  // number of trailing one bits of size
         while carries > 0 {
             hash = Merkle.nodeHash(peaks.removeLast(), hash)
             carries -= 1

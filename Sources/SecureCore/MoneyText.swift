@@ -25,7 +25,8 @@ public enum MoneyText {
         try checkLayout(text, bytes)
         // checkLayout guarantees exactly one space with text on both sides.
         let space = bytes.lastIndex(of: UInt8(ascii: " "))!
-        let amount = Array(bytes[..<space]), code = Array(bytes[(space + 1)...])
+        let amount = Array(bytes[..<space])
+        let code = Array(bytes[(space + 1)...])
         try checkNumberShape(amount, text)
         let currency = try parseCurrency(code, amountText: amount)
         return try parseAmount(amount, currency: currency, text: text)
@@ -34,12 +35,15 @@ public enum MoneyText {
     private static func checkLayout(_ text: String, _ bytes: [UInt8]) throws {
         guard !bytes.isEmpty else { throw MoneyError(.empty, "no amount was given; write one as in 4.50 EUR") }
         guard bytes.count <= textByteCountMax else {
-            throw MoneyError(.layout, "the amount text is \(bytes.count) bytes long; at most \(textByteCountMax) are accepted")
+            throw MoneyError(
+                .layout, "the amount text is \(bytes.count) bytes long; at most \(textByteCountMax) are accepted")
         }
         if text.hasPrefix("\u{2212}") { throw MoneyError(.negative, "amounts cannot be negative: \"\(text)\"") }
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else {
-            throw MoneyError(.layout, "\"\(text)\" contains a character other than printable ASCII (a non-breaking "
-                + "space or a typographic sign?); write the amount as in 4.50 EUR")
+            throw MoneyError(
+                .layout,
+                "\"\(text)\" contains a character other than printable ASCII (a non-breaking "
+                    + "space or a typographic sign?); write the amount as in 4.50 EUR")
         }
         guard bytes.first != UInt8(ascii: " "), bytes.last != UInt8(ascii: " ") else {
             throw MoneyError(.layout, "\"\(text)\" starts or ends with a space; write the amount as in 4.50 EUR")
@@ -70,9 +74,11 @@ public enum MoneyText {
         guard isUpper else {
             let amountLooksLikeCode = amountText.count == 3 && amountText.allSatisfy { $0 >= 0x41 && $0 <= 0x5a }
             if amountLooksLikeCode {
-                throw MoneyError(.layout, "write the amount before the currency, as in \(codeText) \(String(decoding: amountText, as: UTF8.self))")
+                let amount = String(decoding: amountText, as: UTF8.self)
+                throw MoneyError(.layout, "write the amount before the currency, as in \(codeText) \(amount)")
             }
-            throw MoneyError(.malformedCurrency, "\"\(codeText)\" is not a currency code; use three upper-case letters, as in EUR")
+            throw MoneyError(
+                .malformedCurrency, "\"\(codeText)\" is not a currency code; use three upper-case letters, as in EUR")
         }
         guard let currency = Currency(code: codeText) else {
             throw MoneyError(.unknownCurrency, "\(codeText) is not a currency this wallet knows")
@@ -83,7 +89,8 @@ public enum MoneyText {
     private static func parseAmount(_ amount: [UInt8], currency: Currency, text: String) throws -> Money {
         let parts = amount.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map(Array.init)
         try checkDigits(parts, amount: amount, text: text)
-        let whole = parts[0], fraction = parts.count == 2 ? parts[1] : []
+        let whole = parts[0]
+        let fraction = parts.count == 2 ? parts[1] : []
         guard fraction.count <= Int(currency.scale) else {
             let allowed = currency.scale == 0 ? "no decimals" : "at most \(currency.scale) decimals"
             throw MoneyError(.tooManyDecimals, "\(currency) takes \(allowed); \"\(text)\" has \(fraction.count)")
@@ -96,17 +103,23 @@ public enum MoneyText {
     }
 
     private static func checkDigits(_ parts: [[UInt8]], amount: [UInt8], text: String) throws {
-        func refuse(_ why: String) -> MoneyError { MoneyError(.malformedAmount, "\"\(text)\": \(why); write it as in 4.50 EUR") }
+        func refuse(_ why: String) -> MoneyError {
+            MoneyError(.malformedAmount, "\"\(text)\": \(why); write it as in 4.50 EUR")
+        }
         if amount.contains(UInt8(ascii: " ")) { throw refuse("spaces are not allowed inside the amount") }
         if amount.contains(where: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "'") }) {
             throw refuse("digit grouping is not accepted and the decimal separator is '.'")
         }
         guard parts.count <= 2 else { throw refuse("there is more than one decimal point") }
         let isDigit = { (byte: UInt8) in byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-        guard parts.allSatisfy({ $0.allSatisfy(isDigit) }) else { throw refuse("only the digits 0–9 and one '.' are allowed") }
+        guard parts.allSatisfy({ $0.allSatisfy(isDigit) }) else {
+            throw refuse("only the digits 0–9 and one '.' are allowed")
+        }
         guard !parts[0].isEmpty else { throw refuse("a digit is needed before the decimal point") }
         guard parts.count == 1 || !parts[1].isEmpty else { throw refuse("a digit is needed after the decimal point") }
-        guard parts[0].count == 1 || parts[0][0] != UInt8(ascii: "0") else { throw refuse("leading zeros are not accepted") }
+        guard parts[0].count == 1 || parts[0][0] != UInt8(ascii: "0") else {
+            throw refuse("leading zeros are not accepted")
+        }
     }
 
     /// The value of ASCII digits, or nil when it does not fit in an Int64.

@@ -13,14 +13,19 @@ public final class SoftwareSigner: MessageSigner {
 
     /// Generates a fresh random key pair with OpenSSL.
     public init() throws {
-        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else { throw SoftwareSigner.failure("EVP_PKEY_CTX_new_id") }
+        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else {
+            throw SoftwareSigner.failure("EVP_PKEY_CTX_new_id")
+        }
         defer { EVP_PKEY_CTX_free(context) }
         guard EVP_PKEY_keygen_init(context) == 1,
-              EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1 else {
+            EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1
+        else {
             throw SoftwareSigner.failure("EVP_PKEY_keygen_init")
         }
         var generated: OpaquePointer?
-        guard EVP_PKEY_keygen(context, &generated) == 1, let generated else { throw SoftwareSigner.failure("EVP_PKEY_keygen") }
+        guard EVP_PKEY_keygen(context, &generated) == 1, let generated else {
+            throw SoftwareSigner.failure("EVP_PKEY_keygen")
+        }
         key = generated
         let length = i2d_PUBKEY(generated, nil)
         guard length > 0 else { throw SoftwareSigner.failure("i2d_PUBKEY") }
@@ -45,7 +50,9 @@ public final class SoftwareSigner: MessageSigner {
             throw SoftwareSigner.failure("EVP_PKEY_sign_init")
         }
         var der = [UInt8](repeating: 0, count: length)
-        guard EVP_PKEY_sign(context, &der, &length, digest, digest.count) == 1 else { throw SoftwareSigner.failure("EVP_PKEY_sign") }
+        guard EVP_PKEY_sign(context, &der, &length, digest, digest.count) == 1 else {
+            throw SoftwareSigner.failure("EVP_PKEY_sign")
+        }
         let signature = try ECDSASignature(der: Array(der.prefix(length))).lowS
         guard publicKey.isValidSignature(signature, digest: digest) else {
             throw CryptoError(.invalidSignature, "the software signer made a signature that does not verify")

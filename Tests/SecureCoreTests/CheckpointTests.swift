@@ -1,6 +1,7 @@
 import SecureCrypto
 import SecureTestSupport
 import Testing
+
 @testable import SecureCore
 
 /// A wallet's ledger with its tree, able to sign checkpoints: enough to build real forks.
@@ -15,8 +16,10 @@ struct SignedLedger {
         try append(.keyEvent, nil, payload: [0x01])
     }
 
-    mutating func append(_ kind: EntryKind, _ amount: Money?, statement: StatementReference? = nil,
-                         payload: [UInt8] = [], note: String = "") throws {
+    mutating func append(
+        _ kind: EntryKind, _ amount: Money?, statement: StatementReference? = nil,
+        payload: [UInt8] = [], note: String = ""
+    ) throws {
         let entry = try builder.append(kind, amount, statement: statement, payload: payload)
         tree.append(leafHash: Merkle.leafHash(entry.encoded))
     }
@@ -26,13 +29,17 @@ struct SignedLedger {
     }
 
     mutating func pay(_ units: Int64, id: UInt8) throws {
-        try append(.paymentOut, Fixture.eur(units), statement: try StatementReference(
-            signer: LedgerBuilder.ownSigner, id: Fixture.bytes(id, 16), payloadDigest: Fixture.bytes(id, 32)))
+        try append(
+            .paymentOut, Fixture.eur(units),
+            statement: try StatementReference(
+                signer: LedgerBuilder.ownSigner, id: Fixture.bytes(id, 16), payloadDigest: Fixture.bytes(id, 32)))
     }
 
     func checkpoint() throws -> SignedCheckpoint {
-        try Checkpoint(walletID: walletID, walletKey: signer.publicKey, keySequence: 0, keyEventPosition: 0,
-                       state: builder.state, root: tree.root(), time: builder.time).sign(with: signer)
+        try Checkpoint(
+            walletID: walletID, walletKey: signer.publicKey, keySequence: 0, keyEventPosition: 0,
+            state: builder.state, root: tree.root(), time: builder.time
+        ).sign(with: signer)
     }
 
     func leaf(_ index: Int) -> [UInt8] { builder.entries[index].encoded }
@@ -92,7 +99,8 @@ struct CheckpointTests {
         var bytes = checkpoint.encoded
         // Balances start after the fixed fields: 1 + 32 + 65 + 8 + 8 + 8 + 32 + 32 + 8 = 194, then a count byte.
         #expect(bytes[194] == 2)
-        let first = Array(bytes[195..<207]), second = Array(bytes[207..<219])
+        let first = Array(bytes[195..<207])
+        let second = Array(bytes[207..<219])
         bytes.replaceSubrange(195..<219, with: second + first)
         #expect(throws: FormatError(.notCanonical, "")) { try Checkpoint.decode(bytes) }
     }
@@ -109,7 +117,7 @@ struct ForkEvidenceTests {
         var second = first
         try first.pay(500, id: 20)
         try first.pay(600, id: 21)
-        try second.pay(500, id: 30) // the same money spent again, to someone else
+        try second.pay(500, id: 30)  // the same money spent again, to someone else
         try second.pay(600, id: 31)
         for id in 0..<extraEntriesInSecond { try second.append(.keyEvent, nil, payload: [UInt8(id)]) }
         return (first, second)
@@ -118,21 +126,24 @@ struct ForkEvidenceTests {
     @Test("(a) equal sizes with different roots prove a fork; the same checkpoint twice does not")
     func conflictingCheckpoints() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 0)
-        let a = try first.checkpoint(), b = try second.checkpoint()
+        let a = try first.checkpoint()
+        let b = try second.checkpoint()
         #expect(a.checkpoint.size == b.checkpoint.size)
         #expect(ForkEvidence.conflictingCheckpoints(a, b).verify().isProven)
         #expect(reason(ForkEvidence.conflictingCheckpoints(a, a).verify()) == .noConflict)
         // A second signature over the same checkpoint is not a fork either.
         let again = try a.checkpoint.sign(with: first.signer)
         guard case .notProven(.noConflict, _) = ForkEvidence.conflictingCheckpoints(a, again).verify() else {
-            Issue.record("two signatures of one checkpoint counted as a fork"); return
+            Issue.record("two signatures of one checkpoint counted as a fork")
+            return
         }
     }
 
     @Test("(a) is refused for different sizes, wallets or a bad signature")
     func conflictingCheckpointsRefused() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 2)
-        let a = try first.checkpoint(), b = try second.checkpoint()
+        let a = try first.checkpoint()
+        let b = try second.checkpoint()
         #expect(reason(ForkEvidence.conflictingCheckpoints(a, b).verify()) == .sizesDiffer)
         let stranger = try SignedLedger(signer: SoftwareSigner()).checkpoint()
         #expect(reason(ForkEvidence.conflictingCheckpoints(a, stranger).verify()) == .differentWallets)
@@ -143,32 +154,36 @@ struct ForkEvidenceTests {
     @Test("(b) one index with two different leaves proves a fork even after padding to other sizes")
     func conflictingLeaves() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 5)
-        let a = try first.checkpoint(), b = try second.checkpoint()
+        let a = try first.checkpoint()
+        let b = try second.checkpoint()
         #expect(a.checkpoint.size != b.checkpoint.size)
         func evidence(_ index: Int, firstLeaf: [UInt8]? = nil, firstProof: [[UInt8]]? = nil) -> ForkEvidence {
-            .conflictingLeaves(ConflictingLeaves(
-                first: a, second: b, index: UInt64(index), firstLeaf: firstLeaf ?? first.leaf(index),
-                firstProof: firstProof ?? first.tree.inclusionProof(index: UInt64(index)),
-                secondLeaf: second.leaf(index), secondProof: second.tree.inclusionProof(index: UInt64(index))))
+            .conflictingLeaves(
+                ConflictingLeaves(
+                    first: a, second: b, index: UInt64(index), firstLeaf: firstLeaf ?? first.leaf(index),
+                    firstProof: firstProof ?? first.tree.inclusionProof(index: UInt64(index)),
+                    secondLeaf: second.leaf(index), secondProof: second.tree.inclusionProof(index: UInt64(index))))
         }
         #expect(evidence(6).verify().isProven)
         #expect(evidence(7).verify().isProven)
         #expect(reason(evidence(3).verify()) == .noConflict)
         #expect(reason(evidence(6, firstProof: first.tree.inclusionProof(index: 5)).verify()) == .proofInvalid)
         #expect(reason(evidence(6, firstLeaf: second.leaf(5)).verify()) == .proofInvalid)
-        let outOfRange = ForkEvidence.conflictingLeaves(ConflictingLeaves(
-            first: a, second: b, index: 9, firstLeaf: [1], firstProof: [], secondLeaf: second.leaf(9),
-            secondProof: second.tree.inclusionProof(index: 9)))
+        let outOfRange = ForkEvidence.conflictingLeaves(
+            ConflictingLeaves(
+                first: a, second: b, index: 9, firstLeaf: [1], firstProof: [], secondLeaf: second.leaf(9),
+                secondProof: second.tree.inclusionProof(index: 9)))
         #expect(reason(outOfRange.verify()) == .indexOutOfRange)
     }
 
     @Test("evidence round-trips through its encoding; truncations are short and flips never trap or prove")
     func encoding() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 1)
-        let evidence = ForkEvidence.conflictingLeaves(ConflictingLeaves(
-            first: try first.checkpoint(), second: try second.checkpoint(), index: 6,
-            firstLeaf: first.leaf(6), firstProof: first.tree.inclusionProof(index: 6),
-            secondLeaf: second.leaf(6), secondProof: second.tree.inclusionProof(index: 6)))
+        let evidence = ForkEvidence.conflictingLeaves(
+            ConflictingLeaves(
+                first: try first.checkpoint(), second: try second.checkpoint(), index: 6,
+                firstLeaf: first.leaf(6), firstProof: first.tree.inclusionProof(index: 6),
+                secondLeaf: second.leaf(6), secondProof: second.tree.inclusionProof(index: 6)))
         let bytes = evidence.encoded
         let decoded = try #require(try ForkEvidence.decode(bytes))
         #expect(decoded == evidence && decoded.verify().isProven)

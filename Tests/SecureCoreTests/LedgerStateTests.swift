@@ -1,14 +1,17 @@
 import SecureTestSupport
 import Testing
+
 @testable import SecureCore
 
 @Suite("Ledger state and replay")
 struct LedgerStateTests {
     let eur = Fixture.eur
 
-    @Test("a debit equal to the balance succeeds; one greater is refused and changes nothing", arguments: [
-        (Int64(500), Int64(500), true), (500, 501, false), (500, 1, true), (0, 1, false),
-    ])
+    @Test(
+        "a debit equal to the balance succeeds; one greater is refused and changes nothing",
+        arguments: [
+            (Int64(500), Int64(500), true), (500, 501, false), (500, 1, true), (0, 1, false),
+        ])
     func balanceRule(balance: Int64, debit: Int64, accepted: Bool) throws {
         var ledger = LedgerBuilder()
         try ledger.append(.keyEvent, nil, payload: [1])
@@ -31,8 +34,9 @@ struct LedgerStateTests {
         let good = try ledger.draft(.keyEvent, nil)
         let state = ledger.state
         func copy(position: UInt64? = nil, time: Int64? = nil, link: [UInt8]? = nil) throws -> LedgerEntry {
-            try LedgerEntry(position: position ?? good.position, id: good.id, kind: .keyEvent, amount: nil,
-                            time: time ?? good.time, previousLink: link ?? good.previousLink)
+            try LedgerEntry(
+                position: position ?? good.position, id: good.id, kind: .keyEvent, amount: nil,
+                time: time ?? good.time, previousLink: link ?? good.previousLink)
         }
         #expect(throws: LedgerError(.positionGap, "")) { try state.applying(copy(position: 2)) }
         #expect(throws: LedgerError(.linkMismatch, "")) { try state.applying(copy(link: Fixture.bytes(1, 32))) }
@@ -52,11 +56,17 @@ struct LedgerStateTests {
         let otherIssuer = Fixture.statement(signer: 0x12, id: 7, payload: 0xA0)
         #expect(ledger.state.lookup(otherIssuer) == .new)
         let before = ledger.state
-        #expect(throws: LedgerError(.duplicateStatement, "")) { try ledger.append(.deposit, eur(100), statement: voucher) }
-        #expect(throws: LedgerError(.conflictingStatement, "")) { try ledger.append(.deposit, eur(100), statement: conflicting) }
+        #expect(throws: LedgerError(.duplicateStatement, "")) {
+            try ledger.append(.deposit, eur(100), statement: voucher)
+        }
+        #expect(throws: LedgerError(.conflictingStatement, "")) {
+            try ledger.append(.deposit, eur(100), statement: conflicting)
+        }
         #expect(ledger.state == before)
         try ledger.append(.conflictingStatement, nil, statement: conflicting)
-        #expect(throws: LedgerError(.noConflict, "")) { try ledger.append(.conflictingStatement, nil, statement: voucher) }
+        #expect(throws: LedgerError(.noConflict, "")) {
+            try ledger.append(.conflictingStatement, nil, statement: voucher)
+        }
         try ledger.append(.deposit, eur(100), statement: otherIssuer)
         #expect(ledger.state.balance(.eur) == eur(200))
     }
@@ -66,13 +76,21 @@ struct LedgerStateTests {
         var ledger = LedgerBuilder()
         try ledger.deposit(eur(1000))
         let transfer = try ledger.pay(eur(300))
-        let refusal = try StatementReference(signer: Fixture.bytes(0x77, 32), id: transfer.id, payloadDigest: Fixture.bytes(0xEF, 32))
-        #expect(throws: LedgerError(.invalidReversal, "")) { try ledger.append(.reversal, eur(299), statement: refusal) }
-        let unknown = try StatementReference(signer: Fixture.bytes(0x77, 32), id: Fixture.bytes(0x99, 16), payloadDigest: Fixture.bytes(0xEF, 32))
-        #expect(throws: LedgerError(.invalidReversal, "")) { try ledger.append(.reversal, eur(300), statement: unknown) }
+        let refusal = try StatementReference(
+            signer: Fixture.bytes(0x77, 32), id: transfer.id, payloadDigest: Fixture.bytes(0xEF, 32))
+        #expect(throws: LedgerError(.invalidReversal, "")) {
+            try ledger.append(.reversal, eur(299), statement: refusal)
+        }
+        let unknown = try StatementReference(
+            signer: Fixture.bytes(0x77, 32), id: Fixture.bytes(0x99, 16), payloadDigest: Fixture.bytes(0xEF, 32))
+        #expect(throws: LedgerError(.invalidReversal, "")) {
+            try ledger.append(.reversal, eur(300), statement: unknown)
+        }
         try ledger.append(.reversal, eur(300), statement: refusal)
         #expect(ledger.state.balance(.eur) == eur(1000))
-        #expect(throws: LedgerError(.invalidReversal, "")) { try ledger.append(.reversal, eur(300), statement: refusal) }
+        #expect(throws: LedgerError(.invalidReversal, "")) {
+            try ledger.append(.reversal, eur(300), statement: refusal)
+        }
     }
 
     @Test("budgets are enforced: override needed above the limit, hard caps refuse, windows roll over")
@@ -82,8 +100,10 @@ struct LedgerStateTests {
         try ledger.setBudget("food", eur(1000))
         try ledger.pay(eur(700), category: "food")
         #expect(ledger.state.windowTotals["food"]?.spent == eur(700))
-        guard case .alert = try ledger.state.budgetVerdict(category: "food", payment: eur(200), time: ledger.time) else {
-            Issue.record("expected an alert"); return
+        guard case .alert = try ledger.state.budgetVerdict(category: "food", payment: eur(200), time: ledger.time)
+        else {
+            Issue.record("expected an alert")
+            return
         }
         #expect(throws: LedgerError(.overBudget, "")) { try ledger.pay(eur(400), category: "food") }
         try ledger.pay(eur(400), category: "food", flags: .budgetOverride)
@@ -99,13 +119,16 @@ struct LedgerStateTests {
         // A changed limit keeps the window's spending; a hard cap then refuses.
         try ledger.setBudget("food", eur(150), hardCap: true)
         #expect(ledger.state.windowTotals["food"]?.spent == eur(100))
-        #expect(throws: LedgerError(.hardCapExceeded, "")) { try ledger.pay(eur(51), category: "food", flags: .budgetOverride) }
+        #expect(throws: LedgerError(.hardCapExceeded, "")) {
+            try ledger.pay(eur(51), category: "food", flags: .budgetOverride)
+        }
         // A changed window starts afresh; removal forgets the budget.
         try ledger.setBudget("food", eur(150), window: .week, hardCap: true)
         #expect(ledger.state.windowTotals["food"] == nil)
         try ledger.append(.budgetChange, nil, category: "food", payload: BudgetChange.remove(category: "food").payload)
         #expect(throws: LedgerError(.noSuchBudget, "")) {
-            try ledger.append(.budgetChange, nil, category: "food", payload: BudgetChange.remove(category: "food").payload)
+            try ledger.append(
+                .budgetChange, nil, category: "food", payload: BudgetChange.remove(category: "food").payload)
         }
         try ledger.pay(eur(5000), category: "food")
     }
@@ -113,10 +136,15 @@ struct LedgerStateTests {
     @Test("SplitMix64 gives the reference sequence")
     func seededRandom() {
         var random = SeededRandom(seed: 0)
-        #expect([random.next(), random.next(), random.next()] == [0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f])
+        #expect(
+            [random.next(), random.next(), random.next()] == [
+                0xe220_a839_7b1d_cdaf, 0x6e78_9e6a_a1b9_65f4, 0x06c4_5d18_8009_454f,
+            ])
     }
 
-    @Test("replay reproduces the state of a random ledger exactly; refusals change nothing", arguments: [1, 2, 3, 42, 2024] as [UInt64])
+    @Test(
+        "replay reproduces the state of a random ledger exactly; refusals change nothing",
+        arguments: [1, 2, 3, 42, 2024] as [UInt64])
     func replayProperty(seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
         var ledger = LedgerBuilder()
@@ -145,12 +173,14 @@ struct LedgerStateTests {
                     transfers.append((transfer, amount))
                 case 4:
                     guard let (transfer, paid) = transfers.randomElement(using: &random) else { continue }
-                    let refusal = try StatementReference(signer: Fixture.bytes(0x55, 32), id: transfer.id,
-                                                         payloadDigest: random.bytes(32))
+                    let refusal = try StatementReference(
+                        signer: Fixture.bytes(0x55, 32), id: transfer.id,
+                        payloadDigest: random.bytes(32))
                     try ledger.append(.reversal, paid, statement: refusal)
                     model[paid.currency, default: 0] += paid.minorUnits
                 default:
-                    try ledger.setBudget("food", eur(Int64(random.next() % 10_000)), window: .day, zone: "Europe/Berlin")
+                    try ledger.setBudget(
+                        "food", eur(Int64(random.next() % 10_000)), window: .day, zone: "Europe/Berlin")
                 }
             } catch is LedgerError {
                 refusals += 1
