@@ -26,12 +26,14 @@ let package = Package(
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
         .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "CLibCrypto"]),
-        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
+        .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
+        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer"]),
 
         .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
+        .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
     ]
 )

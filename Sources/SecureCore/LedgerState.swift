@@ -20,12 +20,28 @@ public struct LedgerState: Hashable, Sendable {
     private var statements: [StatementKey: RecordedStatement] = [:]
     /// This wallet's payments out by transfer id, for reversals.
     private var paymentsOut: [[UInt8]: PaymentOut] = [:]
+    /// Where statements recorded before a resumption point are looked up; nil for a replayed state.
+    private var index = IndexReference(nil)
 
     /// A wallet never has more budgets than a person manages by hand; the bound keeps checkpoints small.
     public static let budgetCountMax = 256
 
     /// The state before entry 0.
     public init() {}
+
+    /// The state at a signed checkpoint, without replaying what came before: balances and window totals
+    /// from the checkpoint's snapshot, budgets and the last entry's time from the store, and statements
+    /// recorded before the checkpoint from `index`. A full verification replays instead and must arrive
+    /// at the same snapshot.
+    public init(resumingAt checkpoint: Checkpoint, budgets: [Budget], lastTime: Int64, index: StatementIndex) {
+        size = checkpoint.size
+        head = checkpoint.head
+        self.lastTime = lastTime
+        for balance in checkpoint.snapshot.balances { balances[balance.currency] = balance }
+        for budget in budgets { self.budgets[budget.category] = budget }
+        for total in checkpoint.snapshot.windowTotals { windowTotals[total.category] = total }
+        self.index = IndexReference(index)
+    }
 
     /// The state after `entries`, applied in order from position 0.
     public static func replay(_ entries: some Sequence<LedgerEntry>) throws -> LedgerState {
@@ -40,7 +56,7 @@ public struct LedgerState: Hashable, Sendable {
     /// Whether a statement is new, a re-delivery of one already recorded, or a conflicting payload under
     /// a recorded id. The wallet asks before it builds an entry; a duplicate returns the original entry.
     public func lookup(_ statement: StatementReference) -> StatementLookup {
-        guard let recorded = statements[statement.key] else { return .new }
+        guard let recorded = statements[statement.key] ?? index.recorded(statement) else { return .new }
         return recorded.payloadDigest == statement.payloadDigest
             ? .duplicate(position: recorded.position) : .conflict(position: recorded.position)
     }
@@ -201,7 +217,9 @@ public struct LedgerState: Hashable, Sendable {
     private func reversal(_ entry: LedgerEntry) throws -> Effect {
         let statement = entry.statement!
         let amount = entry.amount!
-        guard let payment = paymentsOut[statement.id], !payment.isReversed, payment.amount == amount else {
+        guard let payment = paymentsOut[statement.id] ?? index.paymentOut(transferID: statement.id),
+            !payment.isReversed, payment.amount == amount
+        else {
             throw LedgerError(
                 .invalidReversal,
                 "entry \(entry.position) reverses no unreversed payment out of \(amount) "
@@ -255,6 +273,36 @@ public enum StatementLookup: Hashable, Sendable {
     case duplicate(position: UInt64)
     /// Recorded with another payload by the entry at `position`.
     case conflict(position: UInt64)
+}
+
+/// Statements recorded before the point a state was resumed at, as the store knows them.
+public protocol StatementIndex: AnyObject, Sendable {
+    /// The payload digest and position recorded for (signer, id), if any.
+    func recordedStatement(signer: [UInt8], id: [UInt8]) -> (payloadDigest: [UInt8], position: UInt64)?
+    /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal followed.
+    func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool)?
+}
+
+/// Holds the index without taking part in equality: two states are equal by what they contain.
+private struct IndexReference: Hashable, @unchecked Sendable {
+    let index: StatementIndex?
+
+    init(_ index: StatementIndex?) { self.index = index }
+
+    static func == (lhs: IndexReference, rhs: IndexReference) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
+
+    func recorded(_ statement: StatementReference) -> RecordedStatement? {
+        index?.recordedStatement(signer: statement.signer, id: statement.id).map {
+            RecordedStatement(payloadDigest: $0.payloadDigest, position: $0.position)
+        }
+    }
+
+    func paymentOut(transferID: [UInt8]) -> PaymentOut? {
+        index?.paymentOut(transferID: transferID).map {
+            PaymentOut(amount: $0.amount, position: $0.position, isReversed: $0.isReversed)
+        }
+    }
 }
 
 private struct RecordedStatement: Hashable, Sendable {

@@ -6,7 +6,8 @@ import SecureCrypto
 /// statements by (signer, id), and peers' checkpoints. One writer per wallet (see `WalletLock`).
 /// Writes are single IMMEDIATE transactions on a WAL database with `synchronous=FULL`, so an append is
 /// durable when it returns.
-public final class LedgerStore {
+public final class LedgerStore: @unchecked Sendable {
+    // One wallet process holds the lock and uses its store from one thread at a time.
     let database: Database
     /// The file's path.
     public let path: String
@@ -17,11 +18,14 @@ public final class LedgerStore {
     private static let migrations: [Int64: String] = [
         1: """
             CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
-            CREATE TABLE entries (position INTEGER PRIMARY KEY, id BLOB NOT NULL, encoded BLOB NOT NULL,
-                                  link BLOB NOT NULL, leaf BLOB NOT NULL);
+            CREATE TABLE entries (position INTEGER PRIMARY KEY, id BLOB NOT NULL, kind INTEGER NOT NULL,
+                                  encoded BLOB NOT NULL, link BLOB NOT NULL, leaf BLOB NOT NULL);
+            CREATE INDEX entries_by_id ON entries (id);
+            CREATE INDEX entries_by_kind ON entries (kind);
             CREATE TABLE checkpoints (size INTEGER PRIMARY KEY, encoded BLOB NOT NULL);
-            CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, digest BLOB NOT NULL,
-                                     position INTEGER NOT NULL, PRIMARY KEY (signer, id));
+            CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
+                                     digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
+            CREATE INDEX statements_by_kind_id ON statements (kind, id);
             CREATE TABLE peer_checkpoints (wallet BLOB NOT NULL, size INTEGER NOT NULL, encoded BLOB NOT NULL,
                                            PRIMARY KEY (wallet, size));
             CREATE TABLE evidence (digest BLOB PRIMARY KEY, encoded BLOB NOT NULL);
@@ -137,21 +141,27 @@ public final class LedgerStore {
         }
     }
 
-    /// Appends entries and their checkpoint in one durable transaction. Positions must continue the ledger.
-    public func append(_ appends: [Append]) throws {
+    /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
+    /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
+    public func append(_ appends: [Append], treePeaks: MerkleCompactRange) throws {
         try database.transaction {
-            let insertEntry = try database.prepare("INSERT INTO entries (position, id, encoded, link, leaf) VALUES (?, ?, ?, ?, ?)")
-            let insertStatement = try database.prepare("INSERT INTO statements (signer, id, digest, position) VALUES (?, ?, ?, ?)")
+            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
+                .bind([.blob(Self.encodePeaks(treePeaks))]).run()
+            let insertEntry = try database.prepare(
+                "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
+            let insertStatement = try database.prepare(
+                "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, ?, ?, ?)")
             let insertCheckpoint = try database.prepare("INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
             var expected = try size()
             for item in appends {
                 precondition(item.entry.position == expected, "append out of order: \(item.entry.position) after size \(expected)")
                 let encoded = item.entry.encoded
-                try insertEntry.bind([.integer(Int64(item.entry.position)), .blob(item.entry.id), .blob(encoded),
-                                      .blob(item.entry.link), .blob(Merkle.leafHash(encoded))]).run()
-                if let statement = item.entry.statement, Self.indexesStatement(item.entry.kind) {
-                    try insertStatement.bind([.blob(statement.signer), .blob(statement.id), .blob(statement.payloadDigest),
-                                              .integer(Int64(item.entry.position))]).run()
+                let kind = Int64(item.entry.kind.rawValue)
+                try insertEntry.bind([.integer(Int64(item.entry.position)), .blob(item.entry.id), .integer(kind),
+                                      .blob(encoded), .blob(item.entry.link), .blob(Merkle.leafHash(encoded))]).run()
+                if let statement = item.entry.statement, item.entry.kind != .conflictingStatement {
+                    try insertStatement.bind([.blob(statement.signer), .blob(statement.id), .integer(kind),
+                                              .blob(statement.payloadDigest), .integer(Int64(item.entry.position))]).run()
                 }
                 try insertCheckpoint.bind([.integer(Int64(item.checkpointSize)), .blob(item.checkpoint)]).run()
                 expected += 1
@@ -159,13 +169,47 @@ public final class LedgerStore {
         }
     }
 
-    /// Entries whose (signer, id) is unique in the ledger; conflicting and refused statements are kept
-    /// as evidence under other keys.
-    static func indexesStatement(_ kind: EntryKind) -> Bool {
-        switch kind {
-        case .deposit, .paymentOut, .paymentIn, .reversal: return true
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: return false
+    /// The Merkle tree's compact range after the last append.
+    public func treePeaks() throws -> MerkleCompactRange {
+        let statement = try database.prepare("SELECT value FROM meta WHERE name = 'merkle-peaks'")
+        guard try statement.step() else { return MerkleCompactRange() }
+        let bytes = statement.blob(0)
+        guard bytes.count >= 8, (bytes.count - 8) % 32 == 0 else { throw StoreError(.corrupted, "the stored Merkle peaks are malformed") }
+        let size = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let peaks = stride(from: 8, to: bytes.count, by: 32).map { Array(bytes[$0..<$0 + 32]) }
+        do {
+            return try MerkleCompactRange(size: size, peaks: peaks)
+        } catch {
+            throw StoreError(.corrupted, "the stored Merkle peaks do not fit their size")
         }
+    }
+
+    static func encodePeaks(_ range: MerkleCompactRange) -> [UInt8] {
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: range.size >> (56 - 8 * UInt64($0))) }
+        for peak in range.peaks { bytes += peak }
+        return bytes
+    }
+
+    /// A value from the meta table (trusted issuers, settings).
+    public func meta(_ name: String) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT value FROM meta WHERE name = ?").bind([.text(name)])
+        return try statement.step() ? statement.blob(0) : nil
+    }
+
+    /// Sets a value in the meta table.
+    public func setMeta(_ name: String, _ value: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)").bind([.text(name), .blob(value)]).run()
+        }
+    }
+
+    /// Entries of the given kinds, in order (budget changes at open: there are few).
+    public func entries(kind: EntryKind) throws -> [LedgerEntry] {
+        let statement = try database.prepare("SELECT position, encoded FROM entries WHERE kind = ? ORDER BY position")
+            .bind([.integer(Int64(kind.rawValue))])
+        var result: [LedgerEntry] = []
+        while try statement.step() { result.append(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0)))) }
+        return result
     }
 
     // MARK: Reading
@@ -299,5 +343,24 @@ public final class LedgerStore {
         var result: [[UInt8]] = []
         while try statement.step() { result.append(statement.blob(0)) }
         return result
+    }
+}
+
+extension LedgerStore: StatementIndex {
+    // A failing read here means the database went bad under an open wallet; the append that asked
+    // will fail its own write in the same way, so a miss is the safe answer.
+    public func recordedStatement(signer: [UInt8], id: [UInt8]) -> (payloadDigest: [UInt8], position: UInt64)? {
+        (try? statement(signer: signer, id: id)).flatMap { $0 }.map { ($0.digest, $0.position) }
+    }
+
+    public func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool)? {
+        guard let row = try? database.prepare("SELECT position FROM statements WHERE kind = ? AND id = ?")
+            .bind([.integer(Int64(EntryKind.paymentOut.rawValue)), .blob(transferID)]),
+            (try? row.step()) == true,
+            let entry = try? self.entry(at: UInt64(row.integer(0))), let amount = entry.amount
+        else { return nil }
+        let reversed = (try? database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?")
+            .bind([.integer(Int64(EntryKind.reversal.rawValue)), .blob(transferID)]).step()) ?? false
+        return (amount, entry.position, reversed)
     }
 }

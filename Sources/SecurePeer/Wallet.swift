@@ -1,0 +1,225 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureStore
+import SecureToken
+
+/// Why a wallet refuses to spend.
+public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
+    /// The database has fewer entries than the anchor: an older copy was restored.
+    case behindAnchor(databaseSize: UInt64, anchorSize: UInt64)
+    /// The database's tree at the anchor's size is not the anchored one: it was replaced or rewritten.
+    case divergent(size: UInt64)
+    /// The anchor is gone while the ledger has history.
+    case anchorMissing
+
+    public var description: String {
+        switch self {
+        case .behindAnchor(let databaseSize, let anchorSize):
+            return "the database holds \(databaseSize) entries but the anchor has seen \(anchorSize): an older copy of the "
+                + "database was restored. Restore the newest copy; if none exists, `--accept-rollback` re-anchors and "
+                + "records a signed statement that you did"
+        case .divergent(let size):
+            return "the database's first \(size) entries differ from the ones the anchor signed: the database was replaced "
+                + "or rewritten. Restore the wallet's own database"
+        case .anchorMissing:
+            return "the anchor is missing although the ledger has history; it was deleted, or this is another token"
+        }
+    }
+}
+
+/// One wallet: its ledger, its token and its anchor. This is where the wallet steps run (budget check,
+/// PIN, sign, append) for every way money moves, so `spend`, `deposit`, `accept` and the peer protocol
+/// share one code path. One process holds a wallet at a time (`WalletLock`).
+public final class Wallet {
+    public let paths: WalletPaths
+    public let metadata: WalletMetadata
+    public let walletID: [UInt8]
+    /// The key event currently in force (inception until the rotation issue adds rotations).
+    public let keyEvent: SignedKeyEvent
+    public let session: TokenSession
+    let lock: WalletLock
+    let store: LedgerStore
+    let anchor: AnchorStorage
+    let signer: MessageSigner
+    public private(set) var state: LedgerState
+    private var peaks: MerkleCompactRange
+    /// The latest signed checkpoint; nil only while entry 0 is being written.
+    public private(set) var latest: SignedCheckpoint?
+    /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
+    public private(set) var lockReason: WalletLockReason?
+    /// Milliseconds since the epoch; tests replace it.
+    let clock: @Sendable () -> Int64
+
+    /// The signing key in force.
+    public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
+
+    init(paths: WalletPaths, metadata: WalletMetadata, keyEvent: SignedKeyEvent, session: TokenSession, lock: WalletLock,
+                 store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner, state: LedgerState,
+                 peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
+        self.paths = paths
+        self.metadata = metadata
+        walletID = metadata.walletIDBytes
+        self.keyEvent = keyEvent
+        self.session = session
+        self.lock = lock
+        self.store = store
+        self.anchor = anchor
+        self.signer = signer
+        self.state = state
+        self.peaks = peaks
+        self.latest = latest
+        self.lockReason = lockReason
+        self.clock = clock
+    }
+
+    public static let systemClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    // MARK: Creating
+
+    /// What `wallet init` needs besides the token session.
+    public struct InitOptions {
+        public var tokenURI: PKCS11URI
+        /// The backup token's session and URI: it receives a copy of the database key and holds the next
+        /// signing key (pre-rotation).
+        public var backup: (session: TokenSession, uri: PKCS11URI)
+        public var allowFileAnchor: Bool
+        public var label: String
+
+        public init(tokenURI: PKCS11URI, backup: (session: TokenSession, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
+            self.tokenURI = tokenURI
+            self.backup = backup
+            self.allowFileAnchor = allowFileAnchor
+            self.label = label
+        }
+    }
+
+    /// Makes a wallet: the signing key and a separate key-agreement key on the token, the next signing key
+    /// and a backup key-agreement key on the backup token, entry 0 (the signed inception event), a random
+    /// 256-bit database key wrapped to both key-agreement keys, and the first checkpoint and anchor.
+    public static func create(paths: WalletPaths, session: TokenSession, options: InitOptions,
+                              clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
+        guard !FileManager.default.fileExists(atPath: paths.metadata) else {
+            throw StoreError(.walletExists, "a wallet already exists at \(paths.directory); it is never overwritten")
+        }
+        try FileManager.default.createDirectory(atPath: paths.directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let lock = try WalletLock(path: paths.lock)
+        // A database left by an init that crashed before wallet.json was written belongs to no wallet.
+        for leftover in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.wrappedKey] {
+            try? FileManager.default.removeItem(atPath: leftover)
+        }
+        let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
+        let signingKey = try session.generateKey(label: options.label, usage: .sign)
+        let agreementKey = try session.generateKey(label: options.label + "-agreement", usage: .derive)
+        let nextKey = try options.backup.session.generateKey(label: options.label + "-next", usage: .sign)
+        let backupAgreement = try options.backup.session.generateKey(label: options.label + "-backup-agreement", usage: .derive)
+        let signer = try TokenSigner(session: session, keyURI: signingKey.uri)
+        let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
+                                                      agreementKey: agreementKey.publicKey), signer: signer)
+        let walletID = inception.event.digest
+        let metadata = WalletMetadata(format: WalletMetadata.currentFormat, walletID: Hex.encode(walletID),
+                                      token: options.tokenURI.withoutPIN.tokenOnly.description,
+                                      signingKeyID: Hex.encode(signingKey.id), agreementKeyID: Hex.encode(agreementKey.id),
+                                      anchor: anchorKind, backupToken: options.backup.uri.withoutPIN.tokenOnly.description)
+        let databaseKey = SecretBytes(randomCount: 32)
+        let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
+        let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
+        let wallet = try Wallet(
+            paths: paths, metadata: metadata, keyEvent: inception, session: session, lock: lock, store: store, anchor: anchor,
+            signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
+        let time = clock()
+        _ = try wallet.append { position, previous, _ in
+            try LedgerEntry(position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: time,
+                            payload: inception.encoded, previousLink: previous)
+        }
+        var wrapped = WrappedKeyFile(walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
+        try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
+        try wrapped.wrap(databaseKey, to: backupAgreement.publicKey)
+        try DurableFile.write(wrapped.encoded, to: paths.wrappedKey)
+        try metadata.save(paths)
+        return wallet
+    }
+
+    /// The token anchor where the token keeps private data objects; the file anchor only when allowed.
+    private static func chooseAnchor(session: TokenSession, allowFileAnchor: Bool) throws -> String {
+        do {
+            try session.replaceDataObject(application: TokenAnchor.application, label: "probe", value: [0])
+            try session.destroyDataObjects(application: TokenAnchor.application, label: "probe")
+            return "token"
+        } catch let error as TokenError {
+            guard allowFileAnchor else {
+                throw TokenError(.unsupported, "the token cannot hold the anchor as a private data object (\(error)); "
+                    + "pass --allow-file-anchor to keep it in a file instead, which only detects a rollback of the "
+                    + "database alone (see docs/THREAT-MODEL.md)")
+            }
+            return "file"
+        }
+    }
+
+    static func makeAnchor(kind: String, session: TokenSession, walletID: [UInt8]) -> AnchorStorage {
+        kind == "token" ? TokenAnchor(session: session, walletID: walletID) : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
+    }
+
+    // MARK: Appending
+
+    /// The wallet step every change goes through: build the entry, apply it to the state (every refusal
+    /// happens here, before the token is asked for anything), sign one checkpoint that commits to the new
+    /// entry through the root (the only token operation), commit entry and checkpoint durably, then move
+    /// the anchor. A failure before the commit changes nothing.
+    @discardableResult
+    public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry) throws -> LedgerEntry {
+        if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
+        let time = max(clock(), state.lastTime)
+        let entry = try build(state.size, state.head, time)
+        let next = try state.applying(entry)
+        var nextPeaks = peaks
+        nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
+        let checkpoint = try Checkpoint(walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
+                                        keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
+                                        time: time)
+        let signed = try checkpoint.sign(with: signer)
+        try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)], treePeaks: nextPeaks)
+        state = next
+        peaks = nextPeaks
+        latest = signed
+        // The anchor moves only after the commit is durable. If this fails (a token pulled out now), the
+        // database is ahead of the anchor by verified entries, and the next open moves the anchor forward.
+        try anchor.store(signed.encoded)
+        return entry
+    }
+
+    /// The budget verdict for a payment, before any PIN or signature.
+    public func budgetVerdict(category: String, amount: Money) throws -> BudgetVerdict? {
+        try state.budgetVerdict(category: category, payment: amount, time: max(clock(), state.lastTime))
+    }
+
+    /// The number of entries.
+    public var size: UInt64 { state.size }
+
+    /// The store, for reading commands.
+    public var ledger: LedgerStore { store }
+
+    /// Where the anchor is kept: "token" or "file".
+    public var anchorKind: String { anchor.kind }
+}
+
+/// An error of the wallet's own rules (as opposed to the token's or the store's).
+public struct WalletError: Error, Equatable, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable {
+        case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
+        case refused, notFound = "not-found"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    public static func == (lhs: WalletError, rhs: WalletError) -> Bool { lhs.code == rhs.code }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureStore
+import SecureToken
+
+/// Where a wallet's files live: `--wallet DIR`, or `$XDG_DATA_HOME/secure/wallet` (by default
+/// `~/.local/share/secure/wallet`). The file anchor, when allowed, lives in the state folder
+/// (`$XDG_STATE_HOME/secure/<wallet id>/anchor`).
+public struct WalletPaths: Sendable {
+    public let directory: String
+    public var metadata: String { directory + "/wallet.json" }
+    public var wrappedKey: String { directory + "/keys.bin" }
+    public var database: String { directory + "/ledger.db" }
+    public var lock: String { directory + "/lock" }
+
+    public init(directory: String?) {
+        if let directory {
+            self.directory = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+        } else {
+            self.directory = Self.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/secure/wallet"
+        }
+    }
+
+    /// The file anchor's path for a wallet id.
+    public static func fileAnchor(walletID: [UInt8]) -> String {
+        xdg("XDG_STATE_HOME", fallback: ".local/state") + "/secure/\(Hex.encode(walletID))/anchor"
+    }
+
+    private static func xdg(_ variable: String, fallback: String) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        if let value = environment[variable], value.hasPrefix("/") { return value }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/" + fallback
+    }
+}
+
+/// The wallet's plain metadata (`wallet.json`): what is needed before the database can be opened. It is
+/// not trusted for anything the ledger proves: the keys it names are checked against the signed key
+/// event in entry 0. The format is in docs/PROTOCOL.md ("Wallet files").
+public struct WalletMetadata: Codable, Equatable, Sendable {
+    public static let currentFormat = 1
+
+    public var format: Int
+    /// Hex of the wallet id (SHA-256 of the inception event).
+    public var walletID: String
+    /// The token URI recorded at init, without PIN attributes.
+    public var token: String
+    /// Hex CKA_IDs of the signing and key-agreement keys on that token.
+    public var signingKeyID: String
+    public var agreementKeyID: String
+    /// "token" or "file".
+    public var anchor: String
+    /// The backup token's URI (without PIN), if the backup recipient is a token.
+    public var backupToken: String?
+
+    public var walletIDBytes: [UInt8] { Hex.decode(walletID) ?? [] }
+
+    static func load(_ paths: WalletPaths) throws -> WalletMetadata {
+        guard let data = FileManager.default.contents(atPath: paths.metadata) else {
+            throw StoreError(.walletMissing, "no wallet at \(paths.directory) (no wallet.json); make one with "
+                + "`secure wallet init`, or pass --wallet DIR")
+        }
+        let metadata: WalletMetadata
+        do {
+            metadata = try JSONDecoder().decode(WalletMetadata.self, from: data)
+        } catch {
+            throw StoreError(.malformed, "\(paths.metadata) is not a valid wallet.json: \(error)")
+        }
+        guard metadata.format == currentFormat else {
+            throw StoreError(.schemaTooNew, "\(paths.metadata) has format \(metadata.format); this secure reads \(currentFormat)")
+        }
+        guard metadata.walletIDBytes.count == 32 else { throw StoreError(.malformed, "\(paths.metadata) has a bad wallet id") }
+        return metadata
+    }
+
+    func save(_ paths: WalletPaths) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try DurableFile.write(Array(try encoder.encode(self)) + [0x0a], to: paths.metadata)
+    }
+}
+
+/// The token's key-agreement key as the store's unwrapper: ECDH happens on the token.
+final class TokenUnwrapper: KeyAgreementUnwrapper {
+    let session: TokenSession
+    let key: TokenKey
+
+    init(session: TokenSession, key: TokenKey) {
+        self.session = session
+        self.key = key
+    }
+
+    var publicKey: P256.PublicKey { key.publicKey }
+
+    func sharedSecret(with ephemeral: P256.PublicKey) throws -> SecretBytes {
+        var secret = try session.deriveSharedSecret(key: key, peer: ephemeral)
+        defer { secret.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        return SecretBytes(secret)
+    }
+}
+
+/// The anchor as a private CKO_DATA object on the wallet's token.
+final class TokenAnchor: AnchorStorage {
+    static let application = "secure-wallet"
+    let session: TokenSession
+    let label: String
+
+    init(session: TokenSession, walletID: [UInt8]) {
+        self.session = session
+        label = "anchor-" + Hex.encode(walletID)
+    }
+
+    var kind: String { "token" }
+
+    func load() throws -> [UInt8]? {
+        let objects = try session.dataObjects(application: Self.application).filter { $0.label == label }
+        // After a crash between creating the new object and destroying the old, both exist: the
+        // larger checkpoint is the newer one, and the wallet checks it extends the database anyway.
+        return objects.map(\.value).max { (try? SignedCheckpoint.decode($0))??.checkpoint.size ?? 0
+            < (try? SignedCheckpoint.decode($1))??.checkpoint.size ?? 0 }
+    }
+
+    func store(_ bytes: [UInt8]) throws {
+        try session.replaceDataObject(application: Self.application, label: label, value: bytes)
+    }
+}

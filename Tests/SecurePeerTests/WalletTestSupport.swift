@@ -1,0 +1,88 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+import SecureToken
+@testable import SecurePeer
+@testable import SecureStore
+
+/// A wallet on two fresh SoftHSM tokens (main and backup) in its own folder.
+final class TestWallet {
+    let main: TestTokens.Fresh
+    let backup: TestTokens.Fresh
+    let paths: WalletPaths
+    private(set) var wallet: Wallet?
+    var now: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+
+    init(_ name: String = "w") throws {
+        main = try TestTokens.fresh(name)
+        backup = try TestTokens.fresh(name + "-bk")
+        paths = WalletPaths(directory: TestTokens.layout.directory + "/wallet-\(name)-\(UUID().uuidString.prefix(8))")
+        let backupSession = try backup.session()
+        defer { backupSession.close() }
+        let options = Wallet.InitOptions(tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
+        wallet = try Wallet.create(paths: paths, session: try main.session(), options: options, clock: clockFunction())
+    }
+
+    private func clockFunction() -> @Sendable () -> Int64 {
+        let box = ClockBox(self)
+        return { box.value }
+    }
+
+    /// Closes the wallet (releases its lock, its database and its token session).
+    func close() {
+        wallet?.session.close()
+        wallet = nil
+    }
+
+    /// Opens the wallet again from its files.
+    @discardableResult
+    func reopen() throws -> Wallet {
+        close()
+        let opened = try Wallet.open(paths: paths, session: try main.session(), clock: clockFunction())
+        wallet = opened
+        return opened
+    }
+
+    /// The unwrapped database key, for tests that tamper with the database directly.
+    func databaseKey() throws -> SecretBytes {
+        let session = try main.session()
+        defer { session.close() }
+        let metadata = try WalletMetadata.load(paths)
+        let wrapped = try WrappedKeyFile(encoded: Array(FileManager.default.contents(atPath: paths.wrappedKey)!))
+        let key = try Wallet.keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
+        return try wrapped.unwrap(with: TokenUnwrapper(session: session, key: key))
+    }
+
+    /// Appends a budget change; the simplest entry that needs no counterparty.
+    @discardableResult
+    func setBudget(_ category: String, _ limit: String) throws -> LedgerEntry {
+        let budget = try Budget(category: category, limit: try MoneyText.parse(limit), window: .month, isHardCap: false,
+                                timeZoneIdentifier: "Europe/Berlin")
+        return try wallet!.append { position, previous, time in
+            try LedgerEntry(position: position, id: SystemRandom.bytes(16), kind: .budgetChange, amount: nil, category: category,
+                            time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
+        }
+    }
+
+    func copyFiles(to directory: String) throws {
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.copyItem(atPath: paths.directory, toPath: directory)
+    }
+
+    func restoreFiles(from directory: String, only names: [String]) throws {
+        for name in names {
+            let target = paths.directory + "/" + name
+            try? FileManager.default.removeItem(atPath: target)
+            if FileManager.default.fileExists(atPath: directory + "/" + name) {
+                try FileManager.default.copyItem(atPath: directory + "/" + name, toPath: target)
+            }
+        }
+    }
+}
+
+private final class ClockBox: @unchecked Sendable {
+    weak var owner: TestWallet?
+    init(_ owner: TestWallet) { self.owner = owner }
+    var value: Int64 { owner?.now ?? 0 }
+}

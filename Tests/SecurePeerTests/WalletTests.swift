@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+import SecureToken
+@testable import SecurePeer
+@testable import SecureStore
+
+@Suite("Wallet storage on SoftHSM and SQLCipher", .serialized)
+struct WalletTests {
+    @Test func createAppendReopenAndVerify() throws {
+        let test = try TestWallet("basic")
+        #expect(test.wallet?.size == 1)
+        #expect(test.wallet?.anchorKind == "token")
+        #expect(test.wallet?.walletID == test.wallet?.keyEvent.event.digest)
+        try test.setBudget("food", "200.00 EUR")
+        try test.setBudget("travel", "50.00 EUR")
+        let reopened = try test.reopen()
+        #expect(reopened.size == 3)
+        #expect(reopened.lockReason == nil)
+        #expect(reopened.state.budgets["food"]?.limit == (try MoneyText.parse("200.00 EUR")))
+        let report = try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID)
+        #expect(report.isValid, "\(report.problems)")
+        #expect(report.entries == 3 && report.checkpoints == 3)
+        let replayed = try LedgerState.replay(try (0..<3).map { try reopened.ledger.entry(at: $0)! })
+        #expect(report.state == replayed)
+    }
+
+    @Test func databaseFileIsEncrypted() throws {
+        let test = try TestWallet("enc")
+        try test.setBudget("groceries-unique-marker", "10.00 EUR")
+        test.close()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: test.paths.database))
+        #expect(bytes.range(of: Data("groceries-unique-marker".utf8)) == nil)
+        #expect(bytes.range(of: Data("SQLite format 3".utf8)) == nil)
+    }
+
+    @Test func secondProcessGetsWalletBusy() throws {
+        let test = try TestWallet("busy")
+        #expect(throws: StoreError(.walletBusy, "")) { try WalletLock(path: test.paths.lock) }
+        test.close()
+        _ = try WalletLock(path: test.paths.lock)
+    }
+
+    @Test func crashBetweenCommitAndAnchorMovesTheAnchorForward() throws {
+        let test = try TestWallet("crash")
+        try test.setBudget("a", "1.00 EUR")
+        let anchor = TokenAnchor(session: test.wallet!.session, walletID: test.wallet!.walletID)
+        let anchorBefore = try #require(try anchor.load())
+        try test.setBudget("b", "2.00 EUR")
+        // The crash: the commit of entry 2 is durable, the anchor still holds checkpoint 2.
+        try anchor.store(anchorBefore)
+        let reopened = try test.reopen()
+        #expect(reopened.lockReason == nil)
+        let anchored = try SignedCheckpoint.decode(try TokenAnchor(session: reopened.session, walletID: reopened.walletID).load()!)!
+        #expect(anchored.checkpoint.size == 3)
+    }
+
+    @Test func restoredOldCopyLocksTheWallet() throws {
+        let test = try TestWallet("rollback")
+        try test.setBudget("a", "1.00 EUR")
+        test.close()
+        let copy = TestTokens.layout.directory + "/copy-\(UUID().uuidString)"
+        try test.copyFiles(to: copy)
+        try test.reopen()
+        try test.setBudget("b", "2.00 EUR")
+        try test.setBudget("c", "3.00 EUR")
+        test.close()
+        try test.restoreFiles(from: copy, only: ["ledger.db", "ledger.db-wal", "ledger.db-shm"])
+        let reopened = try test.reopen()
+        #expect(reopened.lockReason == .behindAnchor(databaseSize: 2, anchorSize: 4))
+        #expect(throws: WalletError(.locked, "")) { try test.setBudget("d", "4.00 EUR") }
+        #expect(reopened.size == 2, "a refused append changes nothing")
+    }
+
+    @Test func anotherWalletsDatabaseIsNamedAsSuch() throws {
+        let first = try TestWallet("foreign-a"), second = try TestWallet("foreign-b")
+        first.close()
+        second.close()
+        try FileManager.default.removeItem(atPath: first.paths.database)
+        try FileManager.default.copyItem(atPath: second.paths.database, toPath: first.paths.database)
+        #expect(throws: StoreError(.foreignDatabase, "")) { try first.reopen() }
+    }
+
+    @Test func corruptedFileIsToldApartFromAWrongKey() throws {
+        let test = try TestWallet("corrupt")
+        try test.setBudget("a", "1.00 EUR")
+        test.close()
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: test.paths.database))
+        for offset in 16..<1024 { bytes[offset] ^= 0x5a }  // past the salt: the first page's content
+        try bytes.write(to: URL(fileURLWithPath: test.paths.database))
+        #expect(throws: StoreError(.corrupted, "")) { try test.reopen() }
+    }
+
+    @Test func wrongKeyAndMissingWrappedKey() throws {
+        let test = try TestWallet("wrongkey")
+        let key = try test.databaseKey()
+        test.close()
+        let other = SecretBytes(randomCount: 32)
+        let wrapped = try WrappedKeyFile(encoded: Array(FileManager.default.contents(atPath: test.paths.wrappedKey)!))
+        #expect(ConstantTime.equal(WrappedKeyFile.keyCheck(of: key), wrapped.keyCheck))
+        #expect(!ConstantTime.equal(WrappedKeyFile.keyCheck(of: other), wrapped.keyCheck))
+        // The backup token's key-agreement key unwraps the same key; the main token's signing key is not a recipient.
+        try FileManager.default.removeItem(atPath: test.paths.wrappedKey)
+        #expect(throws: StoreError(.wrappedKeyMissing, "")) { try test.reopen() }
+    }
+
+    @Test func wrongTokenIsRefused() throws {
+        let test = try TestWallet("wrongtoken")
+        test.close()
+        let stranger = try TestTokens.fresh("stranger")
+        #expect(throws: TokenError(.keyNotFound, "")) { try Wallet.open(paths: test.paths, session: try stranger.session()) }
+    }
+
+    @Test func missingWalletIsNeverRecreated() throws {
+        let paths = WalletPaths(directory: TestTokens.layout.directory + "/nowallet-\(UUID().uuidString)")
+        let fresh = try TestTokens.fresh("nowallet")
+        #expect(throws: StoreError(.walletMissing, "")) { try Wallet.open(paths: paths, session: try fresh.session()) }
+        #expect(!FileManager.default.fileExists(atPath: paths.database))
+    }
+}
