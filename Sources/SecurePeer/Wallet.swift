@@ -223,3 +223,12 @@ public struct WalletError: Error, Equatable, CustomStringConvertible, Sendable {
 
     public static func == (lhs: WalletError, rhs: WalletError) -> Bool { lhs.code == rhs.code }
 }
+
+extension Wallet {
+    /// What was spent in the budget's window that contains now.
+    public func spent(in budget: Budget) throws -> Money {
+        let now = max(clock(), state.lastTime)
+        if let total = state.windowTotals[budget.category], total.window.contains(now) { return total.spent }
+        return .zero(budget.limit.currency)
+    }
+}

@@ -9,10 +9,12 @@ extension Wallet {
     /// reads the latest signed checkpoint (no replay: balances come from its snapshot) and compares it
     /// with the anchor. A database behind the anchor, or different at the anchor's size, opens locked;
     /// one ahead of it by entries that verify moves the anchor forward.
-    public static func open(paths: WalletPaths, session: TokenSession,
+    /// Take the lock first (`lock`) when the token is not opened yet: then a second process is told the
+    /// wallet is busy before it touches the token.
+    public static func open(paths: WalletPaths, lock heldLock: WalletLock? = nil, session: TokenSession,
                             clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
-        let lock = try WalletLock(path: paths.lock)
+        let lock = try heldLock ?? WalletLock(path: paths.lock)
         let walletID = metadata.walletIDBytes
         guard let wrappedBytes = FileManager.default.contents(atPath: paths.wrappedKey) else {
             throw StoreError(.wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; without it the "

@@ -1,6 +1,8 @@
 import Foundation
 import SecureCore
 import SecureCrypto
+import SecurePeer
+import SecureStore
 import SecureToken
 
 // The `secure` command: argument parsing, prompts and output formatting; nothing else.
@@ -8,6 +10,7 @@ import SecureToken
 /// Exit codes, documented in README.md and `secure --help`.
 enum ExitCode: Int32 {
     case success = 0, failure = 1, usage = 2, pin = 3, pinLocked = 4, token = 5, key = 6, verification = 7
+    case wallet = 8, busy = 9, integrity = 10, refused = 11
 
     static func of(_ error: TokenError) -> ExitCode {
         switch error.code {
@@ -17,6 +20,23 @@ enum ExitCode: Int32 {
         case .keyNotFound, .keyRefused, .ambiguous: return .key
         case .invalidURI: return .usage
         case .pkcs11, .signatureCheckFailed: return .failure
+        }
+    }
+
+    static func of(_ error: StoreError) -> ExitCode {
+        switch error.code {
+        case .walletBusy: return .busy
+        case .walletMissing, .wrappedKeyMissing, .walletExists: return .wallet
+        case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew: return .integrity
+        case .io, .sqlite, .anchorUnavailable: return .failure
+        }
+    }
+
+    static func of(_ error: WalletError) -> ExitCode {
+        switch error.code {
+        case .locked, .verificationFailed, .keyMismatch: return .integrity
+        case .invalidInput: return .usage
+        case .refused, .notFound: return .refused
         }
     }
 }
@@ -62,6 +82,9 @@ func run(_ words: [String]) -> ExitCode {
         case "sign": return try SignCommands.sign(Array(words.dropFirst()))
         case "verify": return try SignCommands.verify(Array(words.dropFirst()))
         case "bench": return try BenchCommands.run(Array(words.dropFirst()))
+        case "wallet": return try WalletCommands.run(Array(words.dropFirst()))
+        case "budget": return try BudgetCommands.run(Array(words.dropFirst()))
+        case "balance", "history", "ledger": return try LedgerCommands.run(words)
         default: throw UsageError("unknown command \"\(command)\"; `secure --help` lists the commands")
         }
     } catch let error as UsageError {
@@ -70,6 +93,18 @@ func run(_ words: [String]) -> ExitCode {
     } catch let error as TokenError {
         printError("secure: error: \(error)")
         return ExitCode.of(error)
+    } catch let error as StoreError {
+        printError("secure: error: \(error)")
+        return ExitCode.of(error)
+    } catch let error as WalletError {
+        printError("secure: error: \(error)")
+        return ExitCode.of(error)
+    } catch let error as MoneyError {
+        printError("secure: error: \(error)")
+        return .usage
+    } catch let error as BudgetError {
+        printError("secure: error: \(error)")
+        return .usage
     } catch let error as CryptoError {
         printError("secure: error: \(error)")
         return .failure

@@ -1,0 +1,187 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecurePeer
+import SecureStore
+import SecureToken
+
+enum LedgerCommands {
+    static let help = """
+        Usage:
+          secure balance [--json]                     balances per currency, from the latest signed checkpoint
+          secure history [--json]                     entries grouped by date
+          secure ledger verify [--json]               replay every entry; check the chain, the Merkle tree, every
+                                                      checkpoint's signature and state, and the anchor
+          secure ledger prove --entry ID [--out FILE] an inclusion proof of an entry (hex id) in the latest checkpoint
+          secure ledger consistency --from N --to M [--out FILE]
+                                                      a consistency proof between the checkpoints of sizes N and M
+          secure ledger verify-proof FILE --pubkey PEM
+                                                      check a proof offline with the wallet's public key alone
+        Common options: --wallet DIR, --pin-source SPEC, --token URI.
+        """
+
+    static func run(_ words: [String]) throws -> ExitCode {
+        if words.contains("--help") {
+            print(help)
+            return .success
+        }
+        switch words[0] {
+        case "balance": return try balance(Array(words.dropFirst()))
+        case "history": return try history(Array(words.dropFirst()))
+        default: break
+        }
+        guard words.count > 1 else {
+            print(help)
+            return .usage
+        }
+        let rest = Array(words.dropFirst(2))
+        switch words[1] {
+        case "verify": return try verify(rest)
+        case "prove": return try prove(rest)
+        case "consistency": return try consistency(rest)
+        case "verify-proof": return try verifyProof(rest)
+        default: throw UsageError("unknown ledger command \"\(words[1])\"; `secure ledger --help` lists them")
+        }
+    }
+
+    static func balance(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments)
+        let balances = wallet.state.balances.values.sorted { $0.currency.code < $1.currency.code }
+        if arguments.flag("json") {
+            printJSON(["balances": balances.map(MoneyText.format), "entries": wallet.size, "locked": wallet.lockReason != nil])
+        } else if balances.isEmpty {
+            print("0 (no money yet; `secure deposit VOUCHER` credits an issuer's voucher)")
+        } else {
+            balances.forEach { print(MoneyText.format($0)) }
+        }
+        if let lock = wallet.lockReason { printError("secure: warning: the wallet is LOCKED: \(lock)") }
+        return .success
+    }
+
+    static func history(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments)
+        let dayFormat = DateFormatter()
+        dayFormat.dateFormat = "yyyy-MM-dd"
+        let timeFormat = DateFormatter()
+        timeFormat.dateFormat = "HH:mm:ss"
+        var rows: [[String: Any]] = []
+        var currentDay = ""
+        try wallet.ledger.forEachEntry { entry in
+            let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
+            let row = describe(entry)
+            if arguments.flag("json") {
+                rows.append(row.merging(["date": dayFormat.string(from: date), "time": entry.time]) { $1 })
+                return
+            }
+            let day = dayFormat.string(from: date)
+            if day != currentDay {
+                print(day)
+                currentDay = day
+            }
+            let amount = (row["amount"] as? String).map { ($0.hasPrefix("-") ? "" : " ") + $0 } ?? ""
+            print("  \(timeFormat.string(from: date))  \(String(describing: row["kind"]!).padding(toLength: 15, withPad: " ", startingAt: 0))"
+                + "\(amount.padding(toLength: 16, withPad: " ", startingAt: 0)) \(row["category"] ?? "")"
+                + ((row["note"] as? String).map { "  \"\($0)\"" } ?? ""))
+        }
+        if arguments.flag("json") { printJSON(rows) }
+        return .success
+    }
+
+    static func describe(_ entry: LedgerEntry) -> [String: Any] {
+        let kinds: [EntryKind: String] = [
+            .deposit: "deposit", .paymentOut: "payment out", .paymentIn: "payment in", .reversal: "reversal",
+            .budgetChange: "budget change", .keyEvent: "key event", .rollbackAccepted: "rollback accepted",
+            .statementRefused: "refused", .conflictingStatement: "conflict",
+        ]
+        var row: [String: Any] = ["position": entry.position, "id": Hex.encode(entry.id), "kind": kinds[entry.kind] ?? "?"]
+        if let amount = entry.amount {
+            row["amount"] = (entry.kind == .paymentOut ? "-" : "") + MoneyText.format(amount)
+        }
+        if !entry.category.isEmpty { row["category"] = entry.category }
+        if !entry.note.isEmpty { row["note"] = entry.note }
+        if !entry.counterparty.isEmpty { row["counterparty"] = Hex.encode(entry.counterparty) }
+        if entry.flags.contains(.withoutProximity) { row["proximity"] = "none (file transfer)" }
+        if entry.flags.contains(.budgetOverride) { row["budgetOverride"] = true }
+        return row
+    }
+
+    static func verify(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments)
+        let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)
+        var problems = report.problems
+        if let lock = wallet.lockReason { problems.append("anchor: \(lock)") }
+        if arguments.flag("json") {
+            printJSON(["valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
+                       "problems": problems, "anchor": wallet.anchorKind,
+                       "balances": report.state.balances.values.map(MoneyText.format).sorted()])
+        } else {
+            print("wallet      \(Hex.encode(wallet.walletID))")
+            print("entries     \(report.entries), chained and replayed")
+            print("checkpoints \(report.checkpoints), signatures and states checked on \(ProcessInfo.processInfo.activeProcessorCount) cores")
+            print("anchor      on the \(wallet.anchorKind)" + (wallet.lockReason == nil ? ", consistent with the database" : ""))
+            if problems.isEmpty {
+                print("ledger OK")
+            } else {
+                print("ledger has PROBLEMS:")
+                problems.forEach { print("  - \($0)") }
+                print("What to do: restore the wallet folder (\(wallet.paths.directory)) from the newest backup, then run "
+                    + "`secure ledger verify` again. The wallet refuses to spend until it verifies.")
+            }
+        }
+        return problems.isEmpty ? .success : .integrity
+    }
+}
+
+extension LedgerCommands {
+    static func prove(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["entry", "out"]), flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        guard let id = Hex.decode(try arguments.required("entry")), id.count == LedgerEntry.idByteCount else {
+            throw UsageError("--entry takes an entry id: 32 hex digits, as `secure history --json` shows")
+        }
+        let wallet = try openWallet(arguments)
+        try write(try LedgerProof.inclusion(of: id, in: wallet), arguments)
+        return .success
+    }
+
+    static func consistency(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["from", "to", "out"]), flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        guard let from = UInt64(try arguments.required("from")), let to = UInt64(try arguments.required("to")) else {
+            throw UsageError("--from and --to take checkpoint sizes (whole numbers)")
+        }
+        let wallet = try openWallet(arguments)
+        try write(try LedgerProof.consistency(from: from, to: to, in: wallet), arguments)
+        return .success
+    }
+
+    private static func write(_ proof: LedgerProof, _ arguments: Arguments) throws {
+        let data = try JSONSerialization.data(withJSONObject: proof.json, options: [.sortedKeys, .prettyPrinted])
+        if let out = arguments.value("out") {
+            try DurableFile.write(Array(data) + [0x0a], to: out, mode: 0o644)
+            printError("secure: wrote \(out)")
+        } else {
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    static func verifyProof(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: ["pubkey"], flags: [])
+        let path = try arguments.positionals(1, "one proof FILE")[0]
+        let key = try P256.PublicKey(pem: String(decoding: try readFile(try arguments.required("pubkey"), what: "the public key"), as: UTF8.self))
+        let proof = try LedgerProof(json: Data(try readFile(path, what: "the proof")))
+        do {
+            print("proof OK: " + (try proof.verify(key: key)))
+            return .success
+        } catch let error as WalletError {
+            printError("secure: proof INVALID: \(error)")
+            return .verification
+        }
+    }
+}

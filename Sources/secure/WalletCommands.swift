@@ -1,0 +1,201 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecurePeer
+import SecureStore
+import SecureToken
+
+let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args"]
+let walletFlags: Set<String> = ["confirm-final-try", "json"]
+
+/// Opens the wallet a command names: --wallet DIR (or the XDG default), its recorded token (or --token),
+/// and a PIN from --pin-source.
+func openWallet(_ arguments: Arguments) throws -> Wallet {
+    let paths = WalletPaths(directory: arguments.value("wallet"))
+    guard FileManager.default.fileExists(atPath: paths.metadata) else {
+        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
+    }
+    let recorded = try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata)))
+    guard let tokenText = arguments.value("token") ?? recorded?.token else {
+        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
+    }
+    let lock = try WalletLock(path: paths.lock)
+    let session = try openSession(arguments, uri: try parseURI(tokenText, arguments))
+    do {
+        return try Wallet.open(paths: paths, lock: lock, session: session)
+    } catch {
+        session.close()
+        throw error
+    }
+}
+
+/// Builds an entry id: 16 random bytes.
+func newEntryID() -> [UInt8] { SystemRandom.bytes(LedgerEntry.idByteCount) }
+
+enum WalletCommands {
+    static let help = """
+        Usage:
+          secure wallet init --token URI --backup-token URI [--backup-pin-source SPEC] [--label L]
+                             [--allow-file-anchor] [--wallet DIR] [--pin-source SPEC] [--json]
+              Makes the wallet: a signing key and a key-agreement key on the token, the next signing key and a
+              backup key-agreement key on the backup token, the signed inception event (whose hash is the
+              wallet id), and the encrypted ledger whose key is wrapped to both tokens.
+          secure wallet show [--json]
+              The wallet id, the current public key (PEM and fingerprint), the token and the anchor.
+        Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
+        and --token URI to override the token recorded at init.
+        """
+
+    static func run(_ words: [String]) throws -> ExitCode {
+        guard let sub = words.first, !words.contains("--help") else {
+            print(help)
+            return words.isEmpty ? .usage : .success
+        }
+        switch sub {
+        case "init": return try initialize(Array(words.dropFirst()))
+        case "show": return try show(Array(words.dropFirst()))
+        default: throw UsageError("unknown wallet command \"\(sub)\"; `secure wallet --help` lists them")
+        }
+    }
+
+    static func initialize(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source", "label"]),
+                                      flags: walletFlags.union(["allow-file-anchor"]))
+        _ = try arguments.positionals(0, "no positional arguments")
+        let tokenURI = try parseURI(try arguments.required("token"), arguments)
+        guard let backupText = arguments.value("backup-token") else {
+            throw UsageError("--backup-token is required: a lost token must not lose the money, so the database key is also "
+                + "wrapped to a second token, which also holds the next signing key")
+        }
+        let backupURI = try parseURI(backupText, arguments)
+        let paths = WalletPaths(directory: arguments.value("wallet"))
+        let session = try openSession(arguments, uri: tokenURI)
+        defer { session.close() }
+        let backupToken = try TokenLibrary.shared.token(backupURI)
+        guard backupToken.serial != session.token.serial || backupToken.label != session.token.label else {
+            throw UsageError("--backup-token names the same token as --token; the backup must be a second token")
+        }
+        let backupSource = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: backupURI)
+        guard let backupSource else {
+            throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
+        }
+        let backupSession = try TokenSession(token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "))
+        defer { backupSession.close() }
+        let options = Wallet.InitOptions(tokenURI: tokenURI, backup: (backupSession, backupURI),
+                                         allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet")
+        let wallet = try Wallet.create(paths: paths, session: session, options: options)
+        if arguments.flag("json") {
+            printJSON(describe(wallet))
+        } else {
+            print(Hex.encode(wallet.walletID))
+            printError("secure: made wallet \(Hex.encode(wallet.walletID)) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
+        }
+        return .success
+    }
+
+    static func describe(_ wallet: Wallet) -> [String: Any] {
+        var row: [String: Any] = [
+            "walletID": Hex.encode(wallet.walletID), "publicKeyPEM": wallet.signingKey.pem,
+            "fingerprint": Hex.encode(wallet.signingKey.fingerprint), "token": wallet.metadata.token,
+            "anchor": wallet.anchorKind, "entries": wallet.size, "directory": wallet.paths.directory,
+        ]
+        if let lock = wallet.lockReason { row["locked"] = lock.description }
+        return row
+    }
+
+    static func show(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments)
+        if arguments.flag("json") {
+            printJSON(describe(wallet))
+            return .success
+        }
+        print("wallet id    \(Hex.encode(wallet.walletID))")
+        print("fingerprint  \(Hex.encode(wallet.signingKey.fingerprint))")
+        print("token        \(wallet.metadata.token)")
+        print("anchor       \(wallet.anchorKind)")
+        print("entries      \(wallet.size)")
+        if let lock = wallet.lockReason { print("LOCKED       \(lock)") }
+        print(wallet.signingKey.pem, terminator: "")
+        return .success
+    }
+}
+
+enum BudgetCommands {
+    static let help = """
+        Usage:
+          secure budget set CATEGORY LIMIT [--window day|week|month] [--hard-cap] [--time-zone ZONE]
+              Sets a category's limit per window (default month), counted in an IANA time zone (default the
+              local one). Payments above 80% alert; above 100% they need --override-budget, or are refused
+              in a hard-cap category. The change is a signed ledger entry.
+          secure budget show [--json]
+              Each budget with the open window's spending, as a bar with the 80% and 100% marks.
+        """
+
+    static func run(_ words: [String]) throws -> ExitCode {
+        guard let sub = words.first, !words.contains("--help") else {
+            print(help)
+            return words.isEmpty ? .usage : .success
+        }
+        switch sub {
+        case "set": return try set(Array(words.dropFirst()))
+        case "show": return try show(Array(words.dropFirst()))
+        default: throw UsageError("unknown budget command \"\(sub)\"; `secure budget --help` lists them")
+        }
+    }
+
+    static func set(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["window", "time-zone"]), flags: walletFlags.union(["hard-cap"]))
+        let positional = try arguments.positionals(2, "CATEGORY and LIMIT, e.g. food \"200.00 EUR\"")
+        let limit = try MoneyText.parse(positional[1])
+        let windowNames: [String: BudgetWindowKind] = ["day": .day, "week": .week, "month": .month]
+        guard let window = windowNames[arguments.value("window") ?? "month"] else {
+            throw UsageError("--window must be day, week or month")
+        }
+        let zone = arguments.value("time-zone") ?? TimeZone.current.identifier
+        let budget = try Budget(category: positional[0], limit: limit, window: window, isHardCap: arguments.flag("hard-cap"),
+                                timeZoneIdentifier: zone)
+        let wallet = try openWallet(arguments)
+        try wallet.append { position, previous, time in
+            try LedgerEntry(position: position, id: newEntryID(), kind: .budgetChange, amount: nil, category: budget.category,
+                            time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
+        }
+        print("budget \(budget.category): \(MoneyText.format(limit)) per \(arguments.value("window") ?? "month")"
+            + (budget.isHardCap ? " (hard cap)" : "") + ", counted in \(zone)")
+        return .success
+    }
+
+    static func show(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments)
+        let budgets = wallet.state.budgets.values.sorted { $0.category < $1.category }
+        var rows: [[String: Any]] = []
+        for budget in budgets {
+            let spent = try wallet.spent(in: budget)
+            rows.append(["category": budget.category, "limit": MoneyText.format(budget.limit), "spent": MoneyText.format(spent),
+                         "window": "\(budget.window)", "hardCap": budget.isHardCap, "timeZone": budget.timeZoneIdentifier])
+            if !arguments.flag("json") {
+                print(bar(category: budget.category, spent: spent, limit: budget.limit) + (budget.isHardCap ? "  hard cap" : ""))
+            }
+        }
+        if arguments.flag("json") { printJSON(rows) } else if budgets.isEmpty { print("no budgets; set one with `secure budget set`") }
+        return .success
+    }
+
+    /// A 40-column bar with marks at 80% (|) and 100% (‖), in integers only.
+    static func bar(category: String, spent: Money, limit: Money) -> String {
+        let width = 40
+        let limitUnits = max(limit.minorUnits, 1)
+        // Filled cells: spent / limit of the 100% mark at cell 40·(100/125) = 32; the bar shows up to 125%.
+        let full = 32
+        let filled = Int(min(Int64(width), spent.minorUnits.multipliedReportingOverflow(by: Int64(full)).partialValue / limitUnits))
+        var cells = (0..<width).map { $0 < filled ? "█" : "·" }
+        cells[full * 4 / 5] = filled > full * 4 / 5 ? "▌" : "|"
+        cells[full] = filled > full ? "▐" : "‖"
+        let percent = spent.minorUnits.multipliedReportingOverflow(by: 100).partialValue / limitUnits
+        return category.padding(toLength: 14, withPad: " ", startingAt: 0) + " " + cells.joined()
+            + "  \(MoneyText.format(spent)) of \(MoneyText.format(limit)) (\(percent)%)"
+    }
+}
