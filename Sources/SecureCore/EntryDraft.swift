@@ -1,0 +1,223 @@
+import SecureCrypto
+
+/// An entry with everything decided except where it goes: the wallet fills in the position, a fresh
+/// random id, the time and the previous link when it appends. The statement checks (`VoucherCheck`,
+/// `TransferCheck`, `RefusalCheck`) return drafts, so the rules for what an entry records live here in
+/// pure code and the store only places them.
+public struct EntryDraft: Hashable, Sendable {
+    /// What the entry records.
+    public let kind: EntryKind
+    /// Override and proximity marks.
+    public let flags: EntryFlags
+    /// The amount, for kinds that move money.
+    public let amount: Money?
+    /// The spending category (payments out only), or "".
+    public let category: String
+    /// The other party: a wallet id or a key fingerprint.
+    public let counterparty: [UInt8]
+    /// The user's note.
+    public let note: String
+    /// The signed statement the entry records.
+    public let statement: StatementReference?
+    /// The statement's bytes, kept so the entry is self-describing and later checks need nothing else.
+    public let payload: [UInt8]
+
+    /// Collects the fields; `entry(position:id:time:previousLink:)` checks them against the entry rules.
+    public init(
+        kind: EntryKind, flags: EntryFlags = [], amount: Money?, category: String = "", counterparty: [UInt8] = [],
+        note: String = "", statement: StatementReference?, payload: [UInt8]
+    ) {
+        self.kind = kind
+        self.flags = flags
+        self.amount = amount
+        self.category = category
+        self.counterparty = counterparty
+        self.note = note
+        self.statement = statement
+        self.payload = payload
+    }
+
+    /// The entry at `position`, with a fresh 16-byte `id`, `time` in Unix milliseconds and the chain head.
+    public func entry(position: UInt64, id: [UInt8], time: Int64, previousLink: [UInt8]) throws -> LedgerEntry {
+        try LedgerEntry(
+            position: position, id: id, kind: kind, flags: flags, amount: amount, category: category,
+            counterparty: counterparty, note: note, time: time, statement: statement, payload: payload,
+            previousLink: previousLink)
+    }
+}
+
+/// A payload that is signed as a whole under its own label by one named key. Each conforming type has a
+/// canonical encoding with its own version byte; `SignedStatement` pairs it with the signature.
+public protocol SignedPayload: Hashable, Sendable {
+    /// The domain-separation label: a signature for this type never verifies as any other.
+    static var signatureLabel: SignatureLabel { get }
+    /// The largest encoding a decoder accepts, so a peer cannot make us read more.
+    static var encodedByteCountMax: Int { get }
+    /// The key whose signature makes this payload valid.
+    var signerKey: P256.PublicKey { get }
+    /// The canonical encoding, which is what gets signed and hashed.
+    var encoded: [UInt8] { get }
+    /// Decodes an encoding that fills `bytes` exactly: nil when short, throws when malformed.
+    static func decode(_ bytes: [UInt8]) throws -> Self?
+}
+
+/// A payload with an ECDSA P-256 signature over SHA-256(label ‖ 0x00 ‖ encoding), low-s. Two deliveries
+/// of one statement compare by `payloadDigest`, never by signature bytes: ECDSA signatures are randomized.
+public struct SignedStatement<Payload: SignedPayload>: Hashable, Sendable {
+    /// What was signed.
+    public let payload: Payload
+    /// The signature, by `payload.signerKey`.
+    public let signature: ECDSASignature
+
+    /// The encoding's version byte.
+    public static var encodingVersion: UInt8 { 1 }
+    /// A DER ECDSA P-256 signature is at most 72 bytes.
+    public static var signatureByteCountMax: Int { 72 }
+
+    /// Pairs a payload with a signature read from storage or a peer; check `isSignatureValid` before use.
+    public init(payload: Payload, signature: ECDSASignature) {
+        self.payload = payload
+        self.signature = signature
+    }
+
+    /// Signs `payload` with its own signer key; the signer must hold that key.
+    public init(signing payload: Payload, with signer: MessageSigner) throws {
+        precondition(signer.publicKey == payload.signerKey, "a statement is signed by the key it names")
+        self.payload = payload
+        signature = try signer.sign(payload.encoded, label: Payload.signatureLabel)
+    }
+
+    /// Whether the signature verifies under the key the payload names, with the payload's label.
+    public var isSignatureValid: Bool {
+        Payload.signatureLabel.verify(signature, of: payload.encoded, by: payload.signerKey)
+    }
+
+    /// SHA-256 of the payload encoding: what ledgers record and compare.
+    public var payloadDigest: [UInt8] { SHA256.hash(payload.encoded) }
+
+    /// version u8 ‖ u32 length ‖ payload encoding ‖ u8 length ‖ DER signature.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter()
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(Self.encodingVersion)
+        writer.write(prefixed32: payload.encoded, max: Payload.encodedByteCountMax)
+        writer.write(prefixed8: signature.der, max: Self.signatureByteCountMax)
+    }
+
+    /// Decodes a signed statement that fills `bytes` exactly. The signature is parsed, not verified.
+    public static func decode(_ bytes: [UInt8]) throws -> SignedStatement? {
+        var reader = ByteReader(bytes)
+        guard let signed = try decode(from: &reader) else { return nil }
+        try reader.expectEnd("signed \(Payload.signatureLabel)")
+        return signed
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> SignedStatement? {
+        guard let version = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else {
+            throw FormatError(.unsupportedVersion, "signed statement version \(version) is not supported")
+        }
+        guard let body = try reader.readPrefixed32(max: Payload.encodedByteCountMax, field: "signed payload"),
+            let der = try reader.readPrefixed8(max: signatureByteCountMax, field: "signature")
+        else { return nil }
+        // The payload is a complete field here, so a short one is malformed rather than incomplete.
+        guard let payload = try Payload.decode(body) else {
+            throw FormatError(.invalidValue, "the payload inside a signed \(Payload.signatureLabel) is truncated")
+        }
+        guard let signature = try? ECDSASignature(der: der) else {
+            throw FormatError(.invalidValue, "the signature is not a strict DER ECDSA signature")
+        }
+        return SignedStatement(payload: payload, signature: signature)
+    }
+}
+
+/// What a wallet does with a signed statement it was handed. A value, not an error: each case tells the
+/// wallet exactly what to record, and which cases record nothing.
+public enum StatementVerdict: Hashable, Sendable {
+    /// New and good: append this entry.
+    case accept(EntryDraft)
+    /// Seen before with the same payload: return the entry at `position` and record nothing.
+    case duplicate(position: UInt64)
+    /// The signer's id was seen with another payload: append this `conflictingStatement` entry, which keeps
+    /// the second payload as evidence beside the first.
+    case conflict(EntryDraft)
+    /// Validly signed but failing a check: refused finally. Append this `statementRefused` entry; for a
+    /// transfer, answer with a signed `Refusal` carrying `reason` so the payer can reverse its debit.
+    case refuse(RefusalReason, record: EntryDraft)
+    /// Refused by this wallet's own policy: record nothing, so the same statement can be accepted later.
+    case policyRefusal(PolicyRefusalReason)
+    /// Not provably from its signer (anyone could have forged it): drop it and record nothing.
+    case drop(DropReason)
+}
+
+/// Why a validly signed statement failed a check. The raw values travel in signed refusals.
+public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
+    /// The statement names another wallet as its recipient.
+    case wrongRecipient = 1
+    /// The payer's checkpoint is not signed by the payer's key or names another wallet.
+    case checkpointInvalid = 2
+    /// The debit leaf does not decode, or is not a payment out of exactly this transfer.
+    case debitMismatch = 3
+    /// The debit leaf's inclusion proof does not lead to the checkpoint's root, or the leaf is not its last.
+    case inclusionProofInvalid = 4
+    /// The transfer names a spatial proof other than the one this payee verified.
+    case spatialProofMismatch = 5
+    /// The transfer does not match the ready record the payee persisted for its offer.
+    case readyRecordMismatch = 6
+    /// The transfer's checkpoint does not extend the payer's `hello` checkpoint by exactly the debit.
+    case checkpointNotExtending = 7
+}
+
+/// Why the wallet's own policy refused a statement without recording it.
+public enum PolicyRefusalReason: Hashable, Sendable {
+    /// The voucher's issuer is not among the trusted issuer keys.
+    case untrustedIssuer
+    /// The transfer carries no proximity proof and `--no-proximity` was not given.
+    case proximityRequired
+    /// The transfer names a spatial proof this wallet has not verified (e.g. accepted from a file).
+    case proximityUnverified
+    /// The transfer is bound to another channel than the one it arrived on.
+    case channelBindingMismatch
+}
+
+/// Why a statement was dropped.
+public enum DropReason: Hashable, Sendable {
+    /// The signature does not verify under the key the statement names.
+    case badSignature
+    /// A refusal or receipt signed by a key that is not the payee's.
+    case unknownSigner
+    /// A refusal or receipt that is about another transfer than the one it was matched with.
+    case unrelated
+}
+
+extension StatementVerdict {
+    /// The verdict for a validly signed, checked statement given what the ledger already holds. A
+    /// re-delivery is a duplicate whatever else holds (idempotence); a final failure is refused whatever
+    /// the policy says; only then does `accept` apply policy and build the entry.
+    static func resolve(
+        reference: StatementReference, payload: [UInt8], counterparty: [UInt8], state: LedgerState,
+        failure: RefusalReason?, accept: () -> StatementVerdict
+    ) -> StatementVerdict {
+        switch state.lookup(reference) {
+        case .duplicate(let position): return .duplicate(position: position)
+        case .conflict:
+            return .conflict(
+                EntryDraft(
+                    kind: .conflictingStatement, amount: nil, counterparty: counterparty, statement: reference,
+                    payload: payload))
+        case .new: break
+        }
+        if let failure {
+            return .refuse(
+                failure,
+                record: EntryDraft(
+                    kind: .statementRefused, amount: nil, counterparty: counterparty, statement: reference,
+                    payload: payload))
+        }
+        return accept()
+    }
+}

@@ -1,0 +1,248 @@
+import SecureCrypto
+
+/// The payee's countersignature of a credited transfer. It also cosigns the payer's new checkpoint, so a
+/// payer that later signs a conflicting history faces the payee's signature on this one. A receipt
+/// records no ledger entry: the payer keeps it beside its payment out, which it marks confirmed.
+/// See docs/PROTOCOL.md, "Transfers, receipts and refusals".
+public struct Receipt: SignedPayload {
+    /// The transfer's id.
+    public let transferID: [UInt8]
+    /// SHA-256 of the signed transfer's payload.
+    public let transferDigest: [UInt8]
+    /// The payer's wallet id.
+    public let payerWalletID: [UInt8]
+    /// The payee's wallet id.
+    public let payeeWalletID: [UInt8]
+    /// The payee's signing key.
+    public let payeeKey: P256.PublicKey
+    /// The amount credited.
+    public let amount: Money
+    /// SHA-256 of the payer's checkpoint encoding (the one inside the transfer), which the payee cosigns.
+    public let checkpointDigest: [UInt8]
+    /// That checkpoint's size.
+    public let checkpointSize: UInt64
+    /// The position of the payee's `paymentIn` entry.
+    public let creditPosition: UInt64
+
+    /// The encoding's version byte.
+    public static let encodingVersion: UInt8 = 1
+    public static let signatureLabel = SignatureLabel("secure-receipt-v1")
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 12 + 32 + 8 + 8 = 238 bytes.
+    public static let encodedByteCountMax = 256
+
+    /// The receipt for `transfer`, credited by the entry at `creditPosition` of the wallet whose key is
+    /// `payeeKey`.
+    public init(for transfer: SignedTransfer, payeeKey: P256.PublicKey, creditPosition: UInt64) {
+        let order = transfer.payload.order
+        transferID = order.transferID
+        transferDigest = transfer.payloadDigest
+        payerWalletID = order.payerWalletID
+        payeeWalletID = order.payeeWalletID
+        self.payeeKey = payeeKey
+        amount = order.amount
+        checkpointDigest = SHA256.hash(transfer.payload.checkpoint.checkpoint.encoded)
+        checkpointSize = transfer.payload.checkpoint.checkpoint.size
+        self.creditPosition = creditPosition
+    }
+
+    init(
+        transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
+        payeeKey: P256.PublicKey, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
+        creditPosition: UInt64
+    ) {
+        self.transferID = transferID
+        self.transferDigest = transferDigest
+        self.payerWalletID = payerWalletID
+        self.payeeWalletID = payeeWalletID
+        self.payeeKey = payeeKey
+        self.amount = amount
+        self.checkpointDigest = checkpointDigest
+        self.checkpointSize = checkpointSize
+        self.creditPosition = creditPosition
+    }
+
+    public var signerKey: P256.PublicKey { payeeKey }
+
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 240)
+        writer.write(Receipt.encodingVersion)
+        writer.write(fixed: transferID, count: 16)
+        writer.write(fixed: transferDigest, count: 32)
+        writer.write(fixed: payerWalletID, count: 32)
+        writer.write(fixed: payeeWalletID, count: 32)
+        writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
+        amount.encode(into: &writer)
+        writer.write(fixed: checkpointDigest, count: 32)
+        writer.write(checkpointSize)
+        writer.write(creditPosition)
+        return writer.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> Receipt? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else {
+            throw FormatError(.unsupportedVersion, "receipt version \(version) is not supported")
+        }
+        guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
+            let payer = reader.readFixed(32), let payee = reader.readFixed(32),
+            let point = reader.readFixed(P256.uncompressedPointByteCount), let amount = try Money.decode(from: &reader),
+            let checkpointDigest = reader.readFixed(32), let size = reader.readUInt64(),
+            let position = reader.readUInt64()
+        else { return nil }
+        try reader.expectEnd("receipt")
+        return Receipt(
+            transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
+            payeeKey: try decodeKey(point, "payee key"), amount: amount, checkpointDigest: checkpointDigest,
+            checkpointSize: size, creditPosition: position)
+    }
+
+    /// Signs the receipt with the payee's key.
+    public func sign(with signer: MessageSigner) throws -> SignedReceipt { try SignedReceipt(signing: self, with: signer) }
+}
+
+/// A receipt with the payee's signature.
+public typealias SignedReceipt = SignedStatement<Receipt>
+
+extension SignedStatement where Payload == Receipt {
+    /// Whether this receipt confirms exactly `transfer`: signed by one of `payeeKeys` (the keys of the
+    /// payee's key-event log), for the same transfer id, payload digest, wallets, amount and checkpoint.
+    public func confirms(_ transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>) -> Bool {
+        guard payeeKeys.contains(payload.payeeKey), isSignatureValid else { return false }
+        let expected = Receipt(for: transfer, payeeKey: payload.payeeKey, creditPosition: payload.creditPosition)
+        return payload == expected
+    }
+}
+
+/// The payee's signed refusal of a validly signed transfer that failed a check. The payer appends a
+/// `reversal` entry from it, which credits the debit back. See docs/PROTOCOL.md.
+public struct Refusal: SignedPayload {
+    /// The refused transfer's id.
+    public let transferID: [UInt8]
+    /// SHA-256 of the refused transfer's signed payload.
+    public let transferDigest: [UInt8]
+    /// The payer's wallet id.
+    public let payerWalletID: [UInt8]
+    /// The refusing payee's wallet id.
+    public let payeeWalletID: [UInt8]
+    /// The refusing payee's signing key.
+    public let payeeKey: P256.PublicKey
+    /// The transfer's amount, which the reversal credits back.
+    public let amount: Money
+    /// Which check failed.
+    public let reason: RefusalReason
+
+    /// The encoding's version byte.
+    public static let encodingVersion: UInt8 = 1
+    public static let signatureLabel = SignatureLabel("secure-refusal-v1")
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 12 + 1 = 191 bytes.
+    public static let encodedByteCountMax = 256
+
+    /// The refusal of `transfer` for `reason` by the payee whose key is `payeeKey`. The refusing wallet is
+    /// the payee the transfer names: a wallet refuses a misaddressed transfer under the transfer's payee
+    /// id only if that is its own, and otherwise has no standing to send a refusal at all.
+    public init(refusing transfer: SignedTransfer, payeeKey: P256.PublicKey, reason: RefusalReason) {
+        let order = transfer.payload.order
+        transferID = order.transferID
+        transferDigest = transfer.payloadDigest
+        payerWalletID = order.payerWalletID
+        payeeWalletID = order.payeeWalletID
+        self.payeeKey = payeeKey
+        amount = order.amount
+        self.reason = reason
+    }
+
+    init(
+        transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
+        payeeKey: P256.PublicKey, amount: Money, reason: RefusalReason
+    ) {
+        self.transferID = transferID
+        self.transferDigest = transferDigest
+        self.payerWalletID = payerWalletID
+        self.payeeWalletID = payeeWalletID
+        self.payeeKey = payeeKey
+        self.amount = amount
+        self.reason = reason
+    }
+
+    public var signerKey: P256.PublicKey { payeeKey }
+
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 192)
+        writer.write(Refusal.encodingVersion)
+        writer.write(fixed: transferID, count: 16)
+        writer.write(fixed: transferDigest, count: 32)
+        writer.write(fixed: payerWalletID, count: 32)
+        writer.write(fixed: payeeWalletID, count: 32)
+        writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
+        amount.encode(into: &writer)
+        writer.write(reason.rawValue)
+        return writer.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> Refusal? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else {
+            throw FormatError(.unsupportedVersion, "refusal version \(version) is not supported")
+        }
+        guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
+            let payer = reader.readFixed(32), let payee = reader.readFixed(32),
+            let point = reader.readFixed(P256.uncompressedPointByteCount), let amount = try Money.decode(from: &reader),
+            let reasonByte = reader.readUInt8()
+        else { return nil }
+        try reader.expectEnd("refusal")
+        guard let reason = RefusalReason(rawValue: reasonByte) else {
+            throw FormatError(.invalidValue, "refusal reason \(reasonByte) is not known")
+        }
+        guard !amount.isZero else { throw FormatError(.invalidValue, "a refusal's amount must be positive") }
+        return Refusal(
+            transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
+            payeeKey: try decodeKey(point, "payee key"), amount: amount, reason: reason)
+    }
+
+    /// Signs the refusal with the payee's key.
+    public func sign(with signer: MessageSigner) throws -> SignedRefusal { try SignedRefusal(signing: self, with: signer) }
+}
+
+/// A refusal with the payee's signature.
+public typealias SignedRefusal = SignedStatement<Refusal>
+
+extension SignedStatement where Payload == Refusal {
+    /// The reference a reversal records: (payee key fingerprint, transfer id, SHA-256 of the refusal).
+    public var statementReference: StatementReference {
+        try! StatementReference(signer: payload.payeeKey.fingerprint, id: payload.transferID, payloadDigest: payloadDigest)
+    }
+}
+
+/// The checks a payer makes before it reverses a debit on a refusal. Only the payee may refuse: a refusal
+/// from anyone else would let a payer take back money the payee credited.
+public enum RefusalCheck {
+    /// The verdict for `refusal` of the transfer `sent` (the exact bytes the payer's pending record holds),
+    /// where `payeeKeys` are the keys of the payee's key-event log the payer knows.
+    ///
+    /// A signature that fails, a signer outside `payeeKeys`, or a refusal of another transfer is dropped.
+    /// Otherwise the ledger's memory decides (duplicate, conflict), and a new refusal becomes a `reversal`
+    /// entry: the amount, counterparty = payee wallet id, statement = (payee key fingerprint, transfer id,
+    /// refusal digest), payload = the signed refusal. The ledger applies it only to an unreversed payment
+    /// out of that transfer id and amount.
+    public static func evaluate(
+        _ refusal: SignedRefusal, of sent: SignedTransfer, payeeKeys: Set<P256.PublicKey>, state: LedgerState
+    ) -> StatementVerdict {
+        guard refusal.isSignatureValid else { return .drop(.badSignature) }
+        let payload = refusal.payload
+        guard payeeKeys.contains(payload.payeeKey) else { return .drop(.unknownSigner) }
+        let expected = Refusal(refusing: sent, payeeKey: payload.payeeKey, reason: payload.reason)
+        guard payload == expected else { return .drop(.unrelated) }
+        let reference = refusal.statementReference
+        let bytes = refusal.encoded
+        return StatementVerdict.resolve(
+            reference: reference, payload: bytes, counterparty: payload.payeeWalletID, state: state, failure: nil
+        ) {
+            .accept(
+                EntryDraft(
+                    kind: .reversal, amount: payload.amount, counterparty: payload.payeeWalletID, statement: reference,
+                    payload: bytes))
+        }
+    }
+}

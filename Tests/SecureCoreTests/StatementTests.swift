@@ -1,0 +1,274 @@
+import SecureCrypto
+import SecureTestSupport
+import Testing
+
+@testable import SecureCore
+
+@Suite("Vouchers")
+struct VoucherTests {
+    @Test("a deposit is credited once; re-delivery is a duplicate; another payload under its id a conflict")
+    func depositOnce() throws {
+        let issuer = try SoftwareSigner()
+        var wallet = try TestWallet(seed: 1)
+        let voucher = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(5000),
+            voucherID: Fixture.bytes(7, 16), issuerSequence: 3
+        ).sign(with: issuer)
+        #expect(voucher.verify(against: issuer.publicKey))
+        let check = { (wallet: TestWallet, voucher: SignedVoucher) in
+            VoucherCheck.evaluate(voucher, walletID: wallet.walletID, trustedIssuers: [issuer.publicKey],
+                                  state: wallet.state)
+        }
+        guard case .accept(let draft) = check(wallet, voucher) else { Issue.record("not accepted"); return }
+        #expect(draft.kind == .deposit && draft.counterparty == issuer.publicKey.fingerprint)
+        #expect(draft.statement == voucher.statementReference)
+        let entry = try wallet.carryOut(.accept(draft))!
+        #expect(wallet.balance() == Fixture.eur(5000))
+        // A second signature over the same payload differs in bytes but is the same statement.
+        let resigned = try voucher.payload.sign(with: issuer)
+        #expect(resigned.signature != voucher.signature)
+        #expect(check(wallet, resigned) == .duplicate(position: entry.position))
+        // The same id with another amount is a conflict, recorded as evidence without moving money.
+        let other = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(9000),
+            voucherID: Fixture.bytes(7, 16), issuerSequence: 4
+        ).sign(with: issuer)
+        guard case .conflict(let evidence) = check(wallet, other) else { Issue.record("no conflict"); return }
+        #expect(evidence.kind == .conflictingStatement && evidence.payload == other.encoded)
+        try wallet.carryOut(.conflict(evidence))
+        #expect(wallet.balance() == Fixture.eur(5000))
+    }
+
+    @Test("forged, untrusted and misaddressed vouchers")
+    func refusals() throws {
+        let issuer = try SoftwareSigner()
+        let stranger = try SoftwareSigner()
+        var wallet = try TestWallet(seed: 2)
+        let voucher = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(100),
+            voucherID: Fixture.bytes(1, 16), issuerSequence: 1)
+        let trusted: Set = [issuer.publicKey]
+        // Signed by someone else under the issuer's name: dropped.
+        let forged = SignedVoucher(
+            payload: voucher, signature: try stranger.sign(voucher.encoded, label: Voucher.signatureLabel))
+        #expect(VoucherCheck.evaluate(forged, walletID: wallet.walletID, trustedIssuers: trusted, state: wallet.state)
+                == .drop(.badSignature))
+        // A checkpoint signature over the same bytes does not count: labels separate purposes.
+        let relabelled = SignedVoucher(
+            payload: voucher, signature: try issuer.sign(voucher.encoded, label: Checkpoint.signatureLabel))
+        #expect(!relabelled.isSignatureValid)
+        // Validly signed by an issuer this wallet does not trust: refused, nothing recorded.
+        let signed = try voucher.sign(with: issuer)
+        #expect(VoucherCheck.evaluate(signed, walletID: wallet.walletID, trustedIssuers: [], state: wallet.state)
+                == .policyRefusal(.untrustedIssuer))
+        // Addressed to another wallet: refused finally and recorded, so a re-delivery is a duplicate.
+        let elsewhere = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(9, 32), amount: Fixture.eur(100),
+            voucherID: Fixture.bytes(2, 16), issuerSequence: 2
+        ).sign(with: issuer)
+        let verdict = VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
+                                            state: wallet.state)
+        guard case .refuse(.wrongRecipient, let record) = verdict else { Issue.record("\(verdict)"); return }
+        #expect(record.kind == .statementRefused)
+        let entry = try wallet.carryOut(verdict)!
+        #expect(VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
+                                      state: wallet.state) == .duplicate(position: entry.position))
+        #expect(wallet.balance() == Fixture.eur(0))
+    }
+
+    @Test("voucher encodings: truncations are short, extensions refused, flips never trap")
+    func encoding() throws {
+        let issuer = try SoftwareSigner()
+        let signed = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(3, 32), amount: Fixture.eur(1),
+            voucherID: Fixture.bytes(4, 16), issuerSequence: .max
+        ).sign(with: issuer)
+        #expect(try SignedVoucher.decode(signed.encoded) == signed)
+        sweepEncoding(signed.payload.encoded, "voucher", decode: Voucher.decode)
+        sweepEncoding(signed.encoded, "signed voucher", decode: SignedVoucher.decode)
+        #expect(throws: FormatError.self) {
+            _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(3, 32),
+                            amount: Fixture.eur(0), voucherID: Fixture.bytes(4, 16), issuerSequence: 0)
+        }
+    }
+}
+
+@Suite("Transfers, receipts and refusals")
+struct TransferTests {
+    /// A payer with 100.00 EUR and a payee, both empty otherwise.
+    static func wallets() throws -> (payer: TestWallet, payee: TestWallet) {
+        var payer = try TestWallet(seed: 10)
+        try payer.deposit(10_000, issuer: SoftwareSigner())
+        return (payer, try TestWallet(seed: 20))
+    }
+
+    static let noProximity = TransferPolicy(acceptsWithoutProximity: true)
+
+    @Test("a file transfer is credited once, marked without proximity, and confirmed by a receipt")
+    func acceptOnce() throws {
+        var (payer, payee) = try TransferTests.wallets()
+        let transfer = try payer.pay(payee.walletID, units: 450)
+        #expect(payer.balance() == Fixture.eur(9550))
+        #expect(transfer.verify(against: payer.key))
+        #expect(try SignedTransfer.decode(transfer.encoded) == transfer)
+        // Without --no-proximity: refused by policy, nothing recorded.
+        #expect(TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state, policy: .init())
+                == .policyRefusal(.proximityRequired))
+        let verdict = TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state,
+                                             policy: TransferTests.noProximity)
+        guard case .accept(let draft) = verdict else { Issue.record("\(verdict)"); return }
+        #expect(draft.kind == .paymentIn && draft.flags == .withoutProximity && draft.payload == transfer.encoded)
+        #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID)
+        let credit = try payee.carryOut(verdict)!
+        #expect(payee.balance() == Fixture.eur(450))
+        // accept(accept(L, T), T) = accept(L, T)
+        #expect(TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state,
+                                       policy: TransferTests.noProximity) == .duplicate(position: credit.position))
+        let receipt = try Receipt(for: transfer, payeeKey: payee.key, creditPosition: credit.position)
+            .sign(with: payee.signer)
+        #expect(receipt.confirms(transfer, payeeKeys: [payee.key]))
+        #expect(!receipt.confirms(transfer, payeeKeys: [payer.key]))
+        let other = try payer.pay(payee.walletID, units: 1)
+        #expect(!receipt.confirms(other, payeeKeys: [payee.key]))
+        #expect(try SignedReceipt.decode(receipt.encoded) == receipt)
+    }
+
+    @Test("a validly signed transfer failing a check is refused finally, and the refusal reverses the debit")
+    func refusalReverses() throws {
+        var (payer, payee) = try TransferTests.wallets()
+        // The payer signs an order for 4.50 but its debit leaf says 4.00: the leaf is from another order.
+        let honest = try payer.order(to: payee.walletID, units: 400)
+        let good = try payer.commit(honest)
+        let lying = try TransferOrder(
+            transferID: honest.transferID, payerWalletID: payer.walletID, payerKey: payer.key,
+            payeeWalletID: payee.walletID, amount: Fixture.eur(450), proximity: .none, channelBinding: [])
+        let tampered = try Transfer(
+            order: lying, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
+            inclusionProof: good.payload.inclusionProof
+        ).sign(with: payer.signer)
+        let verdict = TransferCheck.evaluate(tampered, walletID: payee.walletID, state: payee.state,
+                                             policy: TransferTests.noProximity)
+        guard case .refuse(.debitMismatch, let record) = verdict else { Issue.record("\(verdict)"); return }
+        #expect(record.kind == .statementRefused && record.statement == tampered.statementReference)
+        try payee.carryOut(verdict)
+        #expect(payee.balance() == Fixture.eur(0))
+        // The genuine transfer under the same id is now a conflict: kept as evidence, never credited.
+        guard case .conflict = TransferCheck.evaluate(good, walletID: payee.walletID, state: payee.state,
+                                                       policy: TransferTests.noProximity)
+        else { Issue.record("no conflict"); return }
+
+        // The payer holds the exact bytes it sent (here the genuine transfer was refused instead).
+        var (payer2, payee2) = try TransferTests.wallets()
+        let sent = try payer2.pay(Fixture.bytes(0x77, 32), units: 300)
+        #expect(payer2.balance() == Fixture.eur(9700))
+        let wrongRecipient = TransferCheck.evaluate(sent, walletID: payee2.walletID, state: payee2.state,
+                                                    policy: TransferTests.noProximity)
+        guard case .refuse(.wrongRecipient, _) = wrongRecipient else { Issue.record("\(wrongRecipient)"); return }
+        // The real payee (0x77…) refuses for, say, a spatial proof mismatch; the payer reverses.
+        let refusal = try Refusal(refusing: sent, payeeKey: payee2.key, reason: .spatialProofMismatch)
+            .sign(with: payee2.signer)
+        #expect(try SignedRefusal.decode(refusal.encoded) == refusal)
+        #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
+                == .drop(.unknownSigner))
+        let unrelated = try payer2.pay(Fixture.bytes(0x77, 32), units: 1)
+        #expect(RefusalCheck.evaluate(refusal, of: unrelated, payeeKeys: [payee2.key], state: payer2.state)
+                == .drop(.unrelated))
+        let forged = SignedRefusal(payload: refusal.payload,
+                                   signature: try payer2.signer.sign(refusal.payload.encoded, label: Refusal.signatureLabel))
+        #expect(RefusalCheck.evaluate(forged, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+                == .drop(.badSignature))
+        let reverse = RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+        guard case .accept(let reversal) = reverse else { Issue.record("\(reverse)"); return }
+        #expect(reversal.kind == .reversal && reversal.amount == Fixture.eur(300))
+        let entry = try payer2.carryOut(reverse)!
+        #expect(payer2.balance() == Fixture.eur(9999))
+        // The refusal re-delivered reverses nothing more.
+        #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+                == .duplicate(position: entry.position))
+    }
+
+    @Test("each check: signature, checkpoint, leaf, proof, spatial proof, channel binding")
+    func checks() throws {
+        var (payer, payee) = try TransferTests.wallets()
+        let stranger = try SoftwareSigner()
+        let lenient = TransferTests.noProximity
+        func evaluate(_ transfer: SignedTransfer, _ policy: TransferPolicy = lenient) -> StatementVerdict {
+            TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state, policy: policy)
+        }
+        func refusalReason(_ verdict: StatementVerdict) -> RefusalReason? {
+            if case .refuse(let reason, _) = verdict { return reason }
+            return nil
+        }
+        let good = try payer.pay(payee.walletID, units: 100)
+        let parts = good.payload
+        func resigned(checkpoint: SignedCheckpoint? = nil, leaf: [UInt8]? = nil, proof: [[UInt8]]? = nil) throws
+            -> SignedTransfer
+        {
+            try Transfer(
+                order: parts.order, checkpoint: checkpoint ?? parts.checkpoint, debitLeaf: leaf ?? parts.debitLeaf,
+                inclusionProof: proof ?? parts.inclusionProof
+            ).sign(with: payer.signer)
+        }
+        // Signed by anyone but the payer it names: dropped.
+        let forged = SignedTransfer(payload: parts, signature: try stranger.sign(parts.encoded,
+                                                                                  label: Transfer.signatureLabel))
+        #expect(evaluate(forged) == .drop(.badSignature))
+        // A checkpoint signed by another key.
+        let foreign = SignedCheckpoint(
+            checkpoint: parts.checkpoint.checkpoint,
+            signature: try stranger.sign(parts.checkpoint.checkpoint.encoded, label: Checkpoint.signatureLabel))
+        #expect(refusalReason(evaluate(try resigned(checkpoint: foreign))) == .checkpointInvalid)
+        // A leaf that is not an entry, or not this order's debit.
+        #expect(refusalReason(evaluate(try resigned(leaf: [1, 2, 3]))) == .debitMismatch)
+        #expect(refusalReason(evaluate(try resigned(leaf: payer.entries[1].encoded))) == .debitMismatch)
+        // A proof that leads elsewhere, or a debit that is not the checkpoint's last entry.
+        var badProof = parts.inclusionProof
+        badProof[0][0] ^= 1
+        #expect(refusalReason(evaluate(try resigned(proof: badProof))) == .inclusionProofInvalid)
+        try payer.deposit(1, issuer: stranger)
+        let later = try payer.checkpoint()
+        let proof = payer.tree.inclusionProof(index: UInt64(payer.entries.count - 2))
+        #expect(refusalReason(evaluate(try resigned(checkpoint: later, proof: proof))) == .inclusionProofInvalid)
+        #expect(evaluate(good).isAccept)
+
+        // A spatial proof: accepted when it is the one verified, refused finally when another.
+        let spatial = Fixture.bytes(0x5A, 32)
+        let binding = Fixture.bytes(0xCB, 32)
+        let near = try payer.pay(payee.walletID, units: 100, proximity: .spatialProof(digest: spatial),
+                                 binding: binding)
+        let strict = TransferPolicy(verifiedSpatialProof: spatial, channelBinding: binding)
+        guard case .accept(let draft) = evaluate(near, strict) else { Issue.record("not accepted"); return }
+        #expect(draft.flags == [])
+        #expect(refusalReason(evaluate(near, TransferPolicy(verifiedSpatialProof: Fixture.bytes(1, 32))))
+                == .spatialProofMismatch)
+        // Unverifiable (read from a file) or on another channel: refused by policy only.
+        #expect(evaluate(near, TransferPolicy()) == .policyRefusal(.proximityUnverified))
+        #expect(evaluate(near, TransferPolicy(verifiedSpatialProof: spatial, channelBinding: Fixture.bytes(1, 32)))
+                == .policyRefusal(.channelBindingMismatch))
+        guard case .accept(let fileDraft) = evaluate(near, lenient) else { Issue.record("not accepted"); return }
+        #expect(fileDraft.flags == .withoutProximity)
+    }
+
+    @Test("transfer, receipt and refusal encodings: truncations short, extensions refused, flips never trap")
+    func encodings() throws {
+        var (payer, payee) = try TransferTests.wallets()
+        let transfer = try payer.pay(payee.walletID, units: 100, proximity: .spatialProof(digest: Fixture.bytes(1, 32)),
+                                     binding: Fixture.bytes(2, 32))
+        sweepEncoding(transfer.payload.order.encoded, "order", decode: TransferOrder.decode)
+        sweepEncoding(transfer.payload.encoded, "transfer", decode: Transfer.decode)
+        sweepEncoding(transfer.encoded, "signed transfer", decode: SignedTransfer.decode)
+        let receipt = try Receipt(for: transfer, payeeKey: payee.key, creditPosition: 9).sign(with: payee.signer)
+        sweepEncoding(receipt.encoded, "signed receipt", decode: SignedReceipt.decode)
+        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, reason: .readyRecordMismatch)
+            .sign(with: payee.signer)
+        sweepEncoding(refusal.encoded, "signed refusal", decode: SignedRefusal.decode)
+        #expect(transfer.encoded.count < LedgerEntry.payloadByteCountMax)
+    }
+}
+
+extension StatementVerdict {
+    var isAccept: Bool {
+        if case .accept = self { return true }
+        return false
+    }
+}
