@@ -19,9 +19,8 @@ public enum LedgerProof: Equatable, Sendable {
             throw WalletError(.notFound, "no entry with id \(Hex.encode(id)) in this wallet")
         }
         guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint yet") }
-        let tree = MerkleTree(leafHashes: try wallet.ledger.leafHashes(to: latest.checkpoint.size))
         return .inclusion(entry: entry.encoded, index: entry.position, checkpoint: latest.encoded,
-                          proof: tree.inclusionProof(index: entry.position))
+                          proof: try wallet.ledger.inclusionProof(index: entry.position, size: latest.checkpoint.size))
     }
 
     /// The proof that the checkpoint of size `to` extends the one of size `from`.
@@ -30,8 +29,7 @@ public enum LedgerProof: Equatable, Sendable {
         guard let old = try wallet.ledger.checkpoint(size: from), let new = try wallet.ledger.checkpoint(size: to) else {
             throw WalletError(.notFound, "the wallet holds no signed checkpoint of size \(from) or \(to) (it has 1 … \(wallet.size))")
         }
-        let tree = MerkleTree(leafHashes: try wallet.ledger.leafHashes(to: to))
-        return .consistency(from: old, to: new, proof: tree.consistencyProof(oldSize: from))
+        return .consistency(from: old, to: new, proof: try wallet.ledger.consistencyProof(oldSize: from, newSize: to))
     }
 
     /// Checks the proof against a wallet key. Returns a sentence saying what it proves, or throws why not.

@@ -23,6 +23,9 @@ public final class LedgerStore: @unchecked Sendable {
             CREATE INDEX entries_by_id ON entries (id);
             CREATE INDEX entries_by_kind ON entries (kind);
             CREATE TABLE checkpoints (size INTEGER PRIMARY KEY, encoded BLOB NOT NULL);
+            CREATE TABLE nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx));
+            CREATE TABLE outgoing (transfer_id BLOB PRIMARY KEY, position INTEGER NOT NULL, signed BLOB NOT NULL,
+                                   status INTEGER NOT NULL, receipt BLOB);
             CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
                                      digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
             CREATE INDEX statements_by_kind_id ON statements (kind, id);
@@ -145,20 +148,25 @@ public final class LedgerStore: @unchecked Sendable {
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
     public func append(_ appends: [Append], treePeaks: MerkleCompactRange) throws {
         try database.transaction {
-            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
-                .bind([.blob(Self.encodePeaks(treePeaks))]).run()
             let insertEntry = try database.prepare(
                 "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
             let insertStatement = try database.prepare(
                 "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, ?, ?, ?)")
             let insertCheckpoint = try database.prepare("INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
+            let insertNode = try database.prepare("INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)")
             var expected = try size()
+            var range = try self.treePeaks()
             for item in appends {
                 precondition(item.entry.position == expected, "append out of order: \(item.entry.position) after size \(expected)")
                 let encoded = item.entry.encoded
                 let kind = Int64(item.entry.kind.rawValue)
+                let leaf = Merkle.leafHash(encoded)
                 try insertEntry.bind([.integer(Int64(item.entry.position)), .blob(item.entry.id), .integer(kind),
-                                      .blob(encoded), .blob(item.entry.link), .blob(Merkle.leafHash(encoded))]).run()
+                                      .blob(encoded), .blob(item.entry.link), .blob(leaf)]).run()
+                for (level, index, hash) in Self.completedNodes(range, position: item.entry.position, leaf: leaf) {
+                    try insertNode.bind([.integer(Int64(level)), .integer(Int64(index)), .blob(hash)]).run()
+                }
+                range.append(leafHash: leaf)
                 if let statement = item.entry.statement, item.entry.kind != .conflictingStatement {
                     try insertStatement.bind([.blob(statement.signer), .blob(statement.id), .integer(kind),
                                               .blob(statement.payloadDigest), .integer(Int64(item.entry.position))]).run()
@@ -166,7 +174,59 @@ public final class LedgerStore: @unchecked Sendable {
                 try insertCheckpoint.bind([.integer(Int64(item.checkpointSize)), .blob(item.checkpoint)]).run()
                 expected += 1
             }
+            precondition(range == treePeaks, "the caller's tree does not match the appended entries")
+            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
+                .bind([.blob(Self.encodePeaks(range))]).run()
         }
+    }
+
+    /// The perfect subtrees that leaf `position` completes, as (level, index, hash): the same carries the
+    /// compact range makes. Stored, they let any RFC 9162 proof be built with O(log n) reads.
+    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: [UInt8]) -> [(Int, UInt64, [UInt8])] {
+        var nodes: [(Int, UInt64, [UInt8])] = []
+        var hash = leaf
+        var peaks = range.peaks
+        var level = 0
+        while (position >> UInt64(level)) & 1 == 1 {
+            hash = Merkle.nodeHash(peaks.removeLast(), hash)
+            level += 1
+            nodes.append((level, position >> UInt64(level), hash))
+        }
+        return nodes
+    }
+
+    /// MTH(D[lo:hi]) from stored nodes: the range splits into aligned perfect subtrees, folded from the right.
+    public func rangeHash(_ lo: UInt64, _ hi: UInt64) throws -> [UInt8] {
+        precondition(lo < hi)
+        var blocks: [[UInt8]] = []
+        var start = lo
+        while start < hi {
+            var level = 63 - (hi - start).leadingZeroBitCount
+            while start & ((UInt64(1) << UInt64(level)) - 1) != 0 { level -= 1 }
+            blocks.append(try node(level: level, index: start >> UInt64(level)))
+            start += UInt64(1) << UInt64(level)
+        }
+        var hash = blocks.removeLast()
+        for block in blocks.reversed() { hash = Merkle.nodeHash(block, hash) }
+        return hash
+    }
+
+    private func node(level: Int, index: UInt64) throws -> [UInt8] {
+        let statement = level == 0
+            ? try database.prepare("SELECT leaf FROM entries WHERE position = ?").bind([.integer(Int64(index))])
+            : try database.prepare("SELECT hash FROM nodes WHERE level = ? AND idx = ?").bind([.integer(Int64(level)), .integer(Int64(index))])
+        guard try statement.step() else { throw StoreError(.corrupted, "the Merkle node (\(level), \(index)) is missing") }
+        return statement.blob(0)
+    }
+
+    /// The RFC 9162 inclusion proof of leaf `index` in the tree of `size` leaves.
+    public func inclusionProof(index: UInt64, size: UInt64) throws -> [[UInt8]] {
+        try Merkle.inclusionProof(index: index, size: size, rangeHash: rangeHash)
+    }
+
+    /// The RFC 9162 consistency proof from `oldSize` to `newSize`.
+    public func consistencyProof(oldSize: UInt64, newSize: UInt64) throws -> [[UInt8]] {
+        try Merkle.consistencyProof(oldSize: oldSize, newSize: newSize, rangeHash: rangeHash)
     }
 
     /// The Merkle tree's compact range after the last append.

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+@testable import SecureStore
+
+@Suite("Ledger store")
+struct LedgerStoreTests {
+    static func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("secure-store-\(name)-\(UUID().uuidString).db").path
+    }
+
+    /// A store with `count` chained entries (checkpoint bytes are placeholders: the store does not read them).
+    static func filled(_ count: Int, key: SecretBytes = SecretBytes(randomCount: 32)) throws -> LedgerStore {
+        let store = try LedgerStore.create(path: temporaryPath("fill"), key: key, walletID: [UInt8](repeating: 1, count: 32))
+        var previous = LedgerChain.genesisLink
+        var peaks = MerkleCompactRange()
+        for position in 0..<UInt64(count) {
+            let entry = try LedgerEntry(position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil,
+                                        note: "entry \(position)", time: 1_000 + Int64(position), previousLink: previous)
+            peaks.append(leafHash: Merkle.leafHash(entry.encoded))
+            try store.append([.init(entry: entry, checkpoint: [0], checkpointSize: position + 1)], treePeaks: peaks)
+            previous = entry.link
+        }
+        return store
+    }
+
+    @Test func storedNodesGiveTheSameProofsAsTheFullTree() throws {
+        let store = try Self.filled(45)
+        let tree = MerkleTree(leafHashes: try store.leafHashes(to: 45))
+        #expect(try store.treePeaks().root == tree.root())
+        for size in UInt64(1)...45 {
+            #expect(try store.rangeHash(0, size) == tree.root(size: size), "root of \(size)")
+            for index in 0..<size {
+                #expect(try store.inclusionProof(index: index, size: size) == tree.inclusionProof(index: index, size: size),
+                        "inclusion \(index) of \(size)")
+            }
+            for old in 1...size {
+                #expect(try store.consistencyProof(oldSize: old, newSize: size) == tree.consistencyProof(oldSize: old, newSize: size),
+                        "consistency \(old) → \(size)")
+            }
+        }
+    }
+
+    @Test func reopensWithKeyAndToldApartFailures() throws {
+        let key = SecretBytes(randomCount: 32)
+        let store = try Self.filled(3, key: key)
+        let path = store.path
+        let salt = try LedgerStore.fileSalt(path)
+        let walletID = [UInt8](repeating: 1, count: 32)
+        _ = try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: walletID)
+        #expect(throws: StoreError(.foreignDatabase, "")) {
+            try LedgerStore.open(path: path, key: key, expectedSalt: [UInt8](repeating: 9, count: 16), walletID: walletID)
+        }
+        #expect(throws: StoreError(.foreignDatabase, "")) {
+            try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: [UInt8](repeating: 2, count: 32))
+        }
+        // A wrong key with the right salt looks like corruption to SQLCipher; the key-check value (in the
+        // wrapped-key file) is what names a wrong key before this point.
+        #expect(throws: StoreError(.corrupted, "")) {
+            try LedgerStore.open(path: path, key: SecretBytes(randomCount: 32), expectedSalt: salt, walletID: walletID)
+        }
+        #expect(throws: StoreError(.walletMissing, "")) {
+            try LedgerStore.open(path: path + "-absent", key: key, expectedSalt: salt, walletID: walletID)
+        }
+        #expect(throws: StoreError(.walletExists, "")) { try LedgerStore.create(path: path, key: key, walletID: walletID) }
+    }
+
+    @Test func wrappedKeyFileRoundTripsAndRefusesEveryTruncation() throws {
+        let key = SecretBytes(randomCount: 32)
+        let recipient = try P256.KeyAgreementPrivateKey.generate()
+        var file = WrappedKeyFile(walletID: [UInt8](repeating: 3, count: 32), key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        try file.wrap(key, to: recipient.publicKey)
+        let bytes = file.encoded
+        #expect(try WrappedKeyFile(encoded: bytes) == file)
+        for length in 0..<bytes.count {
+            #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: Array(bytes.prefix(length))) }
+        }
+        #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: bytes + [0]) }
+    }
+}
