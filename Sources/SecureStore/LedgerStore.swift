@@ -424,3 +424,40 @@ extension LedgerStore: StatementIndex {
         return (amount, entry.position, reversed)
     }
 }
+
+extension LedgerStore {
+    /// The state of a transfer this wallet sent.
+    public enum OutgoingStatus: Int64, Sendable {
+        case pending = 0, confirmed = 1
+    }
+
+    /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.
+    public func storeOutgoing(transferID: [UInt8], position: UInt64, signed: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)")
+                .bind([.blob(transferID), .integer(Int64(position)), .blob(signed)]).run()
+        }
+    }
+
+    /// A sent transfer's record.
+    public func outgoing(transferID: [UInt8]) throws -> (position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?)? {
+        let statement = try database.prepare("SELECT position, signed, status, receipt FROM outgoing WHERE transfer_id = ?")
+            .bind([.blob(transferID)])
+        guard try statement.step() else { return nil }
+        return (UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
+                statement.isNull(3) ? nil : statement.blob(3))
+    }
+
+    /// Marks a sent transfer confirmed, with its receipt.
+    public func markOutgoing(transferID: [UInt8], status: OutgoingStatus, receipt: [UInt8]?) throws {
+        try database.transaction {
+            try database.prepare("UPDATE outgoing SET status = ?, receipt = ? WHERE transfer_id = ?")
+                .bind([.integer(status.rawValue), receipt.map { .blob($0) } ?? .null, .blob(transferID)]).run()
+        }
+    }
+
+    /// Whether a statement of a kind with an id was recorded (e.g. a reversal of a transfer id).
+    public func statementExists(kind: EntryKind, id: [UInt8]) throws -> Bool {
+        try database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?").bind([.integer(Int64(kind.rawValue)), .blob(id)]).step()
+    }
+}

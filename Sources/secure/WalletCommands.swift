@@ -40,8 +40,9 @@ enum WalletCommands {
               Makes the wallet: a signing key and a key-agreement key on the token, the next signing key and a
               backup key-agreement key on the backup token, the signed inception event (whose hash is the
               wallet id), and the encrypted ledger whose key is wrapped to both tokens.
-          secure wallet show [--json]
-              The wallet id, the current public key (PEM and fingerprint), the token and the anchor.
+          secure wallet show [--json | --card]
+              The wallet id, the current public key (PEM and fingerprint), the token and the anchor. --card
+              prints a wallet card (Wallet-ID line and PEM) for others to mint or pay to.
         Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
         and --token URI to override the token recorded at init.
         """
@@ -104,11 +105,17 @@ enum WalletCommands {
     }
 
     static func show(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(["card"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments)
         if arguments.flag("json") {
             printJSON(describe(wallet))
+            return .success
+        }
+        if arguments.flag("card") {
+            // A wallet card: what others need to mint or pay to this wallet (documented in PROTOCOL.md).
+            print("Wallet-ID: \(Hex.encode(wallet.walletID))")
+            print(wallet.signingKey.pem, terminator: "")
             return .success
         }
         print("wallet id    \(Hex.encode(wallet.walletID))")

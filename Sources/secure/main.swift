@@ -85,6 +85,8 @@ func run(_ words: [String]) -> ExitCode {
         case "wallet": return try WalletCommands.run(Array(words.dropFirst()))
         case "budget": return try BudgetCommands.run(Array(words.dropFirst()))
         case "balance", "history", "ledger": return try LedgerCommands.run(words)
+        case "issuer", "mint", "deposit", "spend", "accept", "reverse", "confirm", "pending": return try MoneyCommands.run(words)
+        case "evidence": return try EvidenceCommands.run(Array(words.dropFirst()))
         default: throw UsageError("unknown command \"\(command)\"; `secure --help` lists the commands")
         }
     } catch let error as UsageError {

@@ -1,0 +1,188 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureStore
+
+/// What happened to a statement handed to the wallet.
+public enum StatementOutcome: Sendable {
+    /// Recorded as this new entry.
+    case recorded(LedgerEntry)
+    /// Seen before with the same payload: the original entry, nothing new recorded.
+    case duplicate(LedgerEntry)
+    /// Same id, another payload: kept as evidence in this entry; no money moved.
+    case conflict(LedgerEntry)
+    /// Validly signed but failing a check: recorded as refused; for a transfer, with the signed refusal for the payer.
+    case refused(RefusalReason, LedgerEntry, refusal: SignedRefusal?)
+    /// Refused by this wallet's policy: nothing recorded, so it can be accepted later.
+    case policyRefusal(PolicyRefusalReason)
+    /// Not provably from its signer: dropped, nothing recorded.
+    case dropped(DropReason)
+}
+
+extension Wallet {
+    // MARK: Issuers
+
+    /// The issuer keys this wallet trusts, kept in the encrypted database.
+    public func trustedIssuers() throws -> Set<P256.PublicKey> {
+        let bytes = try ledger.meta("trusted-issuers") ?? []
+        return Set(try stride(from: 0, to: bytes.count, by: 65).map { try P256.PublicKey(x963: Array(bytes[$0..<min($0 + 65, bytes.count)])) })
+    }
+
+    /// Adds a trusted issuer key.
+    public func trust(issuer: P256.PublicKey) throws {
+        var keys = try trustedIssuers()
+        keys.insert(issuer)
+        try ledger.setMeta("trusted-issuers", keys.sorted { $0.x963.lexicographicallyPrecedes($1.x963) }.flatMap(\.x963))
+    }
+
+    // MARK: Deposits, transfers and refusals
+
+    /// Deposits an issuer's voucher, once: checks the signature, that the issuer is trusted and that the
+    /// voucher names this wallet.
+    public func deposit(_ voucher: SignedVoucher) throws -> StatementOutcome {
+        try settle(VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state), refusal: nil)
+    }
+
+    /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). A validly signed transfer
+    /// that fails a check is recorded as refused and answered with a signed refusal.
+    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy) throws -> StatementOutcome {
+        // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
+        guard transfer.payload.order.payerWalletID != walletID else {
+            throw WalletError(.invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
+        }
+        let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy)
+        var outcome = try settle(verdict, refusal: nil)
+        if case .refused(let reason, let entry, _) = outcome {
+            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: signer)
+            outcome = .refused(reason, entry, refusal: refusal)
+        }
+        if case .recorded(let entry) = outcome {
+            let checkpoint = transfer.payload.checkpoint
+            try ledger.storePeerCheckpoint(wallet: checkpoint.checkpoint.walletID, size: checkpoint.checkpoint.size,
+                                           encoded: checkpoint.encoded)
+            _ = entry
+        }
+        return outcome
+    }
+
+    /// Appends the reversal a payee's signed refusal entitles this wallet to, for a transfer it sent.
+    public func applyRefusal(_ refusal: SignedRefusal, payeeKeys: Set<P256.PublicKey>) throws -> StatementOutcome {
+        guard let sent = try outgoingTransfer(id: refusal.payload.transferID) else {
+            throw WalletError(.notFound, "this wallet sent no transfer with id \(Hex.encode(refusal.payload.transferID))")
+        }
+        return try settle(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: payeeKeys, state: state), refusal: nil)
+    }
+
+    /// Carries out a verdict: appends what it says to append, returns what happened.
+    private func settle(_ verdict: StatementVerdict, refusal: SignedRefusal?) throws -> StatementOutcome {
+        switch verdict {
+        case .accept(let draft): return .recorded(try appendDraft(draft))
+        case .duplicate(let position):
+            guard let entry = try ledger.entry(at: position) else { throw StoreError(.corrupted, "entry \(position) is missing") }
+            return .duplicate(entry)
+        case .conflict(let draft): return .conflict(try appendDraft(draft))
+        case .refuse(let reason, let draft): return .refused(reason, try appendDraft(draft), refusal: refusal)
+        case .policyRefusal(let reason): return .policyRefusal(reason)
+        case .drop(let reason): return .dropped(reason)
+        }
+    }
+
+    /// Appends a draft with a fresh id, the time and the chain head.
+    @discardableResult
+    public func appendDraft(_ draft: EntryDraft) throws -> LedgerEntry {
+        try append { position, previous, time in
+            try draft.entry(position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
+        }
+    }
+
+    // MARK: Spending
+
+    /// Why a spend was refused before anything was signed.
+    public enum SpendRefusal: Error, Equatable, CustomStringConvertible {
+        case overBudget(BudgetUsage)
+        case hardCap(BudgetUsage)
+        case insufficientFunds(balance: Money, amount: Money)
+
+        public var description: String {
+            switch self {
+            case .overBudget(let usage):
+                return "paying \(usage.payment) would take \(usage.category) to \((try? usage.spent.adding(usage.payment))?.description ?? "?") "
+                    + "of its \(usage.limit) limit; pass --override-budget to pay anyway (the entry records the override)"
+            case .hardCap(let usage):
+                return "paying \(usage.payment) would exceed the hard cap of \(usage.limit) on \(usage.category); refused"
+            case .insufficientFunds(let balance, let amount):
+                return "paying \(amount) needs more than the balance of \(balance)"
+            }
+        }
+    }
+
+    /// The checks a payment makes before any PIN or signature: the balance and the budget verdict.
+    /// Returns the verdict (which may be an alert to show); throws a `SpendRefusal`.
+    public func checkSpend(amount: Money, category: String, overrideBudget: Bool) throws -> BudgetVerdict? {
+        let balance = state.balance(amount.currency)
+        guard amount <= balance else { throw SpendRefusal.insufficientFunds(balance: balance, amount: amount) }
+        let verdict = try budgetVerdict(category: category, amount: amount)
+        switch verdict {
+        case .overBudget(let usage) where !overrideBudget: throw SpendRefusal.overBudget(usage)
+        case .refusedByHardCap(let usage): throw SpendRefusal.hardCap(usage)
+        default: return verdict
+        }
+    }
+
+    /// The wallet steps of a payment: budget and balance checks, then the debit (one checkpoint signature),
+    /// then the signed transfer (a second signature), stored with the debit's position so it can be sent
+    /// again, unchanged, until it is confirmed.
+    public func spend(to payee: [UInt8], amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
+                      proximity: Proximity = .none, channelBinding: [UInt8] = []) throws -> SignedTransfer {
+        guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
+        _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
+        let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: signingKey,
+                                      payeeWalletID: payee, amount: amount, proximity: proximity, channelBinding: channelBinding)
+        let debit = try appendDraft(order.debitDraft(category: category, note: note, overridesBudget: overrideBudget))
+        return try signTransfer(order: order, debit: debit)
+    }
+
+    /// Signs the transfer for a committed debit and keeps it in the outgoing table.
+    func signTransfer(order: TransferOrder, debit: LedgerEntry) throws -> SignedTransfer {
+        guard let checkpointBytes = try ledger.checkpoint(size: debit.position + 1),
+              let checkpoint = try SignedCheckpoint.decode(checkpointBytes) else {
+            throw StoreError(.corrupted, "the checkpoint after debit \(debit.position) is missing")
+        }
+        let proof = try ledger.inclusionProof(index: debit.position, size: debit.position + 1)
+        let transfer = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: debit.encoded, inclusionProof: proof).sign(with: signer)
+        try ledger.storeOutgoing(transferID: order.transferID, position: debit.position, signed: transfer.encoded)
+        return transfer
+    }
+
+    /// A transfer this wallet sent, by id: the exact bytes kept at the debit, re-signed from the debit entry
+    /// if the process stopped between the debit and the signature (payloads compare, not signature bytes).
+    public func outgoingTransfer(id: [UInt8]) throws -> SignedTransfer? {
+        if let bytes = try ledger.outgoing(transferID: id)?.signed {
+            guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
+            return transfer
+        }
+        guard let (_, position) = try ledger.statement(signer: signingKey.fingerprint, id: id),
+              let debit = try ledger.entry(at: position), debit.kind == .paymentOut,
+              let order = try TransferOrder.decode(debit.payload) else { return nil }
+        return try signTransfer(order: order, debit: debit)
+    }
+
+    /// Payments out that have no receipt and no reversal yet.
+    public func pendingTransfers() throws -> [(transfer: SignedTransfer, entry: LedgerEntry)] {
+        try ledger.entries(kind: .paymentOut).compactMap { debit in
+            guard let order = try TransferOrder.decode(debit.payload) else { return nil }
+            if let record = try ledger.outgoing(transferID: order.transferID), record.status != .pending { return nil }
+            if try ledger.statementExists(kind: .reversal, id: order.transferID) { return nil }
+            guard let transfer = try outgoingTransfer(id: order.transferID) else { return nil }
+            return (transfer, debit)
+        }
+    }
+
+    /// Records the payee's countersigned receipt: the payment is confirmed.
+    public func confirm(_ receipt: SignedReceipt, payeeKeys: Set<P256.PublicKey>) throws {
+        guard let sent = try outgoingTransfer(id: receipt.payload.transferID), receipt.confirms(sent, payeeKeys: payeeKeys) else {
+            throw WalletError(.refused, "the receipt does not confirm a transfer this wallet sent, or is not signed by the payee")
+        }
+        try ledger.markOutgoing(transferID: receipt.payload.transferID, status: .confirmed, receipt: receipt.encoded)
+    }
+}
