@@ -69,24 +69,117 @@ enum MLKEMField {
     }()
 }
 
+/// Lane-parallel versions of the field operations, on 16 or 8 coefficients at once. They use the
+/// 16-bit high/low multiply pair (LLVM lowers `mulHigh` to pmulhw), so the vector unit does the
+/// Montgomery and Barrett reductions without 32-bit lanes.
+enum MLKEMVector {
+    @inline(__always)
+    static func mulHigh16(_ a: SIMD16<Int16>, _ b: SIMD16<Int16>) -> SIMD16<Int16> {
+        SIMD16<Int16>(truncatingIfNeeded: (SIMD16<Int32>(truncatingIfNeeded: a) &* SIMD16<Int32>(truncatingIfNeeded: b)) &>> 16)
+    }
+
+    @inline(__always)
+    static func mulHigh8(_ a: SIMD8<Int16>, _ b: SIMD8<Int16>) -> SIMD8<Int16> {
+        SIMD8<Int16>(truncatingIfNeeded: (SIMD8<Int32>(truncatingIfNeeded: a) &* SIMD8<Int32>(truncatingIfNeeded: b)) &>> 16)
+    }
+
+    /// a · b · 2⁻¹⁶ mod q per lane: high(a·b) − high(low(a·b)·q⁻¹ · q). The low halves of a·b and t·q are
+    /// equal by construction, so the difference of the high halves is exact.
+    @inline(__always)
+    static func multiply16(_ a: SIMD16<Int16>, _ b: SIMD16<Int16>) -> SIMD16<Int16> {
+        let t = (a &* b) &* SIMD16(repeating: MLKEMField.qInverse)
+        return mulHigh16(a, b) &- mulHigh16(t, SIMD16(repeating: MLKEMField.q))
+    }
+
+    @inline(__always)
+    static func multiply8(_ a: SIMD8<Int16>, _ b: SIMD8<Int16>) -> SIMD8<Int16> {
+        let t = (a &* b) &* SIMD8(repeating: MLKEMField.qInverse)
+        return mulHigh8(a, b) &- mulHigh8(t, SIMD8(repeating: MLKEMField.q))
+    }
+
+    /// Barrett reduction per lane: t = ⌊(high(a · 20159) + 2⁹) / 2¹⁰⌋, a − t·q. Within one q of the
+    /// scalar form's centred result at worst, |result| ≤ (q+1)/2.
+    @inline(__always)
+    static func reduce16(_ a: SIMD16<Int16>) -> SIMD16<Int16> {
+        let t = (mulHigh16(a, SIMD16(repeating: Int16(MLKEMField.barrettMultiplier))) &+ 512) &>> 10
+        return a &- t &* SIMD16(repeating: MLKEMField.q)
+    }
+
+    @inline(__always)
+    static func reduce8(_ a: SIMD8<Int16>) -> SIMD8<Int16> {
+        let t = (mulHigh8(a, SIMD8(repeating: Int16(MLKEMField.barrettMultiplier))) &+ 512) &>> 10
+        return a &- t &* SIMD8(repeating: MLKEMField.q)
+    }
+
+    @inline(__always)
+    static func load16(_ pointer: Coefficients) -> SIMD16<Int16> {
+        UnsafeRawPointer(pointer).loadUnaligned(as: SIMD16<Int16>.self)
+    }
+
+    @inline(__always)
+    static func store16(_ pointer: Coefficients, _ value: SIMD16<Int16>) {
+        UnsafeMutableRawPointer(pointer).storeBytes(of: value, as: SIMD16<Int16>.self)
+    }
+
+    @inline(__always)
+    static func load8(_ pointer: Coefficients) -> SIMD8<Int16> {
+        UnsafeRawPointer(pointer).loadUnaligned(as: SIMD8<Int16>.self)
+    }
+
+    @inline(__always)
+    static func store8(_ pointer: Coefficients, _ value: SIMD8<Int16>) {
+        UnsafeMutableRawPointer(pointer).storeBytes(of: value, as: SIMD8<Int16>.self)
+    }
+}
+
 enum MLKEMPoly {
     /// Forward NTT in place (FIPS 203 Algorithm 9), Cooley–Tukey butterflies with Montgomery
-    /// multiplication by the stored ζ·2¹⁶; output reduced and centred.
+    /// multiplication by the stored ζ·2¹⁶; output reduced and centred. Layers with 8 or more
+    /// coefficients per half-block run on vectors; the last two layers are scalar.
     static func ntt(_ r: Coefficients) {
         let zetas = MLKEMField.zetas
         var k = 1
         var length = 128
+        while length >= 16 {
+            var start = 0
+            while start < 256 {
+                let zeta = SIMD16<Int16>(repeating: zetas[k])
+                k &+= 1
+                var j = start
+                while j < start &+ length {
+                    let top = MLKEMVector.load16(r + j), bottom = MLKEMVector.load16(r + j + length)
+                    let t = MLKEMVector.multiply16(zeta, bottom)
+                    MLKEMVector.store16(r + j + length, top &- t)
+                    MLKEMVector.store16(r + j, top &+ t)
+                    j &+= 16
+                }
+                start &+= 2 &* length
+            }
+            length >>= 1
+        }
+        // length 8
+        var start = 0
+        while start < 256 {
+            let zeta = SIMD8<Int16>(repeating: zetas[k])
+            k &+= 1
+            let top = MLKEMVector.load8(r + start), bottom = MLKEMVector.load8(r + start + 8)
+            let t = MLKEMVector.multiply8(zeta, bottom)
+            MLKEMVector.store8(r + start + 8, top &- t)
+            MLKEMVector.store8(r + start, top &+ t)
+            start &+= 16
+        }
+        length = 4
         while length >= 2 {
             var start = 0
             while start < 256 {
                 let zeta = zetas[k]
                 k &+= 1
-                for j in start..<(start + length) {
-                    let t = MLKEMField.multiply(zeta, r[j + length])
-                    r[j + length] = r[j] &- t
+                for j in start..<(start &+ length) {
+                    let t = MLKEMField.multiply(zeta, r[j &+ length])
+                    r[j &+ length] = r[j] &- t
                     r[j] = r[j] &+ t
                 }
-                start += 2 * length
+                start &+= 2 &* length
             }
             length >>= 1
         }
@@ -99,21 +192,53 @@ enum MLKEMPoly {
         let zetas = MLKEMField.zetas
         var k = 127
         var length = 2
-        while length <= 128 {
+        while length <= 4 {
             var start = 0
             while start < 256 {
                 let zeta = zetas[k]
                 k &-= 1
-                for j in start..<(start + length) {
+                for j in start..<(start &+ length) {
                     let t = r[j]
-                    r[j] = MLKEMField.barrettReduce(t &+ r[j + length])
-                    r[j + length] = MLKEMField.multiply(zeta, r[j + length] &- t)
+                    r[j] = MLKEMField.barrettReduce(t &+ r[j &+ length])
+                    r[j &+ length] = MLKEMField.multiply(zeta, r[j &+ length] &- t)
                 }
-                start += 2 * length
+                start &+= 2 &* length
             }
             length <<= 1
         }
-        for j in 0..<256 { r[j] = MLKEMField.multiply(r[j], MLKEMField.inverseNTTScale) }
+        // length 8
+        var start = 0
+        while start < 256 {
+            let zeta = SIMD8<Int16>(repeating: zetas[k])
+            k &-= 1
+            let top = MLKEMVector.load8(r + start), bottom = MLKEMVector.load8(r + start + 8)
+            MLKEMVector.store8(r + start, MLKEMVector.reduce8(top &+ bottom))
+            MLKEMVector.store8(r + start + 8, MLKEMVector.multiply8(zeta, bottom &- top))
+            start &+= 16
+        }
+        length = 16
+        while length <= 128 {
+            var start = 0
+            while start < 256 {
+                let zeta = SIMD16<Int16>(repeating: zetas[k])
+                k &-= 1
+                var j = start
+                while j < start &+ length {
+                    let top = MLKEMVector.load16(r + j), bottom = MLKEMVector.load16(r + j + length)
+                    MLKEMVector.store16(r + j, MLKEMVector.reduce16(top &+ bottom))
+                    MLKEMVector.store16(r + j + length, MLKEMVector.multiply16(zeta, bottom &- top))
+                    j &+= 16
+                }
+                start &+= 2 &* length
+            }
+            length <<= 1
+        }
+        let scale = SIMD16<Int16>(repeating: MLKEMField.inverseNTTScale)
+        var j = 0
+        while j < 256 {
+            MLKEMVector.store16(r + j, MLKEMVector.multiply16(MLKEMVector.load16(r + j), scale))
+            j &+= 16
+        }
     }
 
     /// r = Σ_j a_j ∘ b_j in the NTT domain (FIPS 203 Algorithms 11–12), scaled by 2⁻¹⁶. a_j is at
@@ -148,27 +273,44 @@ enum MLKEMPoly {
         }
     }
 
-    /// Centres every coefficient with a Barrett reduction.
+    /// Reduces every coefficient with a (vector) Barrett reduction: |result| ≤ (q+1)/2.
     @inline(__always)
     static func reduce(_ r: Coefficients) {
-        for j in 0..<256 { r[j] = MLKEMField.barrettReduce(r[j]) }
+        var j = 0
+        while j < 256 {
+            MLKEMVector.store16(r + j, MLKEMVector.reduce16(MLKEMVector.load16(r + j)))
+            j &+= 16
+        }
     }
 
     /// r += a.
     @inline(__always)
     static func add(_ r: Coefficients, _ a: Coefficients) {
-        for j in 0..<256 { r[j] = r[j] &+ a[j] }
+        var j = 0
+        while j < 256 {
+            MLKEMVector.store16(r + j, MLKEMVector.load16(r + j) &+ MLKEMVector.load16(a + j))
+            j &+= 16
+        }
     }
 
     /// r = a − r.
     @inline(__always)
     static func subtractFrom(_ r: Coefficients, _ a: Coefficients) {
-        for j in 0..<256 { r[j] = a[j] &- r[j] }
+        var j = 0
+        while j < 256 {
+            MLKEMVector.store16(r + j, MLKEMVector.load16(a + j) &- MLKEMVector.load16(r + j))
+            j &+= 16
+        }
     }
 
     /// Moves coefficients into the Montgomery domain (times 2¹⁶), undoing `multiplyAccumulate`'s 2⁻¹⁶.
     @inline(__always)
     static func toMontgomery(_ r: Coefficients) {
-        for j in 0..<256 { r[j] = MLKEMField.multiply(r[j], MLKEMField.montgomerySquare) }
+        let factor = SIMD16<Int16>(repeating: MLKEMField.montgomerySquare)
+        var j = 0
+        while j < 256 {
+            MLKEMVector.store16(r + j, MLKEMVector.multiply16(MLKEMVector.load16(r + j), factor))
+            j &+= 16
+        }
     }
 }
