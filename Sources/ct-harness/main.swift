@@ -3,7 +3,8 @@
 // Outputs are declassified before they are compared, as a caller would after the operation.
 //
 // Secrets marked: ML-KEM's ŝ and z inside the decapsulation key (ρ, t̂, H(ek) and the ciphertext are
-// public); the AES-GCM key; both inputs of ConstantTime.equal.
+// public); the seed d ‖ z for key generation; m for encapsulation; the AES-GCM key; both inputs of
+// ConstantTime.equal.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,6 +43,32 @@ func checkMLKEM<P>(_ kem: MLKEM<P>.Type, k: Int) throws {
         var secret = try secretKey.decapsulate(input).copyBytes()
         declassify(&secret)
         if secret != want { fail("\(MLKEM<P>.name) decapsulation of the \(name) ciphertext gave the wrong key") }
+    }
+}
+
+/// Key generation with d and z secret, and encapsulation with m secret. ρ is declassified inside key
+/// generation (it is public); the outputs are declassified here before they are compared.
+func checkKeyGenerationAndEncapsulation<P>(_ kem: MLKEM<P>.Type) throws {
+    let seedBytes = (0..<64).map { UInt8($0 &* 3) }
+    let reference = try MLKEM<P>.PrivateKey(seed: seedBytes)
+    let message = [UInt8](repeating: 0x17, count: 32)
+    let (referenceSecret, referenceCiphertext) = try reference.publicKey._encapsulate(message: message)
+
+    var secretSeed = seedBytes
+    markSecret(&secretSeed, 0..<64)
+    let key = try MLKEM<P>.PrivateKey(seed: secretSeed)
+    var encapsulationKey = key.publicKey.rawRepresentation
+    declassify(&encapsulationKey)
+    if encapsulationKey != reference.publicKey.rawRepresentation { fail("\(MLKEM<P>.name) key generation gave the wrong ek") }
+
+    var secretMessage = message
+    markSecret(&secretMessage, 0..<32)
+    let (secret, ciphertext) = try reference.publicKey._encapsulate(message: secretMessage)
+    var secretCopy = secret.copyBytes(), ciphertextCopy = ciphertext
+    declassify(&secretCopy)
+    declassify(&ciphertextCopy)
+    if secretCopy != referenceSecret.copyBytes() || ciphertextCopy != referenceCiphertext {
+        fail("\(MLKEM<P>.name) encapsulation gave the wrong result")
     }
 }
 
@@ -91,6 +118,9 @@ do {
     try checkMLKEM(MLKEM512.self, k: 2)
     try checkMLKEM(MLKEM768.self, k: 3)
     try checkMLKEM(MLKEM1024.self, k: 4)
+    try checkKeyGenerationAndEncapsulation(MLKEM512.self)
+    try checkKeyGenerationAndEncapsulation(MLKEM768.self)
+    try checkKeyGenerationAndEncapsulation(MLKEM1024.self)
     try checkAESGCM()
     checkConstantTimeEqual()
 } catch {
