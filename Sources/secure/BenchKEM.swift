@@ -30,7 +30,7 @@ struct KEMBenchReport: Codable {
 
 /// The median over `batchCount` batches of the mean time per call, in µs. Each batch runs for about
 /// `batchSeconds` after a calibration run.
-private func medianMicroseconds(batchCount: Int = 15, batchSeconds: Double = 0.02, _ body: () throws -> Void) rethrows -> Double {
+private func medianMicroseconds(batchCount: Int = 31, batchSeconds: Double = 0.01, _ body: () throws -> Void) rethrows -> Double {
     let clock = ContinuousClock()
     func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
@@ -167,7 +167,7 @@ func runKEMBenchmark(json: Bool) throws {
         return
     }
     func format(_ value: Double) -> String { String(format: "%8.1f", value) }
-    print("KEM benchmark (µs per operation, median of 15 batches; keygen = seed to key bytes,")
+    print("KEM benchmark (µs per operation, median of 31 batches; keygen = seed to key bytes,")
     print("encaps with a parsed public key, decaps with a parsed private key)")
     for kem in ["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024", "X-Wing"] {
         let rows = figures.filter { $0.kem == kem }

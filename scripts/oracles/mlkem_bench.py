@@ -16,8 +16,8 @@ import timeit
 from cryptography.hazmat.backends.openssl.backend import backend
 from cryptography.hazmat.primitives.asymmetric import mlkem
 
-REPEATS = 15
-TARGET_SECONDS_PER_REPEAT = float(os.environ.get("SECURE_BENCH_REPEAT_SECONDS", "0.02"))
+REPEATS = 31
+TARGET_SECONDS_PER_REPEAT = float(os.environ.get("SECURE_BENCH_REPEAT_SECONDS", "0.01"))
 
 
 def median_microseconds(function) -> float:
