@@ -152,14 +152,32 @@ public enum XWing: KEM {
         }
     }
 
-    /// A fixed scalar for the low-order test: X25519(k, u) is all zeros for a clamped k exactly when u is a
-    /// low-order point, whatever k is.
-    private static let probeKey: X25519.PrivateKey = try! X25519.PrivateKey(rawRepresentation: [UInt8](repeating: 0x5a, count: 32))
+    /// The u-coordinates, reduced mod p = 2²⁵⁵ − 19, of the points of small order on Curve25519 and its
+    /// twist: 0 and 1 and p − 1 (orders 2 and 4), and the two of order 8. For a clamped scalar (a multiple
+    /// of 8 below the prime subgroup orders), X25519(k, u) is all zeros exactly for these u, so this list
+    /// is complete; the tests check it against OpenSSL's refusal.
+    private static let lowOrderCoordinates: [[UInt8]] = [
+        [UInt8](repeating: 0, count: 32),
+        [1] + [UInt8](repeating: 0, count: 31),
+        [0xec] + [UInt8](repeating: 0xff, count: 30) + [0x7f],
+        hexBytes("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+        hexBytes("5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157"),
+    ]
+
+    /// Whether a public X25519 u-coordinate is a low-order point. It is public data, so this may branch.
+    /// X25519 ignores the top bit and accepts non-canonical values p ... 2²⁵⁵ − 1, so both are folded.
+    static func isLowOrder(_ u: [UInt8]) -> Bool {
+        var canonical = u
+        canonical[31] &= 0x7f
+        let isAtLeastP = canonical[31] == 0x7f && canonical[1...30].allSatisfy { $0 == 0xff } && canonical[0] >= 0xed
+        if isAtLeastP {
+            canonical = [canonical[0] - 0xed] + [UInt8](repeating: 0, count: 31)
+        }
+        return lowOrderCoordinates.contains(canonical)
+    }
 
     static func refuseLowOrder(_ key: X25519.PublicKey) throws {
-        do {
-            _ = try probeKey.sharedSecret(with: key)
-        } catch {
+        if isLowOrder(key.rawRepresentation) {
             throw CryptoError(.invalidKey, "the X-Wing public key's X25519 part is a low-order point")
         }
     }

@@ -109,6 +109,22 @@ struct XWingTests {
         }
     }
 
+    /// The parse-time list of low-order points agrees with OpenSSL's refusal of an all-zero X25519
+    /// result, for every listed point with and without the ignored top bit, and for random points.
+    @Test func lowOrderListAgreesWithOpenSSL() throws {
+        let key = X25519.PrivateKey.generate()
+        let mlkemPart = Array(XWing.PrivateKey.generate().publicKey.rawRepresentation.prefix(1184))
+        var candidates = Self.lowOrderPoints
+        candidates += Self.lowOrderPoints.map { point in var flipped = point; flipped[31] ^= 0x80; return flipped }
+        candidates += (0..<19).map { [UInt8(0xed + $0)] + [UInt8](repeating: 0xff, count: 30) + [0xff] }
+        for _ in 0..<200 { candidates.append(SystemRandom.bytes(32)) }
+        for u in candidates {
+            let openSSLRefuses = (try? key.sharedSecret(with: try X25519.PublicKey(rawRepresentation: u))) == nil
+            let parseRefuses = (try? XWing.PublicKey(rawRepresentation: mlkemPart + u)) == nil
+            #expect(openSSLRefuses == parseRefuses, "u = \(Hex.encode(u)): OpenSSL refuses \(openSSLRefuses), parsing refuses \(parseRefuses)")
+        }
+    }
+
     @Test func badLengths() throws {
         let key = XWing.PrivateKey.generate()
         let encoded = key.publicKey.rawRepresentation
