@@ -111,6 +111,60 @@ enum MLKEMVector {
         return a &- t &* SIMD8(repeating: MLKEMField.q)
     }
 
+    /// ζ values for the last two forward layers, one per lane: layer "4" (blocks of 8 coefficients, ζ
+    /// index 32 + block) as 16 vectors covering two blocks each, then layer "2" (blocks of 4, ζ index
+    /// 64 + block) as 16 vectors covering four blocks each. The inverse tables run the indices backwards.
+    // Written once at first use and only read afterwards.
+    nonisolated(unsafe) static let forwardTail: UnsafeMutablePointer<SIMD8<Int16>> = makeTail(inverse: false)
+    nonisolated(unsafe) static let inverseTail: UnsafeMutablePointer<SIMD8<Int16>> = makeTail(inverse: true)
+
+    private static func makeTail(inverse: Bool) -> UnsafeMutablePointer<SIMD8<Int16>> {
+        let table = UnsafeMutablePointer<SIMD8<Int16>>.allocate(capacity: 32)
+        let zetas = MLKEMField.zetas
+        for vector in 0..<16 {
+            var four = SIMD8<Int16>(), two = SIMD8<Int16>()
+            for lane in 0..<8 {
+                let blockOfEight = 2 * vector + (lane >> 2)
+                let blockOfFour = 4 * vector + (lane >> 1)
+                four[lane] = zetas[inverse ? 63 - blockOfEight : 32 + blockOfEight]
+                two[lane] = zetas[inverse ? 127 - blockOfFour : 64 + blockOfFour]
+            }
+            table[vector] = four
+            table[16 + vector] = two
+        }
+        return table
+    }
+
+    /// Splits 16 coefficients [a b a′ b′] (4 each) into tops [a a′] and bottoms [b b′].
+    @inline(__always)
+    static func splitFours(_ x: SIMD8<Int16>, _ y: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
+        let x64 = unsafeBitCast(x, to: SIMD2<UInt64>.self), y64 = unsafeBitCast(y, to: SIMD2<UInt64>.self)
+        return (unsafeBitCast(SIMD2<UInt64>(x64[0], y64[0]), to: SIMD8<Int16>.self),
+                unsafeBitCast(SIMD2<UInt64>(x64[1], y64[1]), to: SIMD8<Int16>.self))
+    }
+
+    @inline(__always)
+    static func joinFours(_ top: SIMD8<Int16>, _ bottom: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
+        let t64 = unsafeBitCast(top, to: SIMD2<UInt64>.self), b64 = unsafeBitCast(bottom, to: SIMD2<UInt64>.self)
+        return (unsafeBitCast(SIMD2<UInt64>(t64[0], b64[0]), to: SIMD8<Int16>.self),
+                unsafeBitCast(SIMD2<UInt64>(t64[1], b64[1]), to: SIMD8<Int16>.self))
+    }
+
+    /// Splits 16 coefficients [a₀ b₀ a₁ b₁ a₂ b₂ a₃ b₃] (2 each) into tops [a₀ a₁ a₂ a₃] and bottoms.
+    @inline(__always)
+    static func splitTwos(_ x: SIMD8<Int16>, _ y: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
+        let x32 = unsafeBitCast(x, to: SIMD4<UInt32>.self), y32 = unsafeBitCast(y, to: SIMD4<UInt32>.self)
+        return (unsafeBitCast(SIMD4<UInt32>(x32[0], x32[2], y32[0], y32[2]), to: SIMD8<Int16>.self),
+                unsafeBitCast(SIMD4<UInt32>(x32[1], x32[3], y32[1], y32[3]), to: SIMD8<Int16>.self))
+    }
+
+    @inline(__always)
+    static func joinTwos(_ top: SIMD8<Int16>, _ bottom: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
+        let t32 = unsafeBitCast(top, to: SIMD4<UInt32>.self), b32 = unsafeBitCast(bottom, to: SIMD4<UInt32>.self)
+        return (unsafeBitCast(SIMD4<UInt32>(t32[0], b32[0], t32[1], b32[1]), to: SIMD8<Int16>.self),
+                unsafeBitCast(SIMD4<UInt32>(t32[2], b32[2], t32[3], b32[3]), to: SIMD8<Int16>.self))
+    }
+
     @inline(__always)
     static func load16(_ pointer: Coefficients) -> SIMD16<Int16> {
         UnsafeRawPointer(pointer).loadUnaligned(as: SIMD16<Int16>.self)
@@ -168,20 +222,22 @@ enum MLKEMPoly {
             MLKEMVector.store8(r + start, top &+ t)
             start &+= 16
         }
-        length = 4
-        while length >= 2 {
-            var start = 0
-            while start < 256 {
-                let zeta = zetas[k]
-                k &+= 1
-                for j in start..<(start &+ length) {
-                    let t = MLKEMField.multiply(zeta, r[j &+ length])
-                    r[j &+ length] = r[j] &- t
-                    r[j] = r[j] &+ t
-                }
-                start &+= 2 &* length
-            }
-            length >>= 1
+        // lengths 4 and 2: regroup lanes so that each vector holds only tops or only bottoms.
+        for vector in 0..<16 {
+            let base = r + 16 &* vector
+            let (top, bottom) = MLKEMVector.splitFours(MLKEMVector.load8(base), MLKEMVector.load8(base + 8))
+            let t = MLKEMVector.multiply8(MLKEMVector.forwardTail[vector], bottom)
+            let (x, y) = MLKEMVector.joinFours(top &+ t, top &- t)
+            MLKEMVector.store8(base, x)
+            MLKEMVector.store8(base + 8, y)
+        }
+        for vector in 0..<16 {
+            let base = r + 16 &* vector
+            let (top, bottom) = MLKEMVector.splitTwos(MLKEMVector.load8(base), MLKEMVector.load8(base + 8))
+            let t = MLKEMVector.multiply8(MLKEMVector.forwardTail[16 &+ vector], bottom)
+            let (x, y) = MLKEMVector.joinTwos(top &+ t, top &- t)
+            MLKEMVector.store8(base, x)
+            MLKEMVector.store8(base + 8, y)
         }
         reduce(r)
     }
@@ -190,22 +246,25 @@ enum MLKEMPoly {
     /// 1441 = 2³²/128 mod q also removes the 2⁻¹⁶ left by `multiplyAccumulate`.
     static func inverseNTT(_ r: Coefficients) {
         let zetas = MLKEMField.zetas
-        var k = 127
-        var length = 2
-        while length <= 4 {
-            var start = 0
-            while start < 256 {
-                let zeta = zetas[k]
-                k &-= 1
-                for j in start..<(start &+ length) {
-                    let t = r[j]
-                    r[j] = MLKEMField.barrettReduce(t &+ r[j &+ length])
-                    r[j &+ length] = MLKEMField.multiply(zeta, r[j &+ length] &- t)
-                }
-                start &+= 2 &* length
-            }
-            length <<= 1
+        // lengths 2 and 4 first, on regrouped lanes as in `ntt`.
+        for vector in 0..<16 {
+            let base = r + 16 &* vector
+            let (top, bottom) = MLKEMVector.splitTwos(MLKEMVector.load8(base), MLKEMVector.load8(base + 8))
+            let (x, y) = MLKEMVector.joinTwos(MLKEMVector.reduce8(top &+ bottom),
+                                              MLKEMVector.multiply8(MLKEMVector.inverseTail[16 &+ vector], bottom &- top))
+            MLKEMVector.store8(base, x)
+            MLKEMVector.store8(base + 8, y)
         }
+        for vector in 0..<16 {
+            let base = r + 16 &* vector
+            let (top, bottom) = MLKEMVector.splitFours(MLKEMVector.load8(base), MLKEMVector.load8(base + 8))
+            let (x, y) = MLKEMVector.joinFours(MLKEMVector.reduce8(top &+ bottom),
+                                               MLKEMVector.multiply8(MLKEMVector.inverseTail[vector], bottom &- top))
+            MLKEMVector.store8(base, x)
+            MLKEMVector.store8(base + 8, y)
+        }
+        var k = 31
+        var length = 8
         // length 8
         var start = 0
         while start < 256 {
