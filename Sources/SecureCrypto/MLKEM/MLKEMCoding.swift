@@ -16,40 +16,78 @@ enum MLKEMCoding {
         Int16(truncatingIfNeeded: (y &* 3329 &+ (1 << UInt32(d &- 1))) >> UInt32(d))
     }
 
-    /// ByteEncode_d(Compress_d(r)) for d < 12, after reducing r to [0, q). The bit cursor only depends on
-    /// d, never on the data.
+    /// ByteEncode_d(Compress_d(r)) for d ∈ {4, 5, 10, 11}, after reducing r to [0, q). Each group of
+    /// eight coefficients fills exactly d bytes; the switch lets the compiler specialise the packing
+    /// for each d. The layout never depends on the data.
     static func compressAndEncode(_ r: Coefficients, bits d: Int, into output: UnsafeMutablePointer<UInt8>) {
-        var accumulator: UInt64 = 0
-        var filled = 0
-        var cursor = 0
-        for j in 0..<256 {
-            let value = compress(MLKEMField.toCanonical(MLKEMField.barrettReduce(r[j])), bits: d)
-            accumulator |= UInt64(value) << UInt64(filled)
-            filled &+= d
-            while filled >= 8 {
-                output[cursor] = UInt8(truncatingIfNeeded: accumulator)
-                cursor &+= 1
-                accumulator >>= 8
-                filled &-= 8
+        switch d {
+        case 4: compressAndEncodeGroups(r, bits: 4, into: output)
+        case 5: compressAndEncodeGroups(r, bits: 5, into: output)
+        case 10: compressAndEncodeGroups(r, bits: 10, into: output)
+        case 11: compressAndEncodeGroups(r, bits: 11, into: output)
+        default: preconditionFailure("ML-KEM compresses to 4, 5, 10 or 11 bits")
+        }
+    }
+
+    @inline(__always)
+    private static func compressAndEncodeGroups(_ r: Coefficients, bits d: Int, into output: UnsafeMutablePointer<UInt8>) {
+        for group in 0..<32 {
+            var low: UInt64 = 0
+            var high: UInt64 = 0
+            for lane in 0..<8 {
+                let value = UInt64(compress(MLKEMField.toCanonical(MLKEMField.barrettReduce(r[8 &* group &+ lane])), bits: d))
+                let shift = lane &* d
+                if shift < 64 {
+                    low |= value << UInt64(shift)
+                    if shift &+ d > 64 { high |= value >> UInt64(64 &- shift) }
+                } else {
+                    high |= value << UInt64(shift &- 64)
+                }
+            }
+            let destination = output + d &* group
+            for byte in 0..<d {
+                destination[byte] = byte < 8 ? UInt8(truncatingIfNeeded: low >> UInt64(8 &* byte))
+                                             : UInt8(truncatingIfNeeded: high >> UInt64(8 &* (byte &- 8)))
             }
         }
     }
 
-    /// Decompress_d(ByteDecode_d(input)) for d < 12.
+    /// Decompress_d(ByteDecode_d(input)) for d ∈ {4, 5, 10, 11}, eight coefficients from each d bytes.
     static func decodeAndDecompress(_ input: UnsafePointer<UInt8>, bits d: Int, into r: Coefficients) {
-        var accumulator: UInt64 = 0
-        var filled = 0
-        var cursor = 0
+        switch d {
+        case 4: decodeAndDecompressGroups(input, bits: 4, into: r)
+        case 5: decodeAndDecompressGroups(input, bits: 5, into: r)
+        case 10: decodeAndDecompressGroups(input, bits: 10, into: r)
+        case 11: decodeAndDecompressGroups(input, bits: 11, into: r)
+        default: preconditionFailure("ML-KEM compresses to 4, 5, 10 or 11 bits")
+        }
+    }
+
+    @inline(__always)
+    private static func decodeAndDecompressGroups(_ input: UnsafePointer<UInt8>, bits d: Int, into r: Coefficients) {
         let mask = (UInt64(1) << UInt64(d)) &- 1
-        for j in 0..<256 {
-            while filled < d {
-                accumulator |= UInt64(input[cursor]) << UInt64(filled)
-                cursor &+= 1
-                filled &+= 8
+        for group in 0..<32 {
+            let source = input + d &* group
+            var low: UInt64 = 0
+            var high: UInt64 = 0
+            for byte in 0..<d {
+                if byte < 8 {
+                    low |= UInt64(source[byte]) << UInt64(8 &* byte)
+                } else {
+                    high |= UInt64(source[byte]) << UInt64(8 &* (byte &- 8))
+                }
             }
-            r[j] = decompress(UInt32(truncatingIfNeeded: accumulator & mask), bits: d)
-            accumulator >>= UInt64(d)
-            filled &-= d
+            for lane in 0..<8 {
+                let shift = lane &* d
+                var value: UInt64
+                if shift < 64 {
+                    value = low >> UInt64(shift)
+                    if shift &+ d > 64 { value |= high << UInt64(64 &- shift) }
+                } else {
+                    value = high >> UInt64(shift &- 64)
+                }
+                r[8 &* group &+ lane] = decompress(UInt32(truncatingIfNeeded: value & mask), bits: d)
+            }
         }
     }
 
