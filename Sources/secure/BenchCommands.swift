@@ -23,6 +23,12 @@ enum BenchCommands {
         }
         switch sub {
         case "sign": return try sign(Array(words.dropFirst()))
+        case "kem":
+            let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
+            _ = try arguments.positionals(0, "no positional arguments")
+            warnIfDebug()
+            try runKEMBenchmark(json: arguments.flag("json"))
+            return .success
         default: throw UsageError("unknown benchmark \"\(sub)\"; `secure bench --help` lists them")
         }
     }
