@@ -41,13 +41,24 @@ public final class Wallet {
     let lock: WalletLock
     let store: LedgerStore
     let anchor: AnchorStorage
-    let signer: MessageSigner
+    private let tokenSigner: MessageSigner?
+    /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
+    var signer: MessageSigner {
+        get throws {
+            guard let tokenSigner else {
+                throw WalletError(.keyMismatch, "this wallet was recovered onto a new token and its signing key is not "
+                    + "there: it can be read but not spend or sign until it rotates to a key on the new token "
+                    + "(`secure keys rotate`, from the key-rotation issue)")
+            }
+            return tokenSigner
+        }
+    }
     public private(set) var state: LedgerState
     private var peaks: MerkleCompactRange
     /// The latest signed checkpoint; nil only while entry 0 is being written.
     public private(set) var latest: SignedCheckpoint?
     /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
-    public private(set) var lockReason: WalletLockReason?
+    public internal(set) var lockReason: WalletLockReason?
     /// Milliseconds since the epoch; tests replace it.
     let clock: @Sendable () -> Int64
 
@@ -55,7 +66,7 @@ public final class Wallet {
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
 
     init(paths: WalletPaths, metadata: WalletMetadata, keyEvent: SignedKeyEvent, session: TokenSession, lock: WalletLock,
-                 store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner, state: LedgerState,
+                 store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
                  peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
         self.paths = paths
         self.metadata = metadata
@@ -65,7 +76,7 @@ public final class Wallet {
         self.lock = lock
         self.store = store
         self.anchor = anchor
-        self.signer = signer
+        tokenSigner = signer
         self.state = state
         self.peaks = peaks
         self.latest = latest
@@ -178,7 +189,7 @@ public final class Wallet {
         let checkpoint = try Checkpoint(walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
                                         keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
                                         time: time)
-        let signed = try checkpoint.sign(with: signer)
+        let signed = try checkpoint.sign(with: try signer)
         try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)], treePeaks: nextPeaks)
         state = next
         peaks = nextPeaks

@@ -28,8 +28,9 @@ extension Wallet {
         let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreementKey))
         let store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt, walletID: walletID)
         let keyEvent = try inceptionEvent(store, walletID: walletID)
-        let signingKey = try keyOnToken(session, idHex: metadata.signingKeyID, what: "signing")
-        guard signingKey.publicKey == keyEvent.event.signingKey else {
+        // A recovered wallet records no signing key on its new token: it opens read-only.
+        let signingKey = metadata.signingKeyID.isEmpty ? nil : try keyOnToken(session, idHex: metadata.signingKeyID, what: "signing")
+        if let signingKey, signingKey.publicKey != keyEvent.event.signingKey {
             throw WalletError(.keyMismatch, "the token's signing key is not the one the wallet's key event names; wrong token?")
         }
         guard let (_, latestBytes) = try store.latestCheckpoint(), let latest = try? SignedCheckpoint.decode(latestBytes),
@@ -44,7 +45,7 @@ extension Wallet {
         let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
         let lockReason = try checkAnchor(anchor, store: store, latest: latest, key: keyEvent.event.signingKey)
         return Wallet(paths: paths, metadata: metadata, keyEvent: keyEvent, session: session, lock: lock, store: store,
-                      anchor: anchor, signer: try TokenSigner(session: session, keyURI: signingKey.uri), state: state,
+                      anchor: anchor, signer: try signingKey.map { try TokenSigner(session: session, keyURI: $0.uri) }, state: state,
                       peaks: peaks, latest: latest, lockReason: lockReason, clock: clock)
     }
 

@@ -53,7 +53,7 @@ extension Wallet {
         let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy)
         var outcome = try settle(verdict, refusal: nil)
         if case .refused(let reason, let entry, _) = outcome {
-            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: signer)
+            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: try signer)
             outcome = .refused(reason, entry, refusal: refusal)
         }
         if case .recorded(let entry) = outcome {
@@ -149,7 +149,7 @@ extension Wallet {
             throw StoreError(.corrupted, "the checkpoint after debit \(debit.position) is missing")
         }
         let proof = try ledger.inclusionProof(index: debit.position, size: debit.position + 1)
-        let transfer = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: debit.encoded, inclusionProof: proof).sign(with: signer)
+        let transfer = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: debit.encoded, inclusionProof: proof).sign(with: try signer)
         try ledger.storeOutgoing(transferID: order.transferID, position: debit.position, signed: transfer.encoded)
         return transfer
     }

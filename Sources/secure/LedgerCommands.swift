@@ -10,8 +10,11 @@ enum LedgerCommands {
         Usage:
           secure balance [--json]                     balances per currency, from the latest signed checkpoint
           secure history [--json]                     entries grouped by date
-          secure ledger verify [--json]               replay every entry; check the chain, the Merkle tree, every
-                                                      checkpoint's signature and state, and the anchor
+          secure ledger verify [--json] [--accept-rollback]
+                                                      replay every entry; check the chain, the Merkle tree, every
+                                                      checkpoint's signature and state, and the anchor.
+                                                      --accept-rollback leaves a rollback lock: it re-anchors and
+                                                      records a signed statement that you did
           secure ledger prove --entry ID [--out FILE] an inclusion proof of an entry (hex id) in the latest checkpoint
           secure ledger consistency --from N --to M [--out FILE]
                                                       a consistency proof between the checkpoints of sizes N and M
@@ -110,10 +113,18 @@ enum LedgerCommands {
     }
 
     static func verify(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(["accept-rollback"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments)
         let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)
+        if arguments.flag("accept-rollback"), let lock = wallet.lockReason {
+            guard report.isValid else {
+                printError("secure: the ledger itself does not verify, so the rollback cannot be accepted: restore a good copy")
+                return .integrity
+            }
+            let entry = try wallet.acceptRollback()
+            printError("secure: accepted the rollback (\(lock)); recorded as signed entry \(entry.position) and re-anchored")
+        }
         var problems = report.problems
         if let lock = wallet.lockReason { problems.append("anchor: \(lock)") }
         if arguments.flag("json") {

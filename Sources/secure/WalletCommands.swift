@@ -40,6 +40,8 @@ enum WalletCommands {
               Makes the wallet: a signing key and a key-agreement key on the token, the next signing key and a
               backup key-agreement key on the backup token, the signed inception event (whose hash is the
               wallet id), and the encrypted ledger whose key is wrapped to both tokens.
+          secure wallet recover --backup-token URI [--backup-pin-source SPEC] --token NEWURI [--pin-source SPEC]
+              After losing the token: open the wallet with the backup token and rewrap its key to a new token.
           secure wallet show [--json | --card]
               The wallet id, the current public key (PEM and fingerprint), the token and the anchor. --card
               prints a wallet card (Wallet-ID line and PEM) for others to mint or pay to.
@@ -55,6 +57,7 @@ enum WalletCommands {
         switch sub {
         case "init": return try initialize(Array(words.dropFirst()))
         case "show": return try show(Array(words.dropFirst()))
+        case "recover": return try recover(Array(words.dropFirst()))
         default: throw UsageError("unknown wallet command \"\(sub)\"; `secure wallet --help` lists them")
         }
     }
@@ -91,6 +94,29 @@ enum WalletCommands {
             print(Hex.encode(wallet.walletID))
             printError("secure: made wallet \(Hex.encode(wallet.walletID)) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
         }
+        return .success
+    }
+
+    static func recover(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let paths = WalletPaths(directory: arguments.value("wallet"))
+        guard FileManager.default.fileExists(atPath: paths.metadata) else {
+            throw StoreError(.walletMissing, "no wallet at \(paths.directory) to recover; pass --wallet DIR")
+        }
+        let backupURI = try parseURI(try arguments.required("backup-token"), arguments)
+        let newURI = try parseURI(try arguments.required("token"), arguments)
+        let backupToken = try TokenLibrary.shared.token(backupURI)
+        guard let backupSource = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: backupURI) else {
+            throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
+        }
+        let backup = try TokenSession(token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "))
+        defer { backup.close() }
+        let newToken = try openSession(arguments, uri: newURI)
+        defer { newToken.close() }
+        try Wallet.recover(paths: paths, backup: backup, newToken: newToken, newTokenURI: newURI)
+        print("recovered: the wallet now opens with \(newURI.withoutPIN.tokenOnly); the backup still holds a copy of the key")
+        printError("secure: reading works now; spending resumes after a rotation to a signing key on the new token")
         return .success
     }
 

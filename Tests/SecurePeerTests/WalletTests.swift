@@ -120,3 +120,59 @@ struct WalletTests {
         #expect(!FileManager.default.fileExists(atPath: paths.database))
     }
 }
+
+@Suite("Recovery and leaving a lock", .serialized)
+struct RecoveryTests {
+    @Test func recoverWithTheBackupTokenOntoANewToken() throws {
+        let test = try TestWallet("recover")
+        try test.setBudget("food", "100.00 EUR")
+        let walletID = test.wallet!.walletID
+        test.close()
+        // The main token is "lost": recovery uses only the backup token and a new one.
+        let newToken = try TestTokens.fresh("recover-new")
+        let backup = try test.backup.session(), fresh = try newToken.session()
+        try Wallet.recover(paths: test.paths, backup: backup, newToken: fresh, newTokenURI: newToken.uri)
+        backup.close()
+        fresh.close()
+        var reopened: Wallet? = try Wallet.open(paths: test.paths, session: try newToken.session())
+        try readOnlyChecks(reopened!, walletID: walletID)
+        reopened = nil
+        // A stranger's token cannot recover it.
+        let stranger = try TestTokens.fresh("recover-x")
+        #expect(throws: WalletError(.keyMismatch, "")) {
+            try Wallet.recover(paths: test.paths, backup: try stranger.session(), newToken: try newToken.session(), newTokenURI: newToken.uri)
+        }
+    }
+
+    func readOnlyChecks(_ reopened: Wallet, walletID: [UInt8]) throws {
+        #expect(reopened.walletID == walletID)
+        #expect(reopened.state.budgets["food"] != nil, "reading works")
+        #expect(reopened.lockReason == nil)
+        #expect(throws: WalletError(.keyMismatch, "")) {
+            try reopened.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                                                payload: BudgetChange.remove(category: "food").payload))
+        }
+        #expect(try LedgerVerifier.verify(reopened.ledger, walletID: walletID).isValid)
+    }
+
+    @Test func acceptRollbackReanchorsAndRecordsIt() throws {
+        let test = try TestWallet("accept")
+        try test.setBudget("a", "1.00 EUR")
+        test.close()
+        let copy = TestTokens.layout.directory + "/copy-\(UUID().uuidString)"
+        try test.copyFiles(to: copy)
+        try test.reopen()
+        try test.setBudget("b", "2.00 EUR")
+        test.close()
+        try test.restoreFiles(from: copy, only: ["ledger.db", "ledger.db-wal", "ledger.db-shm"])
+        try test.reopen()
+        #expect(test.wallet!.lockReason != nil)
+        let entry = try test.wallet!.acceptRollback()
+        #expect(entry.kind == .rollbackAccepted)
+        #expect(try SignedCheckpoint.decode(entry.payload)?.checkpoint.size == 3, "the abandoned anchor is kept")
+        try test.reopen()
+        #expect(test.wallet!.lockReason == nil)
+        try test.setBudget("c", "3.00 EUR")
+        #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid)
+    }
+}
