@@ -136,7 +136,7 @@ public final class Wallet {
         let databaseKey = SecretBytes(randomCount: 32)
         let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
         let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
-        let wallet = try Wallet(
+        let wallet = Wallet(
             paths: paths, metadata: metadata, keyEvent: inception, session: session, lock: lock, store: store, anchor: anchor,
             signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
         let time = clock()

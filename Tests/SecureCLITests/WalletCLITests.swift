@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+import SecureTestSupport
+
+/// The wallet commands end to end with the real binary: arguments in; stdout, stderr and exit code out.
+@Suite("secure wallet commands", .serialized)
+struct WalletCLITests {
+    /// Two wallets (alice, bob), each with a main and backup SoftHSM token, and an issuer token, in one folder.
+    final class World {
+        let directory: String
+        let environment: [String: String]
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-wcli-\(UUID().uuidString)").path
+            environment = ["SOFTHSM2_CONF": directory + "/toks/softhsm2.conf", "XDG_STATE_HOME": directory + "/state",
+                           "XDG_DATA_HOME": directory + "/data"]
+            for label in ["alice", "alice-bk", "bob", "bob-bk", "issuer"] {
+                let made = try Run.program(Run.secure, ["token", "init-demo", "--dir", directory + "/toks", "--label", label])
+                guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
+            }
+            for name in ["alice", "bob"] {
+                let made = try run(["wallet", "init", "--token", "pkcs11:token=\(name)?module-name=softhsm2",
+                                    "--backup-token", "pkcs11:token=\(name)-bk?module-name=softhsm2",
+                                    "--backup-pin-source", "file:toks/\(name)-bk.pin"] + wallet(name))
+                guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
+                let card = try run(["wallet", "show", "--card"] + wallet(name))
+                try card.output.write(toFile: directory + "/\(name).card", atomically: true, encoding: .utf8)
+            }
+        }
+
+        func wallet(_ name: String) -> [String] { ["--wallet", name, "--pin-source", "file:toks/\(name).pin"] }
+
+        func run(_ arguments: [String]) throws -> ProcessResult {
+            try Run.program(Run.secure, arguments, environment: environment, directory: directory)
+        }
+    }
+
+    @Test func issueDepositSpendAcceptAndVerify() throws {
+        let world = try World()
+        let issuerKey = try world.run(["issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+                                       "--pin-source", "file:toks/issuer.pin"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(issuerKey.hasPrefix("pkcs11:"))
+        let pem = try world.run(["keys", "export", issuerKey, "--pem"])
+        try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
+        let mint = try world.run(["mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
+                                  "--pin-source", "file:toks/issuer.pin"])
+        #expect(mint.status == 0, "\(mint.stderr)")
+        let untrusted = try world.run(["deposit", "v1"] + world.wallet("alice"))
+        #expect(untrusted.status == 11)
+        #expect(untrusted.stderr.contains("not trusted"))
+        #expect(try world.run(["issuer", "trust", "issuer.pem"] + world.wallet("alice")).status == 0)
+        let deposit = try world.run(["deposit", "v1"] + world.wallet("alice"))
+        #expect(deposit.status == 0 && deposit.output.contains("50.00 EUR"))
+        let again = try world.run(["deposit", "v1"] + world.wallet("alice"))
+        #expect(again.status == 0 && again.output.contains("already recorded"))
+
+        #expect(try world.run(["budget", "set", "food", "10.00 EUR", "--time-zone", "Europe/Berlin"] + world.wallet("alice")).status == 0)
+        let over = try world.run(["spend", "--to", "bob.card", "--amount", "12.00 EUR", "--category", "food", "--out", "t0"] + world.wallet("alice"))
+        #expect(over.status == 11)
+        #expect(over.stderr.contains("--override-budget"))
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/t0"))
+        let spend = try world.run(["spend", "--to", "bob.card", "--amount", "4.50 EUR", "--category", "food", "--note", "Kaffee",
+                                   "--out", "t1"] + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.stderr)")
+        let noProximity = try world.run(["accept", "t1"] + world.wallet("bob"))
+        #expect(noProximity.status == 11 && noProximity.stderr.contains("--no-proximity"))
+        let accept = try world.run(["accept", "t1", "--no-proximity", "--receipt-out", "r1"] + world.wallet("bob"))
+        #expect(accept.status == 0, "\(accept.stderr)")
+        let twice = try world.run(["accept", "t1", "--no-proximity"] + world.wallet("bob"))
+        #expect(twice.status == 0 && twice.output.contains("already recorded"))
+        #expect(try world.run(["confirm", "r1", "--payee", "bob.card"] + world.wallet("alice")).status == 0)
+        #expect(try world.run(["pending"] + world.wallet("alice")).output.contains("no unconfirmed"))
+
+        #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("45.50 EUR"))
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
+        let history = try world.run(["history", "--json"] + world.wallet("alice"))
+        let rows = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [[String: Any]]
+        #expect(rows?.contains { $0["kind"] as? String == "payment out" && $0["note"] as? String == "Kaffee" } == true)
+        for name in ["alice", "bob"] {
+            let verify = try world.run(["ledger", "verify"] + world.wallet(name))
+            #expect(verify.status == 0 && verify.output.contains("ledger OK"), "\(verify.output)")
+        }
+        let budget = try world.run(["budget", "show"] + world.wallet("alice"))
+        #expect(budget.output.contains("4.50 EUR of 10.00 EUR (45%)"))
+    }
+
+    @Test func failureCases() throws {
+        let world = try World()
+        let bad = try world.run(["budget", "set", "food", "1.234 EUR"] + world.wallet("alice"))
+        #expect(bad.status == 2 && bad.stderr.contains("at most 2 decimals"))
+        for amount in ["-1 EUR", "1e3 EUR", "NaN EUR", "4.50 XYZ", "99999999999999999999 EUR"] {
+            let result = try world.run(["budget", "set", "food", amount] + world.wallet("alice"))
+            #expect(result.status == 2, "\(amount): \(result.stderr)")
+        }
+        let missing = try world.run(["balance", "--wallet", "nowhere", "--pin-source", "file:toks/alice.pin"])
+        #expect(missing.status == 8 && missing.stderr.contains("no wallet"))
+        let wrongPIN = try world.run(["balance", "--wallet", "alice", "--pin-source", "file:toks/bob.pin"])
+        #expect(wrongPIN.status == 3)
+        let again = try world.run(["wallet", "init", "--token", "pkcs11:token=alice?module-name=softhsm2",
+                                   "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2",
+                                   "--backup-pin-source", "file:toks/alice-bk.pin"] + world.wallet("alice"))
+        #expect(again.status == 8 && again.stderr.contains("never overwritten"))
+        let noBackup = try world.run(["wallet", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+                                      "--wallet", "x", "--pin-source", "file:toks/issuer.pin"])
+        #expect(noBackup.status == 2 && noBackup.stderr.contains("--backup-token"))
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: world.directory + "/junk"))
+        let junk = try world.run(["accept", "junk", "--no-proximity"] + world.wallet("bob"))
+        #expect(junk.status == 7 && junk.stderr.contains("not a transfer"))
+        let junkVoucher = try world.run(["deposit", "junk"] + world.wallet("bob"))
+        #expect(junkVoucher.status == 7)
+        let noMoney = try world.run(["spend", "--to", "bob.card", "--amount", "1.00 EUR", "--category", "x", "--out", "t"] + world.wallet("alice"))
+        #expect(noMoney.status == 11 && noMoney.stderr.contains("balance"))
+        let junkEvidence = try world.run(["evidence", "verify", "junk"])
+        #expect(junkEvidence.status == 7)
+    }
+
+    @Test func restoredDatabaseLocksAndVerifySaysWhatToRestore() throws {
+        let world = try World()
+        #expect(try world.run(["budget", "set", "a", "1.00 EUR"] + world.wallet("alice")).status == 0)
+        let folder = world.directory + "/alice"
+        try FileManager.default.copyItem(atPath: folder + "/ledger.db", toPath: world.directory + "/old.db")
+        #expect(try world.run(["budget", "set", "b", "2.00 EUR"] + world.wallet("alice")).status == 0)
+        try FileManager.default.removeItem(atPath: folder + "/ledger.db")
+        try? FileManager.default.removeItem(atPath: folder + "/ledger.db-wal")
+        try? FileManager.default.removeItem(atPath: folder + "/ledger.db-shm")
+        try FileManager.default.copyItem(atPath: world.directory + "/old.db", toPath: folder + "/ledger.db")
+        let verify = try world.run(["ledger", "verify"] + world.wallet("alice"))
+        #expect(verify.status == 10)
+        #expect(verify.output.contains("older copy"))
+        let spend = try world.run(["budget", "set", "c", "3.00 EUR"] + world.wallet("alice"))
+        #expect(spend.status == 10 && spend.stderr.contains("locked"))
+        let accept = try world.run(["ledger", "verify", "--accept-rollback"] + world.wallet("alice"))
+        #expect(accept.stderr.contains("accepted the rollback"))
+        #expect(try world.run(["ledger", "verify"] + world.wallet("alice")).status == 0)
+    }
+}
