@@ -130,8 +130,8 @@ struct KeyAgreementTests {
     }
 
     @Test func p256Agreement() throws {
-        let alice = try P256.KeyAgreementPrivateKey.generate()
-        let bob = try P256.KeyAgreementPrivateKey.generate()
+        let alice = P256.KeyAgreementPrivateKey.generate()
+        let bob = P256.KeyAgreementPrivateKey.generate()
         let one = try alice.sharedSecret(with: bob.publicKey)
         #expect(one.count == 32)
         #expect(one == (try bob.sharedSecret(with: alice.publicKey)))
