@@ -11,7 +11,8 @@ extension P256 {
         public static func generate() -> KeyAgreementPrivateKey {
             do {
                 let key = try EVPPrivateKey.generateP256()
-                return KeyAgreementPrivateKey(key: key, publicKey: try P256.PublicKey(spki: try key.subjectPublicKeyInfo()))
+                return KeyAgreementPrivateKey(
+                    key: key, publicKey: try P256.PublicKey(spki: try key.subjectPublicKeyInfo()))
             } catch {
                 preconditionFailure("P-256 key generation failed: \(error)")
             }
