@@ -8,23 +8,35 @@ public enum AES256GCM {
     public static let tagByteCount = 16
 
     /// Encrypts and authenticates; returns ciphertext ‖ tag.
-    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
+    public static func seal(
+        _ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8]
+    ) throws -> [UInt8] {
         try key.withUnsafeBytes { try seal(plaintext, keyBytes: $0, nonce: nonce, associatedData: associatedData) }
     }
 
     /// Encrypts and authenticates with a key held in an array.
-    public static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
+    public static func seal(
+        _ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], associatedData: [UInt8]
+    ) throws -> [UInt8] {
         try key.withUnsafeBytes { try seal(plaintext, keyBytes: $0, nonce: nonce, associatedData: associatedData) }
     }
 
     /// Checks the tag and decrypts; throws `.authenticationFailed` when the tag does not match.
-    public static func open(_ ciphertextAndTag: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
-        try key.withUnsafeBytes { try open(ciphertextAndTag, keyBytes: $0, nonce: nonce, associatedData: associatedData) }
+    public static func open(
+        _ ciphertextAndTag: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8]
+    ) throws -> [UInt8] {
+        try key.withUnsafeBytes {
+            try open(ciphertextAndTag, keyBytes: $0, nonce: nonce, associatedData: associatedData)
+        }
     }
 
     /// Checks the tag and decrypts with a key held in an array.
-    public static func open(_ ciphertextAndTag: [UInt8], key: [UInt8], nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
-        try key.withUnsafeBytes { try open(ciphertextAndTag, keyBytes: $0, nonce: nonce, associatedData: associatedData) }
+    public static func open(
+        _ ciphertextAndTag: [UInt8], key: [UInt8], nonce: [UInt8], associatedData: [UInt8]
+    ) throws -> [UInt8] {
+        try key.withUnsafeBytes {
+            try open(ciphertextAndTag, keyBytes: $0, nonce: nonce, associatedData: associatedData)
+        }
     }
 
     private static func checkSizes(key: UnsafeRawBufferPointer, nonce: [UInt8]) throws {
@@ -36,7 +48,9 @@ public enum AES256GCM {
         }
     }
 
-    static func seal(_ plaintext: [UInt8], keyBytes: UnsafeRawBufferPointer, nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
+    static func seal(
+        _ plaintext: [UInt8], keyBytes: UnsafeRawBufferPointer, nonce: [UInt8], associatedData: [UInt8]
+    ) throws -> [UInt8] {
         try checkSizes(key: keyBytes, nonce: nonce)
         let context = try GCMContext(key: keyBytes, nonce: nonce, encrypt: true)
         try context.authenticate(associatedData)
@@ -49,10 +63,14 @@ public enum AES256GCM {
     /// secret-dependent decision in a comparison the constant-time check can watch and declassify
     /// (OpenSSL branches on its own comparison inside the provider, which valgrind cannot tell apart
     /// from a leak).
-    static func open(_ ciphertextAndTag: [UInt8], keyBytes: UnsafeRawBufferPointer, nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
+    static func open(
+        _ ciphertextAndTag: [UInt8], keyBytes: UnsafeRawBufferPointer, nonce: [UInt8], associatedData: [UInt8]
+    ) throws -> [UInt8] {
         try checkSizes(key: keyBytes, nonce: nonce)
         guard ciphertextAndTag.count >= tagByteCount else {
-            throw CryptoError(.authenticationFailed, "an AES-256-GCM message is at least its 16-byte tag, got \(ciphertextAndTag.count) bytes")
+            throw CryptoError(
+                .authenticationFailed,
+                "an AES-256-GCM message is at least its 16-byte tag, got \(ciphertextAndTag.count) bytes")
         }
         let ciphertextCount = ciphertextAndTag.count - tagByteCount
         var plaintext = try ciphertextAndTag.withUnsafeBufferPointer { whole -> [UInt8] in

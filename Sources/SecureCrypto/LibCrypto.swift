@@ -71,8 +71,9 @@ final class KeccakContext {
     @inline(__always)
     func finish(into output: UnsafeMutableRawPointer, count: Int) {
         var written: UInt32 = 0
-        precondition(EVP_DigestFinal_ex(context, output.assumingMemoryBound(to: UInt8.self), &written) == 1,
-                     "EVP_DigestFinal_ex failed")
+        precondition(
+            EVP_DigestFinal_ex(context, output.assumingMemoryBound(to: UInt8.self), &written) == 1,
+            "EVP_DigestFinal_ex failed")
         precondition(Int(written) == count, "digest length mismatch")
     }
 
@@ -80,8 +81,9 @@ final class KeccakContext {
     /// everything they need at once.
     @inline(__always)
     func squeeze(into output: UnsafeMutableRawPointer, count: Int) {
-        precondition(EVP_DigestFinalXOF(context, output.assumingMemoryBound(to: UInt8.self), count) == 1,
-                     "EVP_DigestFinalXOF failed")
+        precondition(
+            EVP_DigestFinalXOF(context, output.assumingMemoryBound(to: UInt8.self), count) == 1,
+            "EVP_DigestFinalXOF failed")
     }
 
     /// One-shot helper: digest or XOF of the concatenation of `parts`.
@@ -113,9 +115,10 @@ final class GCMContext {
         self.context = context
         // The default GCM IV length is 12 bytes, which is the only length this type accepts.
         let ok = nonce.withUnsafeBufferPointer { iv in
-            EVP_CipherInit_ex2(context, FetchedCipher.aes256GCM.pointer,
-                               key.baseAddress?.assumingMemoryBound(to: UInt8.self), iv.baseAddress,
-                               encrypt ? 1 : 0, nil)
+            EVP_CipherInit_ex2(
+                context, FetchedCipher.aes256GCM.pointer,
+                key.baseAddress?.assumingMemoryBound(to: UInt8.self), iv.baseAddress,
+                encrypt ? 1 : 0, nil)
         }
         guard ok == 1 else { throw CryptoError.openSSL("AES-256-GCM initialisation failed") }
     }
@@ -169,15 +172,18 @@ enum LibCryptoMAC {
         // HMAC() wants non-null pointers even for empty inputs.
         var empty: UInt8 = 0
         let result = withUnsafePointer(to: &empty) { emptyPointer in
-            HMAC(EVP_sha256(), key.baseAddress ?? UnsafeRawPointer(emptyPointer), Int32(key.count),
-                 message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyPointer, message.count,
-                 &output, &written)
+            HMAC(
+                EVP_sha256(), key.baseAddress ?? UnsafeRawPointer(emptyPointer), Int32(key.count),
+                message.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyPointer, message.count,
+                &output, &written)
         }
         precondition(result != nil && written == 32, "HMAC-SHA256 failed")
         return output
     }
 
-    static func hkdfSHA256(key: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8], outputByteCount: Int) throws -> [UInt8] {
+    static func hkdfSHA256(
+        key: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8], outputByteCount: Int
+    ) throws -> [UInt8] {
         guard let kdf = EVP_KDF_fetch(nil, "HKDF", nil) else { throw CryptoError.openSSL("OpenSSL has no HKDF") }
         defer { EVP_KDF_free(kdf) }
         guard let context = EVP_KDF_CTX_new(kdf) else { throw CryptoError.openSSL("EVP_KDF_CTX_new failed") }
@@ -194,10 +200,19 @@ enum LibCryptoMAC {
                                     withUnsafeMutablePointer(to: &placeholder) { empty in
                                         let emptyRaw = UnsafeMutableRawPointer(empty)
                                         var params: [OSSL_PARAM] = [
-                                            OSSL_PARAM_construct_utf8_string(digestName, UnsafeMutablePointer(mutating: digestValue), 0),
-                                            OSSL_PARAM_construct_octet_string(keyName, UnsafeMutableRawPointer(mutating: key.baseAddress) ?? emptyRaw, key.count),
-                                            OSSL_PARAM_construct_octet_string(saltName, UnsafeMutableRawPointer(mutating: saltBytes.baseAddress) ?? emptyRaw, saltBytes.count),
-                                            OSSL_PARAM_construct_octet_string(infoName, UnsafeMutableRawPointer(mutating: infoBytes.baseAddress) ?? emptyRaw, infoBytes.count),
+                                            OSSL_PARAM_construct_utf8_string(
+                                                digestName, UnsafeMutablePointer(mutating: digestValue), 0),
+                                            OSSL_PARAM_construct_octet_string(
+                                                keyName, UnsafeMutableRawPointer(mutating: key.baseAddress) ?? emptyRaw,
+                                                key.count),
+                                            OSSL_PARAM_construct_octet_string(
+                                                saltName,
+                                                UnsafeMutableRawPointer(mutating: saltBytes.baseAddress) ?? emptyRaw,
+                                                saltBytes.count),
+                                            OSSL_PARAM_construct_octet_string(
+                                                infoName,
+                                                UnsafeMutableRawPointer(mutating: infoBytes.baseAddress) ?? emptyRaw,
+                                                infoBytes.count),
                                             OSSL_PARAM_construct_end(),
                                         ]
                                         return output.withUnsafeMutableBufferPointer {
@@ -229,8 +244,10 @@ final class EVPPrivateKey: @unchecked Sendable {
     /// An X25519 key from its 32 raw bytes (clamping happens inside the scalar multiplication).
     static func x25519(raw: UnsafeRawBufferPointer) throws -> EVPPrivateKey {
         guard raw.count == 32,
-              let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nil,
-                                                     raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 32) else {
+            let key = EVP_PKEY_new_raw_private_key(
+                EVP_PKEY_X25519, nil,
+                raw.baseAddress?.assumingMemoryBound(to: UInt8.self), 32)
+        else {
             throw CryptoError.openSSL("not a valid X25519 private key", code: .invalidKey)
         }
         return EVPPrivateKey(pointer: key)
@@ -244,7 +261,8 @@ final class EVPPrivateKey: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer? = nil
         guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
-              EVP_PKEY_generate(context, &key) == 1, let generated = key else {
+            EVP_PKEY_generate(context, &key) == 1, let generated = key
+        else {
             throw CryptoError.openSSL("P-256 key generation failed")
         }
         return EVPPrivateKey(pointer: generated)

@@ -24,8 +24,10 @@ public enum HKDFSHA256 {
     public static let outputByteCountMax = 255 * 32
 
     /// Derives `outputByteCount` bytes. Throws `.invalidLength` outside 1...8160 bytes.
-    public static func deriveKey(inputKeyMaterial: [UInt8], salt: [UInt8], info: [UInt8],
-                                 outputByteCount: Int) throws -> [UInt8] {
+    public static func deriveKey(
+        inputKeyMaterial: [UInt8], salt: [UInt8], info: [UInt8],
+        outputByteCount: Int
+    ) throws -> [UInt8] {
         try checkLength(outputByteCount)
         return try inputKeyMaterial.withUnsafeBytes {
             try LibCryptoMAC.hkdfSHA256(key: $0, salt: salt, info: info, outputByteCount: outputByteCount)
@@ -33,8 +35,10 @@ public enum HKDFSHA256 {
     }
 
     /// Derives from secret input keying material (a KEM or ECDH shared secret).
-    public static func deriveKey(inputKeyMaterial: SecretBytes, salt: [UInt8], info: [UInt8],
-                                 outputByteCount: Int) throws -> [UInt8] {
+    public static func deriveKey(
+        inputKeyMaterial: SecretBytes, salt: [UInt8], info: [UInt8],
+        outputByteCount: Int
+    ) throws -> [UInt8] {
         try checkLength(outputByteCount)
         return try inputKeyMaterial.withUnsafeBytes {
             try LibCryptoMAC.hkdfSHA256(key: $0, salt: salt, info: info, outputByteCount: outputByteCount)
@@ -43,7 +47,8 @@ public enum HKDFSHA256 {
 
     private static func checkLength(_ count: Int) throws {
         guard (1...outputByteCountMax).contains(count) else {
-            throw CryptoError(.invalidLength, "HKDF-SHA256 output must be 1 to \(outputByteCountMax) bytes, asked for \(count)")
+            throw CryptoError(
+                .invalidLength, "HKDF-SHA256 output must be 1 to \(outputByteCountMax) bytes, asked for \(count)")
         }
     }
 }

@@ -6,10 +6,16 @@ extension P256 {
         /// The matching public key.
         public let publicKey: P256.PublicKey
 
-        /// A fresh key.
-        public static func generate() throws -> KeyAgreementPrivateKey {
-            let key = try EVPPrivateKey.generateP256()
-            return KeyAgreementPrivateKey(key: key, publicKey: try P256.PublicKey(spki: try key.subjectPublicKeyInfo()))
+        /// A fresh key. Generation fails only when OpenSSL or the CSPRNG is broken, which no caller can
+        /// recover from safely, so that traps (as `SystemRandom` does).
+        public static func generate() -> KeyAgreementPrivateKey {
+            do {
+                let key = try EVPPrivateKey.generateP256()
+                return KeyAgreementPrivateKey(
+                    key: key, publicKey: try P256.PublicKey(spki: try key.subjectPublicKeyInfo()))
+            } catch {
+                preconditionFailure("P-256 key generation failed: \(error)")
+            }
         }
 
         private init(key: EVPPrivateKey, publicKey: P256.PublicKey) {

@@ -51,12 +51,16 @@ extension SHAKE128 {
         public mutating func update(_ data: [UInt8]) { context.absorb(data) }
 
         /// Absorbs secret bytes.
-        public mutating func update(_ data: SecretBytes) { data.withUnsafeBytes { context.absorb($0.baseAddress, $0.count) } }
+        public mutating func update(_ data: SecretBytes) {
+            data.withUnsafeBytes { context.absorb($0.baseAddress, $0.count) }
+        }
 
         /// Squeezes `outputByteCount` bytes; the hasher must not be used afterwards (OpenSSL 3.0 squeezes once).
         public func finalize(outputByteCount: Int) -> [UInt8] {
             var output = [UInt8](repeating: 0, count: outputByteCount)
-            output.withUnsafeMutableBytes { if let base = $0.baseAddress { context.squeeze(into: base, count: outputByteCount) } }
+            output.withUnsafeMutableBytes {
+                if let base = $0.baseAddress { context.squeeze(into: base, count: outputByteCount) }
+            }
             return output
         }
     }

@@ -37,8 +37,9 @@ public enum X25519 {
             do {
                 return try key.derive(peer: peerKey.pointer, secretByteCount: X25519.byteCount)
             } catch {
-                throw CryptoError.openSSL("X25519 gave the all-zero shared secret: the peer's public key is a low-order point",
-                                          code: .invalidKey)
+                throw CryptoError.openSSL(
+                    "X25519 gave the all-zero shared secret: the peer's public key is a low-order point",
+                    code: .invalidKey)
             }
         }
     }

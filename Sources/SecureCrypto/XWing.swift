@@ -26,8 +26,10 @@ public enum XWing: KEM {
     static let mlkemCiphertextByteCount = 1088
 
     /// SHA3-256(ss_M ‖ ss_X ‖ ct_X ‖ pk_X ‖ XWingLabel).
-    static func combine(mlkemSecret: SecretBytes, x25519Secret: SecretBytes, x25519Ciphertext: [UInt8],
-                        x25519PublicKey: [UInt8]) -> SecretBytes {
+    static func combine(
+        mlkemSecret: SecretBytes, x25519Secret: SecretBytes, x25519Ciphertext: [UInt8],
+        x25519PublicKey: [UInt8]
+    ) -> SecretBytes {
         let keccak = KeccakContext()
         keccak.start(.sha3_256)
         mlkemSecret.withUnsafeBytes { keccak.absorb($0.baseAddress, $0.count) }
@@ -49,10 +51,14 @@ public enum XWing: KEM {
         /// modulus check or the X25519 part is a low-order point.
         public init(rawRepresentation: [UInt8]) throws {
             guard rawRepresentation.count == XWing.publicKeyByteCount else {
-                throw CryptoError(.invalidLength, "an X-Wing public key is \(XWing.publicKeyByteCount) bytes, got \(rawRepresentation.count)")
+                throw CryptoError(
+                    .invalidLength,
+                    "an X-Wing public key is \(XWing.publicKeyByteCount) bytes, got \(rawRepresentation.count)")
             }
-            let mlkem = try MLKEM768.PublicKey(rawRepresentation: Array(rawRepresentation[0..<XWing.mlkemPublicKeyByteCount]))
-            let x25519 = try X25519.PublicKey(rawRepresentation: Array(rawRepresentation[XWing.mlkemPublicKeyByteCount...]))
+            let mlkem = try MLKEM768.PublicKey(
+                rawRepresentation: Array(rawRepresentation[0..<XWing.mlkemPublicKeyByteCount]))
+            let x25519 = try X25519.PublicKey(
+                rawRepresentation: Array(rawRepresentation[XWing.mlkemPublicKeyByteCount...]))
             try XWing.refuseLowOrder(x25519)
             self.init(mlkem: mlkem, x25519: x25519)
         }
@@ -82,14 +88,17 @@ public enum XWing: KEM {
 
         private func encapsulate(seed: SecretBytes) throws -> (sharedSecret: SecretBytes, ciphertext: [UInt8]) {
             let (ephemeral, mlkemResult) = seed.withUnsafeBytes { bytes in
-                (SecretBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[32..<64])),
-                 MLKEMEngine.encapsulate(mlkem.storage, message: UnsafeRawBufferPointer(rebasing: bytes[0..<32])))
+                (
+                    SecretBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[32..<64])),
+                    MLKEMEngine.encapsulate(mlkem.storage, message: UnsafeRawBufferPointer(rebasing: bytes[0..<32]))
+                )
             }
             let ephemeralKey = try X25519.PrivateKey(secret: ephemeral)
             let x25519Ciphertext = ephemeralKey.publicKey.rawRepresentation
             let x25519Secret = try ephemeralKey.sharedSecret(with: x25519)
-            let secret = XWing.combine(mlkemSecret: mlkemResult.sharedSecret, x25519Secret: x25519Secret,
-                                       x25519Ciphertext: x25519Ciphertext, x25519PublicKey: x25519.rawRepresentation)
+            let secret = XWing.combine(
+                mlkemSecret: mlkemResult.sharedSecret, x25519Secret: x25519Secret,
+                x25519Ciphertext: x25519Ciphertext, x25519PublicKey: x25519.rawRepresentation)
             return (secret, mlkemResult.ciphertext + x25519Ciphertext)
         }
     }
@@ -114,8 +123,10 @@ public enum XWing: KEM {
             seed.withUnsafeBytes { keccak.absorb($0.baseAddress, 32) }
             expanded.storage.withUnsafeMutableBytes { keccak.squeeze(into: $0.baseAddress!, count: 96) }
             let (mlkemSeed, x25519Secret) = expanded.withUnsafeBytes {
-                (SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<64])),
-                 SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[64..<96])))
+                (
+                    SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<64])),
+                    SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[64..<96]))
+                )
             }
             self.seed = seed
             mlkem = try MLKEM768.PrivateKey(seed: mlkemSeed)
@@ -137,7 +148,9 @@ public enum XWing: KEM {
         /// applies and a wrong ciphertext yields an unrelated secret.
         public func decapsulate(_ ciphertext: [UInt8]) throws -> SecretBytes {
             guard ciphertext.count == XWing.ciphertextByteCount else {
-                throw CryptoError(.invalidLength, "an X-Wing ciphertext is \(XWing.ciphertextByteCount) bytes, got \(ciphertext.count)")
+                throw CryptoError(
+                    .invalidLength,
+                    "an X-Wing ciphertext is \(XWing.ciphertextByteCount) bytes, got \(ciphertext.count)")
             }
             let mlkemSecret = try mlkem.decapsulate(Array(ciphertext[0..<XWing.mlkemCiphertextByteCount]))
             let x25519Ciphertext = Array(ciphertext[XWing.mlkemCiphertextByteCount...])
@@ -145,10 +158,14 @@ public enum XWing: KEM {
             do {
                 x25519Secret = try x25519.sharedSecret(with: try X25519.PublicKey(rawRepresentation: x25519Ciphertext))
             } catch {
-                throw CryptoError(.invalidCiphertext, "the X-Wing ciphertext's X25519 share is a low-order point; refusing it rather than dropping the X25519 part")
+                throw CryptoError(
+                    .invalidCiphertext,
+                    "the X-Wing ciphertext's X25519 share is a low-order point; refusing it rather than dropping the X25519 part"
+                )
             }
-            return XWing.combine(mlkemSecret: mlkemSecret, x25519Secret: x25519Secret,
-                                 x25519Ciphertext: x25519Ciphertext, x25519PublicKey: publicKey.x25519.rawRepresentation)
+            return XWing.combine(
+                mlkemSecret: mlkemSecret, x25519Secret: x25519Secret,
+                x25519Ciphertext: x25519Ciphertext, x25519PublicKey: publicKey.x25519.rawRepresentation)
         }
     }
 

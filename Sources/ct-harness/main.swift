@@ -6,7 +6,7 @@
 // public); the seed d ‖ z for key generation; m for encapsulation; the AES-GCM key; both inputs of
 // ConstantTime.equal.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CValgrindShim
 import SecureCrypto
@@ -39,7 +39,8 @@ func checkMLKEM<P>(_ kem: MLKEM<P>.Type, k: Int) throws {
     markSecret(&decapsulationKey, 0..<(384 * k))
     markSecret(&decapsulationKey, (decapsulationKey.count - 32)..<decapsulationKey.count)
     let secretKey = try MLKEM<P>.PrivateKey(decapsulationKey: decapsulationKey)
-    for (name, input, want) in [("valid", ciphertext, expected.copyBytes()), ("rejected", tampered, expectedRejection)] {
+    for (name, input, want) in [("valid", ciphertext, expected.copyBytes()), ("rejected", tampered, expectedRejection)]
+    {
         var secret = try secretKey.decapsulate(input).copyBytes()
         declassify(&secret)
         if secret != want { fail("\(MLKEM<P>.name) decapsulation of the \(name) ciphertext gave the wrong key") }
@@ -59,7 +60,9 @@ func checkKeyGenerationAndEncapsulation<P>(_ kem: MLKEM<P>.Type) throws {
     let key = try MLKEM<P>.PrivateKey(seed: secretSeed)
     var encapsulationKey = key.publicKey.rawRepresentation
     declassify(&encapsulationKey)
-    if encapsulationKey != reference.publicKey.rawRepresentation { fail("\(MLKEM<P>.name) key generation gave the wrong ek") }
+    if encapsulationKey != reference.publicKey.rawRepresentation {
+        fail("\(MLKEM<P>.name) key generation gave the wrong ek")
+    }
 
     var secretMessage = message
     markSecret(&secretMessage, 0..<32)
@@ -127,5 +130,7 @@ do {
     fail("unexpected error: \(error)")
 }
 let underValgrind = secure_ct_running_on_valgrind() != 0
-print("ct-harness: \(failures == 0 ? "ok" : "\(failures) failure(s)")\(underValgrind ? " (under valgrind)" : " (not under valgrind: secrets were not tracked)")")
+print(
+    "ct-harness: \(failures == 0 ? "ok" : "\(failures) failure(s)")\(underValgrind ? " (under valgrind)" : " (not under valgrind: secrets were not tracked)")"
+)
 exit(failures == 0 ? 0 : 1)

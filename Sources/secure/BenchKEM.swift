@@ -30,7 +30,9 @@ struct KEMBenchReport: Codable {
 
 /// The median over `batchCount` batches of the mean time per call, in µs. Each batch runs for about
 /// `batchSeconds` after a calibration run.
-private func medianMicroseconds(batchCount: Int = 31, batchSeconds: Double = 0.01, _ body: () throws -> Void) rethrows -> Double {
+private func medianMicroseconds(
+    batchCount: Int = 31, batchSeconds: Double = 0.01, _ body: () throws -> Void
+) rethrows -> Double {
     let clock = ContinuousClock()
     func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
@@ -60,11 +62,17 @@ private func benchMLKEM<P>(_ kem: MLKEM<P>.Type) throws -> [KEMBenchFigure] {
     let privateKey = try MLKEM<P>.PrivateKey(decapsulationKey: decapsulationKey)
     let (_, ciphertext) = publicKey.encapsulate()
     var sink = 0
-    let keygen = try medianMicroseconds { sink &+= try MLKEM<P>.PrivateKey(seed: seed).publicKey.rawRepresentation.count }
+    let keygen = try medianMicroseconds {
+        sink &+= try MLKEM<P>.PrivateKey(seed: seed).publicKey.rawRepresentation.count
+    }
     let encaps = medianMicroseconds { sink &+= publicKey.encapsulate().ciphertext.count }
     let decaps = try medianMicroseconds { sink &+= try privateKey.decapsulate(ciphertext).count }
-    let parsePublic = try medianMicroseconds { sink &+= try MLKEM<P>.PublicKey(rawRepresentation: encapsulationKey).rawRepresentation.count }
-    let parsePrivate = try medianMicroseconds { sink &+= try MLKEM<P>.PrivateKey(decapsulationKey: decapsulationKey).publicKey.rawRepresentation.count }
+    let parsePublic = try medianMicroseconds {
+        sink &+= try MLKEM<P>.PublicKey(rawRepresentation: encapsulationKey).rawRepresentation.count
+    }
+    let parsePrivate = try medianMicroseconds {
+        sink &+= try MLKEM<P>.PrivateKey(decapsulationKey: decapsulationKey).publicKey.rawRepresentation.count
+    }
     precondition(sink != 0)
     return [
         KEMBenchFigure(kem: name, operation: "keygen", microseconds: keygen),
@@ -85,7 +93,9 @@ private func benchXWing() throws -> [KEMBenchFigure] {
     let keygen = try medianMicroseconds { sink &+= try XWing.PrivateKey(seed: seed).publicKey.rawRepresentation.count }
     let encaps = medianMicroseconds { sink &+= publicKey.encapsulate().ciphertext.count }
     let decaps = try medianMicroseconds { sink &+= try key.decapsulate(ciphertext).count }
-    let parsePublic = try medianMicroseconds { sink &+= try XWing.PublicKey(rawRepresentation: encoded).rawRepresentation.count }
+    let parsePublic = try medianMicroseconds {
+        sink &+= try XWing.PublicKey(rawRepresentation: encoded).rawRepresentation.count
+    }
     precondition(sink != 0)
     return [
         KEMBenchFigure(kem: XWing.name, operation: "keygen", microseconds: keygen),
@@ -100,8 +110,11 @@ private func benchXWing() throws -> [KEMBenchFigure] {
 private func repositoryRoot() -> URL {
     let fileManager = FileManager.default
     let current = URL(fileURLWithPath: fileManager.currentDirectoryPath)
-    if fileManager.fileExists(atPath: current.appendingPathComponent("scripts/oracles/mlkem_bench.py").path) { return current }
-    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    if fileManager.fileExists(atPath: current.appendingPathComponent("scripts/oracles/mlkem_bench.py").path) {
+        return current
+    }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 }
 
 private struct OpenSSLBench: Decodable {
@@ -115,7 +128,8 @@ private func runOpenSSLBench() throws -> OpenSSLBench {
     let python = root.appendingPathComponent(".venv/bin/python")
     let script = root.appendingPathComponent("scripts/oracles/mlkem_bench.py")
     guard FileManager.default.isExecutableFile(atPath: python.path) else {
-        throw CryptoError(.invalidEncoding, "no Python venv at \(python.path): run scripts/bootstrap to compare with OpenSSL 4")
+        throw CryptoError(
+            .invalidEncoding, "no Python venv at \(python.path): run scripts/bootstrap to compare with OpenSSL 4")
     }
     let process = Process()
     process.executableURL = python
@@ -150,9 +164,12 @@ func runKEMBenchmark(json: Bool) throws {
         for (kem, key) in [("ML-KEM-768", "768"), ("ML-KEM-1024", "1024")] {
             for (operation, pythonName) in pairs {
                 guard let swift = figures.first(where: { $0.kem == kem && $0.operation == operation }),
-                      let theirs = openssl.results[key]?[pythonName], theirs > 0 else { continue }
-                comparisons.append(KEMBenchComparison(kem: kem, operation: operation, swiftMicroseconds: swift.microseconds,
-                                                      opensslMicroseconds: theirs, ratio: swift.microseconds / theirs))
+                    let theirs = openssl.results[key]?[pythonName], theirs > 0
+                else { continue }
+                comparisons.append(
+                    KEMBenchComparison(
+                        kem: kem, operation: operation, swiftMicroseconds: swift.microseconds,
+                        opensslMicroseconds: theirs, ratio: swift.microseconds / theirs))
             }
         }
     } catch {
@@ -171,14 +188,25 @@ func runKEMBenchmark(json: Bool) throws {
     print("encaps with a parsed public key, decaps with a parsed private key)")
     for kem in ["ML-KEM-512", "ML-KEM-768", "ML-KEM-1024", "X-Wing"] {
         let rows = figures.filter { $0.kem == kem }
-        func value(_ operation: String) -> String { rows.first { $0.operation == operation }.map { format($0.microseconds) } ?? "     n/a" }
-        print("\(kem.padding(toLength: 12, withPad: " ", startingAt: 0)) keygen \(value("keygen"))  encaps \(value("encaps"))  decaps \(value("decaps"))")
-        let privateParse = rows.contains { $0.operation == "parse-private" } ? "  private key \(value("parse-private"))" : ""
-        print("\(kem.padding(toLength: 12, withPad: " ", startingAt: 0)) parse  public key \(value("parse-public"))\(privateParse)")
+        func value(_ operation: String) -> String {
+            rows.first { $0.operation == operation }.map { format($0.microseconds) } ?? "     n/a"
+        }
+        print(
+            "\(kem.padding(toLength: 12, withPad: " ", startingAt: 0)) keygen \(value("keygen"))  encaps \(value("encaps"))  decaps \(value("decaps"))"
+        )
+        let privateParse =
+            rows.contains { $0.operation == "parse-private" } ? "  private key \(value("parse-private"))" : ""
+        print(
+            "\(kem.padding(toLength: 12, withPad: " ", startingAt: 0)) parse  public key \(value("parse-public"))\(privateParse)"
+        )
     }
-    if let opensslVersion { print("compared with \(opensslVersion) through Python cryptography (timeit medians minus an empty call):") }
+    if let opensslVersion {
+        print("compared with \(opensslVersion) through Python cryptography (timeit medians minus an empty call):")
+    }
     for comparison in comparisons {
-        print("\(comparison.kem) \(comparison.operation): swift \(format(comparison.swiftMicroseconds)) µs, openssl \(format(comparison.opensslMicroseconds)) µs, ratio \(String(format: "%.2f", comparison.ratio))")
+        print(
+            "\(comparison.kem) \(comparison.operation): swift \(format(comparison.swiftMicroseconds)) µs, openssl \(format(comparison.opensslMicroseconds)) µs, ratio \(String(format: "%.2f", comparison.ratio))"
+        )
     }
     if let note { print(note) }
 }

@@ -27,8 +27,11 @@ struct HPKEVectorTests {
                 }
                 return decoded
             }
-            result.append(Record(name: name, kemID: kemID, seed: try field("skRm"), publicKey: try field("pkRm"),
-                                 randomness: try field("ikmE"), ciphertext: try field("enc"), sharedSecret: try field("shared_secret")))
+            result.append(
+                Record(
+                    name: name, kemID: kemID, seed: try field("skRm"), publicKey: try field("pkRm"),
+                    randomness: try field("ikmE"), ciphertext: try field("enc"),
+                    sharedSecret: try field("shared_secret")))
         }
         return result
     }
@@ -43,7 +46,9 @@ struct HPKEVectorTests {
             let (secret, ciphertext) = try publicKey._encapsulate(seed: record.randomness)
             #expect(ciphertext == record.ciphertext, "\(record.name): enc")
             #expect(secret.copyBytes() == record.sharedSecret, "\(record.name): shared_secret from encapsulation")
-            #expect(try key.decapsulate(record.ciphertext).copyBytes() == record.sharedSecret, "\(record.name): shared_secret from decapsulation")
+            #expect(
+                try key.decapsulate(record.ciphertext).copyBytes() == record.sharedSecret,
+                "\(record.name): shared_secret from decapsulation")
         }
     }
 
@@ -62,10 +67,13 @@ struct HPKEVectorTests {
     func check<P>(_ kem: MLKEM<P>.Type, _ record: Record) throws {
         let key = try MLKEM<P>.PrivateKey(seed: record.seed)
         #expect(key.publicKey.rawRepresentation == record.publicKey, "\(record.name): pkRm from skRm")
-        let (secret, ciphertext) = try MLKEM<P>.PublicKey(rawRepresentation: record.publicKey)._encapsulate(message: record.randomness)
+        let (secret, ciphertext) = try MLKEM<P>.PublicKey(rawRepresentation: record.publicKey)._encapsulate(
+            message: record.randomness)
         #expect(ciphertext == record.ciphertext, "\(record.name): enc")
         #expect(secret.copyBytes() == record.sharedSecret, "\(record.name): shared_secret from encapsulation")
-        #expect(try key.decapsulate(record.ciphertext).copyBytes() == record.sharedSecret, "\(record.name): shared_secret from decapsulation")
+        #expect(
+            try key.decapsulate(record.ciphertext).copyBytes() == record.sharedSecret,
+            "\(record.name): shared_secret from decapsulation")
     }
 }
 
@@ -97,7 +105,9 @@ struct XWingTests {
         let (_, ciphertext) = key.publicKey.encapsulate()
         for point in Self.lowOrderPoints {
             let tampered = Array(ciphertext.prefix(1088)) + point
-            #expect(throws: CryptoError(.invalidCiphertext, ""), "ct_X = \(Hex.encode(point))") { try key.decapsulate(tampered) }
+            #expect(throws: CryptoError(.invalidCiphertext, ""), "ct_X = \(Hex.encode(point))") {
+                try key.decapsulate(tampered)
+            }
         }
     }
 
@@ -105,7 +115,9 @@ struct XWingTests {
         let key = XWing.PrivateKey.generate()
         for point in Self.lowOrderPoints {
             let tampered = Array(key.publicKey.rawRepresentation.prefix(1184)) + point
-            #expect(throws: CryptoError(.invalidKey, ""), "pk_X = \(Hex.encode(point))") { try XWing.PublicKey(rawRepresentation: tampered) }
+            #expect(throws: CryptoError(.invalidKey, ""), "pk_X = \(Hex.encode(point))") {
+                try XWing.PublicKey(rawRepresentation: tampered)
+            }
         }
     }
 
@@ -115,13 +127,17 @@ struct XWingTests {
         let key = X25519.PrivateKey.generate()
         let mlkemPart = Array(XWing.PrivateKey.generate().publicKey.rawRepresentation.prefix(1184))
         var candidates = Self.lowOrderPoints
-        candidates += Self.lowOrderPoints.map { point in var flipped = point; flipped[31] ^= 0x80; return flipped }
+        candidates += Self.lowOrderPoints.map { point in
+            var flipped = point; flipped[31] ^= 0x80; return flipped
+        }
         candidates += (0..<19).map { [UInt8(0xed + $0)] + [UInt8](repeating: 0xff, count: 30) + [0xff] }
         for _ in 0..<200 { candidates.append(SystemRandom.bytes(32)) }
         for u in candidates {
             let openSSLRefuses = (try? key.sharedSecret(with: try X25519.PublicKey(rawRepresentation: u))) == nil
             let parseRefuses = (try? XWing.PublicKey(rawRepresentation: mlkemPart + u)) == nil
-            #expect(openSSLRefuses == parseRefuses, "u = \(Hex.encode(u)): OpenSSL refuses \(openSSLRefuses), parsing refuses \(parseRefuses)")
+            #expect(
+                openSSLRefuses == parseRefuses,
+                "u = \(Hex.encode(u)): OpenSSL refuses \(openSSLRefuses), parsing refuses \(parseRefuses)")
         }
     }
 
@@ -130,15 +146,26 @@ struct XWingTests {
         let encoded = key.publicKey.rawRepresentation
         let (_, ciphertext) = key.publicKey.encapsulate()
         for length in 0..<(encoded.count + 8) where length != encoded.count {
-            let candidate = length < encoded.count ? Array(encoded.prefix(length)) : encoded + [UInt8](repeating: 0, count: length - encoded.count)
-            #expect(throws: CryptoError(.invalidLength, ""), "public key of \(length) bytes") { try XWing.PublicKey(rawRepresentation: candidate) }
+            let candidate =
+                length < encoded.count
+                ? Array(encoded.prefix(length)) : encoded + [UInt8](repeating: 0, count: length - encoded.count)
+            #expect(throws: CryptoError(.invalidLength, ""), "public key of \(length) bytes") {
+                try XWing.PublicKey(rawRepresentation: candidate)
+            }
         }
         for length in 0..<(ciphertext.count + 8) where length != ciphertext.count {
-            let candidate = length < ciphertext.count ? Array(ciphertext.prefix(length)) : ciphertext + [UInt8](repeating: 0, count: length - ciphertext.count)
-            #expect(throws: CryptoError(.invalidLength, ""), "ciphertext of \(length) bytes") { try key.decapsulate(candidate) }
+            let candidate =
+                length < ciphertext.count
+                ? Array(ciphertext.prefix(length))
+                : ciphertext + [UInt8](repeating: 0, count: length - ciphertext.count)
+            #expect(throws: CryptoError(.invalidLength, ""), "ciphertext of \(length) bytes") {
+                try key.decapsulate(candidate)
+            }
         }
         for length in [0, 31, 33, 64] {
-            #expect(throws: CryptoError(.invalidLength, "")) { try XWing.PrivateKey(seed: [UInt8](repeating: 1, count: length)) }
+            #expect(throws: CryptoError(.invalidLength, "")) {
+                try XWing.PrivateKey(seed: [UInt8](repeating: 1, count: length))
+            }
         }
     }
 }

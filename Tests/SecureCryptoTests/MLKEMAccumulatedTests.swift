@@ -6,19 +6,19 @@ import SecureCrypto
 @Suite("ML-KEM accumulated test")
 struct MLKEMAccumulatedTests {
     #if DEBUG
-    static let caseCount = 100
-    static let expected = [
-        "ML-KEM-512": "449120c6e320ef3e9fbfa2316e5f2d2e1e6dd37d8ff5d086d5d2db7d42aff0a1",
-        "ML-KEM-768": "8d65b902f28edc683cebee2872962fd165a4d197c9e24ec74caa4470270df0b7",
-        "ML-KEM-1024": "c3ffe9ebecfa479c142656cbfbc6417efa05b77e994fe538eef4daed166363df",
-    ]
+        static let caseCount = 100
+        static let expected = [
+            "ML-KEM-512": "449120c6e320ef3e9fbfa2316e5f2d2e1e6dd37d8ff5d086d5d2db7d42aff0a1",
+            "ML-KEM-768": "8d65b902f28edc683cebee2872962fd165a4d197c9e24ec74caa4470270df0b7",
+            "ML-KEM-1024": "c3ffe9ebecfa479c142656cbfbc6417efa05b77e994fe538eef4daed166363df",
+        ]
     #else
-    static let caseCount = 10_000
-    static let expected = [
-        "ML-KEM-512": "705dcffc87f4e67e35a09dcaa31772e86f3341bd3ccf1e78a5fef99ae6a35a13",
-        "ML-KEM-768": "f959d18d3d1180121433bf0e05f11e7908cf9d03edc150b2b07cb90bef5bc1c1",
-        "ML-KEM-1024": "e3bf82b013307b2e9d47dde791ff6dfc82e694e6382404abdb948b908b75bad5",
-    ]
+        static let caseCount = 10_000
+        static let expected = [
+            "ML-KEM-512": "705dcffc87f4e67e35a09dcaa31772e86f3341bd3ccf1e78a5fef99ae6a35a13",
+            "ML-KEM-768": "f959d18d3d1180121433bf0e05f11e7908cf9d03edc150b2b07cb90bef5bc1c1",
+            "ML-KEM-1024": "e3bf82b013307b2e9d47dde791ff6dfc82e694e6382404abdb948b908b75bad5",
+        ]
     #endif
 
     @Test func mlkem512() throws { try run(MLKEM512.self) }

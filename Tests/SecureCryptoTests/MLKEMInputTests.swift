@@ -9,7 +9,9 @@ struct MLKEMInputTests {
 
     static func variants(of encoded: [UInt8]) -> [[UInt8]] {
         var result: [[UInt8]] = (0..<encoded.count).map { Array(encoded.prefix($0)) }
-        for extra in 1...extensionByteCountMax { result.append(encoded + [UInt8](repeating: UInt8(extra), count: extra)) }
+        for extra in 1...extensionByteCountMax {
+            result.append(encoded + [UInt8](repeating: UInt8(extra), count: extra))
+        }
         result.append(encoded + encoded)
         return result
     }

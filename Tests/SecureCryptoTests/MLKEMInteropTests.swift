@@ -15,7 +15,8 @@ struct MLKEMInteropTests {
     func run<P>(_ kem: MLKEM<P>.Type, parameterSet: String) throws {
         let python = try Oracles.requirePython()
         let script = Oracles.repositoryRoot.appendingPathComponent("scripts/oracles/mlkem_interop.py")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mlkem-interop-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "mlkem-interop-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 

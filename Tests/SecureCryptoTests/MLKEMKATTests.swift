@@ -18,7 +18,8 @@ struct MLKEMKATTests {
             let pk = try record.bytes("pk", file: file), sk = try record.bytes("sk", file: file)
             let msg = try record.bytes("msg", file: file), ct = try record.bytes("ct", file: file)
             let ss = try record.bytes("ss", file: file)
-            let rejectedCiphertext = try record.bytes("ct_n", file: file), rejectedSecret = try record.bytes("ss_n", file: file)
+            let rejectedCiphertext = try record.bytes("ct_n", file: file),
+                rejectedSecret = try record.bytes("ss_n", file: file)
 
             let key = try MLKEM<P>.PrivateKey._generate(d: d, z: z)
             var ok = check(key.publicKey.rawRepresentation == pk, "\(name): pk")

@@ -105,12 +105,16 @@ public enum MLKEM<Parameters: MLKEMParameterSet>: KEM {
         /// Parses a full FIPS 203 decapsulation key (length, hash check, and the modulus check on the
         /// embedded encapsulation key).
         public init(decapsulationKey: [UInt8]) throws {
-            storage = try decapsulationKey.withUnsafeBytes { try MLKEMEngine.parsePrivateKey(Parameters.parameters, encoded: $0) }
+            storage = try decapsulationKey.withUnsafeBytes {
+                try MLKEMEngine.parsePrivateKey(Parameters.parameters, encoded: $0)
+            }
         }
 
         /// Parses a full decapsulation key held as a secret.
         public init(decapsulationKey: SecretBytes) throws {
-            storage = try decapsulationKey.withUnsafeBytes { try MLKEMEngine.parsePrivateKey(Parameters.parameters, encoded: $0) }
+            storage = try decapsulationKey.withUnsafeBytes {
+                try MLKEMEngine.parsePrivateKey(Parameters.parameters, encoded: $0)
+            }
         }
 
         /// A fresh key from a random seed.

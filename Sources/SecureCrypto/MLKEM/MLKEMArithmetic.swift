@@ -75,12 +75,14 @@ enum MLKEMField {
 enum MLKEMVector {
     @inline(__always)
     static func mulHigh16(_ a: SIMD16<Int16>, _ b: SIMD16<Int16>) -> SIMD16<Int16> {
-        SIMD16<Int16>(truncatingIfNeeded: (SIMD16<Int32>(truncatingIfNeeded: a) &* SIMD16<Int32>(truncatingIfNeeded: b)) &>> 16)
+        SIMD16<Int16>(
+            truncatingIfNeeded: (SIMD16<Int32>(truncatingIfNeeded: a) &* SIMD16<Int32>(truncatingIfNeeded: b)) &>> 16)
     }
 
     @inline(__always)
     static func mulHigh8(_ a: SIMD8<Int16>, _ b: SIMD8<Int16>) -> SIMD8<Int16> {
-        SIMD8<Int16>(truncatingIfNeeded: (SIMD8<Int32>(truncatingIfNeeded: a) &* SIMD8<Int32>(truncatingIfNeeded: b)) &>> 16)
+        SIMD8<Int16>(
+            truncatingIfNeeded: (SIMD8<Int32>(truncatingIfNeeded: a) &* SIMD8<Int32>(truncatingIfNeeded: b)) &>> 16)
     }
 
     /// a · b · 2⁻¹⁶ mod q per lane: high(a·b) − high(low(a·b)·q⁻¹ · q). The low halves of a·b and t·q are
@@ -139,30 +141,38 @@ enum MLKEMVector {
     @inline(__always)
     static func splitFours(_ x: SIMD8<Int16>, _ y: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
         let x64 = unsafeBitCast(x, to: SIMD2<UInt64>.self), y64 = unsafeBitCast(y, to: SIMD2<UInt64>.self)
-        return (unsafeBitCast(SIMD2<UInt64>(x64[0], y64[0]), to: SIMD8<Int16>.self),
-                unsafeBitCast(SIMD2<UInt64>(x64[1], y64[1]), to: SIMD8<Int16>.self))
+        return (
+            unsafeBitCast(SIMD2<UInt64>(x64[0], y64[0]), to: SIMD8<Int16>.self),
+            unsafeBitCast(SIMD2<UInt64>(x64[1], y64[1]), to: SIMD8<Int16>.self)
+        )
     }
 
     @inline(__always)
     static func joinFours(_ top: SIMD8<Int16>, _ bottom: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
         let t64 = unsafeBitCast(top, to: SIMD2<UInt64>.self), b64 = unsafeBitCast(bottom, to: SIMD2<UInt64>.self)
-        return (unsafeBitCast(SIMD2<UInt64>(t64[0], b64[0]), to: SIMD8<Int16>.self),
-                unsafeBitCast(SIMD2<UInt64>(t64[1], b64[1]), to: SIMD8<Int16>.self))
+        return (
+            unsafeBitCast(SIMD2<UInt64>(t64[0], b64[0]), to: SIMD8<Int16>.self),
+            unsafeBitCast(SIMD2<UInt64>(t64[1], b64[1]), to: SIMD8<Int16>.self)
+        )
     }
 
     /// Splits 16 coefficients [a₀ b₀ a₁ b₁ a₂ b₂ a₃ b₃] (2 each) into tops [a₀ a₁ a₂ a₃] and bottoms.
     @inline(__always)
     static func splitTwos(_ x: SIMD8<Int16>, _ y: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
         let x32 = unsafeBitCast(x, to: SIMD4<UInt32>.self), y32 = unsafeBitCast(y, to: SIMD4<UInt32>.self)
-        return (unsafeBitCast(SIMD4<UInt32>(x32[0], x32[2], y32[0], y32[2]), to: SIMD8<Int16>.self),
-                unsafeBitCast(SIMD4<UInt32>(x32[1], x32[3], y32[1], y32[3]), to: SIMD8<Int16>.self))
+        return (
+            unsafeBitCast(SIMD4<UInt32>(x32[0], x32[2], y32[0], y32[2]), to: SIMD8<Int16>.self),
+            unsafeBitCast(SIMD4<UInt32>(x32[1], x32[3], y32[1], y32[3]), to: SIMD8<Int16>.self)
+        )
     }
 
     @inline(__always)
     static func joinTwos(_ top: SIMD8<Int16>, _ bottom: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
         let t32 = unsafeBitCast(top, to: SIMD4<UInt32>.self), b32 = unsafeBitCast(bottom, to: SIMD4<UInt32>.self)
-        return (unsafeBitCast(SIMD4<UInt32>(t32[0], b32[0], t32[1], b32[1]), to: SIMD8<Int16>.self),
-                unsafeBitCast(SIMD4<UInt32>(t32[2], b32[2], t32[3], b32[3]), to: SIMD8<Int16>.self))
+        return (
+            unsafeBitCast(SIMD4<UInt32>(t32[0], b32[0], t32[1], b32[1]), to: SIMD8<Int16>.self),
+            unsafeBitCast(SIMD4<UInt32>(t32[2], b32[2], t32[3], b32[3]), to: SIMD8<Int16>.self)
+        )
     }
 
     @inline(__always)
@@ -250,16 +260,18 @@ enum MLKEMPoly {
         for vector in 0..<16 {
             let base = r + 16 &* vector
             let (top, bottom) = MLKEMVector.splitTwos(MLKEMVector.load8(base), MLKEMVector.load8(base + 8))
-            let (x, y) = MLKEMVector.joinTwos(MLKEMVector.reduce8(top &+ bottom),
-                                              MLKEMVector.multiply8(MLKEMVector.inverseTail[16 &+ vector], bottom &- top))
+            let (x, y) = MLKEMVector.joinTwos(
+                MLKEMVector.reduce8(top &+ bottom),
+                MLKEMVector.multiply8(MLKEMVector.inverseTail[16 &+ vector], bottom &- top))
             MLKEMVector.store8(base, x)
             MLKEMVector.store8(base + 8, y)
         }
         for vector in 0..<16 {
             let base = r + 16 &* vector
             let (top, bottom) = MLKEMVector.splitFours(MLKEMVector.load8(base), MLKEMVector.load8(base + 8))
-            let (x, y) = MLKEMVector.joinFours(MLKEMVector.reduce8(top &+ bottom),
-                                               MLKEMVector.multiply8(MLKEMVector.inverseTail[vector], bottom &- top))
+            let (x, y) = MLKEMVector.joinFours(
+                MLKEMVector.reduce8(top &+ bottom),
+                MLKEMVector.multiply8(MLKEMVector.inverseTail[vector], bottom &- top))
             MLKEMVector.store8(base, x)
             MLKEMVector.store8(base + 8, y)
         }

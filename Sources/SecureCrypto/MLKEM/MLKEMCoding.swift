@@ -30,12 +30,15 @@ enum MLKEMCoding {
     }
 
     @inline(__always)
-    private static func compressAndEncodeGroups(_ r: Coefficients, bits d: Int, into output: UnsafeMutablePointer<UInt8>) {
+    private static func compressAndEncodeGroups(
+        _ r: Coefficients, bits d: Int, into output: UnsafeMutablePointer<UInt8>
+    ) {
         for group in 0..<32 {
             var low: UInt64 = 0
             var high: UInt64 = 0
             for lane in 0..<8 {
-                let value = UInt64(compress(MLKEMField.toCanonical(MLKEMField.barrettReduce(r[8 &* group &+ lane])), bits: d))
+                let value = UInt64(
+                    compress(MLKEMField.toCanonical(MLKEMField.barrettReduce(r[8 &* group &+ lane])), bits: d))
                 let shift = lane &* d
                 if shift < 64 {
                     low |= value << UInt64(shift)
@@ -46,8 +49,10 @@ enum MLKEMCoding {
             }
             let destination = output + d &* group
             for byte in 0..<d {
-                destination[byte] = byte < 8 ? UInt8(truncatingIfNeeded: low >> UInt64(8 &* byte))
-                                             : UInt8(truncatingIfNeeded: high >> UInt64(8 &* (byte &- 8)))
+                destination[byte] =
+                    byte < 8
+                    ? UInt8(truncatingIfNeeded: low >> UInt64(8 &* byte))
+                    : UInt8(truncatingIfNeeded: high >> UInt64(8 &* (byte &- 8)))
             }
         }
     }

@@ -107,12 +107,12 @@ final class MLKEMScratch {
 
 enum MLKEMEngine {
     // Byte offsets inside MLKEMScratch.bytes.
-    private static let prfOffset = 0          // 192 bytes of PRF output
-    private static let messageOffset = 256    // m or m′, 32 bytes
-    private static let gOffset = 320          // G output K ‖ r, 64 bytes
-    private static let rejectOffset = 384     // K̄, 32 bytes
-    private static let xofOffset = 512        // 504 bytes of SHAKE128 output
-    private static let ciphertextOffset = 1024 // re-encrypted c′, up to 1568 bytes
+    private static let prfOffset = 0  // 192 bytes of PRF output
+    private static let messageOffset = 256  // m or m′, 32 bytes
+    private static let gOffset = 320  // G output K ‖ r, 64 bytes
+    private static let rejectOffset = 384  // K̄, 32 bytes
+    private static let xofOffset = 512  // 504 bytes of SHAKE128 output
+    private static let ciphertextOffset = 1024  // re-encrypted c′, up to 1568 bytes
     /// SHAKE128 blocks squeezed at once for SampleNTT. Three blocks (504 bytes, 336 candidates) suffice
     /// for about 99% of polynomials; the rest are re-squeezed with more output (`sampleNTT`).
     private static let sampleBlockCount = 3
@@ -120,8 +120,10 @@ enum MLKEMEngine {
     // MARK: Hash functions of FIPS 203 §4.1
 
     @inline(__always)
-    private static func prf(_ keccak: KeccakContext, seed: UnsafePointer<UInt8>, nonce: Int, eta: Int,
-                            into output: UnsafeMutablePointer<UInt8>) {
+    private static func prf(
+        _ keccak: KeccakContext, seed: UnsafePointer<UInt8>, nonce: Int, eta: Int,
+        into output: UnsafeMutablePointer<UInt8>
+    ) {
         keccak.start(.shake256)
         keccak.absorb(seed, 32)
         var nonceByte = UInt8(truncatingIfNeeded: nonce)
@@ -130,7 +132,9 @@ enum MLKEMEngine {
     }
 
     /// SampleNTT(ρ ‖ j ‖ i) into r.
-    private static func sampleNTT(_ scratch: MLKEMScratch, rho: UnsafePointer<UInt8>, i: Int, j: Int, into r: Coefficients) {
+    private static func sampleNTT(
+        _ scratch: MLKEMScratch, rho: UnsafePointer<UInt8>, i: Int, j: Int, into r: Coefficients
+    ) {
         var indices: (UInt8, UInt8) = (UInt8(truncatingIfNeeded: j), UInt8(truncatingIfNeeded: i))
         let keccak = scratch.keccak
         var blocks = sampleBlockCount
@@ -156,7 +160,9 @@ enum MLKEMEngine {
     }
 
     /// Â from ρ: Â[i][j] = SampleNTT(ρ ‖ j ‖ i).
-    private static func expandMatrix(_ scratch: MLKEMScratch, k: Int, rho: UnsafePointer<UInt8>, into matrix: Coefficients) {
+    private static func expandMatrix(
+        _ scratch: MLKEMScratch, k: Int, rho: UnsafePointer<UInt8>, into matrix: Coefficients
+    ) {
         for i in 0..<k {
             for j in 0..<k {
                 sampleNTT(scratch, rho: rho, i: i, j: j, into: matrix + (i * k + j) * 256)
@@ -170,7 +176,10 @@ enum MLKEMEngine {
     static func parsePublicKey(_ parameters: MLKEMParameters, encoded: [UInt8]) throws -> MLKEMPublicKeyStorage {
         let k = parameters.k
         guard encoded.count == parameters.encapsulationKeyByteCount else {
-            throw CryptoError(.invalidLength, "an \(parameters.name) encapsulation key is \(parameters.encapsulationKeyByteCount) bytes, got \(encoded.count)")
+            throw CryptoError(
+                .invalidLength,
+                "an \(parameters.name) encapsulation key is \(parameters.encapsulationKeyByteCount) bytes, got \(encoded.count)"
+            )
         }
         let polynomials = Coefficients.allocate(capacity: (k + k * k) * 256)
         var outOfRange: UInt16 = 0
@@ -182,7 +191,8 @@ enum MLKEMEngine {
         }
         guard outOfRange == 0 else {
             polynomials.deallocate()
-            throw CryptoError(.invalidKey, "the \(parameters.name) encapsulation key fails the modulus check: a coefficient is ≥ q")
+            throw CryptoError(
+                .invalidKey, "the \(parameters.name) encapsulation key fails the modulus check: a coefficient is ≥ q")
         }
         let hash = hashH(scratch.keccak, encoded)
         return MLKEMPublicKeyStorage(parameters: parameters, encoded: encoded, hash: hash, polynomials: polynomials)
@@ -237,25 +247,32 @@ enum MLKEMEngine {
             for i in 0..<k { MLKEMCoding.encode12(tHat + i * 256, into: ek.baseAddress! + 384 * i) }
             (ek.baseAddress! + 384 * k).update(from: rhoSigma, count: 32)
         }
-        let publicKey = MLKEMPublicKeyStorage(parameters: parameters, encoded: encoded, hash: hashH(keccak, encoded),
-                                              polynomials: publicPolynomials)
+        let publicKey = MLKEMPublicKeyStorage(
+            parameters: parameters, encoded: encoded, hash: hashH(keccak, encoded),
+            polynomials: publicPolynomials)
         let z = seed.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[32..<64])) }
         return MLKEMPrivateKeyStorage(publicKey: publicKey, sHat: sHat, z: z, seed: seed)
     }
 
     /// Parses a full decapsulation key with the checks of FIPS 203 §7.3 (length, and H(ek) matches the
     /// stored hash), plus the modulus check on the embedded ek.
-    static func parsePrivateKey(_ parameters: MLKEMParameters, encoded: UnsafeRawBufferPointer) throws -> MLKEMPrivateKeyStorage {
+    static func parsePrivateKey(
+        _ parameters: MLKEMParameters, encoded: UnsafeRawBufferPointer
+    ) throws -> MLKEMPrivateKeyStorage {
         let k = parameters.k
         guard encoded.count == parameters.decapsulationKeyByteCount else {
-            throw CryptoError(.invalidLength, "an \(parameters.name) decapsulation key is \(parameters.decapsulationKeyByteCount) bytes, got \(encoded.count)")
+            throw CryptoError(
+                .invalidLength,
+                "an \(parameters.name) decapsulation key is \(parameters.decapsulationKeyByteCount) bytes, got \(encoded.count)"
+            )
         }
         let bytes = encoded.bindMemory(to: UInt8.self)
         let ekRange = (384 * k)..<(768 * k + 32)
         let publicKey = try parsePublicKey(parameters, encoded: Array(bytes[ekRange]))
         // The stored hash is public (it is H of the public key), so an ordinary comparison is fine.
         guard publicKey.hash.elementsEqual(bytes[(768 * k + 32)..<(768 * k + 64)]) else {
-            throw CryptoError(.invalidKey, "the \(parameters.name) decapsulation key fails the hash check: H(ek) does not match")
+            throw CryptoError(
+                .invalidKey, "the \(parameters.name) decapsulation key fails the hash check: H(ek) does not match")
         }
         let sHat = Coefficients.allocate(capacity: k * 256)
         for i in 0..<k {
@@ -289,8 +306,10 @@ enum MLKEMEngine {
 
     /// K-PKE.Encrypt(ek, m, r) (Algorithm 14) into `ciphertext`. Uses scratch polynomials from `first`
     /// on (k + 3 of them) and the PRF area of the scratch bytes.
-    private static func encrypt(_ key: MLKEMPublicKeyStorage, message: UnsafePointer<UInt8>, randomness: UnsafePointer<UInt8>,
-                                scratch: MLKEMScratch, first: Int, ciphertext: UnsafeMutablePointer<UInt8>) {
+    private static func encrypt(
+        _ key: MLKEMPublicKeyStorage, message: UnsafePointer<UInt8>, randomness: UnsafePointer<UInt8>,
+        scratch: MLKEMScratch, first: Int, ciphertext: UnsafeMutablePointer<UInt8>
+    ) {
         let parameters = key.parameters
         let k = parameters.k
         let keccak = scratch.keccak
@@ -325,15 +344,18 @@ enum MLKEMEngine {
     }
 
     /// K-PKE.Decrypt(dk, c) (Algorithm 15): writes m′ to `message`. Uses scratch polynomials 0 ..< k + 2.
-    private static func decrypt(_ key: MLKEMPrivateKeyStorage, ciphertext: UnsafePointer<UInt8>, scratch: MLKEMScratch,
-                                message: UnsafeMutablePointer<UInt8>) {
+    private static func decrypt(
+        _ key: MLKEMPrivateKeyStorage, ciphertext: UnsafePointer<UInt8>, scratch: MLKEMScratch,
+        message: UnsafeMutablePointer<UInt8>
+    ) {
         let parameters = key.publicKey.parameters
         let k = parameters.k
         let uHat = scratch.polynomial(0)
         let w = scratch.polynomial(k)
         let v = scratch.polynomial(k + 1)
         for i in 0..<k {
-            MLKEMCoding.decodeAndDecompress(ciphertext + 32 * parameters.du * i, bits: parameters.du, into: uHat + i * 256)
+            MLKEMCoding.decodeAndDecompress(
+                ciphertext + 32 * parameters.du * i, bits: parameters.du, into: uHat + i * 256)
             MLKEMPoly.ntt(uHat + i * 256)
         }
         MLKEMPoly.multiplyAccumulate(into: w, a: key.sHat, aStride: 1, b: uHat, count: k)
@@ -346,7 +368,9 @@ enum MLKEMEngine {
     // MARK: ML-KEM
 
     /// ML-KEM.Encaps_internal(ek, m) (Algorithm 17).
-    static func encapsulate(_ key: MLKEMPublicKeyStorage, message: UnsafeRawBufferPointer) -> (sharedSecret: SecretBytes, ciphertext: [UInt8]) {
+    static func encapsulate(
+        _ key: MLKEMPublicKeyStorage, message: UnsafeRawBufferPointer
+    ) -> (sharedSecret: SecretBytes, ciphertext: [UInt8]) {
         precondition(message.count == 32)
         let parameters = key.parameters
         let scratch = MLKEMScratch(polynomialCount: parameters.k + 3)
@@ -361,7 +385,9 @@ enum MLKEMEngine {
         messageCopy.update(from: message.bindMemory(to: UInt8.self).baseAddress!, count: 32)
         var ciphertext = [UInt8](repeating: 0, count: parameters.ciphertextByteCount)
         ciphertext.withUnsafeMutableBufferPointer { output in
-            encrypt(key, message: messageCopy, randomness: kr + 32, scratch: scratch, first: 0, ciphertext: output.baseAddress!)
+            encrypt(
+                key, message: messageCopy, randomness: kr + 32, scratch: scratch, first: 0,
+                ciphertext: output.baseAddress!)
         }
         return (SecretBytes(copying: UnsafeRawBufferPointer(start: kr, count: 32)), ciphertext)
     }
@@ -371,7 +397,9 @@ enum MLKEMEngine {
     static func decapsulate(_ key: MLKEMPrivateKeyStorage, ciphertext: [UInt8]) throws -> SecretBytes {
         let parameters = key.publicKey.parameters
         guard ciphertext.count == parameters.ciphertextByteCount else {
-            throw CryptoError(.invalidLength, "an \(parameters.name) ciphertext is \(parameters.ciphertextByteCount) bytes, got \(ciphertext.count)")
+            throw CryptoError(
+                .invalidLength,
+                "an \(parameters.name) ciphertext is \(parameters.ciphertextByteCount) bytes, got \(ciphertext.count)")
         }
         let k = parameters.k
         let scratch = MLKEMScratch(polynomialCount: 2 * k + 5)
@@ -393,8 +421,11 @@ enum MLKEMEngine {
             key.z.withUnsafeBytes { keccak.absorb($0.baseAddress, 32) }
             keccak.absorb(received.baseAddress, count)
             keccak.squeeze(into: rejection, count: 32)
-            encrypt(key.publicKey, message: message, randomness: kr + 32, scratch: scratch, first: k + 2, ciphertext: reencrypted)
-            let difference = ConstantTime.differenceOf(UnsafeRawBufferPointer(received), UnsafeRawBufferPointer(start: reencrypted, count: count))
+            encrypt(
+                key.publicKey, message: message, randomness: kr + 32, scratch: scratch, first: k + 2,
+                ciphertext: reencrypted)
+            let difference = ConstantTime.differenceOf(
+                UnsafeRawBufferPointer(received), UnsafeRawBufferPointer(start: reencrypted, count: count))
             let keep = ConstantTime.maskIfZero(difference)
             let result = SecretBytes(zeroedCount: 32)
             result.storage.withUnsafeMutableBytes { output in

@@ -21,17 +21,22 @@ enum Oracles {
         let lib = venv.appendingPathComponent("lib")
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: lib.path)) ?? []
         for version in versions.sorted() where version.hasPrefix("python") {
-            let candidate = lib.appendingPathComponent(version).appendingPathComponent("site-packages/cryptography_vectors")
+            let candidate = lib.appendingPathComponent(version).appendingPathComponent(
+                "site-packages/cryptography_vectors")
             if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
         }
-        throw Missing(description: "cryptography_vectors not found under \(lib.path): run scripts/bootstrap to create the venv with cryptography-vectors==50.0.2")
+        throw Missing(
+            description:
+                "cryptography_vectors not found under \(lib.path): run scripts/bootstrap to create the venv with cryptography-vectors==50.0.2"
+        )
     }
 
     /// The contents of a file inside cryptography_vectors.
     static func vectorFile(_ relativePath: String) throws -> String {
         let url = try cryptographyVectors().appendingPathComponent(relativePath)
         guard let text = try? String(contentsOf: url, encoding: .utf8) else {
-            throw Missing(description: "cannot read \(url.path): is cryptography-vectors==50.0.2 installed by scripts/bootstrap?")
+            throw Missing(
+                description: "cannot read \(url.path): is cryptography-vectors==50.0.2 installed by scripts/bootstrap?")
         }
         return text
     }
