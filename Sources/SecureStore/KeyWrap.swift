@@ -68,7 +68,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
         guard recipients.count < Self.recipientCountMax else {
             throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
         }
-        let ephemeral = try P256.KeyAgreementPrivateKey.generate()
+        let ephemeral = P256.KeyAgreementPrivateKey.generate()
         let shared = try ephemeral.sharedSecret(with: recipientKey)
         let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey)
         let nonce = SystemRandom.bytes(AES256GCM.nonceByteCount)

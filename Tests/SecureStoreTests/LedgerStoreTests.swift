@@ -69,7 +69,7 @@ struct LedgerStoreTests {
 
     @Test func wrappedKeyFileRoundTripsAndRefusesEveryTruncation() throws {
         let key = SecretBytes(randomCount: 32)
-        let recipient = try P256.KeyAgreementPrivateKey.generate()
+        let recipient = P256.KeyAgreementPrivateKey.generate()
         var file = WrappedKeyFile(walletID: [UInt8](repeating: 3, count: 32), key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
         try file.wrap(key, to: recipient.publicKey)
         let bytes = file.encoded
