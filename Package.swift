@@ -25,6 +25,8 @@ let package = Package(
         .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
         .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
+        // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
+        .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 
         .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),

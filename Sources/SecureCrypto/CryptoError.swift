@@ -12,6 +12,7 @@ public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
         case invalidEncoding = "invalid-encoding"
         case authenticationFailed = "authentication-failed"
         case randomFailed = "random-failed"
+        case invalidCiphertext = "invalid-ciphertext"
     }
 
     /// What kind of failure this is.

@@ -116,11 +116,12 @@ public enum ConstantTime {
         return accumulator
     }
 
-    /// 0xFF when `difference` is zero, 0x00 otherwise, computed without a branch.
+    /// 0xFF when `difference` is zero, 0x00 otherwise, computed without a branch. The result passes
+    /// through an optimisation barrier so the compiler cannot turn masked selections into branches.
     @inline(__always)
     static func maskIfZero(_ difference: UInt8) -> UInt8 {
         // (d − 1) has bit 8 set exactly when d = 0.
-        UInt8(truncatingIfNeeded: 0 &- ((UInt32(difference) &- 1) >> 8) & 1)
+        secure_ct_value_barrier_u8(UInt8(truncatingIfNeeded: 0 &- ((UInt32(difference) &- 1) >> 8) & 1))
     }
 
     /// Turns the secret difference into a public Bool. This is the one place the comparison's outcome is

@@ -1,6 +1,6 @@
 #ifndef SECURE_VALGRIND_SHIM_H
 #define SECURE_VALGRIND_SHIM_H
-// Marks memory secret (undefined) or public (defined) for valgrind memcheck, so that a run under valgrind
+// Constant-time helpers. Marks memory secret (undefined) or public (defined) for valgrind memcheck, so that a run under valgrind
 // reports any branch or memory index that depends on a secret. Outside valgrind each call is a few
 // no-op instructions (valgrind's client-request sequence), so it may stay in release code.
 #include <stddef.h>
@@ -26,6 +26,16 @@ static inline void secure_ct_mark_public(const void *pointer, size_t count) {
 #else
     (void)pointer; (void)count;
 #endif
+}
+
+// Returns its argument, hidden from the optimiser by an empty asm statement. A mask made from a secret
+// bit (0x00 or 0xFF) passes through here, so LLVM cannot see that it is boolean and turn a masked
+// selection into a branch or a secret-indexed load (it did: a select between two buffers' addresses).
+static inline unsigned char secure_ct_value_barrier_u8(unsigned char value) {
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__("" : "+r"(value));
+#endif
+    return value;
 }
 
 static inline int secure_ct_running_on_valgrind(void) {
