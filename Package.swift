@@ -23,7 +23,9 @@ let package = Package(
         .target(name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
         .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
-        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
+        .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
+        // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
+        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "CLibCrypto"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
@@ -31,6 +33,7 @@ let package = Package(
         .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
+        .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
     ]
 )

@@ -345,6 +345,46 @@ public final class TokenSession: @unchecked Sendable {
         }
     }
 
+    // MARK: Data objects
+
+    /// The values of the private CKO_DATA objects with a given CKA_APPLICATION, with their labels.
+    /// The wallet keeps its anchor in one (see SecureStore's `AnchorStorage`).
+    public func dataObjects(application: String) throws -> [(label: String, value: [UInt8])] {
+        try withSession { session in
+            let handles = try session.findObjects([.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                                                   .bytes(Attribute.application, Array(application.utf8))])
+            return try handles.map { handle in
+                (String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self),
+                 try session.attribute(handle, Attribute.value) ?? [])
+            }
+        }
+    }
+
+    /// Writes a private CKO_DATA token object, then destroys the other objects of the same application
+    /// and label. Creating before destroying means a crash leaves the old value or both, never neither.
+    public func replaceDataObject(application: String, label: String, value: [UInt8]) throws {
+        try withSession { session in
+            let identity: [AttributeValue] = [.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                                              .bytes(Attribute.application, Array(application.utf8)),
+                                              .bytes(Attribute.label, Array(label.utf8))]
+            let old = try session.findObjects(identity)
+            _ = try session.createObject(identity + [.bool(Attribute.private, true), .bool(Attribute.modifiable, true),
+                                                     .bytes(Attribute.value, value)])
+            for handle in old { try session.destroyObject(handle) }
+        }
+    }
+
+    /// Destroys the CKO_DATA objects of an application and label.
+    public func destroyDataObjects(application: String, label: String) throws {
+        try withSession { session in
+            for handle in try session.findObjects([.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                                                   .bytes(Attribute.application, Array(application.utf8)),
+                                                   .bytes(Attribute.label, Array(label.utf8))]) {
+                try session.destroyObject(handle)
+            }
+        }
+    }
+
     // MARK: Benchmark
 
     /// Runs the C baseline loop (C_SignInit → C_Login(context) → C_Sign) `count` times on this session

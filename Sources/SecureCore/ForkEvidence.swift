@@ -1,0 +1,213 @@
+import SecureCrypto
+
+/// Proof that one wallet signed two histories that cannot both be true. Either kind is checked offline
+/// with nothing but the bytes: both checkpoints name and are signed by the same wallet key. See
+/// docs/PROTOCOL.md, "Fork evidence encoding".
+public enum ForkEvidence: Hashable, Sendable {
+    /// (a) Two signed checkpoints of equal size whose roots or heads differ.
+    case conflictingCheckpoints(SignedCheckpoint, SignedCheckpoint)
+    /// (b) Two signed checkpoints and one leaf index below both sizes, with inclusion proofs showing
+    /// different leaves at that index.
+    case conflictingLeaves(ConflictingLeaves)
+
+    /// The encoding's version byte.
+    public static let encodingVersion: UInt8 = 1
+
+    /// Checks the evidence and says whether it proves a fork, and why or why not.
+    public func verify() -> ForkVerdict {
+        switch self {
+        case .conflictingCheckpoints(let first, let second):
+            if let refusal = ForkEvidence.checkPair(first, second) { return refusal }
+            let a = first.checkpoint
+            let b = second.checkpoint
+            guard a.size == b.size else {
+                return .notProven(
+                    .sizesDiffer, "the checkpoints cover \(a.size) and \(b.size) entries; (a) needs equal sizes")
+            }
+            guard a.root != b.root || a.head != b.head else {
+                return .notProven(.noConflict, "both checkpoints commit to the same root and head at size \(a.size)")
+            }
+            return .forkProven("the wallet signed two different ledgers of \(a.size) entries")
+        case .conflictingLeaves(let leaves):
+            return leaves.verify()
+        }
+    }
+
+    /// Both signatures valid, the same wallet and key, and two distinct statements.
+    static func checkPair(_ first: SignedCheckpoint, _ second: SignedCheckpoint) -> ForkVerdict? {
+        let a = first.checkpoint
+        let b = second.checkpoint
+        guard a.walletID == b.walletID, a.walletKey == b.walletKey else {
+            return .notProven(.differentWallets, "the checkpoints name different wallets or keys")
+        }
+        guard first.isSelfConsistent, second.isSelfConsistent else {
+            return .notProven(.badSignature, "a checkpoint's signature does not verify under the wallet key it names")
+        }
+        return nil
+    }
+
+    /// version u8 ‖ type u8 ‖ type-specific fields.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter()
+        writer.write(ForkEvidence.encodingVersion)
+        switch self {
+        case .conflictingCheckpoints(let first, let second):
+            writer.write(UInt8(1))
+            first.encode(into: &writer)
+            second.encode(into: &writer)
+        case .conflictingLeaves(let leaves):
+            writer.write(UInt8(2))
+            leaves.encode(into: &writer)
+        }
+        return writer.bytes
+    }
+
+    /// Decodes evidence that fills `bytes` exactly: nil when short, throws when malformed. Decoding
+    /// checks shape only; `verify()` decides what the evidence proves.
+    public static func decode(_ bytes: [UInt8]) throws -> ForkEvidence? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.readUInt8(), let type = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else {
+            throw FormatError(.unsupportedVersion, "fork evidence version \(version) is not supported")
+        }
+        let evidence: ForkEvidence
+        switch type {
+        case 1:
+            guard let first = try SignedCheckpoint.decode(from: &reader),
+                let second = try SignedCheckpoint.decode(from: &reader)
+            else { return nil }
+            evidence = .conflictingCheckpoints(first, second)
+        case 2:
+            guard let leaves = try ConflictingLeaves.decode(from: &reader) else { return nil }
+            evidence = .conflictingLeaves(leaves)
+        default:
+            throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
+        }
+        try reader.expectEnd("fork evidence")
+        return evidence
+    }
+}
+
+/// Evidence (b): the same leaf index proven to hold different leaves under two signed checkpoints.
+public struct ConflictingLeaves: Hashable, Sendable {
+    /// The first checkpoint.
+    public let first: SignedCheckpoint
+    /// The second checkpoint.
+    public let second: SignedCheckpoint
+    /// The leaf index, below both sizes.
+    public let index: UInt64
+    /// The leaf (an entry encoding) under the first checkpoint.
+    public let firstLeaf: [UInt8]
+    /// Its inclusion proof against the first checkpoint's root.
+    public let firstProof: [[UInt8]]
+    /// The leaf under the second checkpoint.
+    public let secondLeaf: [UInt8]
+    /// Its inclusion proof against the second checkpoint's root.
+    public let secondProof: [[UInt8]]
+
+    /// A leaf is one entry encoding; this is the largest one the entry limits allow (66,409 bytes).
+    public static let leafByteCountMax =
+        1 + 8 + LedgerEntry.idByteCount + 1 + 1 + 1 + Money.encodedByteCount
+        + 1 + Budget.categoryByteCountMax + 1 + LedgerEntry.counterpartyByteCountMax + 2 + LedgerEntry.noteByteCountMax
+        + 8 + 1 + StatementReference.encodedByteCount + 4 + LedgerEntry.payloadByteCountMax + 32
+
+    /// Collects the parts; nothing is checked until `verify()`.
+    public init(
+        first: SignedCheckpoint, second: SignedCheckpoint, index: UInt64, firstLeaf: [UInt8],
+        firstProof: [[UInt8]], secondLeaf: [UInt8], secondProof: [[UInt8]]
+    ) {
+        self.first = first
+        self.second = second
+        self.index = index
+        self.firstLeaf = firstLeaf
+        self.firstProof = firstProof
+        self.secondLeaf = secondLeaf
+        self.secondProof = secondProof
+    }
+
+    func verify() -> ForkVerdict {
+        if let refusal = ForkEvidence.checkPair(first, second) { return refusal }
+        let a = first.checkpoint
+        let b = second.checkpoint
+        guard index < a.size, index < b.size else {
+            return .notProven(.indexOutOfRange, "leaf \(index) is not below both sizes \(a.size) and \(b.size)")
+        }
+        guard firstLeaf != secondLeaf else { return .notProven(.noConflict, "both proofs show the same leaf") }
+        guard
+            Merkle.verifyInclusion(
+                leafHash: Merkle.leafHash(firstLeaf), index: index, size: a.size,
+                proof: firstProof, root: a.root)
+        else {
+            return .notProven(.proofInvalid, "the first inclusion proof does not lead to the first checkpoint's root")
+        }
+        guard
+            Merkle.verifyInclusion(
+                leafHash: Merkle.leafHash(secondLeaf), index: index, size: b.size,
+                proof: secondProof, root: b.root)
+        else {
+            return .notProven(.proofInvalid, "the second inclusion proof does not lead to the second checkpoint's root")
+        }
+        return .forkProven("the wallet signed two ledgers with different entries at position \(index)")
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        first.encode(into: &writer)
+        second.encode(into: &writer)
+        writer.write(index)
+        for (leaf, proof) in [(firstLeaf, firstProof), (secondLeaf, secondProof)] {
+            writer.write(prefixed32: leaf, max: ConflictingLeaves.leafByteCountMax)
+            precondition(proof.count <= Merkle.proofHashCountMax && proof.allSatisfy { $0.count == 32 })
+            writer.write(UInt8(proof.count))
+            for hash in proof { writer.write(fixed: hash, count: 32) }
+        }
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> ConflictingLeaves? {
+        guard let first = try SignedCheckpoint.decode(from: &reader),
+            let second = try SignedCheckpoint.decode(from: &reader),
+            let index = reader.readUInt64()
+        else { return nil }
+        var parts: [([UInt8], [[UInt8]])] = []
+        for _ in 0..<2 {
+            guard let leaf = try reader.readPrefixed32(max: leafByteCountMax, field: "leaf"),
+                let count = reader.readUInt8()
+            else { return nil }
+            guard Int(count) <= Merkle.proofHashCountMax else {
+                throw FormatError(.fieldTooLong, "an inclusion proof of \(count) hashes is longer than any tree needs")
+            }
+            var proof: [[UInt8]] = []
+            for _ in 0..<count {
+                guard let hash = reader.readFixed(32) else { return nil }
+                proof.append(hash)
+            }
+            parts.append((leaf, proof))
+        }
+        return ConflictingLeaves(
+            first: first, second: second, index: index, firstLeaf: parts[0].0,
+            firstProof: parts[0].1, secondLeaf: parts[1].0, secondProof: parts[1].1)
+    }
+}
+
+/// What fork evidence proves. A value, not an error: "not proven" is an answer, not a failure.
+public enum ForkVerdict: Hashable, Sendable {
+    /// The evidence proves that the wallet's key signed conflicting histories.
+    case forkProven(String)
+    /// The evidence proves nothing; the reason says which check failed.
+    case notProven(NotProvenReason, String)
+
+    /// Stable codes for why evidence proves nothing.
+    public enum NotProvenReason: String, Sendable {
+        case differentWallets = "different-wallets"
+        case badSignature = "bad-signature"
+        case sizesDiffer = "sizes-differ"
+        case noConflict = "no-conflict"
+        case indexOutOfRange = "index-out-of-range"
+        case proofInvalid = "proof-invalid"
+    }
+
+    /// Whether a fork is proven.
+    public var isProven: Bool {
+        if case .forkProven = self { return true }
+        return false
+    }
+}

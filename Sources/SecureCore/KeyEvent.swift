@@ -1,0 +1,122 @@
+import SecureCrypto
+
+/// One event of a wallet's key-event log. The design follows KERI's pre-rotation: each event names the
+/// signing key in force and commits to the SHA-256 of the *next* key's SubjectPublicKeyInfo, so a thief
+/// who steals the current key cannot rotate to a key of their own. The inception event (sequence 0) is
+/// written at wallet init; its SHA-256 is the wallet id. The format is in docs/PROTOCOL.md ("Key events").
+public struct KeyEvent: Hashable, Sendable {
+    /// The signing label of key events.
+    public static let label = SignatureLabel("secure-key-event-v1")
+    static let encodingVersion: UInt8 = 1
+
+    /// Inception or rotation.
+    public enum Kind: UInt8, Sendable {
+        case inception = 0
+        case rotation = 1
+    }
+
+    public let kind: Kind
+    /// 0 for inception, then 1, 2, … for each rotation.
+    public let sequence: UInt64
+    /// SHA-256 of the previous event's encoding; 32 zero bytes for inception.
+    public let previousEvent: [UInt8]
+    /// The signing key this event puts in force.
+    public let signingKey: P256.PublicKey
+    /// SHA-256 of the next signing key's SubjectPublicKeyInfo.
+    public let nextKeyDigest: [UInt8]
+    /// The key-agreement key the database key is wrapped to, and peers may encrypt to.
+    public let agreementKey: P256.PublicKey
+    /// The ledger position from which this event's key signs.
+    public let ledgerPosition: UInt64
+
+    /// The inception event of a new wallet.
+    public static func inception(signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey) -> KeyEvent {
+        KeyEvent(kind: .inception, sequence: 0, previousEvent: [UInt8](repeating: 0, count: 32), signingKey: signingKey,
+                 nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
+    }
+
+    /// The canonical encoding that is hashed and signed.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 256)
+        writer.write(Self.encodingVersion)
+        writer.write(kind.rawValue)
+        writer.write(sequence)
+        writer.write(fixed: previousEvent, count: 32)
+        writer.write(fixed: signingKey.x963, count: 65)
+        writer.write(fixed: nextKeyDigest, count: 32)
+        writer.write(fixed: agreementKey.x963, count: 65)
+        writer.write(ledgerPosition)
+        return writer.bytes
+    }
+
+    /// SHA-256 of the encoding. For the inception event this is the wallet id.
+    public var digest: [UInt8] { SHA256.hash(encoded) }
+
+    /// Decodes an event: nil on short input, a thrown error on malformed input.
+    public static func decode(_ bytes: [UInt8]) throws -> KeyEvent? {
+        var reader = ByteReader(bytes)
+        guard let version = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else { throw FormatError(.unsupportedVersion, "key event version \(version) is unknown") }
+        guard let kindByte = reader.readUInt8() else { return nil }
+        guard let kind = Kind(rawValue: kindByte) else { throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown") }
+        guard let sequence = reader.readUInt64(), let previous = reader.readFixed(32), let signing = reader.readFixed(65),
+              let next = reader.readFixed(32), let agreement = reader.readFixed(65), let position = reader.readUInt64() else {
+            return nil
+        }
+        try reader.expectEnd("key event")
+        guard (kind == .inception) == (sequence == 0) else {
+            throw FormatError(.invalidValue, "a key event's kind does not match its sequence number")
+        }
+        do {
+            return KeyEvent(kind: kind, sequence: sequence, previousEvent: previous, signingKey: try P256.PublicKey(x963: signing),
+                            nextKeyDigest: next, agreementKey: try P256.PublicKey(x963: agreement), ledgerPosition: position)
+        } catch {
+            throw FormatError(.invalidValue, "a key event names a key that is not a valid P-256 point")
+        }
+    }
+}
+
+/// A key event with the signature of the key it puts in force (proof of possession).
+public struct SignedKeyEvent: Hashable, Sendable {
+    public let event: KeyEvent
+    public let signature: ECDSASignature
+
+    /// Signs an event with the key it names; the signer must hold that key.
+    public init(_ event: KeyEvent, signer: MessageSigner) throws {
+        precondition(signer.publicKey == event.signingKey, "a key event is signed by the key it puts in force")
+        self.event = event
+        signature = try signer.sign(event.encoded, label: KeyEvent.label)
+    }
+
+    /// An event and signature read from storage or a peer; `verify()` must pass before it is trusted.
+    public init(event: KeyEvent, signature: ECDSASignature) {
+        self.event = event
+        self.signature = signature
+    }
+
+    /// Whether the signature is the named key's, over the event.
+    public func verify() -> Bool { KeyEvent.label.verify(signature, of: event.encoded, by: event.signingKey) }
+
+    /// event ‖ DER signature, with a two-byte length before each.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter()
+        writer.write(prefixed16: event.encoded, max: 1024)
+        writer.write(prefixed8: signature.der, max: 80)
+        return writer.bytes
+    }
+
+    /// Decodes and checks the signature; a forged event is an error, never a value.
+    public static func decode(_ bytes: [UInt8]) throws -> SignedKeyEvent? {
+        var reader = ByteReader(bytes)
+        guard let eventBytes = try reader.readPrefixed16(max: 1024, field: "key event"),
+              let signatureBytes = try reader.readPrefixed8(max: 80, field: "key event signature") else { return nil }
+        try reader.expectEnd("signed key event")
+        guard let event = try KeyEvent.decode(eventBytes) else { throw FormatError(.invalidValue, "the key event is truncated") }
+        guard let signature = try? ECDSASignature(der: signatureBytes) else {
+            throw FormatError(.invalidValue, "the key event's signature is not DER")
+        }
+        let signed = SignedKeyEvent(event: event, signature: signature)
+        guard signed.verify() else { throw FormatError(.invalidValue, "the key event's signature does not verify") }
+        return signed
+    }
+}

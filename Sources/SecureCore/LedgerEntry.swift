@@ -1,0 +1,307 @@
+import SecureCrypto
+
+/// What an entry records. The raw values are part of the entry encoding and never change meaning.
+public enum EntryKind: UInt8, Sendable, CaseIterable {
+    /// A credit from an issuer voucher; `statement` names the voucher.
+    case deposit = 1
+    /// A debit by a transfer this wallet signed; `statement` names the transfer.
+    case paymentOut = 2
+    /// A credit by a transfer another wallet signed; `statement` names it.
+    case paymentIn = 3
+    /// A credit that undoes a refused payment out; `statement` names the payee's signed refusal and its
+    /// id is the refused transfer's id.
+    case reversal = 4
+    /// A budget set or removed; the payload is a `BudgetChange` encoding.
+    case budgetChange = 5
+    /// A key event (inception, rotation); the payload belongs to the key-event log.
+    case keyEvent = 6
+    /// The signed statement recorded when leaving a rollback lock with `--accept-rollback`.
+    case rollbackAccepted = 7
+    /// A validly signed statement that failed a check, recorded under its payload hash.
+    case statementRefused = 8
+    /// A second signed payload under an id already seen, kept as evidence.
+    case conflictingStatement = 9
+
+    /// Whether entries of this kind carry an amount, and which way it moves the balance.
+    var direction: Direction {
+        switch self {
+        case .deposit, .paymentIn, .reversal: .credit
+        case .paymentOut: .debit
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: .none
+        }
+    }
+
+    /// Whether the entry must name the signed statement it records.
+    var needsStatement: Bool {
+        switch self {
+        case .deposit, .paymentOut, .paymentIn, .reversal, .statementRefused, .conflictingStatement: true
+        case .budgetChange, .keyEvent, .rollbackAccepted: false
+        }
+    }
+
+    enum Direction { case credit, debit, none }
+}
+
+/// Flags recorded in an entry; unknown bits are refused by the decoder.
+public struct EntryFlags: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// The payer overrode an over-budget verdict (payment out only).
+    public static let budgetOverride = EntryFlags(rawValue: 1 << 0)
+    /// The transfer carried no proximity proof (payments only).
+    public static let withoutProximity = EntryFlags(rawValue: 1 << 1)
+
+    static let known: EntryFlags = [.budgetOverride, .withoutProximity]
+}
+
+/// The signed statement an entry records, scoped by its signer: ids are chosen by whoever signs
+/// (the issuer for a voucher, the payer for a transfer), so only (signer, id) is unique.
+public struct StatementReference: Hashable, Sendable {
+    /// SHA-256 of the signer's SubjectPublicKeyInfo.
+    public let signer: [UInt8]
+    /// The statement id the signer chose.
+    public let id: [UInt8]
+    /// SHA-256 of the signed payload (not of the signature: ECDSA signatures are randomized).
+    public let payloadDigest: [UInt8]
+
+    /// Bytes in an encoded reference: 32 + 16 + 32.
+    static let encodedByteCount = 80
+
+    /// Makes a reference; the lengths are checked.
+    public init(signer: [UInt8], id: [UInt8], payloadDigest: [UInt8]) throws {
+        guard signer.count == 32, id.count == LedgerEntry.idByteCount, payloadDigest.count == 32 else {
+            throw LedgerError(
+                .invalidEntry,
+                "a statement reference holds a 32-byte signer fingerprint, a 16-byte id "
+                    + "and a 32-byte payload digest")
+        }
+        self.signer = signer
+        self.id = id
+        self.payloadDigest = payloadDigest
+    }
+
+    /// The key the state indexes statements by.
+    var key: StatementKey { StatementKey(signer: signer, id: id) }
+}
+
+/// (signer, id): the scope in which statement ids are unique.
+struct StatementKey: Hashable, Sendable {
+    let signer: [UInt8]
+    let id: [UInt8]
+}
+
+/// One ledger entry. Entries are append-only; the chain and the Merkle tree both commit to the canonical
+/// encoding below, so every field is covered. See docs/PROTOCOL.md, "Ledger entry encoding".
+public struct LedgerEntry: Hashable, Sendable {
+    /// The position n, counting from 0 (the inception event).
+    public let position: UInt64
+    /// A random id chosen when the entry is made.
+    public let id: [UInt8]
+    /// What the entry records.
+    public let kind: EntryKind
+    /// Override and proximity marks.
+    public let flags: EntryFlags
+    /// The amount, for kinds that move money; nil otherwise.
+    public let amount: Money?
+    /// The spending category, or "" for none.
+    public let category: String
+    /// The other party: a wallet id or a key fingerprint; empty for none.
+    public let counterparty: [UInt8]
+    /// The user's note.
+    public let note: String
+    /// When the entry was made, in Unix milliseconds.
+    public let time: Int64
+    /// The signed statement this entry records, for kinds that record one.
+    public let statement: StatementReference?
+    /// Kind-specific bytes: the signed voucher, transfer or refusal; a budget change; a key event.
+    public let payload: [UInt8]
+    /// The chain link of the previous entry, h(n−1); 32 zero bytes for entry 0.
+    public let previousLink: [UInt8]
+
+    /// The encoding's version byte.
+    public static let encodingVersion: UInt8 = 1
+    /// Random entry ids are 16 bytes: collisions are negligible at any ledger size a wallet reaches.
+    public static let idByteCount = 16
+    /// A wallet id, a fingerprint (32 bytes) or an uncompressed point (65) fits; 128 leaves room for an SPKI.
+    public static let counterpartyByteCountMax = 128
+    /// A note is a line of text for a person, not a document; 512 bytes keeps history rows small.
+    public static let noteByteCountMax = 512
+    /// The payload holds one signed statement with its inclusion proof and checkpoint (a few KiB at
+    /// most); 64 KiB bounds what a peer can make us store per entry.
+    public static let payloadByteCountMax = 65_536
+
+    /// Makes an entry, checking every field and the rules of its kind.
+    public init(
+        position: UInt64, id: [UInt8], kind: EntryKind, flags: EntryFlags = [], amount: Money?,
+        category: String = "", counterparty: [UInt8] = [], note: String = "", time: Int64,
+        statement: StatementReference? = nil, payload: [UInt8] = [], previousLink: [UInt8]
+    ) throws {
+        self.position = position
+        self.id = id
+        self.kind = kind
+        self.flags = flags
+        self.amount = amount
+        self.category = category
+        self.counterparty = counterparty
+        self.note = note
+        self.time = time
+        self.statement = statement
+        self.payload = payload
+        self.previousLink = previousLink
+        try validateFields()
+        try validateKind()
+    }
+
+    private func validateFields() throws {
+        func refuse(_ why: String) -> LedgerError { LedgerError(.invalidEntry, "entry \(position): \(why)") }
+        guard id.count == LedgerEntry.idByteCount else { throw refuse("the id must be 16 bytes") }
+        guard previousLink.count == SHA256.byteCount else { throw refuse("the previous link must be 32 bytes") }
+        guard EntryFlags.known.isSuperset(of: flags) else { throw refuse("unknown flag bits \(flags.rawValue)") }
+        guard category.isEmpty || (try? Budget.validateCategory(category)) != nil else {
+            throw refuse("the category must be 1 to \(Budget.categoryByteCountMax) bytes without control characters")
+        }
+        guard counterparty.count <= LedgerEntry.counterpartyByteCountMax else {
+            throw refuse("the counterparty is over \(LedgerEntry.counterpartyByteCountMax) bytes")
+        }
+        guard note.utf8.count <= LedgerEntry.noteByteCountMax else {
+            throw refuse("the note is over \(LedgerEntry.noteByteCountMax) bytes")
+        }
+        guard payload.count <= LedgerEntry.payloadByteCountMax else {
+            throw refuse("the payload is over \(LedgerEntry.payloadByteCountMax) bytes")
+        }
+        guard LedgerTime.isValid(time) else { throw refuse("the time \(time) lies outside 1970 to 9999") }
+    }
+
+    private func validateKind() throws {
+        func refuse(_ why: String) -> LedgerError { LedgerError(.invalidEntry, "entry \(position) (\(kind)): \(why)") }
+        switch kind.direction {
+        case .credit, .debit:
+            guard let amount, !amount.isZero else { throw refuse("a positive amount is required") }
+        case .none:
+            guard amount == nil else { throw refuse("this kind carries no amount") }
+        }
+        guard kind.needsStatement == (statement != nil) else {
+            throw refuse(kind.needsStatement ? "the signed statement must be named" : "this kind names no statement")
+        }
+        if flags.contains(.budgetOverride) && kind != .paymentOut {
+            throw refuse("only a payment out can override a budget")
+        }
+        if flags.contains(.withoutProximity) && kind != .paymentOut && kind != .paymentIn {
+            throw refuse("only payments can be marked as made without proximity")
+        }
+        if kind == .budgetChange {
+            guard !category.isEmpty else { throw refuse("a budget change names its category") }
+            _ = try BudgetChange.decode(payload: payload, category: category)
+        }
+    }
+
+    /// The canonical encoding; δ(n) and the Merkle leaf are computed over exactly these bytes.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 200 + payload.count + note.utf8.count)
+        writer.write(LedgerEntry.encodingVersion)
+        writer.write(position)
+        writer.write(fixed: id, count: LedgerEntry.idByteCount)
+        writer.write(kind.rawValue)
+        writer.write(flags.rawValue)
+        if let amount {
+            writer.write(UInt8(1))
+            amount.encode(into: &writer)
+        } else {
+            writer.write(UInt8(0))
+        }
+        writer.write(prefixed8: Array(category.utf8), max: Budget.categoryByteCountMax)
+        writer.write(prefixed8: counterparty, max: LedgerEntry.counterpartyByteCountMax)
+        writer.write(prefixed16: Array(note.utf8), max: LedgerEntry.noteByteCountMax)
+        writer.write(time)
+        if let statement {
+            writer.write(UInt8(1))
+            writer.write(fixed: statement.signer, count: 32)
+            writer.write(fixed: statement.id, count: LedgerEntry.idByteCount)
+            writer.write(fixed: statement.payloadDigest, count: 32)
+        } else {
+            writer.write(UInt8(0))
+        }
+        writer.write(prefixed32: payload, max: LedgerEntry.payloadByteCountMax)
+        writer.write(fixed: previousLink, count: SHA256.byteCount)
+        return writer.bytes
+    }
+
+    /// δ(n) = SHA-256(encoding).
+    public var digest: [UInt8] { SHA256.hash(encoded) }
+
+    /// h(n), this entry's chain link.
+    public var link: [UInt8] {
+        LedgerChain.link(previous: previousLink, position: position, entryDigest: digest, id: id)
+    }
+}
+
+extension LedgerEntry {
+    /// Decodes one entry that fills `bytes` exactly. Returns nil when the bytes end early; throws on a
+    /// malformed field, a broken rule of the entry's kind or trailing bytes.
+    public static func decode(_ bytes: [UInt8]) throws -> LedgerEntry? {
+        var reader = ByteReader(bytes)
+        guard let entry = try decode(from: &reader) else { return nil }
+        try reader.expectEnd("ledger entry")
+        return entry
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> LedgerEntry? {
+        guard let version = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else {
+            throw FormatError(
+                .unsupportedVersion, "ledger entry version \(version) is not supported (expected \(encodingVersion))")
+        }
+        guard let position = reader.readUInt64(), let id = reader.readFixed(idByteCount),
+            let kindByte = reader.readUInt8(), let flagByte = reader.readUInt8(),
+            let amountTag = reader.readUInt8()
+        else { return nil }
+        guard let kind = EntryKind(rawValue: kindByte) else {
+            throw FormatError(.invalidValue, "entry kind \(kindByte) is not known")
+        }
+        let amount: Money?
+        switch amountTag {
+        case 0: amount = nil
+        case 1:
+            guard let decoded = try Money.decode(from: &reader) else { return nil }
+            amount = decoded
+        default: throw FormatError(.invalidValue, "the amount presence byte is \(amountTag), not 0 or 1")
+        }
+        guard let category = try reader.readPrefixed8(max: Budget.categoryByteCountMax, field: "category"),
+            let counterparty = try reader.readPrefixed8(max: counterpartyByteCountMax, field: "counterparty"),
+            let note = try reader.readPrefixed16(max: noteByteCountMax, field: "note"),
+            let time = reader.readInt64(), let statementTag = reader.readUInt8()
+        else { return nil }
+        var statement: StatementReference?
+        switch statementTag {
+        case 0: statement = nil
+        case 1:
+            guard let signer = reader.readFixed(32), let statementID = reader.readFixed(idByteCount),
+                let payloadDigest = reader.readFixed(32)
+            else { return nil }
+            statement = try StatementReference(signer: signer, id: statementID, payloadDigest: payloadDigest)
+        default: throw FormatError(.invalidValue, "the statement presence byte is \(statementTag), not 0 or 1")
+        }
+        guard let payload = try reader.readPrefixed32(max: payloadByteCountMax, field: "payload"),
+            let previousLink = reader.readFixed(SHA256.byteCount)
+        else { return nil }
+        do {
+            return try LedgerEntry(
+                position: position, id: id, kind: kind, flags: EntryFlags(rawValue: flagByte), amount: amount,
+                category: try utf8(category, "category"), counterparty: counterparty, note: try utf8(note, "note"),
+                time: time, statement: statement, payload: payload, previousLink: previousLink)
+        } catch let error as LedgerError {
+            throw FormatError(.invalidValue, error.detail)
+        } catch let error as BudgetError {
+            throw FormatError(.invalidValue, error.detail)
+        }
+    }
+
+    /// Strict UTF-8: a string that does not round-trip is refused, so one text has one encoding.
+    private static func utf8(_ bytes: [UInt8], _ field: String) throws -> String {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw FormatError(.invalidValue, "the \(field) is not valid UTF-8")
+        }
+        return text
+    }
+}

@@ -1,0 +1,279 @@
+/// What the ledger's entries add up to: balances, budgets, the open budget windows' spending and the
+/// statements already recorded. It is derived, never stored as truth: replaying the entries from the
+/// start reproduces it exactly, and a checkpoint signs its snapshot.
+///
+/// `apply` checks every rule before it changes anything, so a refused entry leaves the state untouched.
+public struct LedgerState: Hashable, Sendable {
+    /// Entries applied so far; the next entry's position.
+    public private(set) var size: UInt64 = 0
+    /// h(size−1), or h(−1) (32 zero bytes) before entry 0.
+    public private(set) var head: [UInt8] = LedgerChain.genesisLink
+    /// The latest entry's time; entries never go back in time.
+    public private(set) var lastTime: Int64 = LedgerTime.millisecondsMin
+    /// The balance per currency, for every currency that has ever been credited.
+    public private(set) var balances: [Currency: Money] = [:]
+    /// The budget per category.
+    public private(set) var budgets: [String: Budget] = [:]
+    /// Spending in the most recent window of each budgeted category that has seen a payment.
+    public private(set) var windowTotals: [String: WindowTotal] = [:]
+    /// Every recorded statement by (signer, id).
+    private var statements: [StatementKey: RecordedStatement] = [:]
+    /// This wallet's payments out by transfer id, for reversals.
+    private var paymentsOut: [[UInt8]: PaymentOut] = [:]
+
+    /// A wallet never has more budgets than a person manages by hand; the bound keeps checkpoints small.
+    public static let budgetCountMax = 256
+
+    /// The state before entry 0.
+    public init() {}
+
+    /// The state after `entries`, applied in order from position 0.
+    public static func replay(_ entries: some Sequence<LedgerEntry>) throws -> LedgerState {
+        var state = LedgerState()
+        for entry in entries { try state.apply(entry) }
+        return state
+    }
+
+    /// The balance in `currency`, zero when nothing was ever credited in it.
+    public func balance(_ currency: Currency) -> Money { balances[currency] ?? .zero(currency) }
+
+    /// Whether a statement is new, a re-delivery of one already recorded, or a conflicting payload under
+    /// a recorded id. The wallet asks before it builds an entry; a duplicate returns the original entry.
+    public func lookup(_ statement: StatementReference) -> StatementLookup {
+        guard let recorded = statements[statement.key] else { return .new }
+        return recorded.payloadDigest == statement.payloadDigest
+            ? .duplicate(position: recorded.position) : .conflict(position: recorded.position)
+    }
+
+    /// The budget verdict for paying `payment` in `category` at `time`, or nil when the category has no
+    /// budget. The same check `apply` enforces for payments out.
+    public func budgetVerdict(category: String, payment: Money, time: Int64) throws -> BudgetVerdict? {
+        guard let budget = budgets[category] else { return nil }
+        let (_, spent) = try openWindow(budget, time: time)
+        return try budget.verdict(spent: spent, payment: payment)
+    }
+
+    /// Applies one entry, or throws and changes nothing.
+    public mutating func apply(_ entry: LedgerEntry) throws {
+        try checkSequence(entry)
+        let effect = try effect(of: entry)
+        // Nothing below throws: the entry is accepted.
+        if let (currency, balance) = effect.balance { balances[currency] = balance }
+        if let total = effect.windowTotal { windowTotals[total.category] = total }
+        if let (category, budget) = effect.budget {
+            budgets[category] = budget
+            if effect.resetsWindow { windowTotals[category] = nil }
+        }
+        if let statement = entry.statement, effect.recordsStatement {
+            statements[statement.key] = RecordedStatement(
+                payloadDigest: statement.payloadDigest, position: entry.position)
+        }
+        if let (id, payment) = effect.paymentOut { paymentsOut[id] = payment }
+        size += 1
+        head = entry.link
+        lastTime = entry.time
+    }
+
+    /// The state with one more entry applied.
+    public func applying(_ entry: LedgerEntry) throws -> LedgerState {
+        var next = self
+        try next.apply(entry)
+        return next
+    }
+
+    private func checkSequence(_ entry: LedgerEntry) throws {
+        guard entry.position == size else {
+            throw LedgerError(.positionGap, "entry \(entry.position) cannot follow \(size) entries")
+        }
+        guard entry.previousLink == head else {
+            throw LedgerError(.linkMismatch, "entry \(entry.position) does not link to the head of the chain")
+        }
+        guard entry.time >= lastTime else {
+            throw LedgerError(.timeWentBackwards, "entry \(entry.position) is dated before the entry it follows")
+        }
+    }
+
+    private func effect(of entry: LedgerEntry) throws -> Effect {
+        switch entry.kind {
+        case .deposit, .paymentIn: return try credit(entry)
+        case .paymentOut: return try debit(entry)
+        case .reversal: return try reversal(entry)
+        case .budgetChange: return try budgetChange(entry)
+        case .statementRefused:
+            try requireNew(entry)
+            return Effect(recordsStatement: true)
+        case .conflictingStatement:
+            // Valid entries of this kind always name a statement.
+            guard case .conflict = lookup(entry.statement!) else {
+                throw LedgerError(
+                    .noConflict,
+                    "entry \(entry.position) records a conflict with no recorded statement "
+                        + "under that id and another payload")
+            }
+            return Effect()
+        case .keyEvent, .rollbackAccepted: return Effect()
+        }
+    }
+
+    private func requireNew(_ entry: LedgerEntry) throws {
+        switch lookup(entry.statement!) {
+        case .new: return
+        case .duplicate(let position):
+            throw LedgerError(
+                .duplicateStatement, "entry \(entry.position) records a statement already recorded by entry \(position)"
+            )
+        case .conflict(let position):
+            throw LedgerError(
+                .conflictingStatement,
+                "entry \(entry.position) reuses the id of entry \(position)'s statement "
+                    + "with another payload")
+        }
+    }
+
+    private func credited(_ amount: Money) throws -> (Currency, Money) {
+        do {
+            return (amount.currency, try balance(amount.currency).adding(amount))
+        } catch {
+            throw LedgerError(.overflow, "crediting \(amount) would exceed the largest balance this wallet can hold")
+        }
+    }
+
+    private func credit(_ entry: LedgerEntry) throws -> Effect {
+        try requireNew(entry)
+        return Effect(balance: try credited(entry.amount!), recordsStatement: true)
+    }
+
+    private func debit(_ entry: LedgerEntry) throws -> Effect {
+        try requireNew(entry)
+        let amount = entry.amount!
+        let balance = balance(amount.currency)
+        guard amount <= balance else {
+            throw LedgerError(.insufficientFunds, "paying \(amount) needs more than the balance of \(balance)")
+        }
+        var windowTotal: WindowTotal?
+        if let budget = budgets[entry.category] {
+            windowTotal = try spend(amount, under: budget, entry: entry)
+        }
+        // amount ≤ balance, so the subtraction cannot fail.
+        let newBalance = try! balance.subtracting(amount)
+        let payment = PaymentOut(amount: amount, position: entry.position, isReversed: false)
+        return Effect(
+            balance: (amount.currency, newBalance), windowTotal: windowTotal, recordsStatement: true,
+            paymentOut: (entry.statement!.id, payment))
+    }
+
+    /// Enforces the budget verdict that was shown before signing and returns the window's new total.
+    private func spend(_ amount: Money, under budget: Budget, entry: LedgerEntry) throws -> WindowTotal {
+        let (window, spent) = try openWindow(budget, time: entry.time)
+        let verdict: BudgetVerdict
+        do {
+            verdict = try budget.verdict(spent: spent, payment: amount)
+        } catch {
+            throw LedgerError(
+                .budgetCurrencyMismatch,
+                "entry \(entry.position) pays \(amount.currency) in the "
+                    + "\(budget.category) budget, which counts \(budget.limit.currency)")
+        }
+        switch verdict {
+        case .ok, .alert: break
+        case .overBudget:
+            guard entry.flags.contains(.budgetOverride) else {
+                throw LedgerError(
+                    .overBudget, "entry \(entry.position) exceeds the \(budget.category) budget without an override")
+            }
+        case .refusedByHardCap:
+            throw LedgerError(
+                .hardCapExceeded, "entry \(entry.position) exceeds the hard cap of the \(budget.category) budget")
+        }
+        // spent + amount ≤ Int64.max was not checked by the verdict when overridden.
+        guard let total = try? spent.adding(amount) else {
+            throw LedgerError(.overflow, "the \(budget.category) window total would overflow")
+        }
+        return WindowTotal(category: budget.category, window: window, spent: total)
+    }
+
+    /// The window containing `time` and what was spent in it so far.
+    private func openWindow(_ budget: Budget, time: Int64) throws -> (BudgetWindow, Money) {
+        if let total = windowTotals[budget.category], total.window.contains(time) { return (total.window, total.spent) }
+        return (try budget.window(containing: time), .zero(budget.limit.currency))
+    }
+
+    private func reversal(_ entry: LedgerEntry) throws -> Effect {
+        let statement = entry.statement!
+        let amount = entry.amount!
+        guard let payment = paymentsOut[statement.id], !payment.isReversed, payment.amount == amount else {
+            throw LedgerError(
+                .invalidReversal,
+                "entry \(entry.position) reverses no unreversed payment out of \(amount) "
+                    + "with transfer id \(statement.id.map { String($0, radix: 16) }.joined())")
+        }
+        try requireNew(entry)
+        let reversed = PaymentOut(amount: payment.amount, position: payment.position, isReversed: true)
+        return Effect(balance: try credited(amount), recordsStatement: true, paymentOut: (statement.id, reversed))
+    }
+
+    private func budgetChange(_ entry: LedgerEntry) throws -> Effect {
+        switch try BudgetChange.decode(payload: entry.payload, category: entry.category) {
+        case .set(let budget):
+            let old = budgets[budget.category]
+            guard old != nil || budgets.count < LedgerState.budgetCountMax else {
+                throw LedgerError(
+                    .invalidEntry, "entry \(entry.position) would exceed \(LedgerState.budgetCountMax) budgets")
+            }
+            // A new limit keeps the window's spending; a new window shape, zone or currency starts afresh.
+            let keepsWindow =
+                old.map {
+                    $0.window == budget.window && $0.timeZoneIdentifier == budget.timeZoneIdentifier
+                        && $0.limit.currency == budget.limit.currency
+                } ?? false
+            return Effect(budget: (budget.category, budget), resetsWindow: !keepsWindow)
+        case .remove(let category):
+            guard budgets[category] != nil else {
+                throw LedgerError(
+                    .noSuchBudget, "entry \(entry.position) removes the \(category) budget, which does not exist")
+            }
+            return Effect(budget: (category, nil), resetsWindow: true)
+        }
+    }
+}
+
+/// Spending in one budget window.
+public struct WindowTotal: Hashable, Sendable {
+    /// The budgeted category.
+    public let category: String
+    /// The window.
+    public let window: BudgetWindow
+    /// Spent in the window so far.
+    public let spent: Money
+}
+
+/// Whether a statement was seen before. See `LedgerState.lookup(_:)`.
+public enum StatementLookup: Hashable, Sendable {
+    /// Never recorded.
+    case new
+    /// Recorded with the same payload by the entry at `position`.
+    case duplicate(position: UInt64)
+    /// Recorded with another payload by the entry at `position`.
+    case conflict(position: UInt64)
+}
+
+private struct RecordedStatement: Hashable, Sendable {
+    let payloadDigest: [UInt8]
+    let position: UInt64
+}
+
+private struct PaymentOut: Hashable, Sendable {
+    let amount: Money
+    let position: UInt64
+    let isReversed: Bool
+}
+
+/// What an accepted entry changes, computed before anything is changed.
+private struct Effect {
+    var balance: (Currency, Money)?
+    var windowTotal: WindowTotal?
+    var budget: (String, Budget?)?
+    var resetsWindow = false
+    var recordsStatement = false
+    var paymentOut: ([UInt8], PaymentOut)?
+}

@@ -1,0 +1,175 @@
+import Foundation
+import SecureCrypto
+
+/// Something that can do P-256 ECDH with a private key it holds: a token's key-agreement key. Only the
+/// token sees the private key; the store sees the shared secret, for as long as one unwrap takes.
+public protocol KeyAgreementUnwrapper {
+    /// The public half of the key-agreement key.
+    var publicKey: P256.PublicKey { get }
+    /// The ECDH shared secret (the x-coordinate, 32 bytes) with an ephemeral public key.
+    func sharedSecret(with ephemeral: P256.PublicKey) throws -> SecretBytes
+}
+
+/// The database key wrapped to one or more recipients, with what is needed to tell a wrong key from a
+/// corrupted or foreign database. The format is in docs/PROTOCOL.md ("Wrapped database key").
+public struct WrappedKeyFile: Equatable, Sendable {
+    /// File magic and format version.
+    static let magic = Array("SECWKEY1".utf8)
+    static let version: UInt8 = 1
+    /// At most this many recipients: a wallet needs two (token and backup); room for rotation.
+    static let recipientCountMax = 8
+    /// Bytes of the key-check value.
+    static let keyCheckByteCount = 16
+    /// Bytes of the SQLCipher salt at the start of the database file.
+    public static let saltByteCount = 16
+
+    /// How a recipient unwraps. The type byte lets other token mechanisms (RSA-OAEP on TPMs) be added.
+    public enum RecipientType: UInt8, Sendable {
+        case p256ECDH = 1
+    }
+
+    /// One wrapped copy of the key.
+    public struct Recipient: Equatable, Sendable {
+        public let type: RecipientType
+        /// The recipient's key-agreement public key.
+        public let recipientKey: P256.PublicKey
+        /// The ephemeral public key used for this copy.
+        public let ephemeralKey: P256.PublicKey
+        public let nonce: [UInt8]
+        /// AES-256-GCM ciphertext of the 32-byte key, with its tag.
+        public let sealed: [UInt8]
+    }
+
+    /// The wallet this key belongs to.
+    public let walletID: [UInt8]
+    /// HMAC-SHA256(key, "secure-key-check-v1"), first 16 bytes: tells a wrong key from corruption.
+    public let keyCheck: [UInt8]
+    /// The database file's first 16 bytes (SQLCipher's salt): tells another database from corruption.
+    public var databaseSalt: [UInt8]
+    public var recipients: [Recipient]
+
+    /// The key-check value of a database key.
+    public static func keyCheck(of key: SecretBytes) -> [UInt8] {
+        Array(HMACSHA256.authenticationCode(key: key, message: Array("secure-key-check-v1".utf8)).prefix(keyCheckByteCount))
+    }
+
+    /// Starts a file for a new key; recipients are added with `wrap`.
+    public init(walletID: [UInt8], key: SecretBytes, databaseSalt: [UInt8]) {
+        precondition(walletID.count == 32 && key.count == 32)
+        self.walletID = walletID
+        keyCheck = Self.keyCheck(of: key)
+        self.databaseSalt = databaseSalt
+        recipients = []
+    }
+
+    /// Wraps the key to a recipient's public key, ECIES style: an ephemeral P-256 key, ECDH, HKDF-SHA256
+    /// and AES-256-GCM. It needs only the public key.
+    public mutating func wrap(_ key: SecretBytes, to recipientKey: P256.PublicKey) throws {
+        guard recipients.count < Self.recipientCountMax else {
+            throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
+        }
+        let ephemeral = try P256.KeyAgreementPrivateKey.generate()
+        let shared = try ephemeral.sharedSecret(with: recipientKey)
+        let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey)
+        let nonce = SystemRandom.bytes(AES256GCM.nonceByteCount)
+        let sealed = try key.withUnsafeBytes { bytes in
+            try AES256GCM.seal(Array(bytes), key: kek, nonce: nonce,
+                               associatedData: Self.associatedData(walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey))
+        }
+        recipients.append(Recipient(type: .p256ECDH, recipientKey: recipientKey, ephemeralKey: ephemeral.publicKey,
+                                    nonce: nonce, sealed: sealed))
+    }
+
+    /// Unwraps the key with whichever recipient the unwrapper holds, and checks it against the key-check
+    /// value. Throws `.wrongKey` when no recipient is this unwrapper's key or the key does not check.
+    public func unwrap(with unwrapper: KeyAgreementUnwrapper) throws -> SecretBytes {
+        guard let recipient = recipients.first(where: { $0.recipientKey == unwrapper.publicKey }) else {
+            throw StoreError(.wrongKey, "the database key is not wrapped to this token's key-agreement key; "
+                + "is this the wallet's token (or its backup)?")
+        }
+        let shared = try unwrapper.sharedSecret(with: recipient.ephemeralKey)
+        let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipient.recipientKey, ephemeral: recipient.ephemeralKey)
+        let opened: [UInt8]
+        do {
+            opened = try AES256GCM.open(recipient.sealed, key: kek, nonce: recipient.nonce,
+                                        associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey,
+                                                                            ephemeral: recipient.ephemeralKey))
+        } catch {
+            throw StoreError(.wrongKey, "the wrapped database key does not open with this token's key; the key file "
+                + "is damaged or belongs to another wallet")
+        }
+        let key = SecretBytes(opened)
+        guard ConstantTime.equal(Self.keyCheck(of: key), keyCheck) else {
+            throw StoreError(.wrongKey, "the unwrapped key does not match the key-check value")
+        }
+        return key
+    }
+
+    static func keyEncryptionKey(_ shared: SecretBytes, walletID: [UInt8], recipient: P256.PublicKey,
+                                 ephemeral: P256.PublicKey) throws -> SecretBytes {
+        let info = Array("secure-wrap-p256-v1".utf8) + [0, version] + walletID + recipient.x963 + ephemeral.x963
+        return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: shared, salt: [], info: info, outputByteCount: 32))
+    }
+
+    static func associatedData(walletID: [UInt8], recipient: P256.PublicKey, ephemeral: P256.PublicKey) -> [UInt8] {
+        Array("secure-wrap-v1".utf8) + [0, version, RecipientType.p256ECDH.rawValue] + walletID + recipient.x963 + ephemeral.x963
+    }
+
+    // MARK: Encoding
+
+    /// The file's bytes.
+    public var encoded: [UInt8] {
+        var bytes = Self.magic + [Self.version] + walletID + keyCheck + databaseSalt + [UInt8(recipients.count)]
+        for recipient in recipients {
+            let body = recipient.recipientKey.x963 + recipient.ephemeralKey.x963 + recipient.nonce + recipient.sealed
+            bytes += [recipient.type.rawValue, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
+        }
+        return bytes
+    }
+
+    /// Parses the file; any deviation from the format is `.malformed`, never a trap.
+    public init(encoded bytes: [UInt8]) throws {
+        var reader = ByteReader(bytes)
+        func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
+        guard let magic = reader.take(8), magic == Self.magic else { throw malformed("bad magic") }
+        guard let version = reader.take(1), version == [Self.version] else { throw malformed("unknown version") }
+        guard let walletID = reader.take(32), let keyCheck = reader.take(Self.keyCheckByteCount),
+              let salt = reader.take(Self.saltByteCount), let count = reader.take(1) else { throw malformed("truncated header") }
+        guard count[0] >= 1, Int(count[0]) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
+        var recipients: [Recipient] = []
+        for _ in 0..<Int(count[0]) {
+            guard let header = reader.take(3) else { throw malformed("truncated recipient") }
+            guard let type = RecipientType(rawValue: header[0]) else { throw malformed("unknown recipient type \(header[0])") }
+            let length = Int(header[1]) << 8 | Int(header[2])
+            guard length == 65 + 65 + 12 + 48, let body = reader.take(length) else { throw malformed("bad recipient length") }
+            do {
+                recipients.append(Recipient(type: type, recipientKey: try P256.PublicKey(x963: Array(body[0..<65])),
+                                            ephemeralKey: try P256.PublicKey(x963: Array(body[65..<130])),
+                                            nonce: Array(body[130..<142]), sealed: Array(body[142...])))
+            } catch {
+                throw malformed("a recipient key is not a valid P-256 point")
+            }
+        }
+        guard reader.isAtEnd else { throw malformed("trailing bytes") }
+        self.walletID = walletID
+        self.keyCheck = keyCheck
+        databaseSalt = salt
+        self.recipients = recipients
+    }
+}
+
+/// Reads fixed-size pieces from bytes; nil when too short.
+struct ByteReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func take(_ count: Int) -> [UInt8]? {
+        guard count >= 0, bytes.count - offset >= count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+}

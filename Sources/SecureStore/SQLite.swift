@@ -1,0 +1,181 @@
+internal import CSQLCipher
+import Foundation
+import SecureCrypto
+
+// Every call into SQLCipher goes through this file, and every return code is checked where it is made.
+
+/// SQLite result codes the store tells apart.
+enum SQLiteCode {
+    static let ok: Int32 = 0, busy: Int32 = 5, locked: Int32 = 6, corrupt: Int32 = 11, notADatabase: Int32 = 26
+    static let row: Int32 = 100, done: Int32 = 101, constraint: Int32 = 19
+}
+
+/// An open SQLCipher connection, closed with its owner.
+final class Database {
+    private let handle: OpaquePointer
+    let path: String
+
+    /// Opens (or creates) a database file and gives SQLCipher the raw 256-bit key. The key goes in as
+    /// SQLCipher's raw-key form x'…' so no passphrase derivation runs; the hex copy is wiped after.
+    init(path: String, key: SecretBytes, create: Bool) throws {
+        var pointer: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let opened = sqlite3_open_v2(path, &pointer, flags, nil)
+        guard opened == SQLITE_OK, let pointer else {
+            if let pointer { sqlite3_close_v2(pointer) }
+            throw StoreError(.io, "cannot open the ledger database \(path): \(String(cString: sqlite3_errstr(opened)))")
+        }
+        handle = pointer
+        self.path = path
+        precondition(key.count == 32, "the database key is 256 bits")
+        // Built byte by byte so that no String copy of the key is left behind unwiped.
+        let digits = Array("0123456789abcdef".utf8)
+        var literal = [UInt8](repeating: 0, count: 3 + 64)
+        literal[0] = UInt8(ascii: "x"); literal[1] = UInt8(ascii: "'"); literal[66] = UInt8(ascii: "'")
+        key.withUnsafeBytes { bytes in
+            for (index, byte) in bytes.enumerated() {
+                literal[2 + 2 * index] = digits[Int(byte >> 4)]
+                literal[3 + 2 * index] = digits[Int(byte & 0x0f)]
+            }
+        }
+        defer { literal.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
+        let keyed = literal.withUnsafeBytes { sqlite3_key(handle, $0.baseAddress, Int32($0.count)) }
+        guard keyed == SQLITE_OK else {
+            sqlite3_close_v2(handle)
+            throw StoreError(.sqlite, "SQLCipher refused the key: \(String(cString: sqlite3_errstr(keyed)))")
+        }
+        sqlite3_busy_timeout(handle, 2000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    /// Runs statements that return no rows.
+    func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(handle, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard result == SQLITE_OK else {
+            throw Self.error(result, message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle)))
+        }
+    }
+
+    /// Prepares a statement.
+    func prepare(_ sql: String) throws -> Statement {
+        var statement: OpaquePointer?
+        let result = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard result == SQLITE_OK, let statement else {
+            throw Self.error(result, String(cString: sqlite3_errmsg(handle)))
+        }
+        return Statement(statement, database: self)
+    }
+
+    /// Runs `body` in an IMMEDIATE transaction; it commits only if `body` returns.
+    func transaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The last error message.
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// The version of SQLCipher linked, from `PRAGMA cipher_version`.
+    func cipherVersion() throws -> String? {
+        let statement = try prepare("PRAGMA cipher_version")
+        return try statement.step() ? statement.text(0) : nil
+    }
+
+    static func error(_ code: Int32, _ message: String) -> StoreError {
+        switch code & 0xff {
+        case SQLiteCode.notADatabase:
+            return StoreError(.corrupted, "SQLCipher cannot read the database (SQLITE_NOTADB): \(message)")
+        case SQLiteCode.corrupt:
+            return StoreError(.corrupted, "the database is corrupted (SQLITE_CORRUPT): \(message)")
+        case SQLiteCode.busy, SQLiteCode.locked:
+            return StoreError(.walletBusy, "the database is busy: \(message)")
+        default:
+            return StoreError(.sqlite, "SQLite error \(code): \(message)")
+        }
+    }
+}
+
+/// A prepared statement, finalized with its owner.
+final class Statement {
+    private let handle: OpaquePointer
+    private let database: Database
+
+    fileprivate init(_ handle: OpaquePointer, database: Database) {
+        self.handle = handle
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Binds parameters by position (1-based), replacing earlier bindings.
+    @discardableResult
+    func bind(_ values: [SQLValue]) throws -> Statement {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let result: Int32
+            switch value {
+            case .integer(let number): result = sqlite3_bind_int64(handle, index, number)
+            case .text(let text): result = sqlite3_bind_text(handle, index, text, -1, transientDestructor)
+            case .blob(let bytes):
+                result = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor) }
+            case .null: result = sqlite3_bind_null(handle, index)
+            }
+            guard result == SQLITE_OK else { throw Database.error(result, database.lastMessage) }
+        }
+        return self
+    }
+
+    /// Steps once: true when a row is ready, false when done.
+    func step() throws -> Bool {
+        let result = sqlite3_step(handle)
+        switch result {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw Database.error(result, database.lastMessage)
+        }
+    }
+
+    /// Runs to completion, ignoring rows.
+    func run() throws {
+        while try step() {}
+        sqlite3_reset(handle)
+    }
+
+    func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: pointer)
+    }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+}
+
+/// A value bound to a statement.
+enum SQLValue {
+    case integer(Int64)
+    case text(String)
+    case blob([UInt8])
+    case null
+}
+
+/// SQLITE_TRANSIENT: SQLite copies bound values before the call returns.
+private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

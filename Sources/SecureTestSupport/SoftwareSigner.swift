@@ -1,0 +1,67 @@
+internal import CLibCrypto
+import SecureCore
+import SecureCrypto
+
+/// TEST SUPPORT ONLY. A P-256 signer whose private key lives in process memory, for simulations and
+/// fixtures too large or too fast for a token (signing a million-entry fixture on SoftHSM takes an hour).
+/// Production code never links this module: the wallet's keys live on PKCS#11 tokens.
+public final class SoftwareSigner: MessageSigner {
+    /// The EVP_PKEY holding the key pair; freed with the signer.
+    private let key: OpaquePointer
+    /// The public half.
+    public let publicKey: P256.PublicKey
+
+    /// Generates a fresh random key pair with OpenSSL.
+    public init() throws {
+        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else {
+            throw SoftwareSigner.failure("EVP_PKEY_CTX_new_id")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_keygen_init(context) == 1,
+            EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1
+        else {
+            throw SoftwareSigner.failure("EVP_PKEY_keygen_init")
+        }
+        var generated: OpaquePointer?
+        guard EVP_PKEY_keygen(context, &generated) == 1, let generated else {
+            throw SoftwareSigner.failure("EVP_PKEY_keygen")
+        }
+        key = generated
+        let length = i2d_PUBKEY(generated, nil)
+        guard length > 0 else { throw SoftwareSigner.failure("i2d_PUBKEY") }
+        var spki = [UInt8](repeating: 0, count: Int(length))
+        let written = spki.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_PUBKEY(generated, &cursor)
+        }
+        guard written == length else { throw SoftwareSigner.failure("i2d_PUBKEY") }
+        publicKey = try P256.PublicKey(spki: spki)
+    }
+
+    deinit { EVP_PKEY_free(key) }
+
+    /// Signs SHA-256(label ‖ 0x00 ‖ payload) and returns the low-s form, checked against the public key.
+    public func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
+        let digest = label.digest(of: payload)
+        guard let context = EVP_PKEY_CTX_new(key, nil) else { throw SoftwareSigner.failure("EVP_PKEY_CTX_new") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var length = 0
+        guard EVP_PKEY_sign_init(context) == 1, EVP_PKEY_sign(context, nil, &length, digest, digest.count) == 1 else {
+            throw SoftwareSigner.failure("EVP_PKEY_sign_init")
+        }
+        var der = [UInt8](repeating: 0, count: length)
+        guard EVP_PKEY_sign(context, &der, &length, digest, digest.count) == 1 else {
+            throw SoftwareSigner.failure("EVP_PKEY_sign")
+        }
+        let signature = try ECDSASignature(der: Array(der.prefix(length))).lowS
+        guard publicKey.isValidSignature(signature, digest: digest) else {
+            throw CryptoError(.invalidSignature, "the software signer made a signature that does not verify")
+        }
+        return signature
+    }
+
+    private static func failure(_ call: String) -> CryptoError {
+        ERR_clear_error()
+        return CryptoError(.openSSL, "\(call) failed in the test-only software signer")
+    }
+}

@@ -1,0 +1,116 @@
+import SecureCrypto
+
+@testable import SecureCore
+
+/// Small builders shared by the ledger tests.
+enum Fixture {
+    static let berlin = "Europe/Berlin"
+    /// 2024-03-01T12:00:00Z.
+    static let time: Int64 = 1_709_294_400_000
+
+    static func eur(_ units: Int64) -> Money { try! Money(minorUnits: units, currency: .eur) }
+
+    static func bytes(_ value: UInt8, _ count: Int) -> [UInt8] { [UInt8](repeating: value, count: count) }
+
+    static func statement(signer: UInt8, id: UInt8, payload: UInt8) -> StatementReference {
+        try! StatementReference(signer: bytes(signer, 32), id: bytes(id, 16), payloadDigest: bytes(payload, 32))
+    }
+
+    /// One entry of every kind, with every optional field exercised somewhere.
+    static func sampleEntries() throws -> [LedgerEntry] {
+        let budget = try Budget(
+            category: "food", limit: eur(20_000), window: .month, isHardCap: false,
+            timeZoneIdentifier: berlin)
+        let drafts: [(EntryKind, EntryFlags, Money?, String, StatementReference?, [UInt8])] = [
+            (.keyEvent, [], nil, "", nil, [1, 2, 3]),
+            (.deposit, [], eur(5_000), "", statement(signer: 0xA1, id: 1, payload: 0xD1), [0xAA]),
+            (.budgetChange, [], nil, "food", nil, BudgetChange.set(budget).payload),
+            (
+                .paymentOut, [.budgetOverride, .withoutProximity], eur(450), "food",
+                statement(signer: 0xB0, id: 2, payload: 0xD2), []
+            ),
+            (.paymentIn, [.withoutProximity], eur(100), "", statement(signer: 0xC1, id: 3, payload: 0xD3), [0xBB]),
+            (.statementRefused, [], nil, "", statement(signer: 0xC1, id: 4, payload: 0xD4), []),
+            (.conflictingStatement, [], nil, "", statement(signer: 0xC1, id: 3, payload: 0xD5), [0xCC]),
+            (.reversal, [], eur(450), "", statement(signer: 0xC2, id: 2, payload: 0xD6), []),
+            (.rollbackAccepted, [], nil, "", nil, [9]),
+            (.budgetChange, [], nil, "food", nil, BudgetChange.remove(category: "food").payload),
+        ]
+        var entries: [LedgerEntry] = []
+        var link = LedgerChain.genesisLink
+        for (index, draft) in drafts.enumerated() {
+            let entry = try LedgerEntry(
+                position: UInt64(index), id: bytes(UInt8(index + 1), 16), kind: draft.0, flags: draft.1,
+                amount: draft.2,
+                category: draft.3, counterparty: index % 2 == 0 ? [] : bytes(0xEE, 32),
+                note: index == 3 ? "Kaffee ☕" : "",
+                time: time + Int64(index) * 1000, statement: draft.4, payload: draft.5, previousLink: link)
+            entries.append(entry)
+            link = entry.link
+        }
+        return entries
+    }
+}
+
+/// Builds a valid ledger one entry at a time: positions, links and times are filled in, and an entry the
+/// state refuses is not kept.
+struct LedgerBuilder {
+    private(set) var state = LedgerState()
+    private(set) var entries: [LedgerEntry] = []
+    var time = Fixture.time
+    var nextID: UInt64 = 1
+    static let ownSigner = Fixture.bytes(0x0A, 32)
+
+    mutating func freshID() -> [UInt8] {
+        defer { nextID += 1 }
+        return (0..<16).map { UInt8(truncatingIfNeeded: nextID >> (8 * UInt64($0 % 8))) ^ UInt8($0) }
+    }
+
+    /// Makes the next entry without applying it.
+    mutating func draft(
+        _ kind: EntryKind, _ amount: Money?, category: String = "", flags: EntryFlags = [],
+        statement: StatementReference? = nil, payload: [UInt8] = []
+    ) throws -> LedgerEntry {
+        try LedgerEntry(
+            position: state.size, id: freshID(), kind: kind, flags: flags, amount: amount, category: category,
+            time: time, statement: statement, payload: payload, previousLink: state.head)
+    }
+
+    /// Makes, applies and keeps the next entry; throws (keeping nothing) when the state refuses it.
+    @discardableResult
+    mutating func append(
+        _ kind: EntryKind, _ amount: Money?, category: String = "", flags: EntryFlags = [],
+        statement: StatementReference? = nil, payload: [UInt8] = []
+    ) throws -> LedgerEntry {
+        let entry = try draft(kind, amount, category: category, flags: flags, statement: statement, payload: payload)
+        try state.apply(entry)
+        entries.append(entry)
+        return entry
+    }
+
+    mutating func deposit(_ amount: Money, issuer: UInt8 = 0x1A) throws {
+        let id = freshID()
+        try append(
+            .deposit, amount,
+            statement: try StatementReference(
+                signer: Fixture.bytes(issuer, 32), id: id,
+                payloadDigest: Fixture.bytes(0xD0, 32)))
+    }
+
+    @discardableResult
+    mutating func pay(_ amount: Money, category: String = "", flags: EntryFlags = []) throws -> StatementReference {
+        let reference = try StatementReference(
+            signer: LedgerBuilder.ownSigner, id: freshID(), payloadDigest: Fixture.bytes(0xD1, 32))
+        try append(.paymentOut, amount, category: category, flags: flags, statement: reference)
+        return reference
+    }
+
+    mutating func setBudget(
+        _ category: String, _ limit: Money, window: BudgetWindowKind = .day, hardCap: Bool = false,
+        zone: String = "UTC"
+    ) throws {
+        let budget = try Budget(
+            category: category, limit: limit, window: window, isHardCap: hardCap, timeZoneIdentifier: zone)
+        try append(.budgetChange, nil, category: category, payload: BudgetChange.set(budget).payload)
+    }
+}
