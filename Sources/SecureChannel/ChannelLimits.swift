@@ -6,7 +6,7 @@ public enum ChannelLimits {
     public static let recordPayloadByteCountMax = 16_384
 
     /// The largest frame body. A full record is its payload plus 26 bytes (kind, type, counter, tag); the
-    /// largest handshake message (the reveal, with an X-Wing contribution and ciphertext) is 2,364 bytes.
+    /// largest handshake message (the reveal, with an X-Wing contribution and ciphertext) is 2,361 bytes.
     /// A frame length above this is refused before anything is allocated for it.
     public static let frameByteCountMax = recordPayloadByteCountMax + 256
 
@@ -47,6 +47,10 @@ public enum ChannelLimits {
     /// Frames an in-memory link holds in one direction before a send waits: enough for a handshake and a
     /// burst of records, and small enough that a test that forgets to read fails fast rather than growing.
     public static let memoryQueueFrameCountMax = 64
+
+    /// Frames an in-memory link remembers per direction for tests to inspect: a handshake and its first
+    /// records. Without a bound, a long benchmark would keep every record it ever sent.
+    public static let memoryLogFrameCountMax = 32
 
     /// Connections a TCP listener lets the kernel queue before accepting: a wallet talks to one peer at a
     /// time, so a short queue is enough.

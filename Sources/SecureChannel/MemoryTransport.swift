@@ -44,8 +44,8 @@ public final class MemoryLink: @unchecked Sendable {
         responderEnd = MemoryTransport(outgoing: backward, incoming: forward)
     }
 
-    /// Every frame sent in a direction so far, as the sender gave it (before any fault), for tests that
-    /// need to replay or inspect traffic.
+    /// The first frames sent in a direction (up to `ChannelLimits.memoryLogFrameCountMax`), as the sender
+    /// gave them before any fault, for tests that replay or inspect a handshake and its first records.
     public func sentFrames(_ direction: Direction) -> [[UInt8]] {
         (direction == .initiatorToResponder ? initiatorEnd.outgoing : responderEnd.outgoing).sentLog()
     }
@@ -59,6 +59,7 @@ final class MemoryPipe: @unchecked Sendable {
     private var queue: [[UInt8]] = []
     private var held: [(remaining: Int, body: [UInt8])] = []
     private var sent: [[UInt8]] = []
+    private var sentCount = 0
     private var closed = false
 
     init(direction: MemoryLink.Direction, hook: MemoryLink.FaultHook?) {
@@ -78,8 +79,9 @@ final class MemoryPipe: @unchecked Sendable {
             }
         }
         guard !closed else { throw ChannelError(.closed, "the in-memory link is closed") }
-        let index = sent.count
-        sent.append(body)
+        let index = sentCount
+        sentCount += 1
+        if sent.count < ChannelLimits.memoryLogFrameCountMax { sent.append(body) }
         switch hook?(direction, index, body) ?? .deliver {
         case .deliver: deliver(body)
         case .drop: break
