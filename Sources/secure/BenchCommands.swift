@@ -14,6 +14,9 @@ enum BenchCommands {
               token in a temporary folder. Build with -c release.
           secure bench kem [--json]
               ML-KEM and X-Wing against OpenSSL 4 through Python's cryptography.
+          secure bench channel [--json]
+              The post-quantum channel's handshake against its primitives, record throughput against
+              OpenSSL's AES-256-GCM, and the loopback TCP handshake's p50 and p99.
         """
 
     static func run(_ words: [String]) throws -> ExitCode {
@@ -23,6 +26,12 @@ enum BenchCommands {
         }
         switch sub {
         case "sign": return try sign(Array(words.dropFirst()))
+        case "channel":
+            let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
+            _ = try arguments.positionals(0, "no positional arguments")
+            warnIfDebug()
+            try runChannelBenchmark(json: arguments.flag("json"))
+            return .success
         case "kem":
             let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
             _ = try arguments.positionals(0, "no positional arguments")
