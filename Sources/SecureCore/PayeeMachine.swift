@@ -117,6 +117,8 @@ public struct PayeeMachine {
             return evaluate(session, record, offer, own: own, payer: claim)
         case (.awaitingTransfer(let session, let record), .transfer(let transfer)):
             return credit(transfer, record, session)
+        // The one `default:`: it pairs states with messages, and every pair not listed above is by
+        // definition a message this state does not allow, which is exactly what it throws for.
         default:
             throw violation("a \(message.name) message is not expected \(stage)")
         }

@@ -165,6 +165,8 @@ public struct PayerMachine {
                 message.refusal.isSignatureValid
             else { throw violation("a refusal that is not the payee's signed refusal of the transfer sent") }
             return finish(.reversed(expected.reason), before: [.appendReversal(message.refusal, of: sent.transfer)])
+        // The one `default:`: it pairs states with messages, and every pair not listed above is by
+        // definition a message this state does not allow, which is exactly what it throws for.
         default:
             throw violation("a \(message.name) message is not expected \(stage)")
         }
@@ -444,7 +446,9 @@ public struct PayerMachine {
         let outcome: PeerOutcome
         switch state {
         case .committing, .awaitingReceipt: outcome = .unconfirmed(transferID: transferID)
-        default: outcome = .failed(.protocolViolation, byPeer: false)
+        case .idle, .greeting, .lookingUp, .awaitingRequest, .choosingCategory, .checking, .approving,
+            .awaitingReply, .measuring, .awaitingReady, .finished:
+            outcome = .failed(.protocolViolation, byPeer: false)
         }
         let message = PeerAction.send(.failure(PeerFailure(offerID: offerID, reason: .protocolViolation)))
         return PeerProtocolError(detail: detail, actions: finish(outcome, before: [message]))
