@@ -1,4 +1,4 @@
-import SecureChannel
+@testable import SecureChannel  // the record keys are internal; scripts/fuzz builds with -enable-testing
 import SecureCrypto
 
 /// An opener for the responder's side of one honest session, made once per process.

@@ -15,13 +15,14 @@ public struct HandshakeOutcome: Sendable {
     let sendKey: SecretBytes
     let receiveKey: SecretBytes
 
-    /// The sealer for our direction.
-    public func makeSealer() -> RecordSealer {
+    /// The sealer for our direction. Internal on purpose: two sealers from one outcome would reuse nonces,
+    /// so only the channel driver (and tests) make one, once.
+    func makeSealer() -> RecordSealer {
         RecordSealer(key: sendKey, sessionId: summary.sessionId, direction: RecordDirection(sender: summary.role))
     }
 
     /// The opener for the peer's direction.
-    public func makeOpener() -> RecordOpener {
+    func makeOpener() -> RecordOpener {
         RecordOpener(key: receiveKey, sessionId: summary.sessionId,
                      direction: RecordDirection(sender: summary.role == .initiator ? .responder : .initiator))
     }

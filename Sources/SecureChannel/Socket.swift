@@ -25,28 +25,30 @@ final class Socket: @unchecked Sendable {
         return Socket(descriptor: descriptor)
     }
 
-    private static func loopbackAddress(port: UInt16) -> sockaddr_in {
+    /// An IPv4 address in dotted-quad form (no name lookup: a wallet is given its peer's address).
+    private static func ipv4Address(_ host: String, port: UInt16) throws -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            throw ChannelError(.transport, "\"\(host)\" is not an IPv4 address in dotted-quad form")
+        }
         return address
     }
 
-    /// A listening socket on 127.0.0.1; port 0 lets the kernel choose. Only loopback: the wallet's TCP
-    /// transport is for tests and same-host peers, and binding wider is a decision for a later issue.
-    static func listenLoopback(port: UInt16) throws -> (Socket, UInt16) {
+    /// A listening socket on `host` (an IPv4 address); port 0 lets the kernel choose.
+    static func listen(host: String, port: UInt16) throws -> (Socket, UInt16) {
         let socket = try makeTCP()
         var one: Int32 = 1
         guard setsockopt(socket.descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
             throw systemError("setsockopt(SO_REUSEADDR)")
         }
-        var address = loopbackAddress(port: port)
+        var address = try ipv4Address(host, port: port)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else { throw systemError("bind(127.0.0.1:\(port))") }
-        guard listen(socket.descriptor, Int32(ChannelLimits.listenBacklogCountMax)) == 0 else { throw systemError("listen()") }
+        guard bound == 0 else { throw systemError("bind(\(host):\(port))") }
+        guard Glibc.listen(socket.descriptor, Int32(ChannelLimits.listenBacklogCountMax)) == 0 else { throw systemError("listen()") }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &actual) {
@@ -76,15 +78,15 @@ final class Socket: @unchecked Sendable {
         }
     }
 
-    /// Connects to 127.0.0.1:port, waiting until the deadline.
-    static func connectLoopback(port: UInt16, deadline: Deadline) throws -> Socket {
+    /// Connects to host:port, waiting until the deadline.
+    static func connect(host: String, port: UInt16, deadline: Deadline) throws -> Socket {
+        var address = try ipv4Address(host, port: port)
         let socket = try makeTCP()
-        var address = loopbackAddress(port: port)
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         if result != 0 {
-            guard errno == EINPROGRESS || errno == EINTR else { throw systemError("connect(127.0.0.1:\(port))") }
+            guard errno == EINPROGRESS || errno == EINTR else { throw systemError("connect(\(host):\(port))") }
             try socket.wait(for: Int16(POLLOUT), deadline: deadline, what: "the connection")
             var pending: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
@@ -92,7 +94,7 @@ final class Socket: @unchecked Sendable {
                 throw systemError("getsockopt(SO_ERROR)")
             }
             guard pending == 0 else {
-                throw ChannelError(.transport, "connect(127.0.0.1:\(port)) failed: \(String(cString: strerror(pending)))")
+                throw ChannelError(.transport, "connect(\(host):\(port)) failed: \(String(cString: strerror(pending)))")
             }
         }
         try socket.disableNagle()

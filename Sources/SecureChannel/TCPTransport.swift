@@ -1,6 +1,6 @@
 import Foundation
 
-/// Frames over a TCP connection on loopback: length(4) ‖ body, bodies up to `frameByteCountMax`.
+/// Frames over a TCP connection (IPv4; the tests use loopback only): length(4) ‖ body, bodies up to `frameByteCountMax`.
 /// Backpressure: a send waits (up to its timeout) while the kernel's buffers are full, and a receive
 /// reads no more than the frame in progress, so a peer that does not read slows its sender down instead
 /// of growing a buffer.
@@ -15,9 +15,10 @@ public final class TCPTransport: FrameTransport, @unchecked Sendable {
         self.socket = socket
     }
 
-    /// Connects to 127.0.0.1:`port`.
-    public static func connect(port: UInt16, timeoutSeconds: Double = ChannelLimits.connectTimeoutSeconds) throws -> TCPTransport {
-        TCPTransport(socket: try Socket.connectLoopback(port: port, deadline: Deadline(secondsFromNow: timeoutSeconds)))
+    /// Connects to `host` (an IPv4 address) on `port`, waiting up to `timeoutSeconds`.
+    public static func connect(host: String = "127.0.0.1", port: UInt16,
+                               timeoutSeconds: Double = ChannelLimits.connectTimeoutSeconds) throws -> TCPTransport {
+        TCPTransport(socket: try Socket.connect(host: host, port: port, deadline: Deadline(secondsFromNow: timeoutSeconds)))
     }
 
     public func send(_ body: [UInt8], timeoutSeconds: Double) throws {
@@ -49,15 +50,16 @@ public final class TCPTransport: FrameTransport, @unchecked Sendable {
     public func close() { socket.shutdownBoth() }
 }
 
-/// Listens on 127.0.0.1 and accepts TCP transports.
+/// Listens on an IPv4 address (loopback unless told otherwise) and accepts TCP transports.
 public final class TCPListener: @unchecked Sendable {
     private let socket: Socket
     /// The port it listens on.
     public let port: UInt16
 
-    /// Listens on 127.0.0.1:`port`; 0 picks a free port.
-    public init(port: UInt16 = 0) throws {
-        (socket, self.port) = try Socket.listenLoopback(port: port)
+    /// Listens on `host`:`port`; port 0 picks a free port. The default is loopback: listening on a
+    /// network address is the caller's explicit choice.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0) throws {
+        (socket, self.port) = try Socket.listen(host: host, port: port)
     }
 
     /// Waits up to `timeoutSeconds` for one connection.

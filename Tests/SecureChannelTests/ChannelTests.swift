@@ -214,5 +214,7 @@ struct TCPChannelTests {
         let port = listener.port
         listener.close()
         #expect(errorCode { _ = try TCPTransport.connect(port: port, timeoutSeconds: 1) } == .transport)
+        #expect(errorCode { _ = try TCPTransport.connect(host: "wallet.local", port: port) } == .transport, "names are not looked up")
+        #expect(errorCode { _ = try TCPListener(host: "127.0.0.256") } == .transport)
     }
 }
