@@ -178,8 +178,13 @@ public final class Wallet {
     /// happens here, before the token is asked for anything), sign one checkpoint that commits to the new
     /// entry through the root (the only token operation), commit entry and checkpoint durably, then move
     /// the anchor. A failure before the commit changes nothing.
+    ///
+    /// `outgoing`, when given, makes the row of a transfer sent with this entry (a debit), from the entry
+    /// and its signed checkpoint; it is committed in the same transaction, so the debit and the exact
+    /// transfer to send exist together or not at all.
     @discardableResult
-    public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry) throws -> LedgerEntry {
+    public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry,
+                       outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil) throws -> LedgerEntry {
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
         let time = max(clock(), state.lastTime)
         let entry = try build(state.size, state.head, time)
@@ -190,7 +195,9 @@ public final class Wallet {
                                         keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
                                         time: time)
         let signed = try checkpoint.sign(with: try signer)
-        try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)], treePeaks: nextPeaks)
+        let sent = try outgoing?(entry, signed)
+        try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
+                         treePeaks: nextPeaks, outgoing: sent)
         state = next
         peaks = nextPeaks
         latest = signed

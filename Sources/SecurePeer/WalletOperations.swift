@@ -129,42 +129,45 @@ extension Wallet {
         }
     }
 
-    /// The wallet steps of a payment: budget and balance checks, then the debit (one checkpoint signature),
-    /// then the signed transfer (a second signature), stored with the debit's position so it can be sent
-    /// again, unchanged, until it is confirmed.
+    /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
+    /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
+    /// sent again, unchanged, until it is confirmed.
     public func spend(to payee: [UInt8], amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
                       proximity: Proximity = .none, channelBinding: [UInt8] = []) throws -> SignedTransfer {
         guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
         _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
         let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: signingKey,
                                       payeeWalletID: payee, amount: amount, proximity: proximity, channelBinding: channelBinding)
-        let debit = try appendDraft(order.debitDraft(category: category, note: note, overridesBudget: overrideBudget))
-        return try signTransfer(order: order, debit: debit)
+        return try commitDebit(order: order, draft: order.debitDraft(category: category, note: note, overridesBudget: overrideBudget),
+                               message: nil).transfer
     }
 
-    /// Signs the transfer for a committed debit and keeps it in the outgoing table.
-    func signTransfer(order: TransferOrder, debit: LedgerEntry) throws -> SignedTransfer {
-        guard let checkpointBytes = try ledger.checkpoint(size: debit.position + 1),
-              let checkpoint = try SignedCheckpoint.decode(checkpointBytes) else {
-            throw StoreError(.corrupted, "the checkpoint after debit \(debit.position) is missing")
+    /// Appends a debit and, in the same commit, the signed transfer for it (and, for a peer payment, the
+    /// whole transfer message a retry re-sends).
+    public func commitDebit(order: TransferOrder, draft: EntryDraft, expectedPosition: UInt64? = nil,
+                            message: ((SignedTransfer) -> [UInt8])?) throws -> (debit: LedgerEntry, transfer: SignedTransfer) {
+        if let expectedPosition, expectedPosition != size {
+            throw WalletError(.refused, "the ledger moved since this payment's hello (\(size) entries, expected \(expectedPosition))")
         }
-        let proof = try ledger.inclusionProof(index: debit.position, size: debit.position + 1)
-        let transfer = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: debit.encoded, inclusionProof: proof).sign(with: try signer)
-        try ledger.storeOutgoing(transferID: order.transferID, position: debit.position, signed: transfer.encoded)
-        return transfer
+        var transfer: SignedTransfer?
+        let debit = try append({ position, previous, time in
+            try draft.entry(position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
+        }, outgoing: { entry, checkpoint in
+            let proof = try self.ledger.inclusionProof(index: entry.position, size: entry.position + 1)
+            let signed = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: entry.encoded, inclusionProof: proof)
+                .sign(with: try self.signer)
+            transfer = signed
+            return LedgerStore.Outgoing(transferID: order.transferID, position: entry.position, signed: signed.encoded,
+                                        message: message?(signed))
+        })
+        return (debit, transfer!)
     }
 
-    /// A transfer this wallet sent, by id: the exact bytes kept at the debit, re-signed from the debit entry
-    /// if the process stopped between the debit and the signature (payloads compare, not signature bytes).
+    /// A transfer this wallet sent, by id: the exact bytes committed with the debit.
     public func outgoingTransfer(id: [UInt8]) throws -> SignedTransfer? {
-        if let bytes = try ledger.outgoing(transferID: id)?.signed {
-            guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
-            return transfer
-        }
-        guard let (_, position) = try ledger.statement(signer: signingKey.fingerprint, id: id),
-              let debit = try ledger.entry(at: position), debit.kind == .paymentOut,
-              let order = try TransferOrder.decode(debit.payload) else { return nil }
-        return try signTransfer(order: order, debit: debit)
+        guard let bytes = try ledger.outgoing(transferID: id)?.signed else { return nil }
+        guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
+        return transfer
     }
 
     /// Payments out that have no receipt and no reversal yet.

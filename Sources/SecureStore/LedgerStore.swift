@@ -25,7 +25,8 @@ public final class LedgerStore: @unchecked Sendable {
             CREATE TABLE checkpoints (size INTEGER PRIMARY KEY, encoded BLOB NOT NULL);
             CREATE TABLE nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx));
             CREATE TABLE outgoing (transfer_id BLOB PRIMARY KEY, position INTEGER NOT NULL, signed BLOB NOT NULL,
-                                   status INTEGER NOT NULL, receipt BLOB);
+                                   status INTEGER NOT NULL, receipt BLOB, message BLOB);
+            CREATE TABLE ready_records (offer_id BLOB PRIMARY KEY, record BLOB NOT NULL);
             CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
                                      digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
             CREATE INDEX statements_by_kind_id ON statements (kind, id);
@@ -146,8 +147,13 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
-    public func append(_ appends: [Append], treePeaks: MerkleCompactRange) throws {
+    public func append(_ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil) throws {
         try database.transaction {
+            if let outgoing {
+                try database.prepare("INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)")
+                    .bind([.blob(outgoing.transferID), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
+                           outgoing.message.map { .blob($0) } ?? .null]).run()
+            }
             let insertEntry = try database.prepare(
                 "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
             let insertStatement = try database.prepare(
@@ -429,6 +435,44 @@ extension LedgerStore {
     /// The state of a transfer this wallet sent.
     public enum OutgoingStatus: Int64, Sendable {
         case pending = 0, confirmed = 1
+    }
+
+    /// A transfer sent, written in the same transaction as its debit.
+    public struct Outgoing: Sendable {
+        public let transferID: [UInt8]
+        public let position: UInt64
+        /// The signed transfer's encoding.
+        public let signed: [UInt8]
+        /// For peer payments, the whole transfer message (with the spatial proof) that a retry re-sends.
+        public let message: [UInt8]?
+
+        public init(transferID: [UInt8], position: UInt64, signed: [UInt8], message: [UInt8]?) {
+            self.transferID = transferID
+            self.position = position
+            self.signed = signed
+            self.message = message
+        }
+    }
+
+    /// The stored peer message of a sent transfer, if it was sent in a peer session.
+    public func outgoingMessage(transferID: [UInt8]) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID)])
+        guard try statement.step(), !statement.isNull(0) else { return nil }
+        return statement.blob(0)
+    }
+
+    /// Persists a payee's ready record before it sends `ready`.
+    public func storeReadyRecord(offerID: [UInt8], record: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR REPLACE INTO ready_records (offer_id, record) VALUES (?, ?)")
+                .bind([.blob(offerID), .blob(record)]).run()
+        }
+    }
+
+    /// A persisted ready record by offer id.
+    public func readyRecord(offerID: [UInt8]) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID)])
+        return try statement.step() ? statement.blob(0) : nil
     }
 
     /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.
