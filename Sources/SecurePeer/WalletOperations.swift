@@ -45,12 +45,12 @@ extension Wallet {
 
     /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). A validly signed transfer
     /// that fails a check is recorded as refused and answered with a signed refusal.
-    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy) throws -> StatementOutcome {
+    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy, peerFailure: RefusalReason? = nil) throws -> StatementOutcome {
         // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
         guard transfer.payload.order.payerWalletID != walletID else {
             throw WalletError(.invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
-        let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy)
+        let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
         var outcome = try settle(verdict, refusal: nil)
         if case .refused(let reason, let entry, _) = outcome {
             let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: try signer)
