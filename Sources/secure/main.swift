@@ -10,7 +10,7 @@ import SecureToken
 /// Exit codes, documented in README.md and `secure --help`.
 enum ExitCode: Int32 {
     case success = 0, failure = 1, usage = 2, pin = 3, pinLocked = 4, token = 5, key = 6, verification = 7
-    case wallet = 8, busy = 9, integrity = 10, refused = 11
+    case wallet = 8, busy = 9, integrity = 10, refused = 11, pending = 12
 
     static func of(_ error: TokenError) -> ExitCode {
         switch error.code {
@@ -87,6 +87,7 @@ func run(_ words: [String]) -> ExitCode {
         case "balance", "history", "ledger": return try LedgerCommands.run(words)
         case "issuer", "mint", "deposit", "spend", "accept", "reverse", "confirm", "pending": return try MoneyCommands.run(words)
         case "evidence": return try EvidenceCommands.run(Array(words.dropFirst()))
+        case "receive", "pay", "retry": return try PeerCommands.run(words)
         default: throw UsageError("unknown command \"\(command)\"; `secure --help` lists the commands")
         }
     } catch let error as UsageError {
