@@ -271,7 +271,7 @@ public final class PeerDriver {
             if !events.allSatisfy({ $0.verify() }) { interface.event("keyEvents", [:], "the peer sent key events that do not verify") }
             return []
         case .finish(let outcome):
-            interface.event("finished", ["outcome": "\(outcome)"], describe(outcome))
+            interface.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
             return []
         }
     }
@@ -387,6 +387,14 @@ public final class PeerDriver {
         }
     }
 
+    /// One line about a receipt: who countersigned what.
+    public static func describe(_ receipt: SignedReceipt) -> String {
+        let payload = receipt.payload
+        return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(Hex.encode(payload.transferID)) of "
+            + "\(MoneyText.format(payload.amount)) (credit entry \(payload.creditPosition); payer checkpoint \(payload.checkpointSize) "
+            + "cosigned, digest \(Hex.encode(payload.checkpointDigest.prefix(8)))…)"
+    }
+
     private func provideEvidence(_ digests: [[UInt8]]) throws -> [PeerAction] {
         let wanted = Set(digests)
         for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(SHA256.hash(bytes)) {
@@ -395,12 +403,24 @@ public final class PeerDriver {
         return []
     }
 
+    /// A short stable name for `--json`.
+    public static func name(of outcome: PeerOutcome) -> String {
+        switch outcome {
+        case .paid: return "paid"
+        case .reversed: return "reversed"
+        case .unconfirmed: return "unconfirmed"
+        case .received: return "received"
+        case .refusedTransfer: return "refused"
+        case .failed(let reason, _): return "failed:\(reason)"
+        }
+    }
+
     private func describe(_ outcome: PeerOutcome) -> String {
         switch outcome {
-        case .paid: return "paid, and the payee's countersigned receipt is kept"
+        case .paid(let receipt): return "paid; receipt: \(Self.describe(receipt))"
         case .reversed(let reason): return "the payee refused the transfer (\(reason)); the debit was reversed"
         case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(Hex.encode(id)); `secure retry` re-sends it"
-        case .received: return "received, and the countersigned receipt was sent"
+        case .received(let receipt): return "received; receipt sent: \(Self.describe(receipt))"
         case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
         case .failed(let reason, let byPeer): return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
         }
