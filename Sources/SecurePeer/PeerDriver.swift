@@ -156,7 +156,7 @@ public final class PeerDriver {
     }
 
     private func finishSession() {
-        wallet.session.lock()
+        wallet.token.lock()
         pinHeldUntil = nil
         channel.close()
     }
@@ -165,7 +165,7 @@ public final class PeerDriver {
     /// retryable (pending), never lost.
     private func releasePINIfExpired() {
         if let until = pinHeldUntil, Date() >= until {
-            wallet.session.lock()
+            wallet.token.lock()
             pinHeldUntil = nil
             interface.event("pin", [:], "the PIN was wiped after \(Int(Self.pinHoldSecondsMax)) seconds")
         }
@@ -310,7 +310,7 @@ public final class PeerDriver {
             return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
         case .approve(let overriding):
             do {
-                try wallet.session.unlock(pin: try interface.readPIN())
+                try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
             } catch {
                 interface.event("pin", ["error": "\(error)"], "the token refused: \(error)")
                 return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
@@ -359,9 +359,9 @@ public final class PeerDriver {
     /// A retried transfer was approved in its first session (the ready record is that approval), and a
     /// reversal only returns the payer's own money: both may unlock the token without a new prompt.
     private func unlockWithoutPrompt(_ why: String) throws {
-        guard !wallet.session.isUnlocked else { return }
+        guard !wallet.token.isUnlocked else { return }
         interface.event("pin", [:], "the token needs the PIN to \(why)")
-        try wallet.session.unlock(pin: try interface.readPIN())
+        try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
         pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
     }
 
@@ -373,7 +373,7 @@ public final class PeerDriver {
         switch outcome {
         case .recorded(let entry), .duplicate(let entry) where entry.kind == .paymentIn:
             let receipt = try walletLock.withLock {
-                try Receipt(for: task.transfer, payeeKey: wallet.signingKey, creditPosition: entry.position).sign(with: try wallet.signer)
+                try wallet.receipt(for: task.transfer, creditPosition: entry.position)
             }
             interface.event("credit", ["position": "\(entry.position)"],
                             "received \(MoneyText.format(task.transfer.payload.order.amount)) as entry \(entry.position); receipt sent")

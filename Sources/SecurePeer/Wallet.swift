@@ -37,7 +37,7 @@ public final class Wallet {
     public let walletID: [UInt8]
     /// The key event currently in force (inception until the rotation issue adds rotations).
     public let keyEvent: SignedKeyEvent
-    public let session: TokenSession
+    public let token: WalletToken
     let lock: WalletLock
     let store: LedgerStore
     let anchor: AnchorStorage
@@ -65,14 +65,14 @@ public final class Wallet {
     /// The signing key in force.
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
 
-    init(paths: WalletPaths, metadata: WalletMetadata, keyEvent: SignedKeyEvent, session: TokenSession, lock: WalletLock,
+    init(paths: WalletPaths, metadata: WalletMetadata, keyEvent: SignedKeyEvent, token: WalletToken, lock: WalletLock,
                  store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
                  peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
         self.paths = paths
         self.metadata = metadata
         walletID = metadata.walletIDBytes
         self.keyEvent = keyEvent
-        self.session = session
+        self.token = token
         self.lock = lock
         self.store = store
         self.anchor = anchor
@@ -93,11 +93,11 @@ public final class Wallet {
         public var tokenURI: PKCS11URI
         /// The backup token's session and URI: it receives a copy of the database key and holds the next
         /// signing key (pre-rotation).
-        public var backup: (session: TokenSession, uri: PKCS11URI)
+        public var backup: (token: WalletToken, uri: PKCS11URI)
         public var allowFileAnchor: Bool
         public var label: String
 
-        public init(tokenURI: PKCS11URI, backup: (session: TokenSession, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
+        public init(tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
@@ -108,7 +108,7 @@ public final class Wallet {
     /// Makes a wallet: the signing key and a separate key-agreement key on the token, the next signing key
     /// and a backup key-agreement key on the backup token, entry 0 (the signed inception event), a random
     /// 256-bit database key wrapped to both key-agreement keys, and the first checkpoint and anchor.
-    public static func create(paths: WalletPaths, session: TokenSession, options: InitOptions,
+    public static func create(paths: WalletPaths, token session: WalletToken, options: InitOptions,
                               clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         guard !FileManager.default.fileExists(atPath: paths.metadata) else {
             throw StoreError(.walletExists, "a wallet already exists at \(paths.directory); it is never overwritten")
@@ -123,9 +123,9 @@ public final class Wallet {
         let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
         let signingKey = try session.generateKey(label: options.label, usage: .sign)
         let agreementKey = try session.generateKey(label: options.label + "-agreement", usage: .derive)
-        let nextKey = try options.backup.session.generateKey(label: options.label + "-next", usage: .sign)
-        let backupAgreement = try options.backup.session.generateKey(label: options.label + "-backup-agreement", usage: .derive)
-        let signer = try TokenSigner(session: session, keyURI: signingKey.uri)
+        let nextKey = try options.backup.token.generateKey(label: options.label + "-next", usage: .sign)
+        let backupAgreement = try options.backup.token.generateKey(label: options.label + "-backup-agreement", usage: .derive)
+        let signer = KeySigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                                                       agreementKey: agreementKey.publicKey), signer: signer)
         let walletID = inception.event.digest
@@ -137,7 +137,7 @@ public final class Wallet {
         let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
         let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
         let wallet = Wallet(
-            paths: paths, metadata: metadata, keyEvent: inception, session: session, lock: lock, store: store, anchor: anchor,
+            paths: paths, metadata: metadata, keyEvent: inception, token: session, lock: lock, store: store, anchor: anchor,
             signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
         let time = clock()
         _ = try wallet.append { position, previous, _ in
@@ -153,7 +153,7 @@ public final class Wallet {
     }
 
     /// The token anchor where the token keeps private data objects; the file anchor only when allowed.
-    private static func chooseAnchor(session: TokenSession, allowFileAnchor: Bool) throws -> String {
+    private static func chooseAnchor(session: WalletToken, allowFileAnchor: Bool) throws -> String {
         do {
             try session.replaceDataObject(application: TokenAnchor.application, label: "probe", value: [0])
             try session.destroyDataObjects(application: TokenAnchor.application, label: "probe")
@@ -168,7 +168,7 @@ public final class Wallet {
         }
     }
 
-    static func makeAnchor(kind: String, session: TokenSession, walletID: [UInt8]) -> AnchorStorage {
+    static func makeAnchor(kind: String, session: WalletToken, walletID: [UInt8]) -> AnchorStorage {
         kind == "token" ? TokenAnchor(session: session, walletID: walletID) : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
     }
 

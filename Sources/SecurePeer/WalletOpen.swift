@@ -11,7 +11,7 @@ extension Wallet {
     /// one ahead of it by entries that verify moves the anchor forward.
     /// Take the lock first (`lock`) when the token is not opened yet: then a second process is told the
     /// wallet is busy before it touches the token.
-    public static func open(paths: WalletPaths, lock heldLock: WalletLock? = nil, session: TokenSession,
+    public static func open(paths: WalletPaths, lock heldLock: WalletLock? = nil, token session: WalletToken,
                             clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
         let lock = try heldLock ?? WalletLock(path: paths.lock)
@@ -44,18 +44,18 @@ extension Wallet {
         let state = try resumedState(store, latest.checkpoint)
         let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
         let lockReason = try checkAnchor(anchor, store: store, latest: latest, key: keyEvent.event.signingKey)
-        return Wallet(paths: paths, metadata: metadata, keyEvent: keyEvent, session: session, lock: lock, store: store,
-                      anchor: anchor, signer: try signingKey.map { try TokenSigner(session: session, keyURI: $0.uri) }, state: state,
+        return Wallet(paths: paths, metadata: metadata, keyEvent: keyEvent, token: session, lock: lock, store: store,
+                      anchor: anchor, signer: signingKey.map { KeySigner(token: session, key: $0) }, state: state,
                       peaks: peaks, latest: latest, lockReason: lockReason, clock: clock)
     }
 
-    static func keyOnToken(_ session: TokenSession, idHex: String, what: String) throws -> TokenKey {
-        var uri = session.token.uri
+    static func keyOnToken(_ session: WalletToken, idHex: String, what: String) throws -> TokenKey {
+        var uri = session.uri
         uri.id = Hex.decode(idHex)
         do {
             return try session.key(uri)
         } catch let error as TokenError where error.code == .keyNotFound {
-            throw TokenError(.keyNotFound, "the wallet's \(what) key (id \(idHex)) is not on the token \"\(session.token.label)\"; "
+            throw TokenError(.keyNotFound, "the wallet's \(what) key (id \(idHex)) is not on the token \"\(session.label)\"; "
                 + "is this the wallet's token? After losing it, use `secure wallet recover`")
         }
     }

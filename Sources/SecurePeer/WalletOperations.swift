@@ -181,6 +181,11 @@ extension Wallet {
         }
     }
 
+    /// The payee's countersigned receipt for a credited transfer (a signature on the token).
+    public func receipt(for transfer: SignedTransfer, creditPosition: UInt64) throws -> SignedReceipt {
+        try Receipt(for: transfer, payeeKey: signingKey, creditPosition: creditPosition).sign(with: try signer)
+    }
+
     /// Records the payee's countersigned receipt: the payment is confirmed.
     public func confirm(_ receipt: SignedReceipt, payeeKeys: Set<P256.PublicKey>) throws {
         guard let sent = try outgoingTransfer(id: receipt.payload.transferID), receipt.confirms(sent, payeeKeys: payeeKeys) else {

@@ -194,20 +194,13 @@ enum MoneyCommands {
         if let out = arguments.value("receipt-out") {
             switch outcome {
             case .recorded(let entry), .duplicate(let entry):
-                let receipt = try Receipt(for: transfer, payeeKey: wallet.signingKey, creditPosition: entry.position)
-                    .sign(with: TokenSigner(session: wallet.session, keyURI: try keyURI(wallet)))
+                let receipt = try wallet.receipt(for: transfer, creditPosition: entry.position)
                 try writeOutput(receipt.encoded, to: out)
                 printError("secure: the countersigned receipt is in \(out); give it to the payer (`secure confirm`)")
             default: break
             }
         }
         return code
-    }
-
-    static func keyURI(_ wallet: Wallet) throws -> PKCS11URI {
-        var uri = wallet.session.token.uri
-        uri.id = Hex.decode(wallet.metadata.signingKeyID)
-        return uri
     }
 
     static func reverse(_ words: [String]) throws -> ExitCode {

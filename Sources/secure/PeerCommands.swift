@@ -172,8 +172,8 @@ enum PeerCommands {
     /// Opens the wallet with its PIN, then locks the token until an approval needs it again.
     static func openLockedWallet(_ arguments: Arguments) throws -> (Wallet, TerminalPerson) {
         let wallet = try openWallet(arguments)
-        wallet.session.lock()
-        let person = TerminalPerson(arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.session.token.label)
+        wallet.token.lock()
+        let person = TerminalPerson(arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.token.label)
         if let lock = wallet.lockReason { throw WalletError(.locked, "the wallet is locked: \(lock)") }
         return (wallet, person)
     }

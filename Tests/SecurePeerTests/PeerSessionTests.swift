@@ -31,7 +31,7 @@ struct PeerHarness {
     static func run(payer: TestWallet, payerRole: PeerDriver.Role, payerPerson: ScriptedPerson, payerRanging: RangingConfiguration,
                     payee: TestWallet, payeeRole: PeerDriver.Role, payeePerson: ScriptedPerson, payeeRanging: RangingConfiguration,
                     allowSimulated: Bool = true, hook: MemoryLink.FaultHook? = nil, timeoutScale: Double = 1) throws -> (payer: PeerOutcome?, payee: PeerOutcome?) {
-        for test in [payer, payee] where !test.wallet!.session.isUnlocked {
+        for test in [payer, payee] where !test.wallet!.token.isUnlocked {
             // The drivers unlock at approval; tests keep the token locked in between, as the CLI does.
             _ = test
         }
@@ -72,7 +72,7 @@ struct PeerSessionTests {
         let issuer = try WalletOperationTests.Issuer()
         let alice = try WalletOperationTests.funded(name + "-a", funds, issuer: issuer)
         let bob = try TestWallet(name + "-b")
-        for test in [alice, bob] { test.wallet!.session.lock() }
+        for test in [alice, bob] { test.wallet!.token.lock() }
         return (alice, bob, ScriptedPerson(pinPath: alice.main.pinPath), ScriptedPerson(pinPath: bob.main.pinPath))
     }
 
@@ -95,7 +95,7 @@ struct PeerSessionTests {
         #expect(Self.euros(alice) == "15.50 EUR" && Self.euros(bob) == "4.50 EUR")
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
-        #expect(!alice.wallet!.session.isUnlocked && !bob.wallet!.session.isUnlocked, "the PIN is wiped after the session")
+        #expect(!alice.wallet!.token.isUnlocked && !bob.wallet!.token.isUnlocked, "the PIN is wiped after the session")
         #expect(bobPerson.events.contains("distance") && bobPerson.events.contains("channel"))
     }
 

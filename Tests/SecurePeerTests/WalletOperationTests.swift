@@ -85,7 +85,7 @@ struct WalletOperationTests {
             #expect(again == credit)
         }
         #expect(try Self.balance(bob) == "20.00 EUR")
-        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, creditPosition: credit.position).sign(with: bob.wallet!.signer)
+        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, creditPosition: credit.position).sign(with: try bob.wallet!.signer)
         try alice.wallet!.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // Both ledgers verify, and the payee kept the payer's checkpoint.
@@ -125,7 +125,7 @@ struct WalletOperationTests {
         let good = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("7.00 EUR"), category: "food")
         // The payer's wallet signs a transfer whose inclusion proof is wrong: validly signed, failing a check.
         let bad = try Transfer(order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
-                               inclusionProof: [[UInt8](repeating: 0, count: 32)]).sign(with: alice.wallet!.signer)
+                               inclusionProof: [[UInt8](repeating: 0, count: 32)]).sign(with: try alice.wallet!.signer)
         let outcome = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true))
         guard case .refused(.inclusionProofInvalid, _, let refusal?) = outcome else { Issue.record("refusal: \(outcome)"); return }
         #expect(try Self.balance(bob) == "0.00 EUR")
@@ -134,14 +134,14 @@ struct WalletOperationTests {
             Issue.record("unrelated refusal"); return
         }
         // A refusal of the transfer actually sent credits the debit back, once.
-        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, reason: .inclusionProofInvalid).sign(with: bob.wallet!.signer)
+        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, reason: .inclusionProofInvalid).sign(with: try bob.wallet!.signer)
         guard case .recorded = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("reversal"); return }
         guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("once"); return }
         #expect(try Self.balance(alice) == "30.00 EUR")
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // A refusal signed by someone other than the payee is dropped.
         let stranger = try TestWallet("rev-c")
-        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, reason: .debitMismatch).sign(with: stranger.wallet!.signer)
+        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, reason: .debitMismatch).sign(with: try stranger.wallet!.signer)
         guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeKeys: [bob.wallet!.signingKey]) else {
             Issue.record("stranger's refusal"); return
         }
