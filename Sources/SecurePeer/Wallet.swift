@@ -59,6 +59,8 @@ public final class Wallet {
     public private(set) var latest: SignedCheckpoint?
     /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
     public internal(set) var lockReason: WalletLockReason?
+    /// Fork evidence the last `accept` found against the payer (also kept in the ledger's evidence table).
+    public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
     let clock: @Sendable () -> Int64
 

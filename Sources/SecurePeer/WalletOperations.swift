@@ -51,6 +51,7 @@ extension Wallet {
             throw WalletError(.invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
         let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
+        if transfer.isSignatureValid { try keepForkEvidence(about: transfer) }
         var outcome = try settle(verdict, refusal: nil)
         if case .refused(let reason, let entry, _) = outcome {
             let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: try signer)
@@ -63,6 +64,37 @@ extension Wallet {
             _ = entry
         }
         return outcome
+    }
+
+    /// Compares a validly signed transfer with what this wallet already holds of the same payer: another
+    /// transfer whose checkpoint has the same size but another root or head is evidence (a); another whose
+    /// debit sits at the same leaf index with different bytes is evidence (b). Both are kept, checkable
+    /// offline by anyone (`secure evidence export`, `secure evidence verify`).
+    func keepForkEvidence(about transfer: SignedTransfer) throws {
+        lastEvidence = []
+        let payer = transfer.payload.order.payerWalletID
+        let mine = transfer.payload
+        guard let myLeaf = try? LedgerEntry.decode(mine.debitLeaf) else { return }
+        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer {
+            guard let other = try? SignedTransfer.decode(entry.payload), other.isSignatureValid,
+                  other.payload.order.transferID != mine.order.transferID else { continue }
+            let theirs = other.payload
+            var evidence: ForkEvidence?
+            if theirs.checkpoint.checkpoint.size == mine.checkpoint.checkpoint.size,
+               theirs.checkpoint.checkpoint.root != mine.checkpoint.checkpoint.root
+                || theirs.checkpoint.checkpoint.head != mine.checkpoint.checkpoint.head {
+                evidence = .conflictingCheckpoints(theirs.checkpoint, mine.checkpoint)
+            } else if let theirLeaf = try? LedgerEntry.decode(theirs.debitLeaf), theirLeaf.position == myLeaf.position,
+                      theirs.debitLeaf != mine.debitLeaf {
+                evidence = .conflictingLeaves(ConflictingLeaves(
+                    first: theirs.checkpoint, second: mine.checkpoint, index: myLeaf.position, firstLeaf: theirs.debitLeaf,
+                    firstProof: theirs.inclusionProof, secondLeaf: mine.debitLeaf, secondProof: mine.inclusionProof))
+            }
+            if let evidence, evidence.verify().isProven {
+                try ledger.storeEvidence(evidence.encoded)
+                lastEvidence.append(evidence)
+            }
+        }
     }
 
     /// Appends the reversal a payee's signed refusal entitles this wallet to, for a transfer it sent.

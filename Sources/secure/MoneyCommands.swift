@@ -187,6 +187,10 @@ enum MoneyCommands {
         let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
         let (message, code) = describe(outcome, what: "transfer")
         (code == .success ? { print($0) } : printError)(message)
+        for evidence in wallet.lastEvidence {
+            printError("secure: WARNING: this payer signed two histories that cannot both be true (\(evidence.verify())); "
+                + "the fork evidence is kept: `secure evidence export --out DIR`")
+        }
         if case .refused(_, _, let refusal?) = outcome, let out = arguments.value("refusal-out") {
             try writeOutput(refusal.encoded, to: out)
             printError("secure: the signed refusal is in \(out); give it to the payer, whose `secure reverse` credits the debit back")

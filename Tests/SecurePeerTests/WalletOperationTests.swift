@@ -163,3 +163,39 @@ struct WalletOperationTests {
         #expect(try alice.wallet!.pendingTransfers().map(\.transfer.payload.order.transferID) == [transfer.payload.order.transferID])
     }
 }
+
+@Suite("Fork evidence from a restored payer", .serialized)
+struct ForkEvidenceTests {
+    @Test func aPayerRestoredFromAnOldCopyThatPaysAgainYieldsEvidence() throws {
+        let issuer = try WalletOperationTests.Issuer()
+        let alice = try WalletOperationTests.funded("fork-a", "10.00 EUR", issuer: issuer)
+        let bob = try TestWallet("fork-b")
+        let anchor = TokenAnchor(session: alice.wallet!.token, walletID: alice.wallet!.walletID)
+        let savedAnchor = try #require(try anchor.load())
+        alice.close()
+        let copy = TestTokens.layout.directory + "/fork-copy-\(UUID().uuidString)"
+        try alice.copyFiles(to: copy)
+        try alice.reopen()
+        let first = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+        guard case .recorded = try bob.wallet!.accept(first, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+            Issue.record("first accept"); return
+        }
+        // The owner restores the old database and the old anchor (SoftHSM keeps it in files too) and pays again.
+        alice.close()
+        try alice.restoreFiles(from: copy, only: ["ledger.db", "ledger.db-wal", "ledger.db-shm"])
+        try alice.reopen()
+        try TokenAnchor(session: alice.wallet!.token, walletID: alice.wallet!.walletID).store(savedAnchor)
+        try alice.reopen()
+        #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
+        let second = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+        _ = try bob.wallet!.accept(second, policy: TransferPolicy(acceptsWithoutProximity: true))
+        let evidence = bob.wallet!.lastEvidence
+        #expect(!evidence.isEmpty, "the second transfer conflicts with the first")
+        for item in evidence {
+            #expect(item.verify().isProven)
+            let decoded = try ForkEvidence.decode(item.encoded)
+            #expect(decoded?.verify().isProven == true, "the kept encoding verifies offline")
+        }
+        #expect(try bob.wallet!.ledger.evidence().count == evidence.count)
+    }
+}
