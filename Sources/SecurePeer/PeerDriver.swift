@@ -218,7 +218,11 @@ public final class PeerDriver {
             return try performThrowing(action)
         } catch {
             interface.event("error", ["error": "\(error)"], "\(error)")
-            return outcome == nil ? localFailure() : []
+            guard outcome == nil else { return [] }
+            // A message that cannot be sent means the link is gone; any other failure is in a step the
+            // machine asked for (a token, PIN or storage failure), which it expects as a local failure.
+            if case .send = action { return linkDropped() }
+            return localFailure()
         }
     }
 

@@ -129,6 +129,45 @@ struct PeerSessionTests {
         #expect(try alice.wallet!.ledger.size() == 2)
     }
 
+    @Test func overBudgetTooFewSamplesAndTamperedFramesMoveNothing() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("more")
+        try alice.wallet!.token.unlock(pin: try alice.main.pin(), confirmFinalTry: false)
+        let budget = try Budget(category: "food", limit: try MoneyText.parse("3.00 EUR"), window: .week, isHardCap: false,
+                                timeZoneIdentifier: "UTC")
+        try alice.wallet!.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                                                 payload: BudgetChange.set(budget).payload))
+        alice.wallet!.token.lock()
+        let over = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("4.00 EUR")), payerPerson: alicePerson,
+                                       payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                       payeeRanging: Self.nearToo)
+        guard case .failed(.overBudget, _) = over.payer else { Issue.record("over budget: \(String(describing: over.payer))"); return }
+        // The override is the person's explicit choice, recorded in the debit.
+        alicePerson.overridesBudget = true
+        let overridden = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("4.00 EUR")), payerPerson: alicePerson,
+                                             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                             payeeRanging: Self.nearToo)
+        guard case .paid = overridden.payer else { Issue.record("override: \(String(describing: overridden.payer))"); return }
+        #expect(try alice.wallet!.ledger.entries(kind: .paymentOut).last?.flags.contains(.budgetOverride) == true)
+        alicePerson.overridesBudget = false
+        // Too few samples: an external source with 5 readings.
+        let file = TestTokens.layout.directory + "/few-\(UUID().uuidString).txt"
+        try "400\n410\n405\n399\n402\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let few = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR", category: "misc")), payerPerson: alicePerson,
+                                      payerRanging: .external(path: file), payee: bob, payeeRole: .receive(request: nil),
+                                      payeePerson: bobPerson, payeeRanging: Self.nearToo)
+        guard case .failed(.rangingFailed, _) = few.payer else { Issue.record("too few: \(String(describing: few.payer))"); return }
+        // A frame changed on the link: the channel refuses it and the session ends with nothing moved.
+        let tamper: MemoryLink.FaultHook = { direction, index, body in
+            direction == .initiatorToResponder && index == 4 ? .replace(body.map { $0 ^ 1 }) : .deliver
+        }
+        let tampered = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR", category: "misc")),
+                                           payerPerson: alicePerson, payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil),
+                                           payeePerson: bobPerson, payeeRanging: Self.nearToo, hook: tamper, timeoutScale: 0.05)
+        if case .paid = tampered.payer { Issue.record("paid through a tampered link") }
+        #expect(Self.euros(alice) == "16.00 EUR" && Self.euros(bob) == "4.00 EUR")
+        #expect(try alice.wallet!.pendingTransfers().isEmpty)
+    }
+
     @Test func wrongPINOnEitherSideMovesNothing() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("pin")
         try "00000000\n".write(toFile: bob.main.pinPath + ".wrong", atomically: true, encoding: .utf8)
