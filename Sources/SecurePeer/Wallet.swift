@@ -59,6 +59,8 @@ public final class Wallet {
     public private(set) var latest: SignedCheckpoint?
     /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
     public internal(set) var lockReason: WalletLockReason?
+    /// Why the anchor could not follow the last commit, while it lags behind the database.
+    public internal(set) var anchorLag: String?
     /// Fork evidence the last `accept` found against the payer (also kept in the ledger's evidence table).
     public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
@@ -203,9 +205,16 @@ public final class Wallet {
         state = next
         peaks = nextPeaks
         latest = signed
-        // The anchor moves only after the commit is durable. If this fails (a token pulled out now), the
-        // database is ahead of the anchor by verified entries, and the next open moves the anchor forward.
-        try anchor.store(signed.encoded)
+        // The anchor moves only after the commit is durable. The entry is committed whatever happens now,
+        // so a failure here must not be reported as a failed append (a payer would believe nothing moved):
+        // the database is then ahead of the anchor by verified entries, the next append tries again, and
+        // the next open moves the anchor forward.
+        do {
+            try anchor.store(signed.encoded)
+            anchorLag = nil
+        } catch {
+            anchorLag = "\(error)"
+        }
         return entry
     }
 

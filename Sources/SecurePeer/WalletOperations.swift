@@ -53,9 +53,18 @@ extension Wallet {
         let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
         if transfer.isSignatureValid { try keepForkEvidence(about: transfer) }
         var outcome = try settle(verdict, refusal: nil)
+        let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
             let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: try signer)
+            try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
             outcome = .refused(reason, entry, refusal: refusal)
+        }
+        // A transfer refused before is answered with the same signed refusal, so a payer whose first copy of
+        // it was lost still gets its reversal.
+        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
+           let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
+           let refusal = try SignedRefusal.decode(bytes) {
+            outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
         }
         if case .recorded(let entry) = outcome {
             let checkpoint = transfer.payload.checkpoint

@@ -27,6 +27,7 @@ public final class LedgerStore: @unchecked Sendable {
             CREATE TABLE outgoing (transfer_id BLOB PRIMARY KEY, position INTEGER NOT NULL, signed BLOB NOT NULL,
                                    status INTEGER NOT NULL, receipt BLOB, message BLOB);
             CREATE TABLE ready_records (offer_id BLOB PRIMARY KEY, record BLOB NOT NULL);
+            CREATE TABLE refusals (signer BLOB NOT NULL, id BLOB NOT NULL, signed BLOB NOT NULL, PRIMARY KEY (signer, id));
             CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
                                      digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
             CREATE INDEX statements_by_kind_id ON statements (kind, id);
@@ -459,6 +460,20 @@ extension LedgerStore {
         let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID)])
         guard try statement.step(), !statement.isNull(0) else { return nil }
         return statement.blob(0)
+    }
+
+    /// Keeps the signed refusal sent for a transfer, so a re-delivered transfer gets the same answer.
+    public func storeRefusal(signer: [UInt8], id: [UInt8], signed: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR IGNORE INTO refusals (signer, id, signed) VALUES (?, ?, ?)")
+                .bind([.blob(signer), .blob(id), .blob(signed)]).run()
+        }
+    }
+
+    /// The signed refusal kept for a transfer.
+    public func refusal(signer: [UInt8], id: [UInt8]) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT signed FROM refusals WHERE signer = ? AND id = ?").bind([.blob(signer), .blob(id)])
+        return try statement.step() ? statement.blob(0) : nil
     }
 
     /// Persists a payee's ready record before it sends `ready`.

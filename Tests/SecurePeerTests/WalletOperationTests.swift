@@ -129,6 +129,12 @@ struct WalletOperationTests {
         let outcome = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true))
         guard case .refused(.inclusionProofInvalid, _, let refusal?) = outcome else { Issue.record("refusal: \(outcome)"); return }
         #expect(try Self.balance(bob) == "0.00 EUR")
+        // Delivered again, it is answered with the same signed refusal and nothing new is recorded.
+        let size = bob.wallet!.size
+        guard case .refused(_, _, let again?) = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+            Issue.record("re-delivered refused transfer"); return
+        }
+        #expect(again == refusal && bob.wallet!.size == size)
         // The payer stored the good transfer; the refusal names the bad one, so it is unrelated to what was sent.
         guard case .dropped(.unrelated) = try alice.wallet!.applyRefusal(refusal, payeeKeys: [bob.wallet!.signingKey]) else {
             Issue.record("unrelated refusal"); return
