@@ -30,7 +30,12 @@ let package = Package(
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         .target(name: "SecureChannel", dependencies: ["SecureCore", "SecureCrypto"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
-        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "CLibCrypto"]),
+        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecurePeer", "CLibCrypto"]),
+        // The deterministic simulator (issue 7): the real machines, ledger and SQLCipher store, with a simulated
+        // token, link and clock from SecureTestSupport. Never linked into `secure`.
+        .target(name: "SecureSimulation", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecurePeer",
+                                                         "SecureTestSupport"]),
+        .executableTarget(name: "secure-sim", dependencies: ["SecureSimulation"]),
         .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureChannel"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer", "SecureChannel"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.

@@ -65,6 +65,8 @@ public final class Wallet {
     public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
     let clock: @Sendable () -> Int64
+    /// Crash points for the simulator (SecureSimulation); nil in every production path.
+    @_spi(Simulation) public var faultHooks: WalletFaultHooks?
 
     /// The signing key in force.
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
@@ -200,8 +202,11 @@ public final class Wallet {
                                         time: time)
         let signed = try checkpoint.sign(with: try signer)
         let sent = try outgoing?(entry, signed)
+        if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) }  // a deliberately broken variant
+        try faultHooks?.beforeCommit?()
         try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
                          treePeaks: nextPeaks, outgoing: sent)
+        try faultHooks?.afterCommit?()
         state = next
         peaks = nextPeaks
         latest = signed

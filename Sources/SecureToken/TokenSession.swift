@@ -16,6 +16,15 @@ public struct TokenKey: Sendable {
     public let publicKey: P256.PublicKey
     /// A URI that names this key on its token.
     public let uri: PKCS11URI
+
+    /// A key as a token reports it; public so that a token stand-in (SecureTestSupport's simulated token)
+    /// can describe its keys the same way.
+    public init(id: [UInt8], label: String, publicKey: P256.PublicKey, uri: PKCS11URI) {
+        self.id = id
+        self.label = label
+        self.publicKey = publicKey
+        self.uri = uri
+    }
 }
 
 /// Attributes of a private key as the token reports them, for checks after generation and for audits.
