@@ -67,6 +67,22 @@ public enum KeyAudit {
         public let findings: [Finding]
         public let attributes: PrivateKeyAttributes
         public let attestation: Attestation
+
+        /// Every field always present (`keySequence` as null when there is none), so the shape is stable.
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(token, forKey: .token)
+            try container.encode(label, forKey: .label)
+            try container.encode(id, forKey: .id)
+            try container.encode(fingerprint, forKey: .fingerprint)
+            try container.encode(role, forKey: .role)
+            try container.encode(inKeyEventLog, forKey: .inKeyEventLog)
+            try container.encode(keySequence, forKey: .keySequence)
+            try container.encode(severity, forKey: .severity)
+            try container.encode(findings, forKey: .findings)
+            try container.encode(attributes, forKey: .attributes)
+            try container.encode(attestation, forKey: .attestation)
+        }
     }
 
     /// The audit of the keys on `tokens` against `log`; rows sorted by token, label and id.

@@ -38,7 +38,8 @@ extension KeyCommands {
         _ = try arguments.positionals(0, "no positional arguments")
         let destroyOld = arguments.flag("destroy-old")
         if destroyOld && !arguments.flag("yes") {
-            let answer = TerminalPerson.ask("Delete the retired private keys from the tokens after the rotation? "
+            // Only a person at a terminal can confirm; a script passes --yes.
+            let answer = isatty(STDIN_FILENO) != 1 ? nil : TerminalPerson.ask("Delete the retired private keys from the tokens after the rotation? "
                 + "Signatures they made stay verifiable. Type \"destroy\" to confirm: ", timeoutSeconds: 120)
             guard answer == "destroy" else {
                 throw UsageError("--destroy-old needs confirmation: type \"destroy\" at the prompt, or pass --yes")
@@ -95,5 +96,63 @@ extension KeyCommands {
         let walletID: String
         let keySequence: UInt64
         let keys: [KeyAudit.Row]
+    }
+}
+
+/// `secure audit export` and `secure audit verify`.
+enum AuditCommands {
+    static let help = """
+        Usage:
+          secure audit export --out FILE [--from N] [--to M]
+              Write an audit bundle: public keys, the key-event log, the signed range and latest checkpoints,
+              entries N … M−1 (default: all) with inclusion proofs, and the consistency proof between them.
+          secure audit verify FILE [--json]
+              Check a bundle offline, with no token. Exit code 7 when it does not verify.
+        The format is in docs/PROTOCOL.md ("Audit bundles").
+        """
+
+    static func run(_ words: [String]) throws -> ExitCode {
+        guard let sub = words.first, !words.contains("--help") else {
+            print(help)
+            return words.isEmpty ? .usage : .success
+        }
+        switch sub {
+        case "export": return try export(Array(words.dropFirst()))
+        case "verify": return try verify(Array(words.dropFirst()))
+        default: throw UsageError("unknown audit command \"\(sub)\"; `secure audit --help` lists them")
+        }
+    }
+
+    static func export(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["out", "from", "to"]), flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let out = try arguments.required("out")
+        func number(_ name: String) throws -> UInt64? {
+            guard let text = arguments.value(name) else { return nil }
+            guard let value = UInt64(text) else { throw UsageError("--\(name) must be an entry position") }
+            return value
+        }
+        let wallet = try openWallet(arguments)
+        defer { (wallet.token as? TokenSession)?.close() }
+        let bytes = try AuditBundleFile.export(wallet, from: try number("from") ?? 0, to: try number("to"))
+        try DurableFile.write(bytes, to: out)
+        printError("secure: wrote the audit bundle \(out) (\(bytes.count) bytes)")
+        return .success
+    }
+
+    static func verify(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: [], flags: ["json"])
+        let path = try arguments.positionals(1, "one bundle FILE")[0]
+        let (problems, bundle) = try AuditBundleFile.verify(try readFile(path, what: "the audit bundle"))
+        if arguments.flag("json") {
+            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": Hex.encode(bundle.walletID),
+                       "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size])
+        } else if problems.isEmpty {
+            print("audit bundle OK: wallet \(Hex.encode(bundle.walletID)), \(bundle.keyEvents.count) key event(s), "
+                + "entries \(bundle.from) … \(bundle.rangeCheckpoint.checkpoint.size - 1) of \(bundle.latest.checkpoint.size)")
+        } else {
+            for problem in problems { printError("secure: audit bundle INVALID: \(problem)") }
+        }
+        return problems.isEmpty ? .success : .verification
     }
 }
