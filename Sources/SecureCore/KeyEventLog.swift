@@ -114,8 +114,7 @@ public struct KeyEventLog: Hashable, Sendable {
     /// start with exactly this log's events. Returns the refusal, or nil after adopting it. Two valid
     /// events with the same sequence are evidence (`conflict`).
     public mutating func follow(_ newer: [SignedKeyEvent]) -> KeyEventFollow {
-        guard newer.count >= events.count else { return .refused(KeyEventError(.wrongSequence, "the offered log is shorter than the one known")) }
-        for (index, known) in events.enumerated() where newer[index] != known {
+        for (index, known) in events.prefix(newer.count).enumerated() where newer[index] != known {
             let offered = newer[index]
             if offered.event.digest != known.event.digest, let evidence = KeyEventConflict(known, offered) {
                 return .conflict(evidence)
@@ -124,6 +123,9 @@ public struct KeyEventLog: Hashable, Sendable {
             guard offered.event == known.event, offered.verify() else {
                 return .refused(KeyEventError(.brokenChain, "the offered log differs from the known one at event \(index)"))
             }
+        }
+        guard newer.count >= events.count else {
+            return .refused(KeyEventError(.wrongSequence, "the offered log is shorter than the one known"))
         }
         var extended = self
         for event in newer.dropFirst(events.count) {

@@ -26,10 +26,10 @@ struct KeyChain {
                            signer: signers[index], previous: countersign ? signers[index - 1] : nil)
     }
 
-    func checkpoint(_ log: KeyEventLog, sequence: Int, size: UInt64) throws -> SignedCheckpoint {
+    func checkpoint(_ log: KeyEventLog, sequence: Int, size: UInt64, root: [UInt8] = Fixture.bytes(1, 32)) throws -> SignedCheckpoint {
         let event = log.events[sequence].event
         let checkpoint = try Checkpoint(walletID: log.walletID, walletKey: event.signingKey, keySequence: event.sequence,
-                                        keyEventPosition: event.ledgerPosition, size: size, root: Fixture.bytes(1, 32),
+                                        keyEventPosition: event.ledgerPosition, size: size, root: root,
                                         head: Fixture.bytes(2, 32), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()))
         return try checkpoint.sign(with: signers[sequence])
     }
@@ -158,5 +158,27 @@ struct KeyChain {
         let notLate = RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation,
                                           checkpoint: try keys.checkpoint(log, sequence: 0, size: 7))
         #expect(!ForkEvidence.retiredKeySignature(notLate).verify().isProven)
+    }
+
+    @Test func aPayeeFollowsThePayersRotationOnlyThroughItsKnownLog() throws {
+        let keys = try KeyChain(count: 3)
+        var log = try KeyEventLog(inception: try keys.inception())
+        try log.append(try keys.rotation(1, after: log.current, position: 5))
+        let tree = MerkleTree(leafHashes: (0..<9).map { SHA256.hash([UInt8($0)]) })
+        let held = try keys.checkpoint(log, sequence: 0, size: 4, root: tree.root(size: 4))
+        let current = try keys.checkpoint(log, sequence: 1, size: 9, root: tree.root(size: 9))
+        let proof = tree.consistencyProof(oldSize: 4, newSize: 9)
+        guard case .inconsistent = PayeeMachine.consistency(held: held, current: current, proof: proof) else {
+            Issue.record("a new key was accepted without the log"); return
+        }
+        guard case .consistent = PayeeMachine.consistency(held: held, current: current, proof: proof, log: log) else {
+            Issue.record("a rotation shown by the known log was not followed"); return
+        }
+        // The retired key signing the same history after its retirement is evidence.
+        let late = try keys.checkpoint(log, sequence: 0, size: 9, root: tree.root(size: 9))
+        guard case .fork(let evidence) = PayeeMachine.consistency(held: held, current: late, proof: proof, log: log) else {
+            Issue.record("a retired key's checkpoint was not refused as evidence"); return
+        }
+        #expect(evidence.verify().isProven)
     }
 }

@@ -151,3 +151,43 @@ struct RotationTests {
         #expect(evidence.verify().isProven)
     }
 }
+
+@Suite("Following peers' key-event logs", .serialized)
+struct PeerKeyLogTests {
+    @Test func aPeerLogIsKeptAndFollowedThroughRotations() throws {
+        let alice = try TestWallet("follow-a")
+        let bob = try TestWallet("follow-b")
+        let aliceID = alice.wallet!.walletID
+        #expect(try bob.wallet!.followKeyEvents(of: aliceID, events: alice.wallet!.keyLog.events) == .followed)
+        let inceptionOnly = alice.wallet!.keyLog
+        try RotationTests.rotate(alice)
+        #expect(try bob.wallet!.followKeyEvents(of: aliceID, events: alice.wallet!.keyLog.events) == .followed)
+        #expect(try bob.wallet!.peerKeyLog(of: aliceID) == alice.wallet!.keyLog)
+        // The stored log survives a reopen (schema 2's peer_key_events table).
+        try bob.reopen()
+        #expect(try bob.wallet!.peerKeyLog(of: aliceID)?.events.count == 3)
+        // An older log is refused and changes nothing; a log of another wallet id is refused.
+        guard case .refused = try bob.wallet!.followKeyEvents(of: aliceID, events: inceptionOnly.events) else {
+            Issue.record("an older log replaced a newer one"); return
+        }
+        guard case .refused = try bob.wallet!.followKeyEvents(of: Array(repeating: 7, count: 32), events: inceptionOnly.events) else {
+            Issue.record("a log was kept under another wallet id"); return
+        }
+        #expect(try bob.wallet!.peerKeyLog(of: aliceID)?.events.count == 3)
+    }
+
+    @Test func schemaOneMigratesToTwo() throws {
+        let test = try TestWallet("migrate")
+        let key = try test.databaseKey()
+        let salt = try LedgerStore.fileSalt(test.paths.database)
+        let walletID = test.wallet!.walletID
+        test.close()
+        do {
+            let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
+            try store.database.execute("DROP TABLE peer_key_events")
+            try store.database.execute("PRAGMA user_version = 1")
+        }
+        let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
+        #expect(try store.peerKeyEventLog(wallet: Array(repeating: 1, count: 32)) == nil, "the table exists again")
+    }
+}
