@@ -152,7 +152,7 @@ public struct PayeeMachine {
         }
         let current = session.peer.checkpoint
         if let held = record.heldCheckpoint {
-            switch PayeeMachine.consistency(held: held, current: current, proof: payer.consistencyProof) {
+            switch PayeeMachine.consistency(held: held, current: current, proof: payer.consistencyProof, log: record.keyLog) {
             case .consistent: break
             case .inconsistent:
                 return fail(.checkpointInconsistent, offerID: offer.offerID)
@@ -170,17 +170,29 @@ public struct PayeeMachine {
         return [.persistReadyRecord(ready)]
     }
 
-    private enum Consistency { case consistent, inconsistent, fork(ForkEvidence) }
+    enum Consistency { case consistent, inconsistent, fork(ForkEvidence) }
 
-    /// Whether the payer's `hello` checkpoint extends the one this wallet holds: the same wallet and key
-    /// (key rotation will widen this to the key-event log), a size no smaller, and an RFC 9162 consistency
-    /// proof. Two signed checkpoints of one size that differ are fork evidence.
-    private static func consistency(held: SignedCheckpoint, current: SignedCheckpoint, proof: [[UInt8]]?)
+    /// Whether the payer's `hello` checkpoint extends the one this wallet holds: the same wallet, the same
+    /// key or keys the payer's known key-event log shows in force at each checkpoint's size, a size no
+    /// smaller, and an RFC 9162 consistency proof. Two signed checkpoints of one size that differ are fork
+    /// evidence; so is a checkpoint signed by a key after its retirement.
+    static func consistency(held: SignedCheckpoint, current: SignedCheckpoint, proof: [[UInt8]]?, log: KeyEventLog? = nil)
         -> Consistency
     {
         let old = held.checkpoint
         let new = current.checkpoint
-        guard old.walletID == new.walletID, old.walletKey == new.walletKey else { return .inconsistent }
+        guard old.walletID == new.walletID else { return .inconsistent }
+        if let log, log.walletID == new.walletID {
+            if case .retired(let rotation) = log.check(current),
+                let retiredEvent = log.events.first(where: { $0.event.sequence == new.keySequence })
+            {
+                return .fork(.retiredKeySignature(
+                    RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotation, checkpoint: current)))
+            }
+            guard log.check(held) == .inForce, log.check(current) == .inForce else { return .inconsistent }
+        } else {
+            guard old.walletKey == new.walletKey else { return .inconsistent }
+        }
         if old.size == new.size, old.root != new.root || old.head != new.head {
             let evidence = ForkEvidence.conflictingCheckpoints(held, current)
             return evidence.verify().isProven ? .fork(evidence) : .inconsistent

@@ -131,6 +131,8 @@ public struct PeerHello: Hashable, Sendable {
     public let checkpoint: SignedCheckpoint
     /// Digests (SHA-256 of the encoding) of the fork evidence the sender holds.
     public let evidenceDigests: [[UInt8]]
+    /// The head of the sender's key-event log; a peer that knows an older head asks for the log.
+    public let keyEventHead: KeyEventHead?
 
     /// A display name is a label on a screen: 64 bytes is ample, and it is not trusted anyway.
     public static let displayNameByteCountMax = 64
@@ -141,7 +143,7 @@ public struct PeerHello: Hashable, Sendable {
 
     public init(
         walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: [UInt8],
-        checkpoint: SignedCheckpoint, evidenceDigests: [[UInt8]] = []
+        checkpoint: SignedCheckpoint, evidenceDigests: [[UInt8]] = [], keyEventHead: KeyEventHead? = nil
     ) throws {
         guard displayName.utf8.count <= PeerHello.displayNameByteCountMax,
             !displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -160,6 +162,7 @@ public struct PeerHello: Hashable, Sendable {
         self.nonceContribution = nonceContribution
         self.checkpoint = checkpoint
         self.evidenceDigests = evidenceDigests
+        self.keyEventHead = keyEventHead
     }
 
     /// The sender's wallet id, as its checkpoint names it.
@@ -173,6 +176,13 @@ public struct PeerHello: Hashable, Sendable {
         checkpoint.encode(into: &writer)
         writer.write(UInt8(evidenceDigests.count))
         for digest in evidenceDigests { writer.write(fixed: digest, count: 32) }
+        if let keyEventHead {
+            writer.write(UInt8(1))
+            writer.write(keyEventHead.sequence)
+            writer.write(fixed: keyEventHead.digest, count: 32)
+        } else {
+            writer.write(UInt8(0))
+        }
     }
 
     static func decode(from reader: inout ByteReader) throws -> PeerHello? {
@@ -190,9 +200,22 @@ public struct PeerHello: Hashable, Sendable {
             guard let digest = reader.readFixed(32) else { return nil }
             digests.append(digest)
         }
+        guard let headTag = reader.readUInt8() else { return nil }
+        var head: KeyEventHead?
+        switch headTag {
+        case 0: head = nil
+        case 1:
+            guard let sequence = reader.readUInt64(), let digest = reader.readFixed(32) else { return nil }
+            head = KeyEventHead(sequence: sequence, digest: digest)
+        default: throw FormatError(.invalidValue, "key-event head tag \(headTag) is not 0 or 1")
+        }
+        if let head, head.sequence != checkpoint.checkpoint.keySequence {
+            throw FormatError(.invalidValue, "a hello's key-event head is not the sequence its checkpoint is signed under")
+        }
         return try PeerHello(
             walletKey: try decodeKey(point, "wallet key"), displayName: try decodeText(name, "display name"),
-            rangingToken: token, nonceContribution: contribution, checkpoint: checkpoint, evidenceDigests: digests)
+            rangingToken: token, nonceContribution: contribution, checkpoint: checkpoint, evidenceDigests: digests,
+            keyEventHead: head)
     }
 }
 

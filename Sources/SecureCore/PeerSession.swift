@@ -44,10 +44,14 @@ public struct PeerRecord: Hashable, Sendable {
     public let knownName: String?
     /// The latest checkpoint of this wallet that this wallet holds (from earlier transfers), if any.
     public let heldCheckpoint: SignedCheckpoint?
+    /// The peer's key-event log as this wallet knows it, if any: it lets a checkpoint signed by a newer key
+    /// extend one signed by an older key, and refuses one signed by a key after its retirement.
+    public let keyLog: KeyEventLog?
 
-    public init(knownName: String? = nil, heldCheckpoint: SignedCheckpoint? = nil) {
+    public init(knownName: String? = nil, heldCheckpoint: SignedCheckpoint? = nil, keyLog: KeyEventLog? = nil) {
         self.knownName = knownName
         self.heldCheckpoint = heldCheckpoint
+        self.keyLog = keyLog
     }
 }
 

@@ -63,7 +63,8 @@ public final class PeerDriver {
             let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
             return (try PeerHello(walletKey: wallet.signingKey, displayName: displayName, rangingToken: SystemRandom.bytes(16),
                                   nonceContribution: SystemRandom.bytes(SessionNonce.contributionByteCount),
-                                  checkpoint: latest, evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax))),
+                                  checkpoint: latest, evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
+                                  keyEventHead: wallet.keyLog.head),
                     latest.checkpoint.size)
         }
         helloSize = size
@@ -132,7 +133,11 @@ public final class PeerDriver {
             return protocolViolation("a malformed message: \(error)")
         }
         // The peer's key, for checking its receipts and refusals; the machine checks the hello itself.
-        if case .hello(let hello) = message, peerKey == nil { peerKey = hello.walletKey }
+        if case .hello(let hello) = message, peerKey == nil {
+            peerKey = hello.walletKey
+            // Best effort: a failed request leaves the log as known, and the consistency check decides.
+            try? askForKeyEventsIfNewer(hello)
+        }
         do {
             switch machine {
             case .payer(var payer):
@@ -268,11 +273,19 @@ public final class PeerDriver {
             if evidence.verify().isProven { try walletLock.withLock { try wallet.ledger.storeEvidence(evidence.encoded) } }
             return []
         case .provideKeyEvents(let walletID):
-            if walletID == wallet.walletID { try send(.keyEvents(.log(walletID: walletID, events: [wallet.keyEvent]))) }
+            // The whole log, from the inception: a log is only checkable from its start.
+            let events = wallet.keyLog.events
+            if walletID == wallet.walletID, events.count <= KeyEventsMessage.eventCountMax {
+                try send(.keyEvents(.log(walletID: walletID, events: events)))
+            }
             return []
-        case .keepKeyEvents(_, let events):
-            // Following peers' rotations belongs to the key-rotation issue; the log is checked and not kept.
-            if !events.allSatisfy({ $0.verify() }) { interface.event("keyEvents", [:], "the peer sent key events that do not verify") }
+        case .keepKeyEvents(let walletID, let events):
+            let outcome = try walletLock.withLock { try wallet.followKeyEvents(of: walletID, events: events) }
+            switch outcome {
+            case .followed: break
+            case .refused(let error): interface.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
+            case .conflict: interface.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
+            }
             return []
         case .finish(let outcome):
             interface.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
@@ -291,15 +304,24 @@ public final class PeerDriver {
         try channel.send(type: Self.messageRecordType, payload: Array(bytes[offset...]))
     }
 
+    /// Asks for the peer's key-event log when its hello names a head this wallet does not know. The log is
+    /// kept when it arrives (`keepKeyEvents`), through a valid chain only.
+    private func askForKeyEventsIfNewer(_ hello: PeerHello) throws {
+        guard let head = hello.keyEventHead else { return }
+        let known = try walletLock.withLock { try wallet.peerKeyLog(of: hello.walletID) }
+        if known?.head != head { try send(.keyEvents(.request(walletID: hello.walletID))) }
+    }
+
     private func lookUp(_ identity: PeerIdentity) throws -> [PeerAction] {
         peerKey = identity.key
         let held = try walletLock.withLock { try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID) }
             .flatMap { try? SignedCheckpoint.decode($0.encoded) }
+        let keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
         interface.event("peer", ["fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
                                  "walletID": Hex.encode(identity.walletID)],
                         "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)")
-        return mutate(payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held)) },
-                      payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held)) })
+        return mutate(payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
+                      payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
     }
 
     /// The first and last two bytes of a key's fingerprint: "3F2A…9C1B".

@@ -33,22 +33,24 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
 /// share one code path. One process holds a wallet at a time (`WalletLock`).
 public final class Wallet {
     public let paths: WalletPaths
-    public let metadata: WalletMetadata
+    public internal(set) var metadata: WalletMetadata
     public let walletID: [UInt8]
-    /// The key event currently in force (inception until the rotation issue adds rotations).
-    public let keyEvent: SignedKeyEvent
+    /// The key event currently in force: the last event of `keyLog`.
+    public internal(set) var keyEvent: SignedKeyEvent
+    /// The wallet's verified key-event log, read from the ledger's key-event entries.
+    public internal(set) var keyLog: KeyEventLog
     public let token: WalletToken
     let lock: WalletLock
     let store: LedgerStore
     let anchor: AnchorStorage
-    private let tokenSigner: MessageSigner?
+    var tokenSigner: MessageSigner?
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
     var signer: MessageSigner {
         get throws {
             guard let tokenSigner else {
                 throw WalletError(.keyMismatch, "this wallet was recovered onto a new token and its signing key is not "
-                    + "there: it can be read but not spend or sign until it rotates to a key on the new token "
-                    + "(`secure keys rotate`, from the key-rotation issue)")
+                    + "there: it can be read but not spend or sign until it rotates to a key on this token "
+                    + "(`secure keys rotate --backup-token URI`)")
             }
             return tokenSigner
         }
@@ -71,13 +73,14 @@ public final class Wallet {
     /// The signing key in force.
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
 
-    init(paths: WalletPaths, metadata: WalletMetadata, keyEvent: SignedKeyEvent, token: WalletToken, lock: WalletLock,
+    init(paths: WalletPaths, metadata: WalletMetadata, keyLog: KeyEventLog, token: WalletToken, lock: WalletLock,
                  store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
                  peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
         self.paths = paths
         self.metadata = metadata
         walletID = metadata.walletIDBytes
-        self.keyEvent = keyEvent
+        self.keyLog = keyLog
+        keyEvent = keyLog.events[keyLog.events.count - 1]
         self.token = token
         self.lock = lock
         self.store = store
@@ -143,7 +146,7 @@ public final class Wallet {
         let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
         let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
         let wallet = Wallet(
-            paths: paths, metadata: metadata, keyEvent: inception, token: session, lock: lock, store: store, anchor: anchor,
+            paths: paths, metadata: metadata, keyLog: try KeyEventLog(inception: inception), token: session, lock: lock, store: store, anchor: anchor,
             signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
         let time = clock()
         _ = try wallet.append { position, previous, _ in

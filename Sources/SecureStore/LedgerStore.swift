@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 1
+    public static let schemaVersion: Int64 = 2
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -34,6 +34,11 @@ public final class LedgerStore: @unchecked Sendable {
             CREATE TABLE peer_checkpoints (wallet BLOB NOT NULL, size INTEGER NOT NULL, encoded BLOB NOT NULL,
                                            PRIMARY KEY (wallet, size));
             CREATE TABLE evidence (digest BLOB PRIMARY KEY, encoded BLOB NOT NULL);
+            """,
+        // Version 2 (key rotation): the key-event logs of peers and trusted issuers, one row per event.
+        2: """
+            CREATE TABLE peer_key_events (wallet BLOB NOT NULL, sequence INTEGER NOT NULL, encoded BLOB NOT NULL,
+                                          PRIMARY KEY (wallet, sequence));
             """,
     ]
 
