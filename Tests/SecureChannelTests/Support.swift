@@ -29,30 +29,33 @@ struct HonestRun {
 /// flight: (index in the overall sequence, body) → body.
 func drive(_ initiator: inout Initiator, _ responder: inout Responder,
            alter: (Int, [UInt8]) -> [UInt8] = { $1 }) throws -> HonestRun {
-    var run = HonestRun()
+    // The messages and the two outcomes are separate variables: the nested function appends to the
+    // messages while an outcome is passed inout, which would be an overlapping access to one struct.
+    var messages: [[UInt8]] = []
+    var initiatorOutcome: HandshakeOutcome?, responderOutcome: HandshakeOutcome?
     var toResponder: [[UInt8]] = [], toInitiator: [[UInt8]] = []
     func collect(_ actions: [HandshakeAction], into queue: inout [[UInt8]], outcome: inout HandshakeOutcome?) {
         for action in actions {
             switch action {
             case .send(let body):
-                let altered = alter(run.messages.count, body)
-                run.messages.append(altered)
+                let altered = alter(messages.count, body)
+                messages.append(altered)
                 queue.append(altered)
             case .complete(let result): outcome = result
             }
         }
     }
-    collect(initiator.start(), into: &toResponder, outcome: &run.initiator)
+    collect(initiator.start(), into: &toResponder, outcome: &initiatorOutcome)
     while !toResponder.isEmpty || !toInitiator.isEmpty {
         if !toResponder.isEmpty {
             let frame = toResponder.removeFirst()
-            collect(try responder.receive(frame), into: &toInitiator, outcome: &run.responder)
+            collect(try responder.receive(frame), into: &toInitiator, outcome: &responderOutcome)
         } else {
             let frame = toInitiator.removeFirst()
-            collect(try initiator.receive(frame), into: &toResponder, outcome: &run.initiator)
+            collect(try initiator.receive(frame), into: &toResponder, outcome: &initiatorOutcome)
         }
     }
-    return run
+    return HonestRun(messages: messages, initiator: initiatorOutcome, responder: responderOutcome)
 }
 
 /// A value shared with another thread; the lock makes it Sendable.
