@@ -96,13 +96,37 @@ public final class Wallet {
         public var backup: (session: TokenSession, uri: PKCS11URI)
         public var allowFileAnchor: Bool
         public var label: String
+        /// Keys already on the tokens to use instead of generating them, for tokens whose keys are made by
+        /// their own tool (a PIV card: 9C signs, 9D agrees). Each is checked as a generated key would be.
+        public var existingKeys: ExistingKeys
 
-        public init(tokenURI: PKCS11URI, backup: (session: TokenSession, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
+        public init(tokenURI: PKCS11URI, backup: (session: TokenSession, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet",
+                    existingKeys: ExistingKeys = ExistingKeys()) {
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
             self.label = label
+            self.existingKeys = existingKeys
         }
+    }
+
+    /// Key URIs (by id) to select instead of generating; nil generates.
+    public struct ExistingKeys {
+        public var signing, agreement, next, backupAgreement: PKCS11URI?
+
+        public init(signing: PKCS11URI? = nil, agreement: PKCS11URI? = nil, next: PKCS11URI? = nil,
+                    backupAgreement: PKCS11URI? = nil) {
+            self.signing = signing
+            self.agreement = agreement
+            self.next = next
+            self.backupAgreement = backupAgreement
+        }
+    }
+
+    /// Selects the key a URI names, or generates one.
+    private static func key(_ uri: PKCS11URI?, on session: TokenSession, label: String, usage: KeyUsage) throws -> TokenKey {
+        if let uri { return try session.selectKey(uri, usage: usage) }
+        return try session.generateKey(label: label, usage: usage)
     }
 
     /// Makes a wallet: the signing key and a separate key-agreement key on the token, the next signing key
@@ -121,10 +145,15 @@ public final class Wallet {
             try? FileManager.default.removeItem(atPath: leftover)
         }
         let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
-        let signingKey = try session.generateKey(label: options.label, usage: .sign)
-        let agreementKey = try session.generateKey(label: options.label + "-agreement", usage: .derive)
-        let nextKey = try options.backup.session.generateKey(label: options.label + "-next", usage: .sign)
-        let backupAgreement = try options.backup.session.generateKey(label: options.label + "-backup-agreement", usage: .derive)
+        let chosen = options.existingKeys
+        let signingKey = try key(chosen.signing, on: session, label: options.label, usage: .sign)
+        let agreementKey = try key(chosen.agreement, on: session, label: options.label + "-agreement", usage: .derive)
+        let nextKey = try key(chosen.next, on: options.backup.session, label: options.label + "-next", usage: .sign)
+        let backupAgreement = try key(chosen.backupAgreement, on: options.backup.session, label: options.label + "-backup-agreement",
+                                      usage: .derive)
+        guard signingKey.id != agreementKey.id, nextKey.id != backupAgreement.id else {
+            throw WalletError(.invalidInput, "the signing and key-agreement keys must be two different keys")
+        }
         let signer = try TokenSigner(session: session, keyURI: signingKey.uri)
         let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                                                       agreementKey: agreementKey.publicKey), signer: signer)
@@ -147,6 +176,15 @@ public final class Wallet {
         var wrapped = WrappedKeyFile(walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
         try wrapped.wrap(databaseKey, to: backupAgreement.publicKey)
+        // Each token proves it can unwrap its copy before the wallet exists: a token whose ECDH fails, or
+        // returns something other than the x-coordinate, is found now and not when the money is needed.
+        for (tokenSession, key) in [(session, agreementKey), (options.backup.session, backupAgreement)] {
+            let unwrapped = try wrapped.unwrap(with: TokenUnwrapper(session: tokenSession, key: key))
+            guard unwrapped == databaseKey else {
+                throw WalletError(.verificationFailed, "the token \"\(tokenSession.token.label)\" unwrapped a different "
+                    + "database key; its key agreement cannot be trusted with the wallet")
+            }
+        }
         try DurableFile.write(wrapped.encoded, to: paths.wrappedKey)
         try metadata.save(paths)
         return wallet

@@ -221,9 +221,10 @@ extension Token {
             let id = try session.attribute(handle, Attribute.id) ?? []
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
             guard let publicKey = try? TokenSession.readPublicKey(session, handle) else { return nil }
+            // The URI names the key by CKA_ID only: PIV modules label the public and private halves
+            // differently ("Public key for Digital Signature"), and the URI must find the private key.
             var keyURI = uri
             keyURI.id = id
-            keyURI.object = label
             keyURI.type = .privateKey
             return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI)
         }

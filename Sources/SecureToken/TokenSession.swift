@@ -24,12 +24,36 @@ public struct PrivateKeyAttributes: Sendable, Codable, Equatable {
     public var sign, derive, decrypt, unwrap, signRecover, isPrivate, token: Bool?
 }
 
+/// What a caller accepts from a token that lacks a safeguard. Every flag is off by default, and each
+/// names the property that is lost when it is on; the CLI spells them `--allow-unenforced-pin` and
+/// `--allow-unproven-origin`.
+public struct TokenPolicy: Sendable, Equatable {
+    /// Use a token that stores CKA_ALWAYS_AUTHENTICATE but does not enforce it (NSS softokn answers the
+    /// per-signature C_Login with CKR_USER_ALREADY_LOGGED_IN). Lost: the PIN for every signature; after
+    /// one login, any code in the process can sign.
+    public var allowUnenforcedPIN: Bool
+    /// Keep keys the token does not report as generated on it (CKA_LOCAL false), although this session
+    /// asked it to generate them (NSS softokn). Lost: the token's own word that the key was never
+    /// imported, so a later audit cannot tell these keys from imported ones.
+    public var allowUnprovenOrigin: Bool
+
+    /// The strict policy: every safeguard required.
+    public static let strict = TokenPolicy()
+
+    public init(allowUnenforcedPIN: Bool = false, allowUnprovenOrigin: Bool = false) {
+        self.allowUnenforcedPIN = allowUnenforcedPIN
+        self.allowUnprovenOrigin = allowUnprovenOrigin
+    }
+}
+
 /// An authenticated session on one token: the user is logged in with a PIN that is held in wiped memory
 /// for as long as the approved operation lasts, then logged out and wiped. One thread at a time uses
 /// it; a lock serializes callers.
 public final class TokenSession: @unchecked Sendable {
     /// The token this session is on.
     public let token: Token
+    /// What this session accepts from a token that lacks a safeguard.
+    public let policy: TokenPolicy
     private let pin: PIN
     private let lock = NSLock()
     private var handle: SessionHandle?
@@ -40,9 +64,10 @@ public final class TokenSession: @unchecked Sendable {
 
     /// Opens a read-write session and logs the user in. A locked PIN, or the final try without
     /// confirmation, is refused before the PIN is sent. A wrong PIN is discarded and never retried.
-    public init(token: Token, pin: PIN, confirmFinalTry: Bool = false) throws {
+    public init(token: Token, pin: PIN, confirmFinalTry: Bool = false, policy: TokenPolicy = .strict) throws {
         self.token = token
         self.pin = pin
+        self.policy = policy
         try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
         try lock.withLock { _ = try openLocked() }
     }
@@ -134,7 +159,8 @@ public final class TokenSession: @unchecked Sendable {
                                                                                privateTemplate: privateTemplate)
             do {
                 let attributes = try Self.readAttributes(session, privateHandle)
-                try Self.refuseWeak(attributes, usage: usage)
+                try Self.refuseWeak(attributes, usage: usage, generatedHere: true, policy: policy,
+                                    what: "the token made a key that was destroyed because it")
                 let publicKey = try Self.readPublicKey(session, publicHandle)
                 return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
             } catch {
@@ -145,17 +171,48 @@ public final class TokenSession: @unchecked Sendable {
         }
     }
 
-    private static func refuseWeak(_ attributes: PrivateKeyAttributes, usage: KeyUsage) throws {
+    /// Refuses a private key that could leave the token, or that the token does not report as made on
+    /// it, or a signing key without CKA_ALWAYS_AUTHENTICATE. The message shows what the token reported.
+    /// A key this session just generated may lack CKA_LOCAL only when the policy allows it.
+    static func refuseWeak(_ attributes: PrivateKeyAttributes, usage: KeyUsage, generatedHere: Bool, policy: TokenPolicy,
+                           what: String) throws {
+        func shown(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "not reported" }
         var problems: [String] = []
-        if attributes.extractable != false { problems.append("extractable") }
-        if attributes.sensitive != true { problems.append("not sensitive") }
-        if attributes.local != true { problems.append("not reported as generated on the token (CKA_LOCAL)") }
-        if usage == .sign && attributes.alwaysAuthenticate != true {
-            problems.append("not always-authenticate")
+        if attributes.extractable != false { problems.append("extractable (CKA_EXTRACTABLE \(shown(attributes.extractable)))") }
+        if attributes.sensitive != true { problems.append("not sensitive (CKA_SENSITIVE \(shown(attributes.sensitive)))") }
+        var hint = ""
+        if attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
+            problems.append("not reported as generated on the token (CKA_LOCAL \(shown(attributes.local)))")
+            if generatedHere {
+                hint = "; --allow-unproven-origin accepts a key generated just now that the token does not mark as "
+                    + "generated, losing any later proof that it was never imported"
+            }
         }
+        if usage == .sign && attributes.alwaysAuthenticate != true {
+            problems.append("not always-authenticate (CKA_ALWAYS_AUTHENTICATE \(shown(attributes.alwaysAuthenticate)))")
+        }
+        if usage == .sign && attributes.sign != true { problems.append("not allowed to sign (CKA_SIGN)") }
+        // CKA_DERIVE is not required: ykcs11 reports it false on PIV keys that it does derive with. The wallet
+        // proves instead that each key-agreement key unwraps its copy of the database key (Wallet.create).
         guard problems.isEmpty else {
-            throw TokenError(.keyRefused, "the token made a key that is " + problems.joined(separator: ", ")
-                + "; it was destroyed. This token cannot keep wallet keys safely")
+            throw TokenError(.keyRefused, "\(what) is " + problems.joined(separator: ", ")
+                + ". This token cannot keep wallet keys safely" + hint)
+        }
+    }
+
+    /// Selects a key pair that is already on the token, for tokens whose keys are made by their own tool
+    /// (a PIV card's slots 9C and 9D). The same checks as for a generated key apply, and CKA_LOCAL must be
+    /// true: the token must say the key was generated on it (ykcs11 learns that from the card's
+    /// attestation or metadata). The public key object must be there too.
+    public func selectKey(_ uri: PKCS11URI, usage: KeyUsage) throws -> TokenKey {
+        try withSession { session in
+            let (handle, _) = try findPrivateKeyLocked(session, uri)
+            let id = try session.attribute(handle, Attribute.id) ?? []
+            let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+            try Self.refuseWeak(try Self.readAttributes(session, handle), usage: usage, generatedHere: false, policy: policy,
+                                what: "the \(usage == .sign ? "signing" : "key-agreement") key \(uri.withoutPIN)")
+            let publicKey = try publicKeyLocked(session, id: id)
+            return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
         }
     }
 
@@ -302,7 +359,14 @@ public final class TokenSession: @unchecked Sendable {
                     contextLoginSucceeded = true
                 case 0x100:
                     // CKR_USER_ALREADY_LOGGED_IN: the token does not enforce the per-signature login.
-                    break
+                    guard policy.allowUnenforcedPIN else {
+                        loseSessionLocked()  // a new session ends the sign operation that C_SignInit began
+                        throw TokenError(.unsupported, "the token \"\(token.label)\" does not enforce the PIN for each "
+                            + "signature (its per-signature C_Login says the user is already logged in), so after one "
+                            + "login anything in this process could sign; nothing was signed. Pass "
+                            + "--allow-unenforced-pin to use it anyway without that guarantee",
+                            returnValueName: "CKR_USER_ALREADY_LOGGED_IN")
+                    }
                 case 0xa0:
                     pin.discard()
                     loseSessionLocked()
