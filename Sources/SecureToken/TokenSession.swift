@@ -68,7 +68,7 @@ public final class TokenSession: @unchecked Sendable {
         self.token = token
         self.pin = pin
         self.policy = policy
-        try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
+        try token.permitsLogin(confirmedFinalTry: confirmFinalTry)
         try lock.withLock { _ = try openLocked() }
     }
 
@@ -99,6 +99,10 @@ public final class TokenSession: @unchecked Sendable {
         case 0xa0:
             pin.discard()
             throw pkcs11Error("C_Login", value)
+        case 0xa4:  // CKR_PIN_LOCKED: the wrong PIN that locked it, or a token that sets no flags (a TPM)
+            pin.discard()
+            throw TokenError(.pinLocked, "the user PIN of \"\(token.label)\" is locked; \(token.unblockAdvice), then try again",
+                             returnValueName: "CKR_PIN_LOCKED")
         default:
             throw pkcs11Error("C_Login", value)
         }

@@ -28,7 +28,7 @@ func tokenPolicy(_ arguments: Arguments) -> TokenPolicy {
 /// Opens an authenticated session for a command, honouring --confirm-final-try and the --allow-… flags.
 func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession {
     let token = try TokenLibrary.shared.token(uri)
-    try token.pinState.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"), tokenLabel: token.label)
+    try token.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"))
     let pin = try readPIN(arguments, uri: uri, token: token)
     return try TokenSession(token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"),
                             policy: tokenPolicy(arguments))
