@@ -144,14 +144,26 @@ public final class Wallet {
         for leftover in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.wrappedKey] {
             try? FileManager.default.removeItem(atPath: leftover)
         }
+        guard session.token.supportsECDH else {
+            // The inception event names a P-256 key-agreement key, so the wallet's own token needs ECDH. A
+            // token with RSA-OAEP only (a TPM) can be the backup token, whose copy is wrapped to RSA.
+            throw TokenError(.unsupported, "the token \"\(session.token.label)\" has no ECDH (CKM_ECDH1_DERIVE), and a "
+                + "wallet's key event names a P-256 key-agreement key on its token. Use it as the --backup-token "
+                + "(its copy of the database key is then wrapped with RSA-OAEP), or choose a token with ECDH")
+        }
         let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
         let chosen = options.existingKeys
         let signingKey = try key(chosen.signing, on: session, label: options.label, usage: .sign)
         let agreementKey = try key(chosen.agreement, on: session, label: options.label + "-agreement", usage: .derive)
         let nextKey = try key(chosen.next, on: options.backup.session, label: options.label + "-next", usage: .sign)
-        let backupAgreement = try key(chosen.backupAgreement, on: options.backup.session, label: options.label + "-backup-agreement",
-                                      usage: .derive)
-        guard signingKey.id != agreementKey.id, nextKey.id != backupAgreement.id else {
+        let backupAgreement = try chosen.backupAgreement.map { AgreementKey.ecdh(try options.backup.session.selectKey($0, usage: .derive)) }
+            ?? AgreementKey.generate(on: options.backup.session, label: options.label + "-backup-agreement")
+        let backupAgreementID: [UInt8]
+        switch backupAgreement {
+        case .ecdh(let key): backupAgreementID = key.id
+        case .rsa(let key): backupAgreementID = key.id
+        }
+        guard signingKey.id != agreementKey.id, nextKey.id != backupAgreementID else {
             throw WalletError(.invalidInput, "the signing and key-agreement keys must be two different keys")
         }
         let signer = try TokenSigner(session: session, keyURI: signingKey.uri)
@@ -175,11 +187,11 @@ public final class Wallet {
         }
         var wrapped = WrappedKeyFile(walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
-        try wrapped.wrap(databaseKey, to: backupAgreement.publicKey)
-        // Each token proves it can unwrap its copy before the wallet exists: a token whose ECDH fails, or
-        // returns something other than the x-coordinate, is found now and not when the money is needed.
-        for (tokenSession, key) in [(session, agreementKey), (options.backup.session, backupAgreement)] {
-            let unwrapped = try wrapped.unwrap(with: TokenUnwrapper(session: tokenSession, key: key))
+        try backupAgreement.wrap(databaseKey, into: &wrapped)
+        // Each token proves it can unwrap its copy before the wallet exists: a token whose ECDH or RSA-OAEP
+        // fails, or gives something else, is found now and not when the money is needed.
+        for (tokenSession, key) in [(session, AgreementKey.ecdh(agreementKey)), (options.backup.session, backupAgreement)] {
+            let unwrapped = try key.unwrap(wrapped, session: tokenSession)
             guard unwrapped == databaseKey else {
                 throw WalletError(.verificationFailed, "the token \"\(tokenSession.token.label)\" unwrapped a different "
                     + "database key; its key agreement cannot be trusted with the wallet")

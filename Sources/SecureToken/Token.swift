@@ -58,7 +58,7 @@ enum UnblockAdvice {
     static let softHSM = "reset it as the SO: pkcs11-tool --module libsofthsm2.so --token-label LABEL --login "
         + "--login-type so --so-pin SO_PIN --init-pin --new-pin NEW_PIN"
     static let tpm = "the TPM locks out after wrong PINs and unlocks after its recovery time; an owner can clear it "
-        + "at once with tpm2_dictionarylockout --clear-lockout, and the SO can set a new PIN with tpm2_ptool changepin"
+        + "at once with tpm2_dictionarylockout --clear-lockout, and the SO can set a new user PIN with tpm2_ptool initpin"
 
     /// The advice for a token, by what its module reports.
     static func forToken(manufacturer: String, model: String, moduleDescription: String) -> String {

@@ -4,6 +4,8 @@ import SecureCrypto
 /// What a key may do. The signing key may only sign; the key-agreement key may only derive.
 public enum KeyUsage: String, Sendable, Codable {
     case sign, derive
+    /// RSA-OAEP decryption, for tokens without ECDH (TokenRSA.swift).
+    case decrypt
 }
 
 /// A key pair on a token, named by its CKA_ID, with the public key read from the token.
@@ -118,6 +120,9 @@ public final class TokenSession: @unchecked Sendable {
         keyHandles = [:]
     }
 
+    /// `withSession` for the RSA operations in TokenRSA.swift.
+    func withSessionForRSA<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result { try withSession(body) }
+
     /// Runs one operation under the lock; a lost session or removed token gives a clean error and is
     /// reopened on the next call.
     private func withSession<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result {
@@ -158,9 +163,28 @@ public final class TokenSession: @unchecked Sendable {
             .bool(Attribute.signRecover, false), .bool(Attribute.alwaysAuthenticate, usage == .sign),
             .bytes(Attribute.id, id), .bytes(Attribute.label, labelBytes),
         ]
+        // The usages a key must not have, said outright. tpm2-pkcs11 will not be told them: a TPM key's usages
+        // come from its TPM object attributes, and it answers a template that contradicts them with
+        // CKR_GENERAL_ERROR. Then the key is asked for once more without them; the attributes that keep it
+        // on the token are still required and read back below.
+        let negativeUsages: Set<UInt> = [Attribute.encrypt, Attribute.wrap, Attribute.decrypt, Attribute.unwrap,
+                                         Attribute.signRecover, usage == .sign ? Attribute.derive : Attribute.sign]
+        func withoutNegativeUsages(_ template: [AttributeValue]) -> [AttributeValue] {
+            template.filter { value in
+                if case .bool(let type, false) = value, negativeUsages.contains(type) { return false }
+                return true
+            }
+        }
         return try withSession { session in
-            let (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
-                                                                               privateTemplate: privateTemplate)
+            let publicHandle: ObjectHandle, privateHandle: ObjectHandle
+            do {
+                (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
+                                                                              privateTemplate: privateTemplate)
+            } catch let error as TokenError where ["CKR_GENERAL_ERROR", "CKR_TEMPLATE_INCONSISTENT",
+                                                   "CKR_ATTRIBUTE_VALUE_INVALID"].contains(error.returnValueName) {
+                (publicHandle, privateHandle) = try session.generateECKeyPair(
+                    publicTemplate: withoutNegativeUsages(publicTemplate), privateTemplate: withoutNegativeUsages(privateTemplate))
+            }
             do {
                 let attributes = try Self.readAttributes(session, privateHandle)
                 try Self.refuseWeak(attributes, usage: usage, generatedHere: true, policy: policy,
