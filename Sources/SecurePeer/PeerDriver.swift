@@ -43,6 +43,11 @@ public final class PeerDriver {
     let walletLock: NSLock
     private var machine: Machine
     private var peerKey: P256.PublicKey?
+    /// The peer wallet whose key-event log this side asked for and has not received yet. Its lookup waits
+    /// for the log (`deferredLookup`), so the first session after a peer's rotation checks the peer's
+    /// checkpoint against the rotated log, not the one known before. The machine's lookup wait bounds it.
+    private var awaitedKeyEvents: [UInt8]?
+    private var deferredLookup: PeerIdentity?
     private var pinHeldUntil: Date?
     private let helloSize: UInt64
     /// Multiplies every wait's timeout; tests of silent links shorten them.
@@ -286,7 +291,12 @@ public final class PeerDriver {
             case .refused(let error): interface.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
             case .conflict: interface.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
             }
-            return []
+            // Whatever the outcome, the lookup that waited for this log may go on with what is now known.
+            guard walletID == awaitedKeyEvents else { return [] }
+            awaitedKeyEvents = nil
+            guard let identity = deferredLookup else { return [] }
+            deferredLookup = nil
+            return try lookUp(identity)
         case .finish(let outcome):
             interface.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
             return []
@@ -309,11 +319,18 @@ public final class PeerDriver {
     private func askForKeyEventsIfNewer(_ hello: PeerHello) throws {
         guard let head = hello.keyEventHead else { return }
         let known = try walletLock.withLock { try wallet.peerKeyLog(of: hello.walletID) }
-        if known?.head != head { try send(.keyEvents(.request(walletID: hello.walletID))) }
+        if known?.head != head {
+            try send(.keyEvents(.request(walletID: hello.walletID)))
+            awaitedKeyEvents = hello.walletID
+        }
     }
 
     private func lookUp(_ identity: PeerIdentity) throws -> [PeerAction] {
         peerKey = identity.key
+        if awaitedKeyEvents == identity.walletID {
+            deferredLookup = identity
+            return []
+        }
         let held = try walletLock.withLock { try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID) }
             .flatMap { try? SignedCheckpoint.decode($0.encoded) }
         let keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
