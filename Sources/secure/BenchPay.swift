@@ -20,7 +20,7 @@ import SecureToken
 func runPayBenchmark(_ arguments: Arguments) throws {
     BenchCommands.warnIfDebug()
     let payments = try arguments.integer("payments", default: 40, max: 10_000)
-    let rounds = try arguments.integer("rounds", default: 5, max: 100)
+    let rounds = try arguments.integer("rounds", default: 10, max: 100)
     let perPayer = try arguments.integer("per-payer", default: 5, max: 1_000)
     guard payments >= rounds else { throw UsageError("--payments must be at least --rounds") }
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-bench-pay-\(getpid())").path
@@ -31,7 +31,11 @@ func runPayBenchmark(_ arguments: Arguments) throws {
     let payers = try (0..<PayBench.payerCount).map { try lab.wallet("payer\($0)", funds: "1000.00 EUR") }
     let setupSeconds = Double(ChannelBench.now() - setupStart) / 1e9
 
+    for person in [payers[0].person, shop.person] { person.tracing = arguments.flag("trace") }
+    for token in [payers[0].token, shop.token] { token.tracing = arguments.flag("trace") }
     let single = try PayBench.singlePayments(lab: lab, payer: payers[0], payee: shop, payments: payments, rounds: rounds)
+    for person in [payers[0].person, shop.person] { person.tracing = false }
+    for token in [payers[0].token, shop.token] { token.tracing = false }
     let crowd = try PayBench.manyPayers(payee: shop, payers: payers, perPayer: perPayer)
     let scenarios = try PayBench.machineScenarios(payer: payers[1], payee: shop)
     PayBench.report(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, json: arguments.flag("json"))
@@ -50,8 +54,31 @@ final class CountingToken: WalletToken, @unchecked Sendable {
     let session: TokenSession
     private let mutex = NSLock()
     private var counts = Counts()
+    /// Nanoseconds spent inside the token's calls, by kind, for `--trace`.
+    private var times: [String: UInt64] = [:]
+    /// With `--trace`, each call as (kind, start, end).
+    var tracing = false
+    private var calls: [(kind: String, start: UInt64, end: UInt64)] = []
+
+    /// The calls since the last call, then none.
+    func takeCalls() -> [(kind: String, start: UInt64, end: UInt64)] { mutex.withLock { defer { calls = [] }; return calls } }
 
     init(_ session: TokenSession) { self.session = session }
+
+    /// The time spent in each kind of call since the last call, then none.
+    func takeTimes() -> [String: UInt64] { mutex.withLock { defer { times = [:] }; return times } }
+
+    private func timed<Result>(_ kind: String, _ body: () throws -> Result) rethrows -> Result {
+        let start = ChannelBench.now()
+        defer {
+            let end = ChannelBench.now()
+            mutex.withLock {
+                times[kind, default: 0] += end - start
+                if tracing { calls.append((kind, start, end)) }
+            }
+        }
+        return try body()
+    }
 
     /// The counts since the last call, then zero.
     func take() -> Counts { mutex.withLock { defer { counts = Counts() }; return counts } }
@@ -64,12 +91,12 @@ final class CountingToken: WalletToken, @unchecked Sendable {
     func lock() {
         // Locking a locked token calls nothing on it.
         if session.isUnlocked { add { $0.locks += 1 } }
-        session.lock()
+        timed("unlock+lock") { session.lock() }
     }
 
     func unlock(pin: PIN, confirmFinalTry: Bool) throws {
         add { $0.unlocks += 1 }
-        try session.unlock(pin: pin, confirmFinalTry: confirmFinalTry)
+        try timed("unlock+lock") { try session.unlock(pin: pin, confirmFinalTry: confirmFinalTry) }
     }
 
     func generateKey(label: String, usage: KeyUsage) throws -> TokenKey {
@@ -94,7 +121,7 @@ final class CountingToken: WalletToken, @unchecked Sendable {
 
     func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature {
         add { $0.signatures += 1 }
-        return try session.sign(digest: digest, key: key)
+        return try timed("signature") { try session.sign(digest: digest, key: key) }
     }
 
     func dataObjects(application: String) throws -> [(label: String, value: [UInt8])] {
@@ -104,7 +131,7 @@ final class CountingToken: WalletToken, @unchecked Sendable {
 
     func replaceDataObject(application: String, label: String, value: [UInt8]) throws {
         add { $0.anchorWrites += 1 }
-        try session.replaceDataObject(application: application, label: label, value: value)
+        try timed("anchor write") { try session.replaceDataObject(application: application, label: label, value: value) }
     }
 
     func destroyDataObjects(application: String, label: String) throws {
@@ -115,13 +142,36 @@ final class CountingToken: WalletToken, @unchecked Sendable {
 
 /// The person at each wallet: approves at once, reads the PIN from the token's PIN file each time (as
 /// `--yes --pin-source file:` does), shows nothing.
+/// With `--trace`, it keeps when each step of a session happened, for finding where a payment's time goes.
 final class BenchPerson: PeerInterface, @unchecked Sendable {
     let pinPath: String
+    private let mutex = NSLock()
+    private var recorded: [(name: String, nanoseconds: UInt64)] = []
+    var tracing = false
+
     init(pinPath: String) { self.pinPath = pinPath }
-    func decide(_ approval: Approval) -> PeerDecision { .approve(overridingBudget: false) }
+    func decide(_ approval: Approval) -> PeerDecision {
+        note("approval")
+        return .approve(overridingBudget: false)
+    }
     func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { "bench" }
-    func readPIN() throws -> PIN { try PINSource.file(pinPath).read() }
-    func event(_ name: String, _ fields: [String: String], _ text: String) {}
+    func readPIN() throws -> PIN {
+        defer { note("PIN read") }
+        return try PINSource.file(pinPath).read()
+    }
+    func event(_ name: String, _ fields: [String: String], _ text: String) { note(name) }
+
+    private func note(_ name: String) {
+        guard tracing else { return }
+        let now = ChannelBench.now()
+        mutex.withLock { if !recorded.contains(where: { $0.name == name }) { recorded.append((name, now)) } }
+    }
+
+    /// The steps so far.
+    var steps: [(name: String, nanoseconds: UInt64)] { mutex.withLock { recorded } }
+
+    /// The steps since the last call, each the first of its name, then none.
+    func takeSteps() -> [(name: String, nanoseconds: UInt64)] { mutex.withLock { defer { recorded = [] }; return recorded } }
 }
 
 /// One wallet of the run, on its own SoftHSM token and backup token.
@@ -214,6 +264,8 @@ enum PayBench {
     static let payerCount = 8
     static let amount = "1.00 EUR"
     static let policy = RangingPolicy(allowsSimulated: true)
+    /// A pay flow's messages: two hellos, offer, reply, two measurements, ready, transfer, receipt.
+    static let messagesPerPayment = 9
 
     /// Hands a value from one thread to another.
     final class Handoff<Value>: @unchecked Sendable {
@@ -254,6 +306,11 @@ enum PayBench {
     struct Parts {
         var signatureMicroseconds = 0.0, unlockLockMicroseconds = 0.0, anchorWriteMicroseconds = 0.0
         var sharedSecretMicroseconds = 0.0, commitsMicroseconds = 0.0, handshakeMicroseconds = 0.0
+        /// The first signature after a login finds the key's handle again (C_FindObjects, C_GetAttributeValue):
+        /// the first signature's time minus the second's.
+        var keyLookupMicroseconds = 0.0
+        /// Not a part: one message's trip between the two threads over the loopback channel (half a round trip).
+        var messageTripMicroseconds = 0.0
     }
 
     struct SingleResult {
@@ -262,7 +319,15 @@ enum PayBench {
         var commitSizes: [[Int]] = []
         var parts: [Parts] = []
         var sums: [Double] = []
+        /// Per round: the median payment over the parts measured in the same round.
+        var roundRatios: [Double] = []
         var outcomesOK = true
+        /// With `--trace`: each side's steps, in milliseconds from the connect, per payment.
+        var steps: [(side: String, name: String, milliseconds: Double)] = []
+        /// With `--trace`: milliseconds inside each kind of token call, both sides, per payment.
+        var tokenTimes: [String: [Double]] = [:]
+        /// With `--trace`: the timeline of each payment (ms from the connect, side, what), and its duration.
+        var timelines: [(milliseconds: Double, lines: [String])] = []
     }
 
     /// One payment, timed from connect to both sides' ends.
@@ -271,6 +336,8 @@ enum PayBench {
         let payeeOutcome = Handoff<PeerOutcome>()
         nonisolated(unsafe) let unsafePayee = payee
         let start = ChannelBench.now()
+        payer.person.event("connect", [:], "")
+        payee.person.event("connect", [:], "")
         let thread = Thread {
             payeeOutcome.set(Result {
                 try receive(unsafePayee, transport: try listener.accept(timeoutSeconds: 10), walletLock: NSLock(), seed: seed)
@@ -295,6 +362,8 @@ enum PayBench {
         }
         result.payerCounts = payer.token.take()
         result.payeeCounts = payee.token.take()
+        _ = (payer.token.takeTimes(), payee.token.takeTimes(), payer.person.takeSteps(), payee.person.takeSteps(),
+             payer.token.takeCalls(), payee.token.takeCalls())
         result.commitSizes = try commitSizes(payer: payer.wallet, payee: payee.wallet, offerID: warmUp.offerID)
         let anchorBytes = try payer.wallet.ledger.latestCheckpoint()?.encoded.count ?? 0
         let perRound = payments / rounds
@@ -307,6 +376,7 @@ enum PayBench {
                                                                       seed: UInt64(2 + round * perRound + index), intent: try intent())
                 if case .paid = paid, case .received = received {} else { result.outcomesOK = false }
                 result.milliseconds.append(milliseconds)
+                collectTrace(&result, payer: payer, payee: payee, milliseconds: milliseconds)
                 let counts = (payer.token.take(), payee.token.take())
                 if counts.0 != result.payerCounts || counts.1 != result.payeeCounts { result.outcomesOK = false }
             }
@@ -318,9 +388,41 @@ enum PayBench {
             let logins = Double(payerCounts.unlocks + payeeCounts.unlocks) * parts.unlockLockMicroseconds
             let anchors = Double(payerCounts.anchorWrites + payeeCounts.anchorWrites) * parts.anchorWriteMicroseconds
             let secrets = Double(payerCounts.sharedSecrets + payeeCounts.sharedSecrets) * parts.sharedSecretMicroseconds
-            return (signatures + logins + anchors + secrets + parts.commitsMicroseconds + parts.handshakeMicroseconds) / 1000
+            // Each side signs after its one login, so each login costs one key lookup.
+            let lookups = Double(payerCounts.unlocks + payeeCounts.unlocks) * parts.keyLookupMicroseconds
+            return (signatures + logins + lookups + anchors + secrets + parts.commitsMicroseconds + parts.handshakeMicroseconds) / 1000
+        }
+        // Each round's payments against the parts measured beside them: the disk's fsync latency swings by
+        // 10× within a minute on a shared machine, and both sides of a ratio must see the same disk.
+        result.roundRatios = result.sums.indices.map { round in
+            BenchCommands.median(Array(result.milliseconds[round * perRound..<(round + 1) * perRound])) / result.sums[round]
         }
         return result
+    }
+
+    /// With `--trace`, the payment's steps and token calls on both sides; without, it only empties them.
+    static func collectTrace(_ result: inout SingleResult, payer: BenchWallet, payee: BenchWallet, milliseconds: Double) {
+        if payer.person.tracing {
+            var events: [(UInt64, String)] = []
+            for (side, wallet) in [("payer", payer), ("payee", payee)] {
+                for call in wallet.token.takeCalls() {
+                    events.append((call.start, String(format: "%@ %@ (%.2f ms)", side, call.kind, Double(call.end - call.start) / 1e6)))
+                    events.append((call.end, "\(side) end of \(call.kind)"))
+                }
+                for step in wallet.person.steps { events.append((step.nanoseconds, "\(side) \(step.name)")) }
+            }
+            let origin = events.map(\.0).min() ?? 0
+            result.timelines.append((milliseconds, events.sorted { $0.0 < $1.0 }
+                .map { String(format: "%7.2f %@", Double($0.0 - origin) / 1e6, $0.1) }))
+        }
+        let times = payer.token.takeTimes().merging(payee.token.takeTimes(), uniquingKeysWith: +)
+        for (kind, nanoseconds) in times { result.tokenTimes[kind, default: []].append(Double(nanoseconds) / 1e6) }
+        for (side, person) in [("payer", payer.person), ("payee", payee.person)] {
+            let steps = person.takeSteps()
+            guard let first = steps.first?.nanoseconds else { continue }
+            // Both sides note "connect" at the same instant, so their offsets share an origin.
+            result.steps += steps.map { (side, $0.name, Double($0.nanoseconds - first) / 1e6) }
+        }
     }
 
     /// The durable commits of the warm-up payment, each as the byte counts of the rows it wrote (entry rows
@@ -357,13 +459,25 @@ enum PayBench {
         parts.signatureMicroseconds = Double(try lab.raw.rawSignLoop(key: lab.rawKey, digest: digest, count: signatures))
             / Double(signatures) / 1000
         let logins = 4
-        var start = ChannelBench.now()
+        var loginNanoseconds: UInt64 = 0
+        var lookups: [Double] = []
         for _ in 0..<logins {
+            let start = ChannelBench.now()
             lab.raw.lock()
             // Read each time, as the payment's approval reads its PIN source: a lock wipes the PIN.
             try lab.raw.unlock(pin: try PINSource.file(lab.rawPINPath).read())
+            loginNanoseconds += ChannelBench.now() - start
+            let first = ChannelBench.now()
+            _ = try lab.raw.sign(digest: digest, key: lab.rawKey)
+            let second = ChannelBench.now()
+            _ = try lab.raw.sign(digest: digest, key: lab.rawKey)
+            let end = ChannelBench.now()
+            lookups.append(max(0, Double(second - first) - Double(end - second)) / 1000)
         }
-        parts.unlockLockMicroseconds = Double(ChannelBench.now() - start) / Double(logins) / 1000
+        parts.unlockLockMicroseconds = Double(loginNanoseconds) / Double(logins) / 1000
+        parts.keyLookupMicroseconds = BenchCommands.median(lookups)
+        parts.messageTripMicroseconds = try messageTripMicroseconds(count: 100)
+        var start = ChannelBench.now()
         let anchor = SystemRandom.bytes(anchorBytes)
         start = ChannelBench.now()
         for _ in 0..<logins { try lab.raw.replaceDataObject(application: "secure-bench", label: "anchor", value: anchor) }
@@ -372,6 +486,34 @@ enum PayBench {
                                                                            rounds: 4)
         parts.handshakeMicroseconds = try ChannelBench.primitivesMicroseconds(count: 20)
         return parts
+    }
+
+    /// Messages of `messageBytes` sent back and forth over the loopback TCP channel between two threads:
+    /// half the median round trip.
+    static func messageTripMicroseconds(count: Int, messageBytes: Int = 600) throws -> Double {
+        let listener = try TCPListener()
+        defer { listener.close() }
+        let finished = DispatchSemaphore(value: 0)
+        defer { finished.wait() }
+        Thread {
+            defer { finished.signal() }
+            guard let channel = try? SecureChannel.respond(over: try listener.accept(timeoutSeconds: 10)) else { return }
+            defer { channel.close() }
+            while let record = try? channel.receive(timeoutSeconds: 10) {
+                guard (try? channel.send(type: record.type, payload: record.payload)) != nil else { return }
+            }
+        }.start()
+        let channel = try SecureChannel.initiate(over: try TCPTransport.connect(port: listener.port))
+        defer { channel.close() }
+        let payload = [UInt8](repeating: 0x5a, count: messageBytes)
+        var trips: [Double] = []
+        for _ in 0..<count {
+            let start = ChannelBench.now()
+            try channel.send(type: 1, payload: payload)
+            guard try channel.receive(timeoutSeconds: 10) != nil else { throw ChannelError(.transport, "the echo thread stopped") }
+            trips.append(Double(ChannelBench.now() - start) / 2000)
+        }
+        return BenchCommands.median(trips)
     }
 
     // MARK: Eight payers at once
@@ -391,10 +533,10 @@ enum PayBench {
         defer { listener.close() }
         let total = payers.count * perPayer
         let eur = Currency(code: "EUR")!
-        let balancesBefore = payers.map { $0.wallet.state.balance(eur).minorUnits }
-        let payeeBefore = payee.wallet.state.balance(eur).minorUnits
-        let creditsBefore = try payee.wallet.ledger.entries(kind: .paymentIn).count
-        let debitsBefore = try payers.map { try $0.wallet.ledger.entries(kind: .paymentOut).count }
+        let before = Before(payerBalances: payers.map { $0.wallet.state.balance(eur).minorUnits },
+                            payeeBalance: payee.wallet.state.balance(eur).minorUnits,
+                            payerDebits: try payers.map { try $0.wallet.ledger.entries(kind: .paymentOut).count },
+                            payeeCredits: try payee.wallet.ledger.entries(kind: .paymentIn).count)
 
         final class Tally: @unchecked Sendable {
             let lock = NSLock()
@@ -447,8 +589,20 @@ enum PayBench {
         sessions.wait()
         var result = tally.result
         result.seconds = Double(ChannelBench.now() - start) / 1e9
+        try checkLedgers(&result, payee: payee, payers: payers, before: before)
+        return result
+    }
 
-        // Both ledgers and the pending payments: every debit must be credited once or still be pending.
+    /// What the ledgers held before the crowd paid.
+    struct Before {
+        let payerBalances: [Int64], payeeBalance: Int64, payerDebits: [Int], payeeCredits: Int
+    }
+
+    /// Both sides' ledgers and pending payments: every debit must be credited once or still be pending, and
+    /// the money that left the payers is the money that arrived or is pending.
+    static func checkLedgers(_ result: inout CrowdResult, payee: BenchWallet, payers: [BenchWallet], before: Before) throws {
+        let eur = Currency(code: "EUR")!
+        let debitsBefore = before.payerDebits
         for (index, payer) in payers.enumerated() {
             let debits = try payer.wallet.ledger.entries(kind: .paymentOut)
             result.debits += debits.count - debitsBefore[index]
@@ -465,15 +619,14 @@ enum PayBench {
                 if !credited && !pending { result.lost += 1 }
             }
         }
-        result.credits = try payee.wallet.ledger.entries(kind: .paymentIn).count - creditsBefore
-        let paidOut = zip(payers, balancesBefore).reduce(Int64(0)) { $0 + $1.1 - $1.0.wallet.state.balance(eur).minorUnits }
-        let paidIn = payee.wallet.state.balance(eur).minorUnits - payeeBefore
+        result.credits = try payee.wallet.ledger.entries(kind: .paymentIn).count - before.payeeCredits
+        let paidOut = zip(payers, before.payerBalances).reduce(Int64(0)) { $0 + $1.1 - $1.0.wallet.state.balance(eur).minorUnits }
+        let paidIn = payee.wallet.state.balance(eur).minorUnits - before.payeeBalance
         let unreceived = Int64(result.pending - result.pendingCredited) * 100
         result.conserved = paidOut == paidIn + unreceived
         result.ledgersVerify = try (payers + [payee]).allSatisfy {
             try LedgerVerifier.verify($0.wallet.ledger, walletID: $0.wallet.walletID).isValid
         }
-        return result
     }
 
     // MARK: Report
@@ -490,49 +643,91 @@ enum PayBench {
         return parts.joined(separator: ", ")
     }
 
-    static func report(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, json: Bool) {
-        let p50 = percentile(single.milliseconds, 0.50), p99 = percentile(single.milliseconds, 0.99)
-        let sum = BenchCommands.median(single.sums)
-        let ratio = p50 / sum
-        func medianPart(_ key: KeyPath<Parts, Double>) -> Double { BenchCommands.median(single.parts.map { $0[keyPath: key] }) }
-        let rate = Double(crowd.paid) / crowd.seconds
-        if json {
-            func counts(_ counts: CountingToken.Counts) -> [String: Int] {
-                ["unlocks": counts.unlocks, "locks": counts.locks, "signatures": counts.signatures, "anchorWrites": counts.anchorWrites,
-                 "sharedSecrets": counts.sharedSecrets, "dataObjectReads": counts.dataObjectReads, "other": counts.other]
-            }
-            printJSON([
-                "benchmark": "pay", "setupSeconds": setupSeconds,
-                "payment": ["payments": single.milliseconds.count, "rounds": single.sums.count, "p50Milliseconds": p50,
-                            "p99Milliseconds": p99, "partsMilliseconds": sum, "ratio": ratio, "goalMax": 1.5,
-                            "allCompleted": single.outcomesOK,
-                            "payerTokenOperations": counts(single.payerCounts), "payeeTokenOperations": counts(single.payeeCounts),
-                            "commitRowBytes": single.commitSizes,
-                            "partsMicroseconds": ["signature": medianPart(\.signatureMicroseconds),
-                                                  "unlockAndLock": medianPart(\.unlockLockMicroseconds),
-                                                  "anchorWrite": medianPart(\.anchorWriteMicroseconds),
-                                                  "commits": medianPart(\.commitsMicroseconds),
-                                                  "handshakePrimitives": medianPart(\.handshakeMicroseconds)]] as [String: Any],
-                "eightPayers": ["payers": payerCount, "payments": crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
-                                "seconds": crowd.seconds, "paymentsPerSecond": rate, "paid": crowd.paid, "unconfirmed": crowd.unconfirmed,
-                                "failed": crowd.failed, "errors": crowd.errors, "received": crowd.received, "debits": crowd.debits,
-                                "credits": crowd.credits, "pending": crowd.pending, "pendingCredited": crowd.pendingCredited,
-                                "lost": crowd.lost, "conserved": crowd.conserved, "ledgersVerify": crowd.ledgersVerify,
-                                "failures": crowd.failures] as [String: Any],
-                "machineScenarios": ["milliseconds": scenarios.milliseconds, "asExpected": scenarios.asExpected,
-                                     "signatures": scenarios.signatures, "seedMilliseconds": 500, "detail": scenarios.detail] as [String: Any],
-            ])
-            return
+    /// The figures every report line needs.
+    struct Summary {
+        let p50: Double, p99: Double, sum: Double, ratio: Double, rate: Double
+        let medianPart: (KeyPath<Parts, Double>) -> Double
+
+        init(_ single: SingleResult, _ crowd: CrowdResult) {
+            p50 = percentile(single.milliseconds, 0.50)
+            p99 = percentile(single.milliseconds, 0.99)
+            sum = BenchCommands.median(single.sums)
+            ratio = BenchCommands.median(single.roundRatios)
+            rate = Double(crowd.paid) / crowd.seconds
+            let parts = single.parts
+            medianPart = { key in BenchCommands.median(parts.map { $0[keyPath: key] }) }
         }
+    }
+
+    static func report(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, json: Bool) {
+        let summary = Summary(single, crowd)
+        if json {
+            reportJSON(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, summary)
+        } else {
+            reportText(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, summary)
+        }
+    }
+
+    static func reportJSON(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary) {
+        let (p50, p99, sum, ratio, rate, medianPart) = (summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart)
+        func counts(_ counts: CountingToken.Counts) -> [String: Int] {
+            ["unlocks": counts.unlocks, "locks": counts.locks, "signatures": counts.signatures, "anchorWrites": counts.anchorWrites,
+             "sharedSecrets": counts.sharedSecrets, "dataObjectReads": counts.dataObjectReads, "other": counts.other]
+        }
+        printJSON([
+            "benchmark": "pay", "setupSeconds": setupSeconds,
+            "payment": ["payments": single.milliseconds.count, "rounds": single.sums.count, "p50Milliseconds": p50,
+                        "p99Milliseconds": p99, "partsMilliseconds": sum, "ratio": ratio, "goalMax": 1.5,
+                        "roundRatios": single.roundRatios,
+                        "allCompleted": single.outcomesOK,
+                        "payerTokenOperations": counts(single.payerCounts), "payeeTokenOperations": counts(single.payeeCounts),
+                        "commitRowBytes": single.commitSizes,
+                        "partsMicroseconds": ["signature": medianPart(\.signatureMicroseconds),
+                                              "unlockAndLock": medianPart(\.unlockLockMicroseconds),
+                                              "keyLookupAfterLogin": medianPart(\.keyLookupMicroseconds),
+                                              "anchorWrite": medianPart(\.anchorWriteMicroseconds),
+                                              "commits": medianPart(\.commitsMicroseconds),
+                                              "handshakePrimitives": medianPart(\.handshakeMicroseconds)],
+                        "messagesPerPayment": messagesPerPayment,
+                        "messageTripMicrosecondsNotInParts": medianPart(\.messageTripMicroseconds)] as [String: Any],
+            "eightPayers": ["payers": payerCount, "payments": crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
+                            "seconds": crowd.seconds, "paymentsPerSecond": rate, "paid": crowd.paid, "unconfirmed": crowd.unconfirmed,
+                            "failed": crowd.failed, "errors": crowd.errors, "received": crowd.received, "debits": crowd.debits,
+                            "credits": crowd.credits, "pending": crowd.pending, "pendingCredited": crowd.pendingCredited,
+                            "lost": crowd.lost, "conserved": crowd.conserved, "ledgersVerify": crowd.ledgersVerify,
+                            "failures": crowd.failures] as [String: Any],
+            "machineScenarios": ["milliseconds": scenarios.milliseconds, "asExpected": scenarios.asExpected,
+                                 "signatures": scenarios.signatures, "seedMilliseconds": 500, "detail": scenarios.detail] as [String: Any],
+        ])
+    }
+
+    static func reportText(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary) {
+        let (p50, p99, sum, ratio, rate, medianPart) = (summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart)
         print(String(format: "payment over loopback TCP (SoftHSM, %d payments, payer and payee in one process on two threads): "
             + "p50 %.1f ms, p99 %.1f ms vs its irreducible parts %.1f ms, ratio %.2f (goal ≤ 1.50)%@",
             single.milliseconds.count, p50, p99, sum, ratio, single.outcomesOK ? "" : " SOME PAYMENTS DID NOT COMPLETE"))
+        print("  the ratio is the median of the rounds' ratios (each round's median payment over the parts measured beside it): "
+            + single.roundRatios.map { String(format: "%.2f", $0) }.joined(separator: " "))
         print("  token operations per payment: payer: \(describe(single.payerCounts)); payee: \(describe(single.payeeCounts))")
-        print(String(format: "  parts (medians of %d rounds): signature %.0f µs (C loop), unlock+lock %.0f µs, anchor write %.0f µs, "
-            + "%d durable commits %.0f µs (plain SQLCipher, WAL, synchronous=FULL), handshake primitives %.0f µs",
-            single.sums.count, medianPart(\.signatureMicroseconds), medianPart(\.unlockLockMicroseconds),
-            medianPart(\.anchorWriteMicroseconds), single.commitSizes.count, medianPart(\.commitsMicroseconds),
-            medianPart(\.handshakeMicroseconds)))
+        print(String(format: "  parts (medians of %d rounds): signature %.0f µs (C loop), unlock+lock %.0f µs, key lookup after login "
+            + "%.0f µs, anchor write %.0f µs, %d durable commits %.0f µs (plain SQLCipher, WAL, synchronous=FULL), "
+            + "handshake primitives %.0f µs", single.sums.count, medianPart(\.signatureMicroseconds), medianPart(\.unlockLockMicroseconds),
+            medianPart(\.keyLookupMicroseconds), medianPart(\.anchorWriteMicroseconds), single.commitSizes.count,
+            medianPart(\.commitsMicroseconds), medianPart(\.handshakeMicroseconds)))
+        print(String(format: "  not in the parts: the payment's %d messages cross between the threads, %.0f µs each over the loopback "
+            + "channel (half a round trip), %.1f ms in all", messagesPerPayment, medianPart(\.messageTripMicroseconds),
+            Double(messagesPerPayment) * medianPart(\.messageTripMicroseconds) / 1000))
+        if !single.steps.isEmpty {
+            print("  steps (median ms from the connect): " + Dictionary(grouping: single.steps) { "\($0.side) \($0.name)" }
+                .map { ($0.key, BenchCommands.median($0.value.map(\.milliseconds))) }.sorted { $0.1 < $1.1 }
+                .map { String(format: "%@ %.1f", $0.0, $0.1) }.joined(separator: ", "))
+            if let median = single.timelines.sorted(by: { $0.milliseconds < $1.milliseconds }).dropFirst(single.timelines.count / 2).first {
+                print(String(format: "  the median payment (%.1f ms), step by step:", median.milliseconds))
+                for line in median.lines { print("    " + line) }
+            }
+            print("  inside the token calls of a payment, both sides (median ms): " + single.tokenTimes
+                .map { String(format: "%@ %.1f", $0.key, BenchCommands.median($0.value)) }.sorted().joined(separator: ", "))
+        }
         print(String(format: "8 payers at once into one receiving wallet: %d payments in %.2f s, %.1f payments/s; "
             + "paid %d, unconfirmed %d, failed %d, errors %d", crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
             crowd.seconds, rate, crowd.paid, crowd.unconfirmed, crowd.failed, crowd.errors))

@@ -217,11 +217,13 @@ struct MachinePair {
         try Self.unlock(payee)
         let outcome = try payee.wallet.accept(task.transfer, policy: task.policy, peerFailure: task.peerFailure)
         switch outcome {
-        case .recorded(let entry), .duplicate(let entry) where entry.kind == .paymentIn:
+        // A recorded credit, or a re-delivery answered with the original credit (as PeerDriver does).
+        case .recorded(let entry),
+             .duplicate(let entry) where entry.kind == .paymentIn:
             return payeeMachine.credited(try payee.wallet.receipt(for: task.transfer, creditPosition: entry.position))
         case .refused(_, _, let refusal?):
             return payeeMachine.refused(refusal)
-        case .recorded, .duplicate, .conflict, .refused, .policyRefusal, .dropped:
+        case .duplicate, .conflict, .refused, .policyRefusal, .dropped:
             return payeeMachine.creditFailed(.transferInvalid)
         }
     }
