@@ -157,7 +157,11 @@ public final class PeerDriver {
 
     private func finishSession() {
         // Other sessions of this process may still hold the token (TokenHolds): it locks when the last ends.
-        if pinHeldUntil != nil { TokenHolds.shared.release(wallet.token) } else { TokenHolds.shared.lockIfUnheld(wallet.token) }
+        if pinHeldUntil != nil {
+            TokenHolds.shared.release(wallet.token)
+        } else {
+            TokenHolds.shared.lockIfUnheld(wallet.token)
+        }
         pinHeldUntil = nil
         channel.close()
     }

@@ -33,12 +33,14 @@ func runPayBenchmark(_ arguments: Arguments) throws {
 
     for person in [payers[0].person, shop.person] { person.tracing = arguments.flag("trace") }
     for token in [payers[0].token, shop.token] { token.tracing = arguments.flag("trace") }
-    let single = try PayBench.singlePayments(lab: lab, payer: payers[0], payee: shop, payments: payments, rounds: rounds)
+    let single = try PayBench.singlePayments(
+        lab: lab, payer: payers[0], payee: shop, payments: payments, rounds: rounds)
     for person in [payers[0].person, shop.person] { person.tracing = false }
     for token in [payers[0].token, shop.token] { token.tracing = false }
     let crowd = try PayBench.manyPayers(payee: shop, payers: payers, perPayer: perPayer)
     let scenarios = try PayBench.machineScenarios(payer: payers[1], payee: shop)
-    PayBench.report(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, json: arguments.flag("json"))
+    PayBench.report(
+        single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, json: arguments.flag("json"))
 }
 
 // MARK: The wallets
@@ -61,12 +63,22 @@ final class CountingToken: WalletToken, @unchecked Sendable {
     private var calls: [(kind: String, start: UInt64, end: UInt64)] = []
 
     /// The calls since the last call, then none.
-    func takeCalls() -> [(kind: String, start: UInt64, end: UInt64)] { mutex.withLock { defer { calls = [] }; return calls } }
+    func takeCalls() -> [(kind: String, start: UInt64, end: UInt64)] {
+        mutex.withLock {
+            defer { calls = [] }
+            return calls
+        }
+    }
 
     init(_ session: TokenSession) { self.session = session }
 
     /// The time spent in each kind of call since the last call, then none.
-    func takeTimes() -> [String: UInt64] { mutex.withLock { defer { times = [:] }; return times } }
+    func takeTimes() -> [String: UInt64] {
+        mutex.withLock {
+            defer { times = [:] }
+            return times
+        }
+    }
 
     private func timed<Result>(_ kind: String, _ body: () throws -> Result) rethrows -> Result {
         let start = ChannelBench.now()
@@ -81,7 +93,12 @@ final class CountingToken: WalletToken, @unchecked Sendable {
     }
 
     /// The counts since the last call, then zero.
-    func take() -> Counts { mutex.withLock { defer { counts = Counts() }; return counts } }
+    func take() -> Counts {
+        mutex.withLock {
+            defer { counts = Counts() }
+            return counts
+        }
+    }
     private func add(_ change: (inout Counts) -> Void) { mutex.withLock { change(&counts) } }
 
     var label: String { session.label }
@@ -131,7 +148,9 @@ final class CountingToken: WalletToken, @unchecked Sendable {
 
     func replaceDataObject(application: String, label: String, value: [UInt8]) throws {
         add { $0.anchorWrites += 1 }
-        try timed("anchor write") { try session.replaceDataObject(application: application, label: label, value: value) }
+        try timed("anchor write") {
+            try session.replaceDataObject(application: application, label: label, value: value)
+        }
     }
 
     func destroyDataObjects(application: String, label: String) throws {
@@ -171,7 +190,12 @@ final class BenchPerson: PeerInterface, @unchecked Sendable {
     var steps: [(name: String, nanoseconds: UInt64)] { mutex.withLock { recorded } }
 
     /// The steps since the last call, each the first of its name, then none.
-    func takeSteps() -> [(name: String, nanoseconds: UInt64)] { mutex.withLock { defer { recorded = [] }; return recorded } }
+    func takeSteps() -> [(name: String, nanoseconds: UInt64)] {
+        mutex.withLock {
+            defer { recorded = [] }
+            return recorded
+        }
+    }
 }
 
 /// One wallet of the run, on its own SoftHSM token and backup token.
@@ -216,12 +240,15 @@ final class PayBenchLab {
         self.directory = directory
         layout = DemoToken.Layout(directory: directory + "/tokens")
         let issuerToken = try DemoToken.create(layout, label: "issuer")
-        issuerSession = try TokenSession(token: try TokenLibrary.shared.token(issuerToken.uri),
-                                         pin: try PINSource.file(issuerToken.pinPath).read())
-        issuer = try TokenSigner(session: issuerSession, keyURI: try issuerSession.generateKey(label: "issuer", usage: .sign).uri)
+        issuerSession = try TokenSession(
+            token: try TokenLibrary.shared.token(issuerToken.uri),
+            pin: try PINSource.file(issuerToken.pinPath).read())
+        issuer = try TokenSigner(
+            session: issuerSession, keyURI: try issuerSession.generateKey(label: "issuer", usage: .sign).uri)
         let rawToken = try DemoToken.create(layout, label: "raw")
         rawPINPath = rawToken.pinPath
-        raw = try TokenSession(token: try TokenLibrary.shared.token(rawToken.uri), pin: try PINSource.file(rawToken.pinPath).read())
+        raw = try TokenSession(
+            token: try TokenLibrary.shared.token(rawToken.uri), pin: try PINSource.file(rawToken.pinPath).read())
         rawKey = try raw.generateKey(label: "raw-sign", usage: .sign)
         _ = try raw.generateKey(label: "raw-agreement", usage: .derive)
     }
@@ -236,25 +263,35 @@ final class PayBenchLab {
     func wallet(_ name: String, funds: String?) throws -> BenchWallet {
         let main = try DemoToken.create(layout, label: name)
         let backup = try DemoToken.create(layout, label: name + "-bk")
-        let token = CountingToken(try TokenSession(token: try TokenLibrary.shared.token(main.uri), pin: try PINSource.file(main.pinPath).read()))
-        let backupSession = try TokenSession(token: try TokenLibrary.shared.token(backup.uri), pin: try PINSource.file(backup.pinPath).read())
+        let token = CountingToken(
+            try TokenSession(
+                token: try TokenLibrary.shared.token(main.uri), pin: try PINSource.file(main.pinPath).read()))
+        let backupSession = try TokenSession(
+            token: try TokenLibrary.shared.token(backup.uri), pin: try PINSource.file(backup.pinPath).read())
         defer { backupSession.close() }
-        let wallet = try Wallet.create(paths: WalletPaths(directory: directory + "/wallets/" + name), token: token,
-                                       options: Wallet.InitOptions(tokenURI: main.uri, backup: (backupSession, backup.uri),
-                                                                   allowFileAnchor: false, label: name))
+        let wallet = try Wallet.create(
+            paths: WalletPaths(directory: directory + "/wallets/" + name), token: token,
+            options: Wallet.InitOptions(
+                tokenURI: main.uri, backup: (backupSession, backup.uri),
+                allowFileAnchor: false, label: name))
         try wallet.trust(issuer: issuer.publicKey)
         if let funds {
             vouchers += 1
-            let voucher = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(funds),
-                                      voucherID: SystemRandom.bytes(16), issuerSequence: vouchers).sign(with: issuer)
-            guard case .recorded = try wallet.deposit(voucher) else { throw WalletError(.refused, "the bench voucher was not deposited") }
+            let voucher = try Voucher(
+                issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(funds),
+                voucherID: SystemRandom.bytes(16), issuerSequence: vouchers
+            ).sign(with: issuer)
+            guard case .recorded = try wallet.deposit(voucher) else {
+                throw WalletError(.refused, "the bench voucher was not deposited")
+            }
         }
         var keyURI = token.uri
         keyURI.id = Hex.decode(wallet.metadata.signingKeyID)
         let signer = BenchKeySigner(token: token, key: try token.key(keyURI))
         token.lock()
         _ = token.take()
-        return BenchWallet(name: name, wallet: wallet, token: token, person: BenchPerson(pinPath: main.pinPath), signer: signer)
+        return BenchWallet(
+            name: name, wallet: wallet, token: token, person: BenchPerson(pinPath: main.pinPath), signer: signer)
     }
 }
 
@@ -282,23 +319,30 @@ enum PayBench {
     }
 
     static func intent() throws -> PaymentIntent {
-        PaymentIntent(offerID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
+        PaymentIntent(
+            offerID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
     }
 
     /// The payer's side of one payment over TCP: connect, handshake, run the payer machine to its end.
     static func pay(_ payer: BenchWallet, port: UInt16, intent: PaymentIntent, seed: UInt64) throws -> PeerOutcome {
         let channel = try SecureChannel.initiate(over: try TCPTransport.connect(port: port))
-        return try PeerDriver(wallet: payer.wallet, channel: channel, role: .pay(intent), interface: payer.person,
-                              ranging: .simulated(seed: seed, distanceMillimetres: 400), policy: policy,
-                              displayName: payer.name).run()
+        return try PeerDriver(
+            wallet: payer.wallet, channel: channel, role: .pay(intent), interface: payer.person,
+            ranging: .simulated(seed: seed, distanceMillimetres: 400), policy: policy,
+            displayName: payer.name
+        ).run()
     }
 
     /// The payee's side of one session on an accepted connection, as `secure receive` runs each one.
-    static func receive(_ payee: BenchWallet, transport: TCPTransport, walletLock: NSLock, seed: UInt64) throws -> PeerOutcome {
+    static func receive(
+        _ payee: BenchWallet, transport: TCPTransport, walletLock: NSLock, seed: UInt64
+    ) throws -> PeerOutcome {
         let channel = try SecureChannel.respond(over: transport)
-        return try PeerDriver(wallet: payee.wallet, channel: channel, role: .receive(request: nil), interface: payee.person,
-                              ranging: .simulated(seed: seed, distanceMillimetres: 450), policy: policy, displayName: payee.name,
-                              walletLock: walletLock).run()
+        return try PeerDriver(
+            wallet: payee.wallet, channel: channel, role: .receive(request: nil), interface: payee.person,
+            ranging: .simulated(seed: seed, distanceMillimetres: 450), policy: policy, displayName: payee.name,
+            walletLock: walletLock
+        ).run()
     }
 
     // MARK: One payment against its parts
@@ -331,17 +375,22 @@ enum PayBench {
     }
 
     /// One payment, timed from connect to both sides' ends.
-    static func timedPayment(payer: BenchWallet, payee: BenchWallet, listener: TCPListener, seed: UInt64,
-                             intent: PaymentIntent) throws -> (Double, PeerOutcome, PeerOutcome) {
+    static func timedPayment(
+        payer: BenchWallet, payee: BenchWallet, listener: TCPListener, seed: UInt64,
+        intent: PaymentIntent
+    ) throws -> (Double, PeerOutcome, PeerOutcome) {
         let payeeOutcome = Handoff<PeerOutcome>()
         nonisolated(unsafe) let unsafePayee = payee
         let start = ChannelBench.now()
         payer.person.event("connect", [:], "")
         payee.person.event("connect", [:], "")
         let thread = Thread {
-            payeeOutcome.set(Result {
-                try receive(unsafePayee, transport: try listener.accept(timeoutSeconds: 10), walletLock: NSLock(), seed: seed)
-            })
+            payeeOutcome.set(
+                Result {
+                    try receive(
+                        unsafePayee, transport: try listener.accept(timeoutSeconds: 10), walletLock: NSLock(),
+                        seed: seed)
+                })
         }
         thread.start()
         let payerOutcome = try pay(payer, port: listener.port, intent: intent, seed: seed)
@@ -349,40 +398,53 @@ enum PayBench {
         return (Double(ChannelBench.now() - start) / 1e6, payerOutcome, received)
     }
 
-    static func singlePayments(lab: PayBenchLab, payer: BenchWallet, payee: BenchWallet, payments: Int,
-                               rounds: Int) throws -> SingleResult {
+    static func singlePayments(
+        lab: PayBenchLab, payer: BenchWallet, payee: BenchWallet, payments: Int,
+        rounds: Int
+    ) throws -> SingleResult {
         let listener = try TCPListener()
         defer { listener.close() }
         var result = SingleResult()
         // A warm-up payment: the counts of token operations, and the sizes of the commits it made.
         let warmUp = try intent()
-        let (_, paid, received) = try timedPayment(payer: payer, payee: payee, listener: listener, seed: 1, intent: warmUp)
+        let (_, paid, received) = try timedPayment(
+            payer: payer, payee: payee, listener: listener, seed: 1, intent: warmUp)
         guard case .paid = paid, case .received = received else {
             throw WalletError(.refused, "the warm-up payment did not complete: payer \(paid), payee \(received)")
         }
         result.payerCounts = payer.token.take()
         result.payeeCounts = payee.token.take()
-        _ = (payer.token.takeTimes(), payee.token.takeTimes(), payer.person.takeSteps(), payee.person.takeSteps(),
-             payer.token.takeCalls(), payee.token.takeCalls())
+        _ = (
+            payer.token.takeTimes(), payee.token.takeTimes(), payer.person.takeSteps(), payee.person.takeSteps(),
+            payer.token.takeCalls(), payee.token.takeCalls()
+        )
         result.commitSizes = try commitSizes(payer: payer.wallet, payee: payee.wallet, offerID: warmUp.offerID)
         let anchorBytes = try payer.wallet.ledger.latestCheckpoint()?.encoded.count ?? 0
         let perRound = payments / rounds
         for round in 0..<rounds {
             // Alternate the order so that drift on a shared machine hits both sides alike.
             let paymentsFirst = round % 2 == 0
-            if !paymentsFirst { result.parts.append(try measureParts(lab: lab, commitSizes: result.commitSizes, anchorBytes: anchorBytes)) }
+            if !paymentsFirst {
+                result.parts.append(
+                    try measureParts(lab: lab, commitSizes: result.commitSizes, anchorBytes: anchorBytes))
+            }
             for index in 0..<perRound {
-                let (milliseconds, paid, received) = try timedPayment(payer: payer, payee: payee, listener: listener,
-                                                                      seed: UInt64(2 + round * perRound + index), intent: try intent())
+                let (milliseconds, paid, received) = try timedPayment(
+                    payer: payer, payee: payee, listener: listener,
+                    seed: UInt64(2 + round * perRound + index), intent: try intent())
                 if case .paid = paid, case .received = received {} else { result.outcomesOK = false }
                 result.milliseconds.append(milliseconds)
                 collectTrace(&result, payer: payer, payee: payee, milliseconds: milliseconds)
                 let counts = (payer.token.take(), payee.token.take())
                 if counts.0 != result.payerCounts || counts.1 != result.payeeCounts { result.outcomesOK = false }
             }
-            if paymentsFirst { result.parts.append(try measureParts(lab: lab, commitSizes: result.commitSizes, anchorBytes: anchorBytes)) }
+            if paymentsFirst {
+                result.parts.append(
+                    try measureParts(lab: lab, commitSizes: result.commitSizes, anchorBytes: anchorBytes))
+            }
         }
-        let payerCounts = result.payerCounts, payeeCounts = result.payeeCounts
+        let payerCounts = result.payerCounts
+        let payeeCounts = result.payeeCounts
         result.sums = result.parts.map { parts in
             let signatures = Double(payerCounts.signatures + payeeCounts.signatures) * parts.signatureMicroseconds
             let logins = Double(payerCounts.unlocks + payeeCounts.unlocks) * parts.unlockLockMicroseconds
@@ -390,30 +452,42 @@ enum PayBench {
             let secrets = Double(payerCounts.sharedSecrets + payeeCounts.sharedSecrets) * parts.sharedSecretMicroseconds
             // Each side signs after its one login, so each login costs one key lookup.
             let lookups = Double(payerCounts.unlocks + payeeCounts.unlocks) * parts.keyLookupMicroseconds
-            return (signatures + logins + lookups + anchors + secrets + parts.commitsMicroseconds + parts.handshakeMicroseconds) / 1000
+            return
+                (signatures + logins + lookups + anchors + secrets + parts.commitsMicroseconds
+                + parts.handshakeMicroseconds) / 1000
         }
         // Each round's payments against the parts measured beside them: the disk's fsync latency swings by
         // 10× within a minute on a shared machine, and both sides of a ratio must see the same disk.
         result.roundRatios = result.sums.indices.map { round in
-            BenchCommands.median(Array(result.milliseconds[round * perRound..<(round + 1) * perRound])) / result.sums[round]
+            BenchCommands.median(Array(result.milliseconds[round * perRound..<(round + 1) * perRound]))
+                / result.sums[round]
         }
         return result
     }
 
     /// With `--trace`, the payment's steps and token calls on both sides; without, it only empties them.
-    static func collectTrace(_ result: inout SingleResult, payer: BenchWallet, payee: BenchWallet, milliseconds: Double) {
+    static func collectTrace(_ result: inout SingleResult, payer: BenchWallet, payee: BenchWallet, milliseconds: Double)
+    {
         if payer.person.tracing {
             var events: [(UInt64, String)] = []
             for (side, wallet) in [("payer", payer), ("payee", payee)] {
                 for call in wallet.token.takeCalls() {
-                    events.append((call.start, String(format: "%@ %@ (%.2f ms)", side, call.kind, Double(call.end - call.start) / 1e6)))
+                    events.append(
+                        (
+                            call.start,
+                            String(format: "%@ %@ (%.2f ms)", side, call.kind, Double(call.end - call.start) / 1e6)
+                        ))
                     events.append((call.end, "\(side) end of \(call.kind)"))
                 }
                 for step in wallet.person.steps { events.append((step.nanoseconds, "\(side) \(step.name)")) }
             }
             let origin = events.map(\.0).min() ?? 0
-            result.timelines.append((milliseconds, events.sorted { $0.0 < $1.0 }
-                .map { String(format: "%7.2f %@", Double($0.0 - origin) / 1e6, $0.1) }))
+            result.timelines.append(
+                (
+                    milliseconds,
+                    events.sorted { $0.0 < $1.0 }
+                        .map { String(format: "%7.2f %@", Double($0.0 - origin) / 1e6, $0.1) }
+                ))
         }
         let times = payer.token.takeTimes().merging(payee.token.takeTimes(), uniquingKeysWith: +)
         for (kind, nanoseconds) in times { result.tokenTimes[kind, default: []].append(Double(nanoseconds) / 1e6) }
@@ -433,19 +507,21 @@ enum PayBench {
             let checkpoint = try wallet.ledger.latestCheckpoint()?.encoded.count ?? 0
             return [entry + 16 + 32 + 32, 65 + 16 + 32 + 16, checkpoint, 32 + 16, 32 * wallet.size.nonzeroBitCount]
         }
-        guard let debit = try payer.ledger.entries(kind: .paymentOut).last, let order = try TransferOrder.decode(debit.payload),
-              let sent = try payer.ledger.outgoing(transferID: order.transferID) else {
+        guard let debit = try payer.ledger.entries(kind: .paymentOut).last,
+            let order = try TransferOrder.decode(debit.payload),
+            let sent = try payer.ledger.outgoing(transferID: order.transferID)
+        else {
             throw WalletError(.notFound, "the warm-up payment left no transfer")
         }
         let message = try payer.ledger.outgoingMessage(transferID: order.transferID)?.count ?? 0
         let ready = try payee.ledger.readyRecord(offerID: offerID)?.count ?? 0
         let peerCheckpoint = try payee.ledger.latestPeerCheckpoint(wallet: payer.walletID)?.encoded.count ?? 0
         return [
-            [ready],                                                   // payee: the ready record, before `ready`
+            [ready],  // payee: the ready record, before `ready`
             try appendRows(payer) + [sent.signed.count + message + 32],  // payer: the debit with the transfer to send
-            try appendRows(payee),                                     // payee: the credit
-            [peerCheckpoint],                                          // payee: the payer's checkpoint it keeps
-            [sent.receipt?.count ?? 0],                                // payer: the receipt, confirming the payment
+            try appendRows(payee),  // payee: the credit
+            [peerCheckpoint],  // payee: the payer's checkpoint it keeps
+            [sent.receipt?.count ?? 0],  // payer: the receipt, confirming the payment
         ]
     }
 
@@ -456,7 +532,8 @@ enum PayBench {
         var parts = Parts()
         let signatures = 6
         let digest = SHA256.hash(Array("bench pay".utf8))
-        parts.signatureMicroseconds = Double(try lab.raw.rawSignLoop(key: lab.rawKey, digest: digest, count: signatures))
+        parts.signatureMicroseconds =
+            Double(try lab.raw.rawSignLoop(key: lab.rawKey, digest: digest, count: signatures))
             / Double(signatures) / 1000
         let logins = 4
         var loginNanoseconds: UInt64 = 0
@@ -480,10 +557,13 @@ enum PayBench {
         var start = ChannelBench.now()
         let anchor = SystemRandom.bytes(anchorBytes)
         start = ChannelBench.now()
-        for _ in 0..<logins { try lab.raw.replaceDataObject(application: "secure-bench", label: "anchor", value: anchor) }
+        for _ in 0..<logins {
+            try lab.raw.replaceDataObject(application: "secure-bench", label: "anchor", value: anchor)
+        }
         parts.anchorWriteMicroseconds = Double(ChannelBench.now() - start) / Double(logins) / 1000
-        parts.commitsMicroseconds = try DurableCommitBaseline.microseconds(path: lab.directory + "/commits.db", commits: commitSizes,
-                                                                           rounds: 4)
+        parts.commitsMicroseconds = try DurableCommitBaseline.microseconds(
+            path: lab.directory + "/commits.db", commits: commitSizes,
+            rounds: 4)
         parts.handshakeMicroseconds = try ChannelBench.primitivesMicroseconds(count: 20)
         return parts
     }
@@ -497,7 +577,9 @@ enum PayBench {
         defer { finished.wait() }
         Thread {
             defer { finished.signal() }
-            guard let channel = try? SecureChannel.respond(over: try listener.accept(timeoutSeconds: 10)) else { return }
+            guard let channel = try? SecureChannel.respond(over: try listener.accept(timeoutSeconds: 10)) else {
+                return
+            }
             defer { channel.close() }
             while let record = try? channel.receive(timeoutSeconds: 10) {
                 guard (try? channel.send(type: record.type, payload: record.payload)) != nil else { return }
@@ -510,7 +592,9 @@ enum PayBench {
         for _ in 0..<count {
             let start = ChannelBench.now()
             try channel.send(type: 1, payload: payload)
-            guard try channel.receive(timeoutSeconds: 10) != nil else { throw ChannelError(.transport, "the echo thread stopped") }
+            guard try channel.receive(timeoutSeconds: 10) != nil else {
+                throw ChannelError(.transport, "the echo thread stopped")
+            }
             trips.append(Double(ChannelBench.now() - start) / 2000)
         }
         return BenchCommands.median(trips)
@@ -533,10 +617,11 @@ enum PayBench {
         defer { listener.close() }
         let total = payers.count * perPayer
         let eur = Currency(code: "EUR")!
-        let before = Before(payerBalances: payers.map { $0.wallet.state.balance(eur).minorUnits },
-                            payeeBalance: payee.wallet.state.balance(eur).minorUnits,
-                            payerDebits: try payers.map { try $0.wallet.ledger.entries(kind: .paymentOut).count },
-                            payeeCredits: try payee.wallet.ledger.entries(kind: .paymentIn).count)
+        let before = Before(
+            payerBalances: payers.map { $0.wallet.state.balance(eur).minorUnits },
+            payeeBalance: payee.wallet.state.balance(eur).minorUnits,
+            payerDebits: try payers.map { try $0.wallet.ledger.entries(kind: .paymentOut).count },
+            payeeCredits: try payee.wallet.ledger.entries(kind: .paymentIn).count)
 
         final class Tally: @unchecked Sendable {
             let lock = NSLock()
@@ -558,7 +643,8 @@ enum PayBench {
             }
         }
         let tally = Tally()
-        nonisolated(unsafe) let unsafePayee = payee, unsafePayers = payers
+        nonisolated(unsafe) let unsafePayee = payee
+        nonisolated(unsafe) let unsafePayers = payers
         let sessions = DispatchGroup()
         let walletLock = NSLock()
         let start = ChannelBench.now()
@@ -566,7 +652,11 @@ enum PayBench {
             for index in 0..<total {
                 guard let transport = try? listener.accept(timeoutSeconds: 60) else { return }
                 DispatchQueue.global().async(group: sessions) {
-                    tally.add(Result { try receive(unsafePayee, transport: transport, walletLock: walletLock, seed: UInt64(1000 + index)) })
+                    tally.add(
+                        Result {
+                            try receive(
+                                unsafePayee, transport: transport, walletLock: walletLock, seed: UInt64(1000 + index))
+                        })
                 }
             }
         }
@@ -577,9 +667,12 @@ enum PayBench {
             payerThreads.enter()
             Thread {
                 for index in 0..<perPayer {
-                    tally.add(Result {
-                        try pay(unsafePayers[number], port: listener.port, intent: try intent(), seed: UInt64(number * 100 + index))
-                    })
+                    tally.add(
+                        Result {
+                            try pay(
+                                unsafePayers[number], port: listener.port, intent: try intent(),
+                                seed: UInt64(number * 100 + index))
+                        })
                 }
                 payerThreads.leave()
             }.start()
@@ -600,7 +693,9 @@ enum PayBench {
 
     /// Both sides' ledgers and pending payments: every debit must be credited once or still be pending, and
     /// the money that left the payers is the money that arrived or is pending.
-    static func checkLedgers(_ result: inout CrowdResult, payee: BenchWallet, payers: [BenchWallet], before: Before) throws {
+    static func checkLedgers(
+        _ result: inout CrowdResult, payee: BenchWallet, payers: [BenchWallet], before: Before
+    ) throws {
         let eur = Currency(code: "EUR")!
         let debitsBefore = before.payerDebits
         for (index, payer) in payers.enumerated() {
@@ -615,12 +710,16 @@ enum PayBench {
             for debit in debits.dropFirst(debitsBefore[index]) {
                 guard let order = try TransferOrder.decode(debit.payload) else { continue }
                 let credited = try payee.wallet.ledger.statementExists(kind: .paymentIn, id: order.transferID)
-                let pending = try payer.wallet.pendingTransfers().contains { $0.transfer.payload.order.transferID == order.transferID }
+                let pending = try payer.wallet.pendingTransfers().contains {
+                    $0.transfer.payload.order.transferID == order.transferID
+                }
                 if !credited && !pending { result.lost += 1 }
             }
         }
         result.credits = try payee.wallet.ledger.entries(kind: .paymentIn).count - before.payeeCredits
-        let paidOut = zip(payers, before.payerBalances).reduce(Int64(0)) { $0 + $1.1 - $1.0.wallet.state.balance(eur).minorUnits }
+        let paidOut = zip(payers, before.payerBalances).reduce(Int64(0)) {
+            $0 + $1.1 - $1.0.wallet.state.balance(eur).minorUnits
+        }
         let paidIn = payee.wallet.state.balance(eur).minorUnits - before.payeeBalance
         let unreceived = Int64(result.pending - result.pendingCredited) * 100
         result.conserved = paidOut == paidIn + unreceived
@@ -631,12 +730,16 @@ enum PayBench {
 
     // MARK: Report
 
-    static func percentile(_ values: [Double], _ fraction: Double) -> Double { ChannelBench.percentile(values, fraction) }
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        ChannelBench.percentile(values, fraction)
+    }
 
     static func describe(_ counts: CountingToken.Counts) -> String {
-        var parts = ["\(counts.unlocks) unlock (C_OpenSession + C_Login) and \(counts.locks) lock (C_Logout + C_CloseSession)",
-                     "\(counts.signatures) signatures (each C_SignInit + C_Login(context) + C_Sign)",
-                     "\(counts.anchorWrites) anchor write"]
+        var parts = [
+            "\(counts.unlocks) unlock (C_OpenSession + C_Login) and \(counts.locks) lock (C_Logout + C_CloseSession)",
+            "\(counts.signatures) signatures (each C_SignInit + C_Login(context) + C_Sign)",
+            "\(counts.anchorWrites) anchor write",
+        ]
         if counts.sharedSecrets > 0 { parts.append("\(counts.sharedSecrets) ECDH") }
         if counts.dataObjectReads > 0 { parts.append("\(counts.dataObjectReads) data-object reads") }
         if counts.other > 0 { parts.append("\(counts.other) other") }
@@ -659,7 +762,9 @@ enum PayBench {
         }
     }
 
-    static func report(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, json: Bool) {
+    static func report(
+        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, json: Bool
+    ) {
         let summary = Summary(single, crowd)
         if json {
             reportJSON(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, summary)
@@ -668,77 +773,135 @@ enum PayBench {
         }
     }
 
-    static func reportJSON(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary) {
-        let (p50, p99, sum, ratio, rate, medianPart) = (summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart)
+    static func reportJSON(
+        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary
+    ) {
+        let (p50, p99, sum, ratio, rate, medianPart) = (
+            summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart
+        )
         func counts(_ counts: CountingToken.Counts) -> [String: Int] {
-            ["unlocks": counts.unlocks, "locks": counts.locks, "signatures": counts.signatures, "anchorWrites": counts.anchorWrites,
-             "sharedSecrets": counts.sharedSecrets, "dataObjectReads": counts.dataObjectReads, "other": counts.other]
+            [
+                "unlocks": counts.unlocks, "locks": counts.locks, "signatures": counts.signatures,
+                "anchorWrites": counts.anchorWrites,
+                "sharedSecrets": counts.sharedSecrets, "dataObjectReads": counts.dataObjectReads, "other": counts.other,
+            ]
         }
         printJSON([
             "benchmark": "pay", "setupSeconds": setupSeconds,
-            "payment": ["payments": single.milliseconds.count, "rounds": single.sums.count, "p50Milliseconds": p50,
-                        "p99Milliseconds": p99, "partsMilliseconds": sum, "ratio": ratio, "goalMax": 1.5,
-                        "roundRatios": single.roundRatios,
-                        "allCompleted": single.outcomesOK,
-                        "payerTokenOperations": counts(single.payerCounts), "payeeTokenOperations": counts(single.payeeCounts),
-                        "commitRowBytes": single.commitSizes,
-                        "partsMicroseconds": ["signature": medianPart(\.signatureMicroseconds),
-                                              "unlockAndLock": medianPart(\.unlockLockMicroseconds),
-                                              "keyLookupAfterLogin": medianPart(\.keyLookupMicroseconds),
-                                              "anchorWrite": medianPart(\.anchorWriteMicroseconds),
-                                              "commits": medianPart(\.commitsMicroseconds),
-                                              "handshakePrimitives": medianPart(\.handshakeMicroseconds)],
-                        "messagesPerPayment": messagesPerPayment,
-                        "messageTripMicrosecondsNotInParts": medianPart(\.messageTripMicroseconds)] as [String: Any],
-            "eightPayers": ["payers": payerCount, "payments": crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
-                            "seconds": crowd.seconds, "paymentsPerSecond": rate, "paid": crowd.paid, "unconfirmed": crowd.unconfirmed,
-                            "failed": crowd.failed, "errors": crowd.errors, "received": crowd.received, "debits": crowd.debits,
-                            "credits": crowd.credits, "pending": crowd.pending, "pendingCredited": crowd.pendingCredited,
-                            "lost": crowd.lost, "conserved": crowd.conserved, "ledgersVerify": crowd.ledgersVerify,
-                            "failures": crowd.failures] as [String: Any],
-            "machineScenarios": ["milliseconds": scenarios.milliseconds, "asExpected": scenarios.asExpected,
-                                 "signatures": scenarios.signatures, "seedMilliseconds": 500, "detail": scenarios.detail] as [String: Any],
+            "payment": [
+                "payments": single.milliseconds.count, "rounds": single.sums.count, "p50Milliseconds": p50,
+                "p99Milliseconds": p99, "partsMilliseconds": sum, "ratio": ratio, "goalMax": 1.5,
+                "roundRatios": single.roundRatios,
+                "allCompleted": single.outcomesOK,
+                "payerTokenOperations": counts(single.payerCounts), "payeeTokenOperations": counts(single.payeeCounts),
+                "commitRowBytes": single.commitSizes,
+                "partsMicroseconds": [
+                    "signature": medianPart(\.signatureMicroseconds),
+                    "unlockAndLock": medianPart(\.unlockLockMicroseconds),
+                    "keyLookupAfterLogin": medianPart(\.keyLookupMicroseconds),
+                    "anchorWrite": medianPart(\.anchorWriteMicroseconds),
+                    "commits": medianPart(\.commitsMicroseconds),
+                    "handshakePrimitives": medianPart(\.handshakeMicroseconds),
+                ],
+                "messagesPerPayment": messagesPerPayment,
+                "messageTripMicrosecondsNotInParts": medianPart(\.messageTripMicroseconds),
+            ] as [String: Any],
+            "eightPayers": [
+                "payers": payerCount, "payments": crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
+                "seconds": crowd.seconds, "paymentsPerSecond": rate, "paid": crowd.paid,
+                "unconfirmed": crowd.unconfirmed,
+                "failed": crowd.failed, "errors": crowd.errors, "received": crowd.received, "debits": crowd.debits,
+                "credits": crowd.credits, "pending": crowd.pending, "pendingCredited": crowd.pendingCredited,
+                "lost": crowd.lost, "conserved": crowd.conserved, "ledgersVerify": crowd.ledgersVerify,
+                "failures": crowd.failures,
+            ] as [String: Any],
+            "machineScenarios": [
+                "milliseconds": scenarios.milliseconds, "asExpected": scenarios.asExpected,
+                "signatures": scenarios.signatures, "seedMilliseconds": 500, "detail": scenarios.detail,
+            ] as [String: Any],
         ])
     }
 
-    static func reportText(single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary) {
-        let (p50, p99, sum, ratio, rate, medianPart) = (summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart)
-        print(String(format: "payment over loopback TCP (SoftHSM, %d payments, payer and payee in one process on two threads): "
-            + "p50 %.1f ms, p99 %.1f ms vs its irreducible parts %.1f ms, ratio %.2f (goal ≤ 1.50)%@",
-            single.milliseconds.count, p50, p99, sum, ratio, single.outcomesOK ? "" : " SOME PAYMENTS DID NOT COMPLETE"))
-        print("  the ratio is the median of the rounds' ratios (each round's median payment over the parts measured beside it): "
-            + single.roundRatios.map { String(format: "%.2f", $0) }.joined(separator: " "))
-        print("  token operations per payment: payer: \(describe(single.payerCounts)); payee: \(describe(single.payeeCounts))")
-        print(String(format: "  parts (medians of %d rounds): signature %.0f µs (C loop), unlock+lock %.0f µs, key lookup after login "
-            + "%.0f µs, anchor write %.0f µs, %d durable commits %.0f µs (plain SQLCipher, WAL, synchronous=FULL), "
-            + "handshake primitives %.0f µs", single.sums.count, medianPart(\.signatureMicroseconds), medianPart(\.unlockLockMicroseconds),
-            medianPart(\.keyLookupMicroseconds), medianPart(\.anchorWriteMicroseconds), single.commitSizes.count,
-            medianPart(\.commitsMicroseconds), medianPart(\.handshakeMicroseconds)))
-        print(String(format: "  not in the parts: the payment's %d messages cross between the threads, %.0f µs each over the loopback "
-            + "channel (half a round trip), %.1f ms in all", messagesPerPayment, medianPart(\.messageTripMicroseconds),
-            Double(messagesPerPayment) * medianPart(\.messageTripMicroseconds) / 1000))
+    static func reportText(
+        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary
+    ) {
+        let (p50, p99, sum, ratio, rate, medianPart) = (
+            summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart
+        )
+        print(
+            String(
+                format:
+                    "payment over loopback TCP (SoftHSM, %d payments, payer and payee in one process on two threads): "
+                    + "p50 %.1f ms, p99 %.1f ms vs its irreducible parts %.1f ms, ratio %.2f (goal ≤ 1.50)%@",
+                single.milliseconds.count, p50, p99, sum, ratio,
+                single.outcomesOK ? "" : " SOME PAYMENTS DID NOT COMPLETE"))
+        print(
+            "  the ratio is the median of the rounds' ratios "
+                + "(each round's median payment over the parts measured beside it): "
+                + single.roundRatios.map { String(format: "%.2f", $0) }.joined(separator: " "))
+        print("  token operations per payment: payer: \(describe(single.payerCounts)); "
+            + "payee: \(describe(single.payeeCounts))")
+        print(
+            String(
+                format:
+                    "  parts (medians of %d rounds): signature %.0f µs (C loop), unlock+lock %.0f µs, "
+                    + "key lookup after login %.0f µs, anchor write %.0f µs, "
+                    + "%d durable commits %.0f µs (plain SQLCipher, WAL, synchronous=FULL), "
+                    + "handshake primitives %.0f µs", single.sums.count, medianPart(\.signatureMicroseconds),
+                medianPart(\.unlockLockMicroseconds),
+                medianPart(\.keyLookupMicroseconds), medianPart(\.anchorWriteMicroseconds), single.commitSizes.count,
+                medianPart(\.commitsMicroseconds), medianPart(\.handshakeMicroseconds)))
+        print(
+            String(
+                format:
+                    "  not in the parts: the payment's %d messages cross between the threads, "
+                    + "%.0f µs each over the loopback channel (half a round trip), %.1f ms in all", messagesPerPayment,
+                medianPart(\.messageTripMicroseconds),
+                Double(messagesPerPayment) * medianPart(\.messageTripMicroseconds) / 1000))
         if !single.steps.isEmpty {
-            print("  steps (median ms from the connect): " + Dictionary(grouping: single.steps) { "\($0.side) \($0.name)" }
-                .map { ($0.key, BenchCommands.median($0.value.map(\.milliseconds))) }.sorted { $0.1 < $1.1 }
-                .map { String(format: "%@ %.1f", $0.0, $0.1) }.joined(separator: ", "))
-            if let median = single.timelines.sorted(by: { $0.milliseconds < $1.milliseconds }).dropFirst(single.timelines.count / 2).first {
+            print(
+                "  steps (median ms from the connect): "
+                    + Dictionary(grouping: single.steps) { "\($0.side) \($0.name)" }
+                    .map { ($0.key, BenchCommands.median($0.value.map(\.milliseconds))) }.sorted { $0.1 < $1.1 }
+                    .map { String(format: "%@ %.1f", $0.0, $0.1) }.joined(separator: ", "))
+            if let median = single.timelines.sorted(by: { $0.milliseconds < $1.milliseconds }).dropFirst(
+                single.timelines.count / 2
+            ).first {
                 print(String(format: "  the median payment (%.1f ms), step by step:", median.milliseconds))
                 for line in median.lines { print("    " + line) }
             }
-            print("  inside the token calls of a payment, both sides (median ms): " + single.tokenTimes
-                .map { String(format: "%@ %.1f", $0.key, BenchCommands.median($0.value)) }.sorted().joined(separator: ", "))
+            print(
+                "  inside the token calls of a payment, both sides (median ms): "
+                    + single.tokenTimes
+                    .map { String(format: "%@ %.1f", $0.key, BenchCommands.median($0.value)) }.sorted().joined(
+                        separator: ", "))
         }
-        print(String(format: "8 payers at once into one receiving wallet: %d payments in %.2f s, %.1f payments/s; "
-            + "paid %d, unconfirmed %d, failed %d, errors %d", crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
-            crowd.seconds, rate, crowd.paid, crowd.unconfirmed, crowd.failed, crowd.errors))
-        print("  ledgers afterwards: \(crowd.debits) debits, \(crowd.credits) credits, \(crowd.pending) pending "
-            + "(\(crowd.pendingCredited) of them credited: receipt lost), \(crowd.lost) lost; money "
-            + (crowd.conserved ? "conserved" : "NOT CONSERVED") + "; every ledger " + (crowd.ledgersVerify ? "verifies" : "FAILS VERIFY")
-            + (crowd.failures.isEmpty ? "" : "; failures: \(crowd.failures.map { "\($0.key) ×\($0.value)" }.sorted().joined(separator: ", "))"))
-        print(String(format: "tampered transfer, lost receipt, withdrawn request (pure machines, real SoftHSM wallets, %d token signatures): "
-            + "%.0f ms vs the seed's < 500 ms, ratio %.2f%@", scenarios.signatures, scenarios.milliseconds,
-            scenarios.milliseconds / 500, scenarios.asExpected ? "" : "; UNEXPECTED: \(scenarios.detail)"))
-        print(String(format: "(setup: %d wallets on %d SoftHSM tokens in %.1f s, not measured)", payerCount + 1, 2 * (payerCount + 1) + 2,
-                     setupSeconds))
+        print(
+            String(
+                format: "8 payers at once into one receiving wallet: %d payments in %.2f s, %.1f payments/s; "
+                    + "paid %d, unconfirmed %d, failed %d, errors %d",
+                crowd.paid + crowd.unconfirmed + crowd.failed + crowd.errors,
+                crowd.seconds, rate, crowd.paid, crowd.unconfirmed, crowd.failed, crowd.errors))
+        print(
+            "  ledgers afterwards: \(crowd.debits) debits, \(crowd.credits) credits, \(crowd.pending) pending "
+                + "(\(crowd.pendingCredited) of them credited: receipt lost), \(crowd.lost) lost; money "
+                + (crowd.conserved ? "conserved" : "NOT CONSERVED") + "; every ledger "
+                + (crowd.ledgersVerify ? "verifies" : "FAILS VERIFY")
+                + (crowd.failures.isEmpty
+                    ? ""
+                    : "; failures: \(crowd.failures.map { "\($0.key) ×\($0.value)" }.sorted().joined(separator: ", "))")
+        )
+        print(
+            String(
+                format:
+                    "tampered transfer, lost receipt, withdrawn request "
+                    + "(pure machines, real SoftHSM wallets, %d token signatures): "
+                    + "%.0f ms vs the seed's < 500 ms, ratio %.2f%@", scenarios.signatures, scenarios.milliseconds,
+                scenarios.milliseconds / 500, scenarios.asExpected ? "" : "; UNEXPECTED: \(scenarios.detail)"))
+        print(
+            String(
+                format: "(setup: %d wallets on %d SoftHSM tokens in %.1f s, not measured)", payerCount + 1,
+                2 * (payerCount + 1) + 2,
+                setupSeconds))
     }
 }

@@ -27,13 +27,14 @@ extension PayBench {
         tampered.tamper = { toPayee, message in
             guard toPayee, case .transfer(let sent) = message else { return message }
             let forged = SignedTransfer(payload: sent.transfer.payload, signature: sent.spatialProof.payer.signature)
-            return .transfer(try! TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
+            return .transfer(
+                try! TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
         }
         try tampered.run()
-        if case .unconfirmed? = tampered.payerMachine.outcome {} else { problems.append("tampered: payer \(tampered.outcomes)") }
+        if !tampered.payerMachine.outcome.isUnconfirmed { problems.append("tampered: \(tampered.outcomes)") }
         var retried = try MachinePair(payer: payer, payee: payee, retrying: tampered.pending)
         try retried.run()
-        if case .paid? = retried.payerMachine.outcome {} else { problems.append("tampered retry: \(retried.outcomes)") }
+        if !retried.payerMachine.outcome.isPaid { problems.append("tampered retry: \(retried.outcomes)") }
 
         var lost = try MachinePair(payer: payer, payee: payee, request: nil)
         lost.tamper = { toPayee, message in
@@ -41,22 +42,24 @@ extension PayBench {
             return message
         }
         try lost.run()
-        if case .unconfirmed? = lost.payerMachine.outcome, case .received? = lost.payeeMachine.outcome {} else {
+        if !lost.payerMachine.outcome.isUnconfirmed || !lost.payeeMachine.outcome.isReceived {
             problems.append("lost receipt: \(lost.outcomes)")
         }
         var again = try MachinePair(payer: payer, payee: payee, retrying: lost.pending)
         try again.run()
-        if case .paid? = again.payerMachine.outcome {} else { problems.append("lost receipt retry: \(again.outcomes)") }
+        if !again.payerMachine.outcome.isPaid { problems.append("lost receipt retry: \(again.outcomes)") }
 
-        var withdrawn = try MachinePair(payer: payer, payee: payee,
-                                        request: try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount),
-                                                                    note: "Coffee"))
+        let request = try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount),
+                                         note: "Coffee")
+        var withdrawn = try MachinePair(payer: payer, payee: payee, request: request)
         withdrawn.pauseAfter = 2  // both hellos are in; the request is on its way
         try withdrawn.run()
         try withdrawn.payeeDo(withdrawn.payeeMachine.withdraw())
         withdrawn.pauseAfter = nil
         try withdrawn.pump()
-        if withdrawn.payerMachine.outcome != .failed(.withdrawn, byPeer: true) { problems.append("withdrawn: \(withdrawn.outcomes)") }
+        if withdrawn.payerMachine.outcome != .failed(.withdrawn, byPeer: true) {
+            problems.append("withdrawn: \(withdrawn.outcomes)")
+        }
 
         result.milliseconds = Double(ChannelBench.now() - start) / 1e6
         result.signatures = payer.token.take().signatures + payee.token.take().signatures
@@ -81,18 +84,23 @@ struct MachinePair {
     /// The payer's pending transfer, after its debit.
     var pending: TransferMessage?
 
-    var outcomes: String { "payer \(String(describing: payerMachine.outcome)), payee \(String(describing: payeeMachine.outcome))" }
+    var outcomes: String {
+        "payer \(String(describing: payerMachine.outcome)), payee \(String(describing: payeeMachine.outcome))"
+    }
 
     init(payer: BenchWallet, payee: BenchWallet, request: PaymentRequest?, retrying: TransferMessage? = nil) throws {
         self.payer = payer
         self.payee = payee
-        let transcript = SystemRandom.bytes(32), binding = SystemRandom.bytes(32)
+        let transcript = SystemRandom.bytes(32)
+        let binding = SystemRandom.bytes(32)
         func context(_ wallet: BenchWallet) throws -> PeerSessionContext {
-            PeerSessionContext(transcriptHash: transcript, channelBinding: binding,
-                               hello: try PeerHello(walletKey: wallet.wallet.signingKey, displayName: wallet.name,
-                                                    rangingToken: SystemRandom.bytes(16), nonceContribution: SystemRandom.bytes(16),
-                                                    checkpoint: wallet.wallet.latest!),
-                               rangingPolicy: PayBench.policy)
+            PeerSessionContext(
+                transcriptHash: transcript, channelBinding: binding,
+                hello: try PeerHello(
+                    walletKey: wallet.wallet.signingKey, displayName: wallet.name,
+                    rangingToken: SystemRandom.bytes(16), nonceContribution: SystemRandom.bytes(16),
+                    checkpoint: wallet.wallet.latest!),
+                rangingPolicy: PayBench.policy)
         }
         payerHelloSize = payer.wallet.size
         if let retrying {
@@ -100,13 +108,16 @@ struct MachinePair {
         } else if request != nil {
             payerMachine = PayerMachine(answeringRequestWith: try context(payer), transferID: SystemRandom.bytes(16))
         } else {
-            payerMachine = PayerMachine(paying: try PayBench.intent(), context: try context(payer), transferID: SystemRandom.bytes(16))
+            payerMachine = PayerMachine(
+                paying: try PayBench.intent(), context: try context(payer), transferID: SystemRandom.bytes(16))
         }
         payeeMachine = PayeeMachine(context: try context(payee), request: request)
     }
 
     init(payer: BenchWallet, payee: BenchWallet, retrying: TransferMessage?) throws {
-        guard let retrying else { throw WalletError(.notFound, "nothing to retry: the first session left no pending transfer") }
+        guard let retrying else {
+            throw WalletError(.notFound, "nothing to retry: the first session left no pending transfer")
+        }
         try self.init(payer: payer, payee: payee, request: nil, retrying: retrying)
     }
 
@@ -122,9 +133,15 @@ struct MachinePair {
             while let (toPayee, bytes) = queue.first, delivered != pauseAfter {
                 queue.removeFirst()
                 delivered += 1
-                guard let message = try PeerMessage.decode(bytes) else { preconditionFailure("a truncated message in the queue") }
+                guard let message = try PeerMessage.decode(bytes) else {
+                    preconditionFailure("a truncated message in the queue")
+                }
                 do {
-                    if toPayee { try payeeDo(payeeMachine.receive(message)) } else { try payerDo(payerMachine.receive(message)) }
+                    if toPayee {
+                        try payeeDo(payeeMachine.receive(message))
+                    } else {
+                        try payerDo(payerMachine.receive(message))
+                    }
                 } catch let error as PeerProtocolError {
                     if toPayee { try payeeDo(error.actions) } else { try payerDo(error.actions) }
                 }
@@ -142,18 +159,24 @@ struct MachinePair {
     }
 
     private static func unlock(_ wallet: BenchWallet) throws {
-        if !wallet.token.isUnlocked { try wallet.token.unlock(pin: try wallet.person.readPIN(), confirmFinalTry: false) }
+        if !wallet.token.isUnlocked {
+            try wallet.token.unlock(pin: try wallet.person.readPIN(), confirmFinalTry: false)
+        }
     }
 
-    private static func measure(_ wallet: BenchWallet, _ task: MeasurementTask, distance: UInt32) throws -> SignedMeasurement {
+    private static func measure(
+        _ wallet: BenchWallet, _ task: MeasurementTask, distance: UInt32
+    ) throws -> SignedMeasurement {
         var ranging = SimulatedRanging(seed: UInt64(distance), distanceMillimetres: distance)
         let summary = try RangingSummary(samples: ranging.samples(count: 16))
-        return try task.context.measurement(role: task.role, summary: summary, source: .simulated).sign(with: wallet.signer)
+        return try task.context.measurement(role: task.role, summary: summary, source: .simulated).sign(
+            with: wallet.signer)
     }
 
     private static func record(_ wallet: Wallet, _ identity: PeerIdentity) throws -> PeerRecord {
-        PeerRecord(heldCheckpoint: try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID)
-            .flatMap { try? SignedCheckpoint.decode($0.encoded) })
+        PeerRecord(
+            heldCheckpoint: try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID)
+                .flatMap { try? SignedCheckpoint.decode($0.encoded) })
     }
 
     mutating func payerDo(_ actions: [PeerAction]) throws {
@@ -164,20 +187,25 @@ struct MachinePair {
             case .lookUpPeer(let identity): try payerDo(payerMachine.peerLookedUp(try Self.record(wallet, identity)))
             case .chooseCategory: try payerDo(payerMachine.categoryChosen("bench"))
             case .checkPayment(let amount, let category):
-                try payerDo(payerMachine.paymentChecked(try PaymentCheck.evaluate(state: wallet.state, amount: amount, category: category,
-                                                                                  time: Wallet.systemClock())))
+                try payerDo(
+                    payerMachine.paymentChecked(
+                        try PaymentCheck.evaluate(
+                            state: wallet.state, amount: amount, category: category,
+                            time: Wallet.systemClock())))
             case .askApproval:
                 try Self.unlock(payer)
                 try payerDo(payerMachine.userApproved())
             case .measure(let task):
                 let signed = try Self.measure(payer, task, distance: 400)
                 let proof = try task.consistencyFromSize.map { from in
-                    from >= 1 && from <= payerHelloSize ? try wallet.ledger.consistencyProof(oldSize: from, newSize: payerHelloSize) : []
+                    from >= 1 && from <= payerHelloSize
+                        ? try wallet.ledger.consistencyProof(oldSize: from, newSize: payerHelloSize) : []
                 }
                 try payerDo(payerMachine.measured(signed, consistencyProof: proof))
             case .commitDebit(let task):
-                let (_, transfer) = try wallet.commitDebit(order: task.order, draft: task.draft, expectedPosition: task.position,
-                                                           message: { PeerMessage.transfer(task.pending($0)).encoded })
+                let (_, transfer) = try wallet.commitDebit(
+                    order: task.order, draft: task.draft, expectedPosition: task.position,
+                    message: { PeerMessage.transfer(task.pending($0)).encoded })
                 pending = task.pending(transfer)
                 try payerDo(payerMachine.debitCommitted(transfer))
             case .keepReceipt(let receipt, _): try wallet.confirm(receipt, payeeKeys: [payee.wallet.signingKey])
@@ -204,7 +232,9 @@ struct MachinePair {
                 try wallet.ledger.storeReadyRecord(offerID: record.offerID, record: record.encoded)
                 try payeeDo(payeeMachine.readyPersisted())
             case .loadReadyRecord(let offerID):
-                try payeeDo(payeeMachine.readyRecordLoaded(try wallet.ledger.readyRecord(offerID: offerID).flatMap { try ReadyRecord.decode($0) }))
+                try payeeDo(
+                    payeeMachine.readyRecordLoaded(
+                        try wallet.ledger.readyRecord(offerID: offerID).flatMap { try ReadyRecord.decode($0) }))
             case .credit(let task): try payeeDo(try credit(task))
             case .cancelApproval, .provideEvidence, .keepEvidence, .provideKeyEvents, .keepKeyEvents, .finish: break
             case .chooseCategory, .checkPayment, .commitDebit, .keepReceipt, .appendReversal:
@@ -219,7 +249,7 @@ struct MachinePair {
         switch outcome {
         // A recorded credit, or a re-delivery answered with the original credit (as PeerDriver does).
         case .recorded(let entry),
-             .duplicate(let entry) where entry.kind == .paymentIn:
+            .duplicate(let entry) where entry.kind == .paymentIn:
             return payeeMachine.credited(try payee.wallet.receipt(for: task.transfer, creditPosition: entry.position))
         case .refused(_, _, let refusal?):
             return payeeMachine.refused(refusal)
@@ -227,4 +257,11 @@ struct MachinePair {
             return payeeMachine.creditFailed(.transferInvalid)
         }
     }
+}
+
+extension Optional where Wrapped == PeerOutcome {
+    /// Which way a session ended, for the scenarios' checks.
+    var isPaid: Bool { if case .paid? = self { true } else { false } }
+    var isUnconfirmed: Bool { if case .unconfirmed? = self { true } else { false } }
+    var isReceived: Bool { if case .received? = self { true } else { false } }
 }
