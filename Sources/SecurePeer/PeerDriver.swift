@@ -166,7 +166,12 @@ public final class PeerDriver {
     }
 
     private func finishSession() {
-        wallet.token.lock()
+        // Other sessions of this process may still hold the token (TokenHolds): it locks when the last ends.
+        if pinHeldUntil != nil {
+            TokenHolds.shared.release(wallet.token)
+        } else {
+            TokenHolds.shared.lockIfUnheld(wallet.token)
+        }
         pinHeldUntil = nil
         channel.close()
     }
@@ -175,7 +180,7 @@ public final class PeerDriver {
     /// retryable (pending), never lost.
     private func releasePINIfExpired() {
         if let until = pinHeldUntil, Date() >= until {
-            wallet.token.lock()
+            TokenHolds.shared.release(wallet.token)
             pinHeldUntil = nil
             interface.event("pin", [:], "the PIN was wiped after \(Int(Self.pinHoldSecondsMax)) seconds")
         }
@@ -353,12 +358,11 @@ public final class PeerDriver {
             return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
         case .approve(let overriding):
             do {
-                try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
+                try holdUnlocked()
             } catch {
                 interface.event("pin", ["error": "\(error)"], "the token refused: \(error)")
                 return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
             }
-            pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
             return mutate(payer: { $0.userApproved(overridingBudget: overriding) }, payee: { $0.userApproved() })
         }
     }
@@ -402,9 +406,26 @@ public final class PeerDriver {
     /// A retried transfer was approved in its first session (the ready record is that approval), and a
     /// reversal only returns the payer's own money: both may unlock the token without a new prompt.
     private func unlockWithoutPrompt(_ why: String) throws {
+        guard pinHeldUntil == nil else { return }
+        // Hold first: then no other session of this process can lock the token between the check and the use.
+        TokenHolds.shared.acquire(wallet.token)
+        pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
         guard !wallet.token.isUnlocked else { return }
         interface.event("pin", [:], "the token needs the PIN to \(why)")
-        try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
+        try holdUnlocked()
+    }
+
+    /// Logs in with this approval's PIN (a wrong one is refused here, even while another session of this
+    /// process holds the token) and holds the token for this session until its end or the PIN's time is up.
+    private func holdUnlocked() throws {
+        if pinHeldUntil == nil { TokenHolds.shared.acquire(wallet.token) }
+        do {
+            try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
+        } catch {
+            TokenHolds.shared.release(wallet.token)
+            pinHeldUntil = nil
+            throw error
+        }
         pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
     }
 
