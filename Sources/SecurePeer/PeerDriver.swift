@@ -236,8 +236,17 @@ public final class PeerDriver {
             guard outcome == nil else { return [] }
             // A message that cannot be sent means the link is gone; any other failure is in a step the
             // machine asked for (a token, PIN or storage failure), which it expects as a local failure.
-            if case .send = action { return linkDropped() }
-            return localFailure()
+            switch action {
+            case .send:
+                return linkDropped()
+            case .lookUpPeer, .chooseCategory, .checkPayment, .askApproval, .measure, .persistReadyRecord, .commitDebit,
+                 .loadReadyRecord, .credit:
+                return localFailure()
+            case .cancelApproval, .keepReceipt, .appendReversal, .provideEvidence, .keepEvidence, .provideKeyEvents,
+                 .keepKeyEvents, .finish:
+                // Side work the machine did not wait for: the failure is reported, the session goes on.
+                return []
+            }
         }
     }
 
@@ -435,7 +444,9 @@ public final class PeerDriver {
             try wallet.accept(task.transfer, policy: task.policy, peerFailure: task.peerFailure)
         }
         switch outcome {
-        case .recorded(let entry), .duplicate(let entry) where entry.kind == .paymentIn:
+        // A new credit, or a re-delivery of a credited transfer (not of a refused one), gets a receipt.
+        case .recorded(let entry),
+             .duplicate(let entry) where entry.kind == .paymentIn:
             let receipt = try walletLock.withLock {
                 try wallet.receipt(for: task.transfer, creditPosition: entry.position)
             }
