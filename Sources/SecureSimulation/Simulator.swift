@@ -11,9 +11,13 @@ import SecureToken
 public final class Simulator {
     /// Limits that keep a run bounded (TigerBeetle's habit: a limit on everything).
     static let restartDelayMillisecondsMax: Int64 = 5_000
-    static let drainStepsMax = 20_000
+    static let drainStepsMax = 5_000
+    /// A silent peer hangs for up to two minutes: longer than every wait, so the other side times out.
+    static let silenceMillisecondsMax: Int64 = 120_000
     static let traceLengthMax = 40
     static let amountMinorUnitsMax: Int64 = 3_000
+    /// SECURE_SIM_TRACE=1 prints every event as it happens (for replays; it does not change the run).
+    static let echoTrace = ProcessInfo.processInfo.environment["SECURE_SIM_TRACE"] == "1"
 
     let config: SimulationConfig
     var random: SeededRandom
@@ -66,7 +70,8 @@ public final class Simulator {
             try runStep()
             drained += 1
             if drained > Self.drainStepsMax {
-                throw failure("retries-resolve", "the run did not settle within \(Self.drainStepsMax) steps after healing")
+                throw failure("retries-resolve", "the run did not settle within \(Self.drainStepsMax) steps after healing: "
+                    + (quiescenceBlocker() ?? "?"))
             }
         }
         try auditor.checkFinal()
@@ -86,6 +91,7 @@ public final class Simulator {
     func note(_ text: String) {
         let line = "#\(step) t=\(clock.now % 10_000_000) \(text)"
         traceHasher.add(line)
+        if Self.echoTrace { FileHandle.standardError.write(Data((line + "\n").utf8)) }
         trace.append(line)
         if trace.count > Self.traceLengthMax { trace.removeFirst(trace.count - Self.traceLengthMax) }
     }
@@ -105,6 +111,12 @@ public final class Simulator {
 
     /// One event, chosen by the seed among everything that can happen now.
     private func performOneEvent() throws {
+        for session in sessions {
+            for end in [session.payer, session.payee] where end.silent && (healing || clock.now >= end.silentUntil) {
+                end.silent = false
+                note("s\(session.number) \(role(end)) wakes")
+            }
+        }
         // Timers that ran out fire first, as they would in the drivers' loops.
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
@@ -150,6 +162,7 @@ public final class Simulator {
     private func advanceClockToNextEvent() {
         var next = Int64.max
         for session in sessions {
+            for end in [session.payer, session.payee] where !end.closed && end.silent { next = min(next, end.silentUntil) }
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
                 if end.wait != nil { next = min(next, end.deadline) }
                 for message in end.inbox { next = min(next, message.deliverAt) }
@@ -160,13 +173,29 @@ public final class Simulator {
         if next != .max && next > clock.now { clock.now = next } else { clock.now += 1_000 }
     }
 
-    func isQuiescent() -> Bool {
-        guard sessions.isEmpty, wallets.allSatisfy({ $0.isUp }) else { return false }
+    func isQuiescent() -> Bool { quiescenceBlocker() == nil }
+
+    /// What keeps the run from being settled, or nil when it is: the same conditions the final audit
+    /// checks (a payment between two honest, unlocked wallets must resolve; others are exempt).
+    func quiescenceBlocker() -> String? {
+        if let session = sessions.first { return "session s\(session.number) is still open" }
+        if let down = wallets.first(where: { !$0.isUp }) { return "w\(down.index) is down" }
         for wallet in wallets where wallet.isHonest && !wallet.isLocked {
-            if !wallet.vouchers.isEmpty { return false }
-            if let pending = try? retryablePending(wallet), !pending.isEmpty { return false }
+            if !wallet.vouchers.isEmpty { return "w\(wallet.index) holds \(wallet.vouchers.count) undeposited vouchers" }
+            if let message = (try? retryablePending(wallet))?.first(where: { resolvable($0) }) {
+                return "w\(wallet.index) has pending transfer \(Hex.encode(message.transfer.payload.order.transferID.prefix(6)))"
+            }
         }
-        return mailbox.allSatisfy { !wallets[$0.payee].isHonest || wallets[$0.payee].isLocked }
+        if let waiting = mailbox.first(where: { wallets[$0.payee].isHonest && !wallets[$0.payee].isLocked }) {
+            return "a file transfer to w\(waiting.payee) is not accepted"
+        }
+        return nil
+    }
+
+    /// Whether a pending payment must resolve once the link returns: its payee is an honest, unlocked wallet.
+    func resolvable(_ message: TransferMessage) -> Bool {
+        guard let payee = wallets.first(where: { $0.walletID == message.transfer.payload.order.payeeWalletID }) else { return false }
+        return payee.isHonest && !payee.isLocked
     }
 
     func role(_ end: SessionEnd) -> String { "\(end.isPayer ? "payer" : "payee") w\(end.walletIndex)" }
@@ -295,7 +324,8 @@ public final class Simulator {
             guard !end.closed else { return }
             stats.linkFaults += 1
             end.silent = true
-            note("s\(session.number) \(role(end)) goes silent")
+            end.silentUntil = clock.now + Int64(random.next() % UInt64(Self.silenceMillisecondsMax))
+            note("s\(session.number) \(role(end)) goes silent for \(end.silentUntil - clock.now)ms")
         case 5:
             let wallet = pick(wallets)
             wallet.skewMilliseconds = Int64(random.next() % 600_000) - 300_000
