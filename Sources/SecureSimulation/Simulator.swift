@@ -41,7 +41,8 @@ public final class Simulator {
     public init(_ config: SimulationConfig) throws {
         self.config = config
         random = SeededRandom(seed: config.seed)
-        directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)"
+        // Unique per run, so two runs of one seed in one process (the determinism test) never share files.
+        directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)-\(UUID().uuidString.prefix(8))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         issuer = try SoftwareSigner()
@@ -217,6 +218,7 @@ public final class Simulator {
         simulated.wallet = wallet
         wallets.append(simulated)
         installFaults(simulated)
+        armHooks(simulated)
         simulated.anchorSizeSeen = simulated.anchoredSize() ?? 0
     }
 
@@ -404,7 +406,10 @@ public final class Simulator {
         for wallet in free where wallet.isHonest {
             if !wallet.vouchers.isEmpty { return try deposit(wallet) }
             if mailbox.contains(where: { $0.payee == wallet.index }) { return try acceptFile(wallet) }
-            if let pending = try? retryablePending(wallet), !pending.isEmpty { return try startRetry(wallet, free: free) }
+            // Only payments a retry can resolve: a payee that is locked or restored is exempt (see `resolvable`).
+            if let pending = try? retryablePending(wallet).filter({ resolvable($0) }), !pending.isEmpty {
+                return try startRetry(wallet, free: free, among: pending)
+            }
         }
     }
 
@@ -552,10 +557,15 @@ public final class Simulator {
         note("s\(sessionCount) \(kind) \(amount) w\(payer.index) -> w\(payee.index)")
     }
 
-    private func startRetry(_ payer: SimulatedWallet, free: [SimulatedWallet]) throws {
-        guard let message = try retryablePending(payer).first else { return }
+    /// Re-sends one pending payment whose payee is free now (`secure retry`), chosen by the seed.
+    private func startRetry(_ payer: SimulatedWallet, free: [SimulatedWallet], among candidates: [TransferMessage]? = nil) throws {
+        let ready = try (candidates ?? retryablePending(payer)).filter { message in
+            free.contains { $0.walletID == message.transfer.payload.order.payeeWalletID && $0 !== payer }
+        }
+        guard !ready.isEmpty else { return }
+        let message = pick(ready)
         let payeeID = message.transfer.payload.order.payeeWalletID
-        guard let payee = free.first(where: { $0.walletID == payeeID }), payee !== payer else { return }
+        guard let payee = free.first(where: { $0.walletID == payeeID }) else { return }
         let transcript = random.bytes(32), binding = random.bytes(32)
         let payerMachine = PayerMachine(retrying: message, context: try context(for: payer, transcript: transcript, binding: binding))
         let payeeMachine = PayeeMachine(context: try context(for: payee, transcript: transcript, binding: binding))
