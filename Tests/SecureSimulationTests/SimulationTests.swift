@@ -19,7 +19,8 @@ struct SimulationTests {
 
     @Test func workloadWithoutFaultsPays() throws {
         let stats = try run(SimulationConfig(seed: 11, steps: Self.steps, faults: false))
-        #expect(stats.crashes == 0 && stats.linkFaults == 0 && stats.tokenFaults == 0, "\(stats)")
+        // Token errors still happen without faults (a PIN wiped after its hold), so only injected ones are checked.
+        #expect(stats.crashes == 0 && stats.linkFaults == 0 && stats.restores == 0, "\(stats)")
         #expect((stats.outcomes["paid"] ?? 0) > 0, "\(stats)")
     }
 
@@ -33,8 +34,8 @@ struct SimulationTests {
         #expect(other.traceDigest != first.traceDigest)
     }
 
-    /// Seeds tried per broken variant before the test gives up; each must be caught well within it.
-    static let variantSeedsMax: UInt64 = 12
+    /// The budget for each broken variant: these seeds, each of `steps` steps; every one of them must catch it.
+    static let variantSeeds: [UInt64] = [1, 2, 3, 4]
 
     @Test(arguments: [
         (BrokenVariant.debitBeforeReady, "ready-before-debit"),
@@ -43,19 +44,17 @@ struct SimulationTests {
         (BrokenVariant.refusalAfterDebit, "refusal-zero-debit"),
     ])
     func brokenVariantIsCaught(variant: BrokenVariant, invariant: String) throws {
-        for seed in 1...Self.variantSeedsMax {
+        for seed in Self.variantSeeds {
             var config = SimulationConfig(seed: seed, steps: Self.steps)
             config.broken = variant
             do {
                 let stats = try Simulator(config).run()
-                print("\(variant.rawValue): seed \(seed) not caught (\(stats.steps) steps)")
+                Issue.record("\(variant.rawValue) was not caught by seed \(seed) in \(stats.steps) steps")
             } catch let failure as SimulationFailure {
-                print("\(variant.rawValue): caught by seed \(seed) at step \(failure.step) [\(failure.invariant)]")
+                print("\(variant.rawValue): seed \(seed) caught it at step \(failure.step) [\(failure.invariant)]")
                 #expect(failure.invariant == invariant, "\(variant.rawValue) was caught, but by another invariant: \(failure)")
-                return
             }
         }
-        Issue.record("\(variant.rawValue) was not caught within \(Self.variantSeedsMax) seeds of \(Self.steps) steps")
     }
 
     private func run(_ config: SimulationConfig) throws -> SimulationStats {
