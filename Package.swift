@@ -48,6 +48,7 @@ let package = Package(
         .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
+        .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
     ]
 )
 

@@ -26,8 +26,10 @@ final class SessionEnd {
     /// The process is gone (crashed) or the session ended here and the channel is closed.
     var closed = false
     var crashed = false
-    /// The process hangs: it neither acts nor reads (a silent peer).
+    /// The process hangs: it neither acts nor reads (a silent peer), until `silentUntil` or healing,
+    /// as a stopped process resumes; its timers have run out meanwhile and fire when it wakes.
     var silent = false
+    var silentUntil: Int64 = 0
     var peerKey: P256.PublicKey?
     var pinHeldUntil: Int64?
     var helloSize: UInt64

@@ -44,6 +44,8 @@ final class SimulatedWallet {
     var snapshot: (directory: String, objects: [(application: String, label: String, value: [UInt8])], size: UInt64)?
     /// The largest anchor checkpoint size seen on the token, which must never shrink (unless restored).
     var anchorSizeSeen: UInt64 = 0
+    /// The anchor objects last decoded by `anchoredSize`, and the answer.
+    private var anchorCache: (values: [[UInt8]], size: UInt64?)?
 
     init(index: Int, directory: String) {
         self.index = index
@@ -92,8 +94,13 @@ extension SimulatedWallet {
     /// The anchor's checkpoint size as the token holds it (read without faults: this is the auditor's look).
     func anchoredSize() -> UInt64? {
         let label = "anchor-" + Hex.encode(walletID)
-        let sizes = token.objects.filter { $0.label == label }.compactMap { (try? SignedCheckpoint.decode($0.value))??.checkpoint.size }
-        return sizes.max()
+        let values = token.objects.filter { $0.label == label }.map(\.value)
+        // Decoding a checkpoint parses a public key in OpenSSL; the auditor looks after every step, and the
+        // anchor changes far less often, so the answer is kept until the stored bytes change.
+        if let cached = anchorCache, cached.values == values { return cached.size }
+        let size = values.compactMap { (try? SignedCheckpoint.decode($0))??.checkpoint.size }.max()
+        anchorCache = (values, size)
+        return size
     }
 
     /// Copies the folder (database, WAL, wrapped key, metadata) and the token's objects.

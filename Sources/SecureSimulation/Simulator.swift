@@ -11,9 +11,13 @@ import SecureToken
 public final class Simulator {
     /// Limits that keep a run bounded (TigerBeetle's habit: a limit on everything).
     static let restartDelayMillisecondsMax: Int64 = 5_000
-    static let drainStepsMax = 20_000
+    static let drainStepsMax = 5_000
+    /// A silent peer hangs for up to two minutes: longer than every wait, so the other side times out.
+    static let silenceMillisecondsMax: Int64 = 120_000
     static let traceLengthMax = 40
     static let amountMinorUnitsMax: Int64 = 3_000
+    /// SECURE_SIM_TRACE=1 prints every event as it happens (for replays; it does not change the run).
+    static let echoTrace = ProcessInfo.processInfo.environment["SECURE_SIM_TRACE"] == "1"
 
     let config: SimulationConfig
     var random: SeededRandom
@@ -37,7 +41,8 @@ public final class Simulator {
     public init(_ config: SimulationConfig) throws {
         self.config = config
         random = SeededRandom(seed: config.seed)
-        directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)"
+        // Unique per run, so two runs of one seed in one process (the determinism test) never share files.
+        directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)-\(UUID().uuidString.prefix(8))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         issuer = try SoftwareSigner()
@@ -66,7 +71,8 @@ public final class Simulator {
             try runStep()
             drained += 1
             if drained > Self.drainStepsMax {
-                throw failure("retries-resolve", "the run did not settle within \(Self.drainStepsMax) steps after healing")
+                throw failure("retries-resolve", "the run did not settle within \(Self.drainStepsMax) steps after healing: "
+                    + (quiescenceBlocker() ?? "?"))
             }
         }
         try auditor.checkFinal()
@@ -86,6 +92,7 @@ public final class Simulator {
     func note(_ text: String) {
         let line = "#\(step) t=\(clock.now % 10_000_000) \(text)"
         traceHasher.add(line)
+        if Self.echoTrace { FileHandle.standardError.write(Data((line + "\n").utf8)) }
         trace.append(line)
         if trace.count > Self.traceLengthMax { trace.removeFirst(trace.count - Self.traceLengthMax) }
     }
@@ -105,6 +112,12 @@ public final class Simulator {
 
     /// One event, chosen by the seed among everything that can happen now.
     private func performOneEvent() throws {
+        for session in sessions {
+            for end in [session.payer, session.payee] where end.silent && (healing || clock.now >= end.silentUntil) {
+                end.silent = false
+                note("s\(session.number) \(role(end)) wakes")
+            }
+        }
         // Timers that ran out fire first, as they would in the drivers' loops.
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
@@ -150,6 +163,7 @@ public final class Simulator {
     private func advanceClockToNextEvent() {
         var next = Int64.max
         for session in sessions {
+            for end in [session.payer, session.payee] where !end.closed && end.silent { next = min(next, end.silentUntil) }
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
                 if end.wait != nil { next = min(next, end.deadline) }
                 for message in end.inbox { next = min(next, message.deliverAt) }
@@ -160,13 +174,29 @@ public final class Simulator {
         if next != .max && next > clock.now { clock.now = next } else { clock.now += 1_000 }
     }
 
-    func isQuiescent() -> Bool {
-        guard sessions.isEmpty, wallets.allSatisfy({ $0.isUp }) else { return false }
+    func isQuiescent() -> Bool { quiescenceBlocker() == nil }
+
+    /// What keeps the run from being settled, or nil when it is: the same conditions the final audit
+    /// checks (a payment between two honest, unlocked wallets must resolve; others are exempt).
+    func quiescenceBlocker() -> String? {
+        if let session = sessions.first { return "session s\(session.number) is still open" }
+        if let down = wallets.first(where: { !$0.isUp }) { return "w\(down.index) is down" }
         for wallet in wallets where wallet.isHonest && !wallet.isLocked {
-            if !wallet.vouchers.isEmpty { return false }
-            if let pending = try? retryablePending(wallet), !pending.isEmpty { return false }
+            if !wallet.vouchers.isEmpty { return "w\(wallet.index) holds \(wallet.vouchers.count) undeposited vouchers" }
+            if let message = (try? retryablePending(wallet))?.first(where: { resolvable($0) }) {
+                return "w\(wallet.index) has pending transfer \(Hex.encode(message.transfer.payload.order.transferID.prefix(6)))"
+            }
         }
-        return mailbox.allSatisfy { !wallets[$0.payee].isHonest || wallets[$0.payee].isLocked }
+        if let waiting = mailbox.first(where: { wallets[$0.payee].isHonest && !wallets[$0.payee].isLocked }) {
+            return "a file transfer to w\(waiting.payee) is not accepted"
+        }
+        return nil
+    }
+
+    /// Whether a pending payment must resolve once the link returns: its payee is an honest, unlocked wallet.
+    func resolvable(_ message: TransferMessage) -> Bool {
+        guard let payee = wallets.first(where: { $0.walletID == message.transfer.payload.order.payeeWalletID }) else { return false }
+        return payee.isHonest && !payee.isLocked
     }
 
     func role(_ end: SessionEnd) -> String { "\(end.isPayer ? "payer" : "payee") w\(end.walletIndex)" }
@@ -188,6 +218,7 @@ public final class Simulator {
         simulated.wallet = wallet
         wallets.append(simulated)
         installFaults(simulated)
+        armHooks(simulated)
         simulated.anchorSizeSeen = simulated.anchoredSize() ?? 0
     }
 
@@ -295,7 +326,8 @@ public final class Simulator {
             guard !end.closed else { return }
             stats.linkFaults += 1
             end.silent = true
-            note("s\(session.number) \(role(end)) goes silent")
+            end.silentUntil = clock.now + Int64(random.next() % UInt64(Self.silenceMillisecondsMax))
+            note("s\(session.number) \(role(end)) goes silent for \(end.silentUntil - clock.now)ms")
         case 5:
             let wallet = pick(wallets)
             wallet.skewMilliseconds = Int64(random.next() % 600_000) - 300_000
@@ -374,7 +406,10 @@ public final class Simulator {
         for wallet in free where wallet.isHonest {
             if !wallet.vouchers.isEmpty { return try deposit(wallet) }
             if mailbox.contains(where: { $0.payee == wallet.index }) { return try acceptFile(wallet) }
-            if let pending = try? retryablePending(wallet), !pending.isEmpty { return try startRetry(wallet, free: free) }
+            // Only payments a retry can resolve: a payee that is locked or restored is exempt (see `resolvable`).
+            if let pending = try? retryablePending(wallet).filter({ resolvable($0) }), !pending.isEmpty {
+                return try startRetry(wallet, free: free, among: pending)
+            }
         }
     }
 
@@ -522,10 +557,15 @@ public final class Simulator {
         note("s\(sessionCount) \(kind) \(amount) w\(payer.index) -> w\(payee.index)")
     }
 
-    private func startRetry(_ payer: SimulatedWallet, free: [SimulatedWallet]) throws {
-        guard let message = try retryablePending(payer).first else { return }
+    /// Re-sends one pending payment whose payee is free now (`secure retry`), chosen by the seed.
+    private func startRetry(_ payer: SimulatedWallet, free: [SimulatedWallet], among candidates: [TransferMessage]? = nil) throws {
+        let ready = try (candidates ?? retryablePending(payer)).filter { message in
+            free.contains { $0.walletID == message.transfer.payload.order.payeeWalletID && $0 !== payer }
+        }
+        guard !ready.isEmpty else { return }
+        let message = pick(ready)
         let payeeID = message.transfer.payload.order.payeeWalletID
-        guard let payee = free.first(where: { $0.walletID == payeeID }), payee !== payer else { return }
+        guard let payee = free.first(where: { $0.walletID == payeeID }) else { return }
         let transcript = random.bytes(32), binding = random.bytes(32)
         let payerMachine = PayerMachine(retrying: message, context: try context(for: payer, transcript: transcript, binding: binding))
         let payeeMachine = PayeeMachine(context: try context(for: payee, transcript: transcript, binding: binding))

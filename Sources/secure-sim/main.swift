@@ -26,6 +26,7 @@ if let seed = value("--seed").flatMap(UInt64.init) {
 let started = Date()
 var totalSteps = 0
 var seedsRun = 0
+var failedSeeds: [UInt64] = []
 for seed in seeds {
     if let budget, Date().timeIntervalSince(started) > budget { break }
     let config = SimulationConfig(seed: seed, steps: steps, walletCount: walletCount, faults: faults)
@@ -36,8 +37,10 @@ for seed in seeds {
         seedsRun += 1
         if seeds.count == 1 || arguments.contains("--verbose") { print("seed \(seed): \(stats)") }
     } catch let failure as SimulationFailure {
+        // Every failing seed is reported; the run goes on so one batch shows them all.
         FileHandle.standardError.write(Data((failure.description + "\n").utf8))
-        exit(1)
+        failedSeeds.append(seed)
+        seedsRun += 1
     } catch {
         FileHandle.standardError.write(Data("seed \(seed): the simulator itself failed: \(error)\n".utf8)
             + Data("replay: scripts/simulate --seed \(seed) --steps \(steps) --wallets \(walletCount)\(faults ? "" : " --no-faults")\n".utf8))
@@ -45,5 +48,8 @@ for seed in seeds {
     }
 }
 let seconds = Date().timeIntervalSince(started)
-print(String(format: "secure-sim: %d seeds, %d steps in %.1f s (%.0f steps/s), all invariants held", seedsRun, totalSteps, seconds,
-             Double(totalSteps) / max(seconds, 0.001)))
+let verdict = failedSeeds.isEmpty ? "all invariants held" : "FAILED seeds: " + failedSeeds.map(String.init).joined(separator: " ")
+print(String(format: "secure-sim: %d seeds (%llu to %llu), %d steps in %.1f s (%.0f steps/s), %@", seedsRun, seeds.first ?? 0,
+             seeds.first.map { $0 &+ UInt64(max(seedsRun, 1) - 1) } ?? 0, totalSteps, seconds, Double(totalSteps) / max(seconds, 0.001),
+             verdict))
+if !failedSeeds.isEmpty { exit(1) }

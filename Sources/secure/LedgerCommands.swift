@@ -107,6 +107,9 @@ enum LedgerCommands {
         if !entry.category.isEmpty { row["category"] = entry.category }
         if !entry.note.isEmpty { row["note"] = entry.note }
         if !entry.counterparty.isEmpty { row["counterparty"] = Hex.encode(entry.counterparty) }
+        // The signed statement's id: the voucher id of a deposit, the transfer id of a payment or reversal
+        // (scripts/crash-test matches the two ledgers by it).
+        if let statement = entry.statement { row["statement"] = Hex.encode(statement.id) }
         if entry.flags.contains(.withoutProximity) { row["proximity"] = "none (file transfer)" }
         if entry.flags.contains(.budgetOverride) { row["budgetOverride"] = true }
         return row

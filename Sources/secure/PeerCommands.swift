@@ -92,6 +92,8 @@ final class TerminalPerson: PeerInterface {
             } else {
                 print(text)
             }
+            // Each event is a line a script may be waiting for (`listening`), also when stdout is a file or pipe.
+            fflush(nil)  // nil: every output stream; naming `stdout` is not concurrency-safe in Swift 6
         }
     }
 
