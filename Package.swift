@@ -8,6 +8,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "secure", targets: ["secure"]),
+        // Builds the ledger benchmark's verification fixture with the test-only software signer, so that
+        // the secure binary never contains a software signing key; `secure bench ledger` runs it.
+        .executable(name: "secure-bench-fixtures", targets: ["secure-bench-fixtures"]),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -28,9 +31,12 @@ let package = Package(
         .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
-        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "CLibCrypto"]),
+        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer",
+                                                       "CLibCrypto"]),
         .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer"]),
+        // The ledger benchmark's fixture builder: test support (the software signer) in an executable of its own.
+        .executableTarget(name: "secure-bench-fixtures", dependencies: ["SecureTestSupport"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 

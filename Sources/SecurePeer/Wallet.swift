@@ -54,7 +54,7 @@ public final class Wallet {
         }
     }
     public private(set) var state: LedgerState
-    private var peaks: MerkleCompactRange
+    private(set) var peaks: MerkleCompactRange
     /// The latest signed checkpoint; nil only while entry 0 is being written.
     public private(set) var latest: SignedCheckpoint?
     /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
@@ -198,6 +198,13 @@ public final class Wallet {
         // database is ahead of the anchor by verified entries, and the next open moves the anchor forward.
         try anchor.store(signed.encoded)
         return entry
+    }
+
+    /// Takes on what a durable commit wrote (for `appendBatch`, whose properties are private here).
+    func commit(state: LedgerState, peaks: MerkleCompactRange, latest: SignedCheckpoint) {
+        self.state = state
+        self.peaks = peaks
+        self.latest = latest
     }
 
     /// The budget verdict for a payment, before any PIN or signature.

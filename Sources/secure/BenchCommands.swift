@@ -14,6 +14,11 @@ enum BenchCommands {
               token in a temporary folder. Build with -c release.
           secure bench kem [--json]
               ML-KEM and X-Wing against OpenSSL 4 through Python's cryptography.
+          secure bench ledger [--quick] [--count N] [--rounds R] [--fixtures DIR] [--json]
+              The ledger (issue 4): a wallet append against its raw token operations plus a plain durable
+              insert; full verification of 100,000 entries on all cores against OpenSSL's verify rate; open
+              to balance at 100,000 and 1,000,000 entries. Fixtures are cached in DIR (.local/bench-fixtures);
+              the first run builds them and needs secure-bench-fixtures beside secure (`swift build -c release`).
         """
 
     static func run(_ words: [String]) throws -> ExitCode {
@@ -23,6 +28,7 @@ enum BenchCommands {
         }
         switch sub {
         case "sign": return try sign(Array(words.dropFirst()))
+        case "ledger": return try ledger(Array(words.dropFirst()))
         case "kem":
             let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
             _ = try arguments.positionals(0, "no positional arguments")
