@@ -363,6 +363,16 @@ public final class LedgerStore: @unchecked Sendable {
         return try statement.step() ? statement.blob(0) : nil
     }
 
+    /// The stored checkpoints with sizes in (after, through], ascending, read in one query (a full
+    /// verification reads them alongside each batch of entries).
+    public func encodedCheckpoints(after: UInt64, through: UInt64) throws -> [(size: UInt64, encoded: [UInt8])] {
+        let statement = try database.prepare("SELECT size, encoded FROM checkpoints WHERE size > ? AND size <= ? ORDER BY size")
+            .bind([.integer(Int64(after)), .integer(Int64(through))])
+        var result: [(size: UInt64, encoded: [UInt8])] = []
+        while try statement.step() { result.append((UInt64(statement.integer(0)), statement.blob(1))) }
+        return result
+    }
+
     /// Every stored checkpoint size, ascending.
     public func checkpointSizes() throws -> [UInt64] {
         let statement = try database.prepare("SELECT size FROM checkpoints ORDER BY size")

@@ -14,7 +14,7 @@ enum BenchCommands {
               token in a temporary folder. Build with -c release.
           secure bench kem [--json]
               ML-KEM and X-Wing against OpenSSL 4 through Python's cryptography.
-          secure bench ledger [--quick] [--count N] [--rounds R] [--fixtures DIR] [--json]
+          secure bench ledger [--quick] [--only append,verify,open] [--count N] [--rounds R] [--fixtures DIR] [--json]
               The ledger (issue 4): a wallet append against its raw token operations plus a plain durable
               insert; full verification of 100,000 entries on all cores against OpenSSL's verify rate; open
               to balance at 100,000 and 1,000,000 entries. Fixtures are cached in DIR (.local/bench-fixtures);

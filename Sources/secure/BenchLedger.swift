@@ -40,7 +40,11 @@ struct LedgerBench {
 
 extension BenchCommands {
     static func ledger(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: ["fixtures", "count", "rounds"], flags: ["json", "quick"])
+        let arguments = try Arguments(words, options: ["fixtures", "count", "rounds", "only"], flags: ["json", "quick"])
+        let sections = Set((arguments.value("only") ?? "append,verify,open").split(separator: ",").map(String.init))
+        guard !sections.isEmpty, sections.isSubset(of: ["append", "verify", "open"]) else {
+            throw UsageError("--only takes a comma-separated list of append, verify and open")
+        }
         _ = try arguments.positionals(0, "no positional arguments")
         let quick = arguments.flag("quick")
         let bench = LedgerBench(fixtures: arguments.value("fixtures") ?? ".local/bench-fixtures", quick: quick,
@@ -54,12 +58,12 @@ extension BenchCommands {
 
         // The verification fixture first: it is built by another process, which must not share this
         // process's SoftHSM (SoftHSM reads its configuration once per process).
-        let verifyFixture = try bench.verifyFixture()
+        let verifyFixture = sections.contains("verify") ? try bench.verifyFixture() : nil
         let tokens = try BenchTokens(layout: bench.layout)
         defer { tokens.close() }
-        var built = verifyFixture.buildSeconds.map { ["verify-\(bench.verifyCount)": $0] } ?? [:]
+        var built = verifyFixture?.buildSeconds.map { ["verify-\(bench.verifyCount)": $0] } ?? [:]
         var openWallets: [(size: Int, paths: WalletPaths)] = []
-        for size in bench.openSizes {
+        for size in bench.openSizes where sections.contains("open") {
             let (paths, seconds) = try bench.openFixture(size: size, tokens: tokens)
             openWallets.append((size, paths))
             if let seconds { built["open-\(size)"] = seconds }
@@ -70,9 +74,9 @@ extension BenchCommands {
 
         var report: [String: Any] = ["benchmark": "ledger", "cores": bench.cores, "loadAverage": load, "quick": quick,
                                      "fixtureBuildSeconds": built]
-        report["append"] = try bench.measureAppend(tokens: tokens)
-        report["verify"] = try bench.measureVerify(verifyFixture.directory)
-        report["open"] = try bench.measureOpen(openWallets, tokens: tokens)
+        if sections.contains("append") { report["append"] = try bench.measureAppend(tokens: tokens) }
+        if let verifyFixture { report["verify"] = try bench.measureVerify(verifyFixture.directory) }
+        if sections.contains("open") { report["open"] = try bench.measureOpen(openWallets, tokens: tokens) }
         if bench.json { printJSON(report) }
         return .success
     }
