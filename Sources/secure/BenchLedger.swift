@@ -258,7 +258,7 @@ extension LedgerBench {
         let ratio = oursMedian / baselineMedian
         if !json {
             print(String(format: "append (SoftHSM, %d×%d payments, medians): baseline raw token operations + plain durable insert "
-                + "%.2f ms (%.2f + %.2f), secure wallet step %.2f ms, ratio %.2f (goal ≤ 1.25)",
+                + "%.2f ms (parts' own medians: token %.2f, insert %.2f), secure wallet step %.2f ms, ratio %.2f (goal ≤ 1.25)",
                 rounds, appendCount, baselineMedian, tokenMedian, insertMedian, oursMedian, ratio))
             print("  token operations per append: \(tokenCalls) PKCS#11 calls (baseline loop: \(baselineCalls)): one signature "
                 + "(C_SignInit, C_Login context, C_Sign) and the anchor's replacement (C_FindObjectsInit, C_FindObjects ×2, "
