@@ -40,7 +40,7 @@ let package = Package(
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 
-        .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
+        .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),

@@ -117,7 +117,9 @@ public enum LedgerVerifier {
             buffer = []
             submitted += 1
             queue.addOperation { [self] in
-                let problems = chunk.compactMap { LedgerVerifier.problem($0, key: key, walletID: walletID) }
+                // One verify context per task: set up once, not once per signature.
+                let verifier = key.verifier()
+                let problems = chunk.compactMap { LedgerVerifier.problem($0, key: key, verifier: verifier, walletID: walletID) }
                 lock.withLock { results[index] = problems }
             }
         }
@@ -136,11 +138,15 @@ public enum LedgerVerifier {
         }
     }
 
-    private static func problem(_ item: PendingCheckpoint, key: P256.PublicKey, walletID: [UInt8]) -> String? {
+    private static func problem(_ item: PendingCheckpoint, key: P256.PublicKey, verifier: P256.Verifier?,
+                                walletID: [UInt8]) -> String? {
         let size = item.size
         guard let signed = try? SignedCheckpoint.decode(item.encoded, knownKey: key) else { return "checkpoint \(size) does not decode" }
-        guard signed.isValid(signedBy: key) else { return "checkpoint \(size) is not signed by the wallet key" }
         let checkpoint = signed.checkpoint
+        // SignedCheckpoint.isValid(signedBy:), with the task's verifier when OpenSSL gave one.
+        let digest = Checkpoint.signatureLabel.digest(of: checkpoint.encoded)
+        let verified = verifier?.isValidSignature(signed.signature, digest: digest) ?? key.isValidSignature(signed.signature, digest: digest)
+        guard checkpoint.walletKey == key, verified else { return "checkpoint \(size) is not signed by the wallet key" }
         guard checkpoint.walletID == walletID, checkpoint.size == size else { return "checkpoint \(size) names another wallet or size" }
         guard checkpoint.root == item.peaks.root else { return "checkpoint \(size)'s root differs from the entries' tree" }
         guard checkpoint.head == item.head else { return "checkpoint \(size)'s chain head differs from the entries' chain" }
