@@ -333,7 +333,7 @@ extension LedgerBench {
             print(String(format: "verify (%d entries and checkpoints on %d cores, %d rounds, medians): OpenSSL P-256 verify "
                 + "%.0f/s on one core × %d = %.0f/s, secure %.2f s = %.0f checkpoints/s, ratio %.2f (goal ≥ 0.8)",
                 verifyCount, cores, rounds, singleRate, cores, singleRate * Double(cores), seconds, oursRate, ratio))
-            print(String(format: "  one core: `openssl speed ecdsap256` %@, EVP_PKEY_verify as SecureCrypto calls it %.0f/s; "
+            print(String(format: "  one core: `openssl speed -elapsed ecdsap256` %@, EVP_PKEY_verify as SecureCrypto calls it %.0f/s; "
                 + "that loop on all %d cores at once: %.0f/s (ratio against it %.2f)",
                 speedRate.map { String(format: "%.0f/s", $0) } ?? "not run (no openssl command)", evpRate, cores,
                 parallelRate, oursRate / parallelRate))
@@ -350,11 +350,13 @@ extension LedgerBench {
         return path.split(separator: ":").map { $0 + "/openssl" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// OpenSSL's own figure: `openssl speed -seconds 1 ecdsap256` (one core), its verify/s column.
+    /// OpenSSL's own figure: `openssl speed -elapsed -seconds 1 ecdsap256` (one core), its verify/s column.
+    /// `-elapsed` divides by wall time like every other figure here; by default `openssl speed` divides by
+    /// its CPU time, which on a loaded machine reports more than it delivers.
     static func opensslSpeedVerifyRate(_ command: String) throws -> Double? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command)
-        process.arguments = ["speed", "-seconds", "1", "ecdsap256"]
+        process.arguments = ["speed", "-elapsed", "-seconds", "1", "ecdsap256"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
