@@ -2,6 +2,7 @@
 // The S.E.C.U.R.E wallet for hardware tokens. Every dependency outside the toolchain is a C library
 // wrapped as a system-library target, because no outside Swift package can be fetched on these machines.
 import PackageDescription
+import Foundation
 
 let package = Package(
     name: "secure",
@@ -30,11 +31,17 @@ let package = Package(
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
         .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
+        .target(name: "SecureChannel", dependencies: ["SecureCore", "SecureCrypto"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
         .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer",
                                                        "CLibCrypto"]),
-        .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
-        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer"]),
+        // The deterministic simulator (issue 7): the real machines, ledger and SQLCipher store, with a simulated
+        // token, link and clock from SecureTestSupport. Never linked into `secure`.
+        .target(name: "SecureSimulation", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecurePeer",
+                                                         "SecureTestSupport"]),
+        .executableTarget(name: "secure-sim", dependencies: ["SecureSimulation"]),
+        .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureChannel"]),
+        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer", "SecureChannel"]),
         // The ledger benchmark's fixture builder: test support (the software signer) in an executable of its own.
         .executableTarget(name: "secure-bench-fixtures", dependencies: ["SecureTestSupport"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
@@ -46,5 +53,16 @@ let package = Package(
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
+        .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
     ]
 )
+
+// libFuzzer targets for the channel's decoders, only when SECURE_FUZZ=1: they need -sanitize=fuzzer to link
+// (libFuzzer supplies main), so an ordinary build must never see them. scripts/fuzz builds and runs them.
+if ProcessInfo.processInfo.environment["SECURE_FUZZ"] == "1" {
+    for name in ["FuzzChannelFrame", "FuzzChannelHandshake", "FuzzChannelRecord"] {
+        package.targets.append(.executableTarget(
+            name: name, dependencies: ["SecureChannel", "SecureCrypto"], path: "Fuzz/\(name)",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+    }
+}

@@ -9,9 +9,15 @@ public enum ForkEvidence: Hashable, Sendable {
     /// (b) Two signed checkpoints and one leaf index below both sizes, with inclusion proofs showing
     /// different leaves at that index.
     case conflictingLeaves(ConflictingLeaves)
+    /// (c) Two key events with the same sequence number, both signed by the key they put in force.
+    case conflictingKeyEvents(KeyEventConflict)
+    /// (d) A checkpoint signed by a key after the rotation that retired it.
+    case retiredKeySignature(RetiredKeySignature)
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
+    /// A signed key event: 2 + 180 + 1 + 72 + 1 + 72 bytes at most; 1 KiB as `SignedKeyEvent` allows.
+    static let keyEventByteCountMax = 1100
 
     /// Checks the evidence and says whether it proves a fork, and why or why not.
     public func verify() -> ForkVerdict {
@@ -30,6 +36,18 @@ public enum ForkEvidence: Hashable, Sendable {
             return .forkProven("the wallet signed two different ledgers of \(a.size) entries")
         case .conflictingLeaves(let leaves):
             return leaves.verify()
+        case .conflictingKeyEvents(let conflict):
+            // The initializer refuses a pair that proves nothing, but decoded bytes are checked again here.
+            guard KeyEventConflict(conflict.first, conflict.second) != nil else {
+                return .notProven(.noConflict, "the key events are not two validly signed events of one key and sequence")
+            }
+            return .forkProven("the key in force signed two different key events with sequence \(conflict.first.event.sequence)")
+        case .retiredKeySignature(let late):
+            guard late.isProven else {
+                return .notProven(.noConflict, "the checkpoint is not shown to be signed after its key's retirement")
+            }
+            return .forkProven("a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a checkpoint "
+                + "of \(late.checkpoint.checkpoint.size) entries")
         }
     }
 
@@ -58,6 +76,15 @@ public enum ForkEvidence: Hashable, Sendable {
         case .conflictingLeaves(let leaves):
             writer.write(UInt8(2))
             leaves.encode(into: &writer)
+        case .conflictingKeyEvents(let conflict):
+            writer.write(UInt8(3))
+            writer.write(prefixed16: conflict.first.encoded, max: Self.keyEventByteCountMax)
+            writer.write(prefixed16: conflict.second.encoded, max: Self.keyEventByteCountMax)
+        case .retiredKeySignature(let late):
+            writer.write(UInt8(4))
+            writer.write(prefixed16: late.retiredEvent.encoded, max: Self.keyEventByteCountMax)
+            writer.write(prefixed16: late.rotation.encoded, max: Self.keyEventByteCountMax)
+            late.checkpoint.encode(into: &writer)
         }
         return writer.bytes
     }
@@ -80,6 +107,23 @@ public enum ForkEvidence: Hashable, Sendable {
         case 2:
             guard let leaves = try ConflictingLeaves.decode(from: &reader) else { return nil }
             evidence = .conflictingLeaves(leaves)
+        case 3:
+            guard let first = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+                let second = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event")
+            else { return nil }
+            guard let a = try SignedKeyEvent.decode(first), let b = try SignedKeyEvent.decode(second),
+                let conflict = KeyEventConflict(a, b)
+            else { throw FormatError(.invalidValue, "the key events are not two signed events of one key and sequence") }
+            evidence = .conflictingKeyEvents(conflict)
+        case 4:
+            guard let retired = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+                let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+                let checkpoint = try SignedCheckpoint.decode(from: &reader)
+            else { return nil }
+            guard let retiredEvent = try SignedKeyEvent.decode(retired), let rotationEvent = try SignedKeyEvent.decode(rotation)
+            else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
+            evidence = .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotationEvent, checkpoint: checkpoint))
         default:
             throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
         }

@@ -7,6 +7,8 @@ import SecureCrypto
 public struct KeyEvent: Hashable, Sendable {
     /// The signing label of key events.
     public static let label = SignatureLabel("secure-key-event-v1")
+    /// The label of the previous key's countersignature on a rotation.
+    public static let countersignatureLabel = SignatureLabel("secure-key-event-countersignature-v1")
     static let encodingVersion: UInt8 = 1
 
     /// Inception or rotation.
@@ -33,6 +35,15 @@ public struct KeyEvent: Hashable, Sendable {
     public static func inception(signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey) -> KeyEvent {
         KeyEvent(kind: .inception, sequence: 0, previousEvent: [UInt8](repeating: 0, count: 32), signingKey: signingKey,
                  nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
+    }
+
+    /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
+    /// committed to) and commits to `nextKey`. `ledgerPosition` is the position of the ledger entry that
+    /// records this event: that entry's checkpoint is the first the new key signs.
+    public static func rotation(after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
+                                agreementKey: P256.PublicKey, ledgerPosition: UInt64) -> KeyEvent {
+        KeyEvent(kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
+                 nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition)
     }
 
     /// The canonical encoding that is hashed and signed.
@@ -76,46 +87,76 @@ public struct KeyEvent: Hashable, Sendable {
     }
 }
 
-/// A key event with the signature of the key it puts in force (proof of possession).
+/// A key event with the signature of the key it puts in force (proof of possession) and, for a rotation
+/// made while the previous key was still at hand, that previous key's countersignature.
 public struct SignedKeyEvent: Hashable, Sendable {
     public let event: KeyEvent
     public let signature: ECDSASignature
+    /// The previous signing key's signature over the same encoding under `KeyEvent.countersignatureLabel`;
+    /// nil for inception and for a rotation made after the previous key was lost.
+    public let countersignature: ECDSASignature?
 
-    /// Signs an event with the key it names; the signer must hold that key.
-    public init(_ event: KeyEvent, signer: MessageSigner) throws {
+    /// Signs an event with the key it names and, when given, countersigns it with the previous key.
+    /// Each is a separate token signature (and PIN login for always-authenticate keys).
+    public init(_ event: KeyEvent, signer: MessageSigner, previous: MessageSigner? = nil) throws {
         precondition(signer.publicKey == event.signingKey, "a key event is signed by the key it puts in force")
+        precondition(previous == nil || event.kind == .rotation, "only a rotation is countersigned")
         self.event = event
         signature = try signer.sign(event.encoded, label: KeyEvent.label)
+        countersignature = try previous?.sign(event.encoded, label: KeyEvent.countersignatureLabel)
     }
 
-    /// An event and signature read from storage or a peer; `verify()` must pass before it is trusted.
-    public init(event: KeyEvent, signature: ECDSASignature) {
+    /// An event and signatures read from storage or a peer; `verify()` must pass before it is trusted.
+    public init(event: KeyEvent, signature: ECDSASignature, countersignature: ECDSASignature? = nil) {
         self.event = event
         self.signature = signature
+        self.countersignature = countersignature
     }
 
-    /// Whether the signature is the named key's, over the event.
+    /// Whether the signature is the named key's, over the event. The countersignature needs the previous
+    /// event to check: `KeyEventLog` does that.
     public func verify() -> Bool { KeyEvent.label.verify(signature, of: event.encoded, by: event.signingKey) }
 
-    /// event ‖ DER signature, with a two-byte length before each.
+    /// Whether the countersignature, if any, is `previousKey`'s over this event.
+    public func verifyCountersignature(by previousKey: P256.PublicKey) -> Bool {
+        guard let countersignature else { return true }
+        return KeyEvent.countersignatureLabel.verify(countersignature, of: event.encoded, by: previousKey)
+    }
+
+    /// u16 length ‖ event ‖ u8 length ‖ DER signature [‖ u8 length ‖ DER countersignature].
     public var encoded: [UInt8] {
         var writer = ByteWriter()
         writer.write(prefixed16: event.encoded, max: 1024)
         writer.write(prefixed8: signature.der, max: 80)
+        if let countersignature { writer.write(prefixed8: countersignature.der, max: 80) }
         return writer.bytes
     }
 
-    /// Decodes and checks the signature; a forged event is an error, never a value.
+    /// Decodes and checks the signature; a forged event is an error, never a value. The countersignature
+    /// is parsed here and checked against the previous event by `KeyEventLog`.
     public static func decode(_ bytes: [UInt8]) throws -> SignedKeyEvent? {
         var reader = ByteReader(bytes)
         guard let eventBytes = try reader.readPrefixed16(max: 1024, field: "key event"),
               let signatureBytes = try reader.readPrefixed8(max: 80, field: "key event signature") else { return nil }
+        var counterBytes: [UInt8]?
+        if !reader.isAtEnd {
+            guard let bytes = try reader.readPrefixed8(max: 80, field: "key event countersignature") else { return nil }
+            counterBytes = bytes
+        }
         try reader.expectEnd("signed key event")
         guard let event = try KeyEvent.decode(eventBytes) else { throw FormatError(.invalidValue, "the key event is truncated") }
         guard let signature = try? ECDSASignature(der: signatureBytes) else {
             throw FormatError(.invalidValue, "the key event's signature is not DER")
         }
-        let signed = SignedKeyEvent(event: event, signature: signature)
+        var countersignature: ECDSASignature?
+        if let counterBytes {
+            guard event.kind == .rotation else { throw FormatError(.invalidValue, "an inception event carries no countersignature") }
+            guard let parsed = try? ECDSASignature(der: counterBytes) else {
+                throw FormatError(.invalidValue, "the key event's countersignature is not DER")
+            }
+            countersignature = parsed
+        }
+        let signed = SignedKeyEvent(event: event, signature: signature, countersignature: countersignature)
         guard signed.verify() else { throw FormatError(.invalidValue, "the key event's signature does not verify") }
         return signed
     }

@@ -253,9 +253,11 @@ public enum TransferCheck {
     /// key; the debit leaf is a `paymentOut` of exactly this order (amount, transfer id, payee, order
     /// digest and payload, proximity mark), it is the checkpoint's last entry (position size − 1, its
     /// link the head), and its inclusion proof leads to the checkpoint root; a spatial proof, when both
-    /// the transfer and the policy name one, is the same.
+    /// the transfer and the policy name one, is the same. `peerFailure` is a failed check of the peer
+    /// protocol (the ready record, the `hello` checkpoint), refused finally like the others.
     public static func evaluate(
-        _ transfer: SignedTransfer, walletID: [UInt8], state: LedgerState, policy: TransferPolicy
+        _ transfer: SignedTransfer, walletID: [UInt8], state: LedgerState, policy: TransferPolicy,
+        peerFailure: RefusalReason? = nil
     ) -> StatementVerdict {
         guard transfer.isSignatureValid else { return .drop(.badSignature) }
         let order = transfer.payload.order
@@ -263,7 +265,7 @@ public enum TransferCheck {
         let bytes = transfer.encoded
         return StatementVerdict.resolve(
             reference: reference, payload: bytes, counterparty: order.payerWalletID, state: state,
-            failure: failure(of: transfer.payload, walletID: walletID, policy: policy)
+            failure: failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
         ) {
             var flags: EntryFlags = []
             switch order.proximity {

@@ -113,7 +113,14 @@ extension Wallet {
         let signed = try checkpoint.sign(with: try signer)
         try store.appendBatch(entries, checkpoint: signed.encoded, treePeaks: nextPeaks)
         commit(state: next, peaks: nextPeaks, latest: signed)
-        try anchor.store(signed.encoded)
+        // As in `append`: the batch is committed whatever happens now, so an anchor that cannot follow is
+        // recorded, not thrown; the next append or open moves it forward.
+        do {
+            try anchor.store(signed.encoded)
+            anchorLag = nil
+        } catch {
+            anchorLag = "\(error)"
+        }
         return entries
     }
 }

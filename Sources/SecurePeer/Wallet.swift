@@ -33,22 +33,24 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
 /// share one code path. One process holds a wallet at a time (`WalletLock`).
 public final class Wallet {
     public let paths: WalletPaths
-    public let metadata: WalletMetadata
+    public internal(set) var metadata: WalletMetadata
     public let walletID: [UInt8]
-    /// The key event currently in force (inception until the rotation issue adds rotations).
-    public let keyEvent: SignedKeyEvent
-    public let session: TokenSession
+    /// The key event currently in force: the last event of `keyLog`.
+    public internal(set) var keyEvent: SignedKeyEvent
+    /// The wallet's verified key-event log, read from the ledger's key-event entries.
+    public internal(set) var keyLog: KeyEventLog
+    public let token: WalletToken
     let lock: WalletLock
     let store: LedgerStore
     let anchor: AnchorStorage
-    private let tokenSigner: MessageSigner?
+    var tokenSigner: MessageSigner?
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
     var signer: MessageSigner {
         get throws {
             guard let tokenSigner else {
                 throw WalletError(.keyMismatch, "this wallet was recovered onto a new token and its signing key is not "
-                    + "there: it can be read but not spend or sign until it rotates to a key on the new token "
-                    + "(`secure keys rotate`, from the key-rotation issue)")
+                    + "there: it can be read but not spend or sign until it rotates to a key on this token "
+                    + "(`secure keys rotate --backup-token URI`)")
             }
             return tokenSigner
         }
@@ -59,20 +61,27 @@ public final class Wallet {
     public private(set) var latest: SignedCheckpoint?
     /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
     public internal(set) var lockReason: WalletLockReason?
+    /// Why the anchor could not follow the last commit, while it lags behind the database.
+    public internal(set) var anchorLag: String?
+    /// Fork evidence the last `accept` found against the payer (also kept in the ledger's evidence table).
+    public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
     let clock: @Sendable () -> Int64
+    /// Crash points for the simulator (SecureSimulation); nil in every production path.
+    @_spi(Simulation) public var faultHooks: WalletFaultHooks?
 
     /// The signing key in force.
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
 
-    init(paths: WalletPaths, metadata: WalletMetadata, keyEvent: SignedKeyEvent, session: TokenSession, lock: WalletLock,
+    init(paths: WalletPaths, metadata: WalletMetadata, keyLog: KeyEventLog, token: WalletToken, lock: WalletLock,
                  store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
                  peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
         self.paths = paths
         self.metadata = metadata
         walletID = metadata.walletIDBytes
-        self.keyEvent = keyEvent
-        self.session = session
+        self.keyLog = keyLog
+        keyEvent = keyLog.events[keyLog.events.count - 1]
+        self.token = token
         self.lock = lock
         self.store = store
         self.anchor = anchor
@@ -93,11 +102,11 @@ public final class Wallet {
         public var tokenURI: PKCS11URI
         /// The backup token's session and URI: it receives a copy of the database key and holds the next
         /// signing key (pre-rotation).
-        public var backup: (session: TokenSession, uri: PKCS11URI)
+        public var backup: (token: WalletToken, uri: PKCS11URI)
         public var allowFileAnchor: Bool
         public var label: String
 
-        public init(tokenURI: PKCS11URI, backup: (session: TokenSession, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
+        public init(tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
@@ -108,7 +117,7 @@ public final class Wallet {
     /// Makes a wallet: the signing key and a separate key-agreement key on the token, the next signing key
     /// and a backup key-agreement key on the backup token, entry 0 (the signed inception event), a random
     /// 256-bit database key wrapped to both key-agreement keys, and the first checkpoint and anchor.
-    public static func create(paths: WalletPaths, session: TokenSession, options: InitOptions,
+    public static func create(paths: WalletPaths, token session: WalletToken, options: InitOptions,
                               clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         guard !FileManager.default.fileExists(atPath: paths.metadata) else {
             throw StoreError(.walletExists, "a wallet already exists at \(paths.directory); it is never overwritten")
@@ -123,9 +132,9 @@ public final class Wallet {
         let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
         let signingKey = try session.generateKey(label: options.label, usage: .sign)
         let agreementKey = try session.generateKey(label: options.label + "-agreement", usage: .derive)
-        let nextKey = try options.backup.session.generateKey(label: options.label + "-next", usage: .sign)
-        let backupAgreement = try options.backup.session.generateKey(label: options.label + "-backup-agreement", usage: .derive)
-        let signer = try TokenSigner(session: session, keyURI: signingKey.uri)
+        let nextKey = try options.backup.token.generateKey(label: options.label + "-next", usage: .sign)
+        let backupAgreement = try options.backup.token.generateKey(label: options.label + "-backup-agreement", usage: .derive)
+        let signer = KeySigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                                                       agreementKey: agreementKey.publicKey), signer: signer)
         let walletID = inception.event.digest
@@ -137,7 +146,7 @@ public final class Wallet {
         let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
         let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
         let wallet = Wallet(
-            paths: paths, metadata: metadata, keyEvent: inception, session: session, lock: lock, store: store, anchor: anchor,
+            paths: paths, metadata: metadata, keyLog: try KeyEventLog(inception: inception), token: session, lock: lock, store: store, anchor: anchor,
             signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
         let time = clock()
         _ = try wallet.append { position, previous, _ in
@@ -153,7 +162,7 @@ public final class Wallet {
     }
 
     /// The token anchor where the token keeps private data objects; the file anchor only when allowed.
-    private static func chooseAnchor(session: TokenSession, allowFileAnchor: Bool) throws -> String {
+    private static func chooseAnchor(session: WalletToken, allowFileAnchor: Bool) throws -> String {
         do {
             try session.replaceDataObject(application: TokenAnchor.application, label: "probe", value: [0])
             try session.destroyDataObjects(application: TokenAnchor.application, label: "probe")
@@ -168,7 +177,7 @@ public final class Wallet {
         }
     }
 
-    static func makeAnchor(kind: String, session: TokenSession, walletID: [UInt8]) -> AnchorStorage {
+    static func makeAnchor(kind: String, session: WalletToken, walletID: [UInt8]) -> AnchorStorage {
         kind == "token" ? TokenAnchor(session: session, walletID: walletID) : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
     }
 
@@ -178,8 +187,13 @@ public final class Wallet {
     /// happens here, before the token is asked for anything), sign one checkpoint that commits to the new
     /// entry through the root (the only token operation), commit entry and checkpoint durably, then move
     /// the anchor. A failure before the commit changes nothing.
+    ///
+    /// `outgoing`, when given, makes the row of a transfer sent with this entry (a debit), from the entry
+    /// and its signed checkpoint; it is committed in the same transaction, so the debit and the exact
+    /// transfer to send exist together or not at all.
     @discardableResult
-    public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry) throws -> LedgerEntry {
+    public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry,
+                       outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil) throws -> LedgerEntry {
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
         let time = max(clock(), state.lastTime)
         let entry = try build(state.size, state.head, time)
@@ -190,13 +204,25 @@ public final class Wallet {
                                         keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
                                         time: time)
         let signed = try checkpoint.sign(with: try signer)
-        try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)], treePeaks: nextPeaks)
+        let sent = try outgoing?(entry, signed)
+        if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) }  // a deliberately broken variant
+        try faultHooks?.beforeCommit?()
+        try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
+                         treePeaks: nextPeaks, outgoing: sent)
+        try faultHooks?.afterCommit?()
         state = next
         peaks = nextPeaks
         latest = signed
-        // The anchor moves only after the commit is durable. If this fails (a token pulled out now), the
-        // database is ahead of the anchor by verified entries, and the next open moves the anchor forward.
-        try anchor.store(signed.encoded)
+        // The anchor moves only after the commit is durable. The entry is committed whatever happens now,
+        // so a failure here must not be reported as a failed append (a payer would believe nothing moved):
+        // the database is then ahead of the anchor by verified entries, the next append tries again, and
+        // the next open moves the anchor forward.
+        do {
+            try anchor.store(signed.encoded)
+            anchorLag = nil
+        } catch {
+            anchorLag = "\(error)"
+        }
         return entry
     }
 

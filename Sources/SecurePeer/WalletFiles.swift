@@ -82,10 +82,10 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
 
 /// The token's key-agreement key as the store's unwrapper: ECDH happens on the token.
 final class TokenUnwrapper: KeyAgreementUnwrapper {
-    let session: TokenSession
+    let session: WalletToken
     let key: TokenKey
 
-    init(session: TokenSession, key: TokenKey) {
+    init(session: WalletToken, key: TokenKey) {
         self.session = session
         self.key = key
     }
@@ -102,10 +102,10 @@ final class TokenUnwrapper: KeyAgreementUnwrapper {
 /// The anchor as a private CKO_DATA object on the wallet's token.
 final class TokenAnchor: AnchorStorage {
     static let application = "secure-wallet"
-    let session: TokenSession
+    let session: WalletToken
     let label: String
 
-    init(session: TokenSession, walletID: [UInt8]) {
+    init(session: WalletToken, walletID: [UInt8]) {
         self.session = session
         label = "anchor-" + Hex.encode(walletID)
     }

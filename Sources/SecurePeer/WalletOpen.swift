@@ -11,7 +11,7 @@ extension Wallet {
     /// one ahead of it by entries that verify moves the anchor forward.
     /// Take the lock first (`lock`) when the token is not opened yet: then a second process is told the
     /// wallet is busy before it touches the token.
-    public static func open(paths: WalletPaths, lock heldLock: WalletLock? = nil, session: TokenSession,
+    public static func open(paths: WalletPaths, lock heldLock: WalletLock? = nil, token session: WalletToken,
                             clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
         let lock = try heldLock ?? WalletLock(path: paths.lock)
@@ -27,15 +27,13 @@ extension Wallet {
         let agreementKey = try keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
         let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreementKey))
         let store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt, walletID: walletID)
-        let keyEvent = try inceptionEvent(store, walletID: walletID)
-        // A recovered wallet records no signing key on its new token: it opens read-only.
-        let signingKey = metadata.signingKeyID.isEmpty ? nil : try keyOnToken(session, idHex: metadata.signingKeyID, what: "signing")
-        if let signingKey, signingKey.publicKey != keyEvent.event.signingKey {
-            throw WalletError(.keyMismatch, "the token's signing key is not the one the wallet's key event names; wrong token?")
-        }
+        let keyLog = try keyEventLog(store, walletID: walletID)
+        let current = keyLog.current
+        let signingKey = try signingKeyInForce(session, metadata: metadata, log: keyLog)
         guard let (_, latestBytes) = try store.latestCheckpoint(), let latest = try? SignedCheckpoint.decode(latestBytes),
-              latest.isValid(signedBy: keyEvent.event.signingKey), latest.checkpoint.walletID == walletID else {
-            throw StoreError(.corrupted, "the ledger's latest checkpoint is missing or not signed by the wallet key")
+              latest.isValid(signedBy: current.signingKey), keyLog.check(latest) == .inForce,
+              latest.checkpoint.walletID == walletID else {
+            throw StoreError(.corrupted, "the ledger's latest checkpoint is missing or not signed by the wallet key in force")
         }
         let peaks = try store.treePeaks()
         guard peaks.size == latest.checkpoint.size, peaks.root == latest.checkpoint.root, try store.size() == peaks.size else {
@@ -43,19 +41,19 @@ extension Wallet {
         }
         let state = try resumedState(store, latest.checkpoint)
         let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
-        let lockReason = try checkAnchor(anchor, store: store, latest: latest, key: keyEvent.event.signingKey)
-        return Wallet(paths: paths, metadata: metadata, keyEvent: keyEvent, session: session, lock: lock, store: store,
-                      anchor: anchor, signer: try signingKey.map { try TokenSigner(session: session, keyURI: $0.uri) }, state: state,
+        let lockReason = try checkAnchor(anchor, store: store, latest: latest, log: keyLog)
+        return Wallet(paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
+                      anchor: anchor, signer: signingKey.map { KeySigner(token: session, key: $0) }, state: state,
                       peaks: peaks, latest: latest, lockReason: lockReason, clock: clock)
     }
 
-    static func keyOnToken(_ session: TokenSession, idHex: String, what: String) throws -> TokenKey {
-        var uri = session.token.uri
+    static func keyOnToken(_ session: WalletToken, idHex: String, what: String) throws -> TokenKey {
+        var uri = session.uri
         uri.id = Hex.decode(idHex)
         do {
             return try session.key(uri)
         } catch let error as TokenError where error.code == .keyNotFound {
-            throw TokenError(.keyNotFound, "the wallet's \(what) key (id \(idHex)) is not on the token \"\(session.token.label)\"; "
+            throw TokenError(.keyNotFound, "the wallet's \(what) key (id \(idHex)) is not on the token \"\(session.label)\"; "
                 + "is this the wallet's token? After losing it, use `secure wallet recover`")
         }
     }
@@ -88,7 +86,7 @@ extension Wallet {
     /// Compares the database with the anchor. Returns why the wallet must lock, or nil after moving the
     /// anchor forward to a database that provably extends it.
     static func checkAnchor(_ anchor: AnchorStorage, store: LedgerStore, latest: SignedCheckpoint,
-                            key: P256.PublicKey) throws -> WalletLockReason? {
+                            log: KeyEventLog) throws -> WalletLockReason? {
         guard let bytes = try anchor.load() else {
             if latest.checkpoint.size == 1 {  // an init that stopped before its first anchor write
                 try anchor.store(latest.encoded)
@@ -96,7 +94,9 @@ extension Wallet {
             }
             return .anchorMissing
         }
-        guard let anchored = try? SignedCheckpoint.decode(bytes), anchored.isValid(signedBy: key) else {
+        // The anchor may predate a rotation (a crash between commit and anchor update): any key in force
+        // when it was signed will do.
+        guard let anchored = try? SignedCheckpoint.decode(bytes), log.check(anchored) == .inForce else {
             return .anchorMissing
         }
         let anchoredSize = anchored.checkpoint.size

@@ -45,16 +45,26 @@ extension Wallet {
 
     /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). A validly signed transfer
     /// that fails a check is recorded as refused and answered with a signed refusal.
-    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy) throws -> StatementOutcome {
+    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy, peerFailure: RefusalReason? = nil) throws -> StatementOutcome {
         // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
         guard transfer.payload.order.payerWalletID != walletID else {
             throw WalletError(.invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
-        let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy)
+        let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
+        if transfer.isSignatureValid { try keepForkEvidence(about: transfer) }
         var outcome = try settle(verdict, refusal: nil)
+        let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
             let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: try signer)
+            try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
             outcome = .refused(reason, entry, refusal: refusal)
+        }
+        // A transfer refused before is answered with the same signed refusal, so a payer whose first copy of
+        // it was lost still gets its reversal.
+        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
+           let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
+           let refusal = try SignedRefusal.decode(bytes) {
+            outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
         }
         if case .recorded(let entry) = outcome {
             let checkpoint = transfer.payload.checkpoint
@@ -63,6 +73,37 @@ extension Wallet {
             _ = entry
         }
         return outcome
+    }
+
+    /// Compares a validly signed transfer with what this wallet already holds of the same payer: another
+    /// transfer whose checkpoint has the same size but another root or head is evidence (a); another whose
+    /// debit sits at the same leaf index with different bytes is evidence (b). Both are kept, checkable
+    /// offline by anyone (`secure evidence export`, `secure evidence verify`).
+    func keepForkEvidence(about transfer: SignedTransfer) throws {
+        lastEvidence = []
+        let payer = transfer.payload.order.payerWalletID
+        let mine = transfer.payload
+        guard let myLeaf = try? LedgerEntry.decode(mine.debitLeaf) else { return }
+        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer {
+            guard let other = try? SignedTransfer.decode(entry.payload), other.isSignatureValid,
+                  other.payload.order.transferID != mine.order.transferID else { continue }
+            let theirs = other.payload
+            var evidence: ForkEvidence?
+            if theirs.checkpoint.checkpoint.size == mine.checkpoint.checkpoint.size,
+               theirs.checkpoint.checkpoint.root != mine.checkpoint.checkpoint.root
+                || theirs.checkpoint.checkpoint.head != mine.checkpoint.checkpoint.head {
+                evidence = .conflictingCheckpoints(theirs.checkpoint, mine.checkpoint)
+            } else if let theirLeaf = try? LedgerEntry.decode(theirs.debitLeaf), theirLeaf.position == myLeaf.position,
+                      theirs.debitLeaf != mine.debitLeaf {
+                evidence = .conflictingLeaves(ConflictingLeaves(
+                    first: theirs.checkpoint, second: mine.checkpoint, index: myLeaf.position, firstLeaf: theirs.debitLeaf,
+                    firstProof: theirs.inclusionProof, secondLeaf: mine.debitLeaf, secondProof: mine.inclusionProof))
+            }
+            if let evidence, evidence.verify().isProven {
+                try ledger.storeEvidence(evidence.encoded)
+                lastEvidence.append(evidence)
+            }
+        }
     }
 
     /// Appends the reversal a payee's signed refusal entitles this wallet to, for a transfer it sent.
@@ -129,42 +170,45 @@ extension Wallet {
         }
     }
 
-    /// The wallet steps of a payment: budget and balance checks, then the debit (one checkpoint signature),
-    /// then the signed transfer (a second signature), stored with the debit's position so it can be sent
-    /// again, unchanged, until it is confirmed.
+    /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
+    /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
+    /// sent again, unchanged, until it is confirmed.
     public func spend(to payee: [UInt8], amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
                       proximity: Proximity = .none, channelBinding: [UInt8] = []) throws -> SignedTransfer {
         guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
         _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
         let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: signingKey,
                                       payeeWalletID: payee, amount: amount, proximity: proximity, channelBinding: channelBinding)
-        let debit = try appendDraft(order.debitDraft(category: category, note: note, overridesBudget: overrideBudget))
-        return try signTransfer(order: order, debit: debit)
+        return try commitDebit(order: order, draft: order.debitDraft(category: category, note: note, overridesBudget: overrideBudget),
+                               message: nil).transfer
     }
 
-    /// Signs the transfer for a committed debit and keeps it in the outgoing table.
-    func signTransfer(order: TransferOrder, debit: LedgerEntry) throws -> SignedTransfer {
-        guard let checkpointBytes = try ledger.checkpoint(size: debit.position + 1),
-              let checkpoint = try SignedCheckpoint.decode(checkpointBytes) else {
-            throw StoreError(.corrupted, "the checkpoint after debit \(debit.position) is missing")
+    /// Appends a debit and, in the same commit, the signed transfer for it (and, for a peer payment, the
+    /// whole transfer message a retry re-sends).
+    public func commitDebit(order: TransferOrder, draft: EntryDraft, expectedPosition: UInt64? = nil,
+                            message: ((SignedTransfer) -> [UInt8])?) throws -> (debit: LedgerEntry, transfer: SignedTransfer) {
+        if let expectedPosition, expectedPosition != size {
+            throw WalletError(.refused, "the ledger moved since this payment's hello (\(size) entries, expected \(expectedPosition))")
         }
-        let proof = try ledger.inclusionProof(index: debit.position, size: debit.position + 1)
-        let transfer = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: debit.encoded, inclusionProof: proof).sign(with: try signer)
-        try ledger.storeOutgoing(transferID: order.transferID, position: debit.position, signed: transfer.encoded)
-        return transfer
+        var transfer: SignedTransfer?
+        let debit = try append({ position, previous, time in
+            try draft.entry(position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
+        }, outgoing: { entry, checkpoint in
+            let proof = try self.ledger.inclusionProof(index: entry.position, size: entry.position + 1)
+            let signed = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: entry.encoded, inclusionProof: proof)
+                .sign(with: try self.signer)
+            transfer = signed
+            return LedgerStore.Outgoing(transferID: order.transferID, position: entry.position, signed: signed.encoded,
+                                        message: message?(signed))
+        })
+        return (debit, transfer!)
     }
 
-    /// A transfer this wallet sent, by id: the exact bytes kept at the debit, re-signed from the debit entry
-    /// if the process stopped between the debit and the signature (payloads compare, not signature bytes).
+    /// A transfer this wallet sent, by id: the exact bytes committed with the debit.
     public func outgoingTransfer(id: [UInt8]) throws -> SignedTransfer? {
-        if let bytes = try ledger.outgoing(transferID: id)?.signed {
-            guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
-            return transfer
-        }
-        guard let (_, position) = try ledger.statement(signer: signingKey.fingerprint, id: id),
-              let debit = try ledger.entry(at: position), debit.kind == .paymentOut,
-              let order = try TransferOrder.decode(debit.payload) else { return nil }
-        return try signTransfer(order: order, debit: debit)
+        guard let bytes = try ledger.outgoing(transferID: id)?.signed else { return nil }
+        guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
+        return transfer
     }
 
     /// Payments out that have no receipt and no reversal yet.
@@ -176,6 +220,11 @@ extension Wallet {
             guard let transfer = try outgoingTransfer(id: order.transferID) else { return nil }
             return (transfer, debit)
         }
+    }
+
+    /// The payee's countersigned receipt for a credited transfer (a signature on the token).
+    public func receipt(for transfer: SignedTransfer, creditPosition: UInt64) throws -> SignedReceipt {
+        try Receipt(for: transfer, payeeKey: signingKey, creditPosition: creditPosition).sign(with: try signer)
     }
 
     /// Records the payee's countersigned receipt: the payment is confirmed.

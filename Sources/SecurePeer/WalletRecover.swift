@@ -11,7 +11,7 @@ extension Wallet {
     /// spending resumes after a rotation to a signing key on the new token (the next key waits on the
     /// backup token, committed to in the inception event). The anchor restarts on the new token from the
     /// database as it is now: a rollback made before the recovery cannot be detected by this wallet.
-    public static func recover(paths: WalletPaths, backup: TokenSession, newToken: TokenSession, newTokenURI: PKCS11URI) throws {
+    public static func recover(paths: WalletPaths, backup: WalletToken, newToken: WalletToken, newTokenURI: PKCS11URI) throws {
         var metadata = try WalletMetadata.load(paths)
         let lock = try WalletLock(path: paths.lock)
         _ = lock
@@ -21,7 +21,7 @@ extension Wallet {
         let wrapped = try WrappedKeyFile(encoded: Array(wrappedBytes))
         let recipients = Set(wrapped.recipients.map(\.recipientKey))
         guard let backupKey = try backup.keys().first(where: { recipients.contains($0.publicKey) }) else {
-            throw WalletError(.keyMismatch, "the token \"\(backup.token.label)\" holds none of this wallet's key-agreement keys; "
+            throw WalletError(.keyMismatch, "the token \"\(backup.label)\" holds none of this wallet's key-agreement keys; "
                 + "is it the wallet's backup token?")
         }
         let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: backup, key: backupKey))

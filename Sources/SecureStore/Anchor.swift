@@ -41,7 +41,7 @@ public final class FileAnchor: AnchorStorage {
 public enum DurableFile {
     /// Writes `bytes` to `path` atomically and durably (temporary file, fsync, rename, fsync of the folder).
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let temporary = path + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)

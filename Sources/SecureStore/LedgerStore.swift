@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 1
+    public static let schemaVersion: Int64 = 2
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -25,13 +25,20 @@ public final class LedgerStore: @unchecked Sendable {
             CREATE TABLE checkpoints (size INTEGER PRIMARY KEY, encoded BLOB NOT NULL);
             CREATE TABLE nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx));
             CREATE TABLE outgoing (transfer_id BLOB PRIMARY KEY, position INTEGER NOT NULL, signed BLOB NOT NULL,
-                                   status INTEGER NOT NULL, receipt BLOB);
+                                   status INTEGER NOT NULL, receipt BLOB, message BLOB);
+            CREATE TABLE ready_records (offer_id BLOB PRIMARY KEY, record BLOB NOT NULL);
+            CREATE TABLE refusals (signer BLOB NOT NULL, id BLOB NOT NULL, signed BLOB NOT NULL, PRIMARY KEY (signer, id));
             CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
                                      digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
             CREATE INDEX statements_by_kind_id ON statements (kind, id);
             CREATE TABLE peer_checkpoints (wallet BLOB NOT NULL, size INTEGER NOT NULL, encoded BLOB NOT NULL,
                                            PRIMARY KEY (wallet, size));
             CREATE TABLE evidence (digest BLOB PRIMARY KEY, encoded BLOB NOT NULL);
+            """,
+        // Version 2 (key rotation): the key-event logs of peers and trusted issuers, one row per event.
+        2: """
+            CREATE TABLE peer_key_events (wallet BLOB NOT NULL, sequence INTEGER NOT NULL, encoded BLOB NOT NULL,
+                                          PRIMARY KEY (wallet, sequence));
             """,
     ]
 
@@ -146,20 +153,26 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
-    public func append(_ appends: [Append], treePeaks: MerkleCompactRange) throws {
-        try write(appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks)
+    public func append(_ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil) throws {
+        try write(appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks,
+                  outgoing: outgoing)
     }
 
     /// Appends many entries and one signed checkpoint that covers them all (its size is the ledger's new
     /// size) in one durable transaction: a bulk import, or a benchmark fixture, pays one commit and one
     /// signature for the batch instead of one per entry. Positions must continue the ledger.
     public func appendBatch(_ entries: [LedgerEntry], checkpoint: [UInt8], treePeaks: MerkleCompactRange) throws {
-        try write(entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks)
+        try write(entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks, outgoing: nil)
     }
 
     private func write(_ entries: [LedgerEntry], checkpoints: [(size: UInt64, encoded: [UInt8])],
-                       treePeaks: MerkleCompactRange) throws {
+                       treePeaks: MerkleCompactRange, outgoing: Outgoing?) throws {
         try database.transaction {
+            if let outgoing {
+                try database.prepare("INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)")
+                    .bind([.blob(outgoing.transferID), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
+                           outgoing.message.map { .blob($0) } ?? .null]).run()
+            }
             let insertEntry = try database.prepare(
                 "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
             let insertStatement = try database.prepare(
@@ -454,6 +467,58 @@ extension LedgerStore {
     /// The state of a transfer this wallet sent.
     public enum OutgoingStatus: Int64, Sendable {
         case pending = 0, confirmed = 1
+    }
+
+    /// A transfer sent, written in the same transaction as its debit.
+    public struct Outgoing: Sendable {
+        public let transferID: [UInt8]
+        public let position: UInt64
+        /// The signed transfer's encoding.
+        public let signed: [UInt8]
+        /// For peer payments, the whole transfer message (with the spatial proof) that a retry re-sends.
+        public let message: [UInt8]?
+
+        public init(transferID: [UInt8], position: UInt64, signed: [UInt8], message: [UInt8]?) {
+            self.transferID = transferID
+            self.position = position
+            self.signed = signed
+            self.message = message
+        }
+    }
+
+    /// The stored peer message of a sent transfer, if it was sent in a peer session.
+    public func outgoingMessage(transferID: [UInt8]) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID)])
+        guard try statement.step(), !statement.isNull(0) else { return nil }
+        return statement.blob(0)
+    }
+
+    /// Keeps the signed refusal sent for a transfer, so a re-delivered transfer gets the same answer.
+    public func storeRefusal(signer: [UInt8], id: [UInt8], signed: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR IGNORE INTO refusals (signer, id, signed) VALUES (?, ?, ?)")
+                .bind([.blob(signer), .blob(id), .blob(signed)]).run()
+        }
+    }
+
+    /// The signed refusal kept for a transfer.
+    public func refusal(signer: [UInt8], id: [UInt8]) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT signed FROM refusals WHERE signer = ? AND id = ?").bind([.blob(signer), .blob(id)])
+        return try statement.step() ? statement.blob(0) : nil
+    }
+
+    /// Persists a payee's ready record before it sends `ready`.
+    public func storeReadyRecord(offerID: [UInt8], record: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR REPLACE INTO ready_records (offer_id, record) VALUES (?, ?)")
+                .bind([.blob(offerID), .blob(record)]).run()
+        }
+    }
+
+    /// A persisted ready record by offer id.
+    public func readyRecord(offerID: [UInt8]) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID)])
+        return try statement.step() ? statement.blob(0) : nil
     }
 
     /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.

@@ -4,9 +4,9 @@ import SecureCore
 import SecureCrypto
 
 /// A full verification of a ledger: it replays every entry from entry 0 (chain links, positions, every
-/// ledger rule), rebuilds the Merkle tree, and checks every stored checkpoint: its signature by the
-/// wallet key, and its size, root, head and snapshot against what the replay computed. Signature checks,
-/// the expensive part, run on all cores.
+/// ledger rule, the key-event log across rotations), rebuilds the Merkle tree, and checks every stored
+/// checkpoint: its signature by the key in force for its size, and its size, root, head and snapshot
+/// against what the replay computed. Signature checks, the expensive part, run on all cores.
 public enum LedgerVerifier {
     /// What a verification found.
     public struct Report: Sendable {
@@ -15,6 +15,8 @@ public enum LedgerVerifier {
         public var problems: [String] = []
         /// The state the replay arrived at.
         public var state = LedgerState()
+        /// The key-event log the replay followed.
+        public var keyLog: KeyEventLog?
         public var isValid: Bool { problems.isEmpty }
     }
 
@@ -24,8 +26,10 @@ public enum LedgerVerifier {
     /// Verifies the whole ledger. `walletID` must be SHA-256 of entry 0's inception event.
     ///
     /// The replay runs on the calling thread; every `checkChunkCount` checkpoints it reaches go to a
-    /// queue of `cores` workers that check them (signature, root, head, snapshot) while the replay goes
-    /// on, so the replay's own time hides behind the signature checks instead of adding to them.
+    /// queue of `cores` workers that check them (signature, key in force, root, head, snapshot) while the
+    /// replay goes on, so the replay's own time hides behind the signature checks instead of adding to them.
+    /// Each chunk carries the key-event log as the replay had it then: whether a key was in force for a
+    /// checkpoint of size s depends only on the events before position s, which that log holds.
     public static func verify(_ store: LedgerStore, walletID: [UInt8], cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
         var report = Report()
         let size = try store.size()
@@ -35,7 +39,11 @@ public enum LedgerVerifier {
             return report
         }
         if inception.event.digest != walletID { report.problems.append("entry 0's inception event is not this wallet's (wallet id differs)") }
-        let checker = CheckpointChecker(key: inception.event.signingKey, walletID: walletID, cores: cores)
+        guard var log = try? KeyEventLog(inception: inception) else {
+            report.problems.append("entry 0's inception event breaks the key-event rules")
+            return report
+        }
+        let checker = CheckpointChecker(walletID: walletID, cores: cores)
         defer { checker.cancel() }
         var peaks = MerkleCompactRange()
         var position: UInt64 = 0
@@ -54,12 +62,16 @@ public enum LedgerVerifier {
                     report.problems.append("entry \(position) breaks a ledger rule: \(error)")
                     return report
                 }
+                if entry.kind == .keyEvent, position > 0, let problem = follow(&log, entry) {
+                    report.problems.append(problem)
+                    return report
+                }
                 peaks.append(leafHash: Merkle.leafHash(encoded))
                 position += 1
                 if let (checkpointSize, bytes) = checkpoints.first, checkpointSize == position {
                     checkpoints.removeFirst()
                     checker.add(PendingCheckpoint(size: position, encoded: bytes, snapshot: LedgerSnapshot(report.state),
-                                                  peaks: peaks, head: report.state.head))
+                                                  peaks: peaks, head: report.state.head), log: log)
                 }
             }
             if encodings.isEmpty { break }
@@ -68,8 +80,23 @@ public enum LedgerVerifier {
         if position != size { report.problems.append("entries stop at \(position) of \(size)") }
         let (checked, problems) = checker.finish()
         report.problems += problems
+        report.keyLog = log
         report.checkpoints = checked
         return report
+    }
+
+    /// A rotation entry must hold a signed event that follows the log and takes effect at its own position.
+    static func follow(_ log: inout KeyEventLog, _ entry: LedgerEntry) -> String? {
+        guard let event = try? SignedKeyEvent.decode(entry.payload) else { return "entry \(entry.position)'s key event does not decode" }
+        guard event.event.ledgerPosition == entry.position else {
+            return "entry \(entry.position)'s key event names ledger position \(event.event.ledgerPosition)"
+        }
+        do {
+            try log.append(event)
+        } catch {
+            return "entry \(entry.position)'s key event is refused: \(error)"
+        }
+        return nil
     }
 
     /// How many checkpoints one worker task checks: large enough that queueing costs nothing beside
@@ -89,37 +116,37 @@ public enum LedgerVerifier {
     /// Checks checkpoints on `cores` workers while the replay runs, and returns the problems in size order.
     final class CheckpointChecker: @unchecked Sendable {
         // `buffer` and `submitted` belong to the replay's thread; `results` is shared under `lock`.
-        private let key: P256.PublicKey
         private let walletID: [UInt8]
         private let queue = OperationQueue()
         private let lock = NSLock()
         private var results: [Int: [String]] = [:]
         private var buffer: [PendingCheckpoint] = []
+        private var log: KeyEventLog?
         private var submitted = 0
         private var added = 0
 
-        init(key: P256.PublicKey, walletID: [UInt8], cores: Int) {
-            self.key = key
+        init(walletID: [UInt8], cores: Int) {
             self.walletID = walletID
             queue.maxConcurrentOperationCount = max(1, cores)
             queue.qualityOfService = .userInitiated
         }
 
-        func add(_ pending: PendingCheckpoint) {
+        /// Queues a checkpoint; `log` is the key-event log as the replay has it at the checkpoint's size.
+        func add(_ pending: PendingCheckpoint, log: KeyEventLog) {
             buffer.append(pending)
+            self.log = log
             added += 1
             if buffer.count == checkChunkCount { submit() }
         }
 
         private func submit() {
-            guard !buffer.isEmpty else { return }
-            let chunk = buffer, index = submitted, key = key, walletID = walletID
+            guard !buffer.isEmpty, let log else { return }
+            let chunk = buffer, index = submitted, walletID = walletID
             buffer = []
             submitted += 1
             queue.addOperation { [self] in
-                // One verify context per task: set up once, not once per signature.
-                let verifier = key.verifier()
-                let problems = chunk.compactMap { LedgerVerifier.problem($0, key: key, verifier: verifier, walletID: walletID) }
+                var verifiers = Verifiers()
+                let problems = chunk.compactMap { LedgerVerifier.problem($0, log: log, verifiers: &verifiers, walletID: walletID) }
                 lock.withLock { results[index] = problems }
             }
         }
@@ -138,15 +165,44 @@ public enum LedgerVerifier {
         }
     }
 
-    private static func problem(_ item: PendingCheckpoint, key: P256.PublicKey, verifier: P256.Verifier?,
+    /// One task's OpenSSL verify context for the key it last used (keys change only at rotations).
+    struct Verifiers {
+        private var key: P256.PublicKey?
+        private var verifier: P256.Verifier?
+
+        mutating func isValidSignature(_ signature: ECDSASignature, digest: [UInt8], by key: P256.PublicKey) -> Bool {
+            if self.key != key {
+                self.key = key
+                verifier = key.verifier()
+            }
+            return verifier?.isValidSignature(signature, digest: digest) ?? key.isValidSignature(signature, digest: digest)
+        }
+    }
+
+    private static func problem(_ item: PendingCheckpoint, log: KeyEventLog, verifiers: inout Verifiers,
                                 walletID: [UInt8]) -> String? {
         let size = item.size
-        guard let signed = try? SignedCheckpoint.decode(item.encoded, knownKey: key) else { return "checkpoint \(size) does not decode" }
+        let expected = log.event(signingCheckpointOfSize: size)
+        guard let signed = try? SignedCheckpoint.decode(item.encoded, knownKey: expected?.signingKey) else {
+            return "checkpoint \(size) does not decode"
+        }
         let checkpoint = signed.checkpoint
-        // SignedCheckpoint.isValid(signedBy:), with the task's verifier when OpenSSL gave one.
-        let digest = Checkpoint.signatureLabel.digest(of: checkpoint.encoded)
-        let verified = verifier?.isValidSignature(signed.signature, digest: digest) ?? key.isValidSignature(signed.signature, digest: digest)
-        guard checkpoint.walletKey == key, verified else { return "checkpoint \(size) is not signed by the wallet key" }
+        // SignedCheckpoint.isValid(signedBy:), with the task's verify context.
+        guard let expected, checkpoint.walletKey == expected.signingKey,
+              verifiers.isValidSignature(signed.signature, digest: Checkpoint.signatureLabel.digest(of: checkpoint.encoded),
+                                         by: expected.signingKey) else {
+            return "checkpoint \(size) is not signed by the wallet key in force at that size"
+        }
+        // KeyEventLog.check(signed), without its second verification of the signature just checked.
+        let use = checkpoint.walletID == walletID
+            ? log.keyUse(key: checkpoint.walletKey, sequence: checkpoint.keySequence, eventPosition: checkpoint.keyEventPosition,
+                         size: checkpoint.size)
+            : .unknown
+        switch use {
+        case .inForce: break
+        case .retired: return "checkpoint \(size) is signed by a key after its retirement"
+        case .unknown, .beforeInForce: return "checkpoint \(size) names a key sequence or event position the log does not"
+        }
         guard checkpoint.walletID == walletID, checkpoint.size == size else { return "checkpoint \(size) names another wallet or size" }
         guard checkpoint.root == item.peaks.root else { return "checkpoint \(size)'s root differs from the entries' tree" }
         guard checkpoint.head == item.head else { return "checkpoint \(size)'s chain head differs from the entries' chain" }

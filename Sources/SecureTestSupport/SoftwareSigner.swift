@@ -42,7 +42,11 @@ public final class SoftwareSigner: MessageSigner {
 
     /// Signs SHA-256(label ‖ 0x00 ‖ payload) and returns the low-s form, checked against the public key.
     public func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
-        let digest = label.digest(of: payload)
+        try sign(digest: label.digest(of: payload))
+    }
+
+    /// Signs a 32-byte SHA-256 digest, as a token's CKM_ECDSA does; low-s, checked against the public key.
+    public func sign(digest: [UInt8]) throws -> ECDSASignature {
         guard let context = EVP_PKEY_CTX_new(key, nil) else { throw SoftwareSigner.failure("EVP_PKEY_CTX_new") }
         defer { EVP_PKEY_CTX_free(context) }
         var length = 0

@@ -16,6 +16,15 @@ public struct TokenKey: Sendable {
     public let publicKey: P256.PublicKey
     /// A URI that names this key on its token.
     public let uri: PKCS11URI
+
+    /// A key as a token reports it; public so that a token stand-in (SecureTestSupport's simulated token)
+    /// can describe its keys the same way.
+    public init(id: [UInt8], label: String, publicKey: P256.PublicKey, uri: PKCS11URI) {
+        self.id = id
+        self.label = label
+        self.publicKey = publicKey
+        self.uri = uri
+    }
 }
 
 /// Attributes of a private key as the token reports them, for checks after generation and for audits.
@@ -30,8 +39,9 @@ public struct PrivateKeyAttributes: Sendable, Codable, Equatable {
 public final class TokenSession: @unchecked Sendable {
     /// The token this session is on.
     public let token: Token
-    private let pin: PIN
-    private let lock = NSLock()
+    /// The PIN while the session is unlocked; nil while it is locked between approvals.
+    private var heldPIN: PIN?
+    private let mutex = NSLock()
     private var handle: SessionHandle?
     private var closed = false
     /// Private-key handles by CKA_ID. Handles become invalid after a login, logout or lost session, so
@@ -42,23 +52,59 @@ public final class TokenSession: @unchecked Sendable {
     /// confirmation, is refused before the PIN is sent. A wrong PIN is discarded and never retried.
     public init(token: Token, pin: PIN, confirmFinalTry: Bool = false) throws {
         self.token = token
-        self.pin = pin
+        heldPIN = pin
         try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
-        try lock.withLock { _ = try openLocked() }
+        try mutex.withLock { _ = try openLocked() }
     }
 
     deinit { close() }
 
     /// Logs out, closes the session and wipes the PIN. Safe to call twice.
     public func close() {
-        lock.withLock {
+        mutex.withLock {
             guard !closed else { return }
             closed = true
             handle?.logout()
             handle?.close()
             handle = nil
             keyHandles = [:]
-            pin.discard()
+            heldPIN?.discard()
+            heldPIN = nil
+        }
+    }
+
+    /// Logs out, closes the token session and wipes the PIN, but keeps this object for a later `unlock`:
+    /// a wallet stays open between payments while the token is locked (the PIN is held only for the
+    /// machine-speed steps of one approved operation).
+    public func lock() {
+        mutex.withLock {
+            handle?.logout()
+            handle?.close()
+            handle = nil
+            keyHandles = [:]
+            heldPIN?.discard()
+            heldPIN = nil
+        }
+    }
+
+    /// Whether a PIN is held and operations can run.
+    public var isUnlocked: Bool { mutex.withLock { heldPIN != nil && !closed } }
+
+    /// Logs in again with a PIN, after `lock`. The PIN state is checked first, as at the first login.
+    public func unlock(pin: PIN, confirmFinalTry: Bool = false) throws {
+        try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
+        try mutex.withLock {
+            precondition(!closed, "TokenSession unlocked after close()")
+            heldPIN?.discard()
+            heldPIN = pin
+            handle?.close()
+            handle = nil
+            do {
+                _ = try openLocked()
+            } catch {
+                heldPIN = nil
+                throw error
+            }
         }
     }
 
@@ -66,6 +112,9 @@ public final class TokenSession: @unchecked Sendable {
     private func openLocked() throws -> SessionHandle {
         precondition(!closed, "TokenSession used after close()")
         if let handle { return handle }
+        guard let pin = heldPIN else {
+            throw TokenError(.pinUnavailable, "the token is locked until the next approval; approve the operation to unlock it")
+        }
         let fresh = try token.module.openSession(token.slot, readWrite: true)
         let value = try fresh.login(userType: CK.user, pin: pin)
         switch value {
@@ -92,7 +141,7 @@ public final class TokenSession: @unchecked Sendable {
     /// Runs one operation under the lock; a lost session or removed token gives a clean error and is
     /// reopened on the next call.
     private func withSession<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result {
-        try lock.withLock {
+        try mutex.withLock {
             guard !closed else { throw TokenError(.pinUnavailable, "the token session was closed; approve the operation again") }
             let session = try openLocked()
             do {
@@ -296,6 +345,9 @@ public final class TokenSession: @unchecked Sendable {
             try check("C_SignInit", initValue)
             var contextLoginSucceeded = false
             if alwaysAuthenticate {
+                guard let pin = heldPIN else {
+                    throw TokenError(.pinUnavailable, "the token is locked until the next approval")
+                }
                 let loginValue = try session.login(userType: CK.contextSpecific, pin: pin)
                 switch loginValue {
                 case ReturnValue.ok:
@@ -394,6 +446,7 @@ public final class TokenSession: @unchecked Sendable {
             var uri = PKCS11URI()
             uri.id = key.id
             let (handle, alwaysAuthenticate) = try findPrivateKeyLocked(session, uri)
+            guard let pin = heldPIN else { throw TokenError(.pinUnavailable, "the token is locked") }
             return try pin.withBytes { bytes, length in
                 try RawSignLoop.run(session: session, key: handle, pin: bytes, pinLength: length,
                                     contextLogin: alwaysAuthenticate, digest: digest, count: count)
@@ -417,6 +470,7 @@ public final class TokenSession: @unchecked Sendable {
                                               .bytes(Attribute.label, Array(label.utf8))]
             let create = identity + [.bool(Attribute.private, true), .bool(Attribute.modifiable, true),
                                      .bytes(Attribute.value, value)]
+            guard let pin = heldPIN else { throw TokenError(.pinUnavailable, "the token is locked") }
             return try pin.withBytes { bytes, length in
                 try RawAppendLoop.run(session: session, key: handle, pin: bytes, pinLength: length,
                                       contextLogin: alwaysAuthenticate, digest: digest, identity: identity,

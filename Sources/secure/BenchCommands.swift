@@ -14,6 +14,9 @@ enum BenchCommands {
               token in a temporary folder. Build with -c release.
           secure bench kem [--json]
               ML-KEM and X-Wing against OpenSSL 4 through Python's cryptography.
+          secure bench channel [--json]
+              The post-quantum channel's handshake against its primitives, record throughput against
+              OpenSSL's AES-256-GCM, and the loopback TCP handshake's p50 and p99.
           secure bench ledger [--quick] [--only append,verify,open] [--count N] [--rounds R] [--fixtures DIR] [--json]
               The ledger (issue 4): a wallet append against its raw token operations plus a plain durable
               insert; full verification of 100,000 entries on all cores against OpenSSL's verify rate; open
@@ -29,6 +32,12 @@ enum BenchCommands {
         switch sub {
         case "sign": return try sign(Array(words.dropFirst()))
         case "ledger": return try ledger(Array(words.dropFirst()))
+        case "channel":
+            let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
+            _ = try arguments.positionals(0, "no positional arguments")
+            warnIfDebug()
+            try runChannelBenchmark(json: arguments.flag("json"))
+            return .success
         case "kem":
             let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
             _ = try arguments.positionals(0, "no positional arguments")

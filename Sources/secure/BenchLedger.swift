@@ -132,24 +132,25 @@ extension LedgerBench {
         try? FileManager.default.removeItem(atPath: paths.directory)
         let start = Self.now()
         if !json { print("building fixture open-\(size): a wallet on SoftHSM, \(size) entries in batches of \(Self.fixtureBatchCount)…") }
-        let wallet = try createWallet(paths: paths, label: "bench-open-\(size)", tokens: tokens)
+        let (wallet, session) = try createWallet(paths: paths, label: "bench-open-\(size)", tokens: tokens)
         var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
         while wallet.size < UInt64(size) {
             let count = min(Self.fixtureBatchCount, size - Int(wallet.size))
             try wallet.appendBatch(try history.drafts(from: wallet.size, count: count))
         }
-        wallet.session.close()
+        session.close()
         try DurableFile.write(Array("\(size)\n".utf8), to: mark)
         return (paths, Self.milliseconds(since: start) / 1000)
     }
 
     /// A wallet on the bench tokens with the history's budget (entry 1), ready for `SyntheticHistory`.
-    func createWallet(paths: WalletPaths, label: String, tokens: BenchTokens) throws -> Wallet {
+    func createWallet(paths: WalletPaths, label: String, tokens: BenchTokens) throws -> (Wallet, TokenSession) {
         let options = Wallet.InitOptions(tokenURI: tokens.main.uri, backup: (tokens.backupSession, tokens.backup.uri),
                                          allowFileAnchor: false, label: label)
-        let wallet = try Wallet.create(paths: paths, session: try tokens.mainSession(), options: options)
+        let session = try tokens.mainSession()
+        let wallet = try Wallet.create(paths: paths, token: session, options: options)
         try wallet.appendBatch([try SyntheticHistory.budgetDraft()])
-        return wallet
+        return (wallet, session)
     }
 
     /// The verification fixture's folder, built by `secure-bench-fixtures` when missing.
@@ -189,15 +190,16 @@ extension LedgerBench {
     /// plain table. Rounds alternate which side goes first.
     func measureAppend(tokens: BenchTokens) throws -> [String: Any] {
         let paths = WalletPaths(directory: fixtures + "/append")
-        var wallet: Wallet
+        let wallet: Wallet, session: TokenSession
         if FileManager.default.fileExists(atPath: paths.directory + "/complete") {
-            wallet = try Wallet.open(paths: paths, session: try tokens.mainSession())
+            session = try tokens.mainSession()
+            wallet = try Wallet.open(paths: paths, token: session)
         } else {
             try? FileManager.default.removeItem(atPath: paths.directory)
-            wallet = try createWallet(paths: paths, label: "bench-append", tokens: tokens)
+            (wallet, session) = try createWallet(paths: paths, label: "bench-append", tokens: tokens)
             try DurableFile.write(Array("append\n".utf8), to: paths.directory + "/complete")
         }
-        defer { wallet.session.close() }
+        defer { session.close() }
         let amount = try Money(minorUnits: 450, currency: .eur)
         if wallet.state.balance(.eur).minorUnits < 1_000_000 {  // a deposit from a fresh history covers 10,000 more runs
             var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
@@ -214,17 +216,17 @@ extension LedgerBench {
         }
         // Warm up both sides (key handles cached, the baseline's anchor object exists), and count the
         // PKCS#11 calls one append makes.
-        let before = wallet.session.moduleCallCount
+        let before = session.moduleCallCount
         try step()
-        let tokenCalls = wallet.session.moduleCallCount - before
+        let tokenCalls = session.moduleCallCount - before
         var signingURI = tokens.main.uri
         signingURI.id = Hex.decode(wallet.metadata.signingKeyID)
-        let key = try wallet.session.key(signingURI)
+        let key = try session.key(signingURI)
         let anchorBytes = wallet.latest!.encoded
         let rowBytes = lastEntry!.encoded + anchorBytes
         let digest = SHA256.hash(anchorBytes)
         let application = "secure-wallet-bench", label = "baseline-anchor"
-        _ = try wallet.session.rawAppendLoop(key: key, digest: digest, application: application, label: label,
+        _ = try session.rawAppendLoop(key: key, digest: digest, application: application, label: label,
                                              value: anchorBytes, count: 1)
         var baselineCalls: UInt64 = 0
         let scratch = fixtures + "/append-baseline-\(getpid()).db"
@@ -240,7 +242,7 @@ extension LedgerBench {
                 ours.append(Self.milliseconds(since: start) / Double(appendCount))
             }
             let measureBaseline = {
-                let raw = try wallet.session.rawAppendLoop(key: key, digest: digest, application: application, label: label,
+                let raw = try session.rawAppendLoop(key: key, digest: digest, application: application, label: label,
                                                             value: anchorBytes, count: appendCount)
                 token.append(Double(raw.nanoseconds) / 1e6 / Double(appendCount))
                 baselineCalls = raw.calls / UInt64(appendCount)
@@ -250,7 +252,7 @@ extension LedgerBench {
             }
             if round % 2 == 0 { try measureOurs(); try measureBaseline() } else { try measureBaseline(); try measureOurs() }
         }
-        try wallet.session.destroyDataObjects(application: application, label: label)
+        try session.destroyDataObjects(application: application, label: label)
         let oursMedian = BenchCommands.median(ours), tokenMedian = BenchCommands.median(token)
         let insertMedian = BenchCommands.median(insert)
         // Medians per round of the sums: the sum of two medians would mix rounds.
@@ -383,7 +385,7 @@ extension LedgerBench {
                 let session = try tokens.mainSession()
                 login[size, default: []].append(Self.milliseconds(since: start))
                 start = Self.now()
-                let wallet = try Wallet.open(paths: paths, session: session)
+                let wallet = try Wallet.open(paths: paths, token: session)
                 let balance = wallet.state.balance(.eur)
                 open[size, default: []].append(Self.milliseconds(since: start))
                 guard wallet.lockReason == nil, wallet.size == UInt64(size) else {

@@ -4,13 +4,28 @@ import SecureCrypto
 
 enum EvidenceCommands {
     static let help = """
-        Usage: secure evidence verify FILE
+        Usage: secure evidence export --out DIR     write the fork evidence this wallet holds, one file each
+               secure evidence verify FILE
           Checks fork evidence offline: (a) two checkpoints of one wallet key with equal size and different
           roots or heads, or (b) two checkpoints and one leaf index below both sizes with inclusion proofs of
           two different leaves. Exit code 0 when the evidence proves a fork, 7 when it does not.
         """
 
     static func run(_ words: [String]) throws -> ExitCode {
+        if words.first == "export", !words.contains("--help") {
+            let arguments = try Arguments(Array(words.dropFirst()), options: walletOptions.union(["out"]), flags: walletFlags)
+            let out = try arguments.required("out")
+            let wallet = try openWallet(arguments)
+            let held = try wallet.ledger.evidence()
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            for bytes in held {
+                let path = out + "/" + Hex.encode(SHA256.hash(bytes).prefix(8)) + ".evidence"
+                if !FileManager.default.fileExists(atPath: path) { try writeOutput(bytes, to: path) }
+                print(path)
+            }
+            if held.isEmpty { printError("secure: this wallet holds no fork evidence") }
+            return .success
+        }
         guard words.first == "verify", !words.contains("--help") else {
             print(help)
             return words.isEmpty || words.contains("--help") ? (words.isEmpty ? .usage : .success) : .usage

@@ -187,6 +187,10 @@ enum MoneyCommands {
         let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
         let (message, code) = describe(outcome, what: "transfer")
         (code == .success ? { print($0) } : printError)(message)
+        for evidence in wallet.lastEvidence {
+            printError("secure: WARNING: this payer signed two histories that cannot both be true (\(evidence.verify())); "
+                + "the fork evidence is kept: `secure evidence export --out DIR`")
+        }
         if case .refused(_, _, let refusal?) = outcome, let out = arguments.value("refusal-out") {
             try writeOutput(refusal.encoded, to: out)
             printError("secure: the signed refusal is in \(out); give it to the payer, whose `secure reverse` credits the debit back")
@@ -194,20 +198,13 @@ enum MoneyCommands {
         if let out = arguments.value("receipt-out") {
             switch outcome {
             case .recorded(let entry), .duplicate(let entry):
-                let receipt = try Receipt(for: transfer, payeeKey: wallet.signingKey, creditPosition: entry.position)
-                    .sign(with: TokenSigner(session: wallet.session, keyURI: try keyURI(wallet)))
+                let receipt = try wallet.receipt(for: transfer, creditPosition: entry.position)
                 try writeOutput(receipt.encoded, to: out)
                 printError("secure: the countersigned receipt is in \(out); give it to the payer (`secure confirm`)")
             default: break
             }
         }
         return code
-    }
-
-    static func keyURI(_ wallet: Wallet) throws -> PKCS11URI {
-        var uri = wallet.session.token.uri
-        uri.id = Hex.decode(wallet.metadata.signingKeyID)
-        return uri
     }
 
     static func reverse(_ words: [String]) throws -> ExitCode {

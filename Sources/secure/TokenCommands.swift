@@ -130,6 +130,7 @@ enum KeyCommands {
               The P-256 keys on the tokens (public halves; no PIN needed).
           secure keys export URI [--pem]
               The key's SubjectPublicKeyInfo on stdout: DER, or PEM with --pem.
+        \(rotationHelp)
         Common options: --module-args ARGS (init args for the URI's module), --confirm-final-try
         """
 
@@ -143,6 +144,8 @@ enum KeyCommands {
         case "generate": return try generate(rest)
         case "list": return try list(rest)
         case "export": return try export(rest)
+        case "rotate": return try rotate(rest)
+        case "audit": return try audit(rest)
         default: throw UsageError("unknown keys command \"\(sub)\"; `secure keys --help` lists them")
         }
     }

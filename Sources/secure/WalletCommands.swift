@@ -22,7 +22,7 @@ func openWallet(_ arguments: Arguments) throws -> Wallet {
     let lock = try WalletLock(path: paths.lock)
     let session = try openSession(arguments, uri: try parseURI(tokenText, arguments))
     do {
-        return try Wallet.open(paths: paths, lock: lock, session: session)
+        return try Wallet.open(paths: paths, lock: lock, token: session)
     } catch {
         session.close()
         throw error
@@ -87,7 +87,7 @@ enum WalletCommands {
         defer { backupSession.close() }
         let options = Wallet.InitOptions(tokenURI: tokenURI, backup: (backupSession, backupURI),
                                          allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet")
-        let wallet = try Wallet.create(paths: paths, session: session, options: options)
+        let wallet = try Wallet.create(paths: paths, token: session, options: options)
         if arguments.flag("json") {
             printJSON(describe(wallet))
         } else {

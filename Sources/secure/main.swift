@@ -10,7 +10,7 @@ import SecureToken
 /// Exit codes, documented in README.md and `secure --help`.
 enum ExitCode: Int32 {
     case success = 0, failure = 1, usage = 2, pin = 3, pinLocked = 4, token = 5, key = 6, verification = 7
-    case wallet = 8, busy = 9, integrity = 10, refused = 11
+    case wallet = 8, busy = 9, integrity = 10, refused = 11, pending = 12
 
     static func of(_ error: TokenError) -> ExitCode {
         switch error.code {
@@ -52,6 +52,10 @@ let topHelp = """
       keys generate --token URI --label L         make a P-256 signing key on the token
       keys list [--token URI] [--json]            the P-256 keys on the tokens
       keys export URI [--pem]                     the key's SubjectPublicKeyInfo on stdout
+      keys rotate [--destroy-old]                 put the committed next key in force (pre-rotation)
+      keys audit [--json]                         findings per wallet key: attributes, usage, key-event log
+      audit export --out FILE [--from N --to M]   an audit bundle for offline checking
+      audit verify FILE                           check an audit bundle with no token
       sign --key URI FILE                         a DER signature of FILE on stdout (label secure-file-v1)
       verify --pubkey PEM --sig SIG FILE          check a signature with OpenSSL only; no token needed
       bench sign [--json]                         the signing benchmark (build with -c release)
@@ -87,6 +91,8 @@ func run(_ words: [String]) -> ExitCode {
         case "balance", "history", "ledger": return try LedgerCommands.run(words)
         case "issuer", "mint", "deposit", "spend", "accept", "reverse", "confirm", "pending": return try MoneyCommands.run(words)
         case "evidence": return try EvidenceCommands.run(Array(words.dropFirst()))
+        case "audit": return try AuditCommands.run(Array(words.dropFirst()))
+        case "receive", "pay", "retry": return try PeerCommands.run(words)
         default: throw UsageError("unknown command \"\(command)\"; `secure --help` lists the commands")
         }
     } catch let error as UsageError {

@@ -6,7 +6,7 @@ import SecureTestSupport
 @Suite("secure wallet commands", .serialized)
 struct WalletCLITests {
     /// Two wallets (alice, bob), each with a main and backup SoftHSM token, and an issuer token, in one folder.
-    final class World {
+    final class World: @unchecked Sendable {
         let directory: String
         let environment: [String: String]
 
@@ -132,5 +132,72 @@ struct WalletCLITests {
         let accept = try world.run(["ledger", "verify", "--accept-rollback"] + world.wallet("alice"))
         #expect(accept.stderr.contains("accepted the rollback"))
         #expect(try world.run(["ledger", "verify"] + world.wallet("alice")).status == 0)
+    }
+}
+
+/// Two real `secure` processes paying each other over loopback TCP.
+@Suite("secure pay and receive", .serialized)
+struct PeerCLITests {
+    static func funded() throws -> WalletCLITests.World {
+        let world = try WalletCLITests.World()
+        let issuer = try world.run(["issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+                                    "--pin-source", "file:toks/issuer.pin"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try world.run(["keys", "export", issuer, "--pem"]).output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
+        for step in [["mint", "--issuer", issuer, "--to", "alice.card", "--amount", "20.00 EUR", "--out", "v", "--pin-source", "file:toks/issuer.pin"],
+                     ["issuer", "trust", "issuer.pem"] + world.wallet("alice"), ["deposit", "v"] + world.wallet("alice")] {
+            let result = try world.run(step)
+            guard result.status == 0 else { throw CLITests.CLIFailure("\(step[0]): \(result.stderr)") }
+        }
+        return world
+    }
+
+    /// Runs a receiver in the background and a payer in the foreground; returns both results.
+    static func session(_ world: WalletCLITests.World, receiver: [String], payer: [String]) throws -> (ProcessResult, ProcessResult) {
+        let port = String(Int.random(in: 20_000..<40_000))
+        final class Box: @unchecked Sendable { var result: ProcessResult? }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        let receiveArguments = ["receive", "--listen", "127.0.0.1:" + port, "--yes"] + receiver + world.wallet("bob")
+        Thread.detachNewThread {
+            box.result = try? world.run(receiveArguments)
+            done.signal()
+        }
+        var payerResult: ProcessResult?
+        for _ in 0..<50 {
+            Thread.sleep(forTimeInterval: 0.1)
+            payerResult = try world.run(["pay", "--to", "127.0.0.1:" + port, "--yes"] + payer + world.wallet("alice"))
+            if !(payerResult!.stderr.contains("refused") && payerResult!.stderr.contains("connect")) { break }
+        }
+        done.wait()
+        return (box.result!, payerResult!)
+    }
+
+    @Test func paymentBetweenTwoProcesses() throws {
+        let world = try Self.funded()
+        let (receiver, payer) = try Self.session(world, receiver: ["--allow-simulated-ranging", "--distance", "420", "--json"],
+                                                 payer: ["--amount", "4.50 EUR", "--category", "food", "--note", "Coffee",
+                                                         "--allow-simulated-ranging", "--distance", "400"])
+        #expect(payer.status == 0, "\(payer.output) \(payer.stderr)")
+        #expect(receiver.status == 0, "\(receiver.output) \(receiver.stderr)")
+        #expect(payer.output.contains("SIMULATED RANGING"))
+        #expect(payer.output.contains("Pay 4.50 EUR to"))
+        #expect(receiver.output.contains("\"event\":\"credit\""))
+        #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("15.50 EUR"))
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
+        for name in ["alice", "bob"] { #expect(try world.run(["ledger", "verify"] + world.wallet(name)).status == 0) }
+        #expect(try world.run(["pending"] + world.wallet("alice")).output.contains("no unconfirmed"))
+    }
+
+    @Test func simulatedRangingIsRefusedByDefaultAndNothingMoves() throws {
+        let world = try Self.funded()
+        try String(repeating: "410\n", count: 20).write(toFile: world.directory + "/uwb.txt", atomically: true, encoding: .utf8)
+        let (receiver, payer) = try Self.session(world, receiver: ["--ranging-file", "uwb.txt"],
+                                                 payer: ["--amount", "1.00 EUR", "--category", "food", "--allow-simulated-ranging"])
+        #expect(payer.status == 11, "\(payer.output)")
+        #expect(receiver.status == 11, "\(receiver.output)")
+        #expect(receiver.output.contains("simulatedRangingRefused"), "\(receiver.output)")
+        #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("20.00 EUR"))
+        let noSource = try world.run(["receive", "--listen", "127.0.0.1:1"] + world.wallet("bob"))
+        #expect(noSource.status == 2 && noSource.stderr.contains("--allow-simulated-ranging"))
     }
 }

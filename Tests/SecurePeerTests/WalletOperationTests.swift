@@ -85,7 +85,7 @@ struct WalletOperationTests {
             #expect(again == credit)
         }
         #expect(try Self.balance(bob) == "20.00 EUR")
-        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, creditPosition: credit.position).sign(with: bob.wallet!.signer)
+        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, creditPosition: credit.position).sign(with: try bob.wallet!.signer)
         try alice.wallet!.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // Both ledgers verify, and the payee kept the payer's checkpoint.
@@ -125,23 +125,29 @@ struct WalletOperationTests {
         let good = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("7.00 EUR"), category: "food")
         // The payer's wallet signs a transfer whose inclusion proof is wrong: validly signed, failing a check.
         let bad = try Transfer(order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
-                               inclusionProof: [[UInt8](repeating: 0, count: 32)]).sign(with: alice.wallet!.signer)
+                               inclusionProof: [[UInt8](repeating: 0, count: 32)]).sign(with: try alice.wallet!.signer)
         let outcome = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true))
         guard case .refused(.inclusionProofInvalid, _, let refusal?) = outcome else { Issue.record("refusal: \(outcome)"); return }
         #expect(try Self.balance(bob) == "0.00 EUR")
+        // Delivered again, it is answered with the same signed refusal and nothing new is recorded.
+        let size = bob.wallet!.size
+        guard case .refused(_, _, let again?) = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+            Issue.record("re-delivered refused transfer"); return
+        }
+        #expect(again == refusal && bob.wallet!.size == size)
         // The payer stored the good transfer; the refusal names the bad one, so it is unrelated to what was sent.
         guard case .dropped(.unrelated) = try alice.wallet!.applyRefusal(refusal, payeeKeys: [bob.wallet!.signingKey]) else {
             Issue.record("unrelated refusal"); return
         }
         // A refusal of the transfer actually sent credits the debit back, once.
-        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, reason: .inclusionProofInvalid).sign(with: bob.wallet!.signer)
+        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, reason: .inclusionProofInvalid).sign(with: try bob.wallet!.signer)
         guard case .recorded = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("reversal"); return }
         guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("once"); return }
         #expect(try Self.balance(alice) == "30.00 EUR")
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // A refusal signed by someone other than the payee is dropped.
         let stranger = try TestWallet("rev-c")
-        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, reason: .debitMismatch).sign(with: stranger.wallet!.signer)
+        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, reason: .debitMismatch).sign(with: try stranger.wallet!.signer)
         guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeKeys: [bob.wallet!.signingKey]) else {
             Issue.record("stranger's refusal"); return
         }
@@ -161,5 +167,41 @@ struct WalletOperationTests {
         guard case .duplicate = try bob.wallet!.accept(transfer, policy: policy) else { Issue.record("duplicate after reopen"); return }
         try alice.reopen()
         #expect(try alice.wallet!.pendingTransfers().map(\.transfer.payload.order.transferID) == [transfer.payload.order.transferID])
+    }
+}
+
+@Suite("Fork evidence from a restored payer", .serialized)
+struct ForkEvidenceTests {
+    @Test func aPayerRestoredFromAnOldCopyThatPaysAgainYieldsEvidence() throws {
+        let issuer = try WalletOperationTests.Issuer()
+        let alice = try WalletOperationTests.funded("fork-a", "10.00 EUR", issuer: issuer)
+        let bob = try TestWallet("fork-b")
+        let anchor = TokenAnchor(session: alice.wallet!.token, walletID: alice.wallet!.walletID)
+        let savedAnchor = try #require(try anchor.load())
+        alice.close()
+        let copy = TestTokens.layout.directory + "/fork-copy-\(UUID().uuidString)"
+        try alice.copyFiles(to: copy)
+        try alice.reopen()
+        let first = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+        guard case .recorded = try bob.wallet!.accept(first, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+            Issue.record("first accept"); return
+        }
+        // The owner restores the old database and the old anchor (SoftHSM keeps it in files too) and pays again.
+        alice.close()
+        try alice.restoreFiles(from: copy, only: ["ledger.db", "ledger.db-wal", "ledger.db-shm"])
+        try alice.reopen()
+        try TokenAnchor(session: alice.wallet!.token, walletID: alice.wallet!.walletID).store(savedAnchor)
+        try alice.reopen()
+        #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
+        let second = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+        _ = try bob.wallet!.accept(second, policy: TransferPolicy(acceptsWithoutProximity: true))
+        let evidence = bob.wallet!.lastEvidence
+        #expect(!evidence.isEmpty, "the second transfer conflicts with the first")
+        for item in evidence {
+            #expect(item.verify().isProven)
+            let decoded = try ForkEvidence.decode(item.encoded)
+            #expect(decoded?.verify().isProven == true, "the kept encoding verifies offline")
+        }
+        #expect(try bob.wallet!.ledger.evidence().count == evidence.count)
     }
 }

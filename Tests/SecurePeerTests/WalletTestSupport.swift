@@ -21,7 +21,7 @@ final class TestWallet {
         let backupSession = try backup.session()
         defer { backupSession.close() }
         let options = Wallet.InitOptions(tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
-        wallet = try Wallet.create(paths: paths, session: try main.session(), options: options, clock: clockFunction())
+        wallet = try Wallet.create(paths: paths, token: try main.session(), options: options, clock: clockFunction())
     }
 
     private func clockFunction() -> @Sendable () -> Int64 {
@@ -31,7 +31,7 @@ final class TestWallet {
 
     /// Closes the wallet (releases its lock, its database and its token session).
     func close() {
-        wallet?.session.close()
+        (wallet?.token as? TokenSession)?.close()
         wallet = nil
     }
 
@@ -39,7 +39,7 @@ final class TestWallet {
     @discardableResult
     func reopen() throws -> Wallet {
         close()
-        let opened = try Wallet.open(paths: paths, session: try main.session(), clock: clockFunction())
+        let opened = try Wallet.open(paths: paths, token: try main.session(), clock: clockFunction())
         wallet = opened
         return opened
     }

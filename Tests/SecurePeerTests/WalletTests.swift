@@ -78,14 +78,14 @@ struct WalletTests {
     @Test func crashBetweenCommitAndAnchorMovesTheAnchorForward() throws {
         let test = try TestWallet("crash")
         try test.setBudget("a", "1.00 EUR")
-        let anchor = TokenAnchor(session: test.wallet!.session, walletID: test.wallet!.walletID)
+        let anchor = TokenAnchor(session: test.wallet!.token, walletID: test.wallet!.walletID)
         let anchorBefore = try #require(try anchor.load())
         try test.setBudget("b", "2.00 EUR")
         // The crash: the commit of entry 2 is durable, the anchor still holds checkpoint 2.
         try anchor.store(anchorBefore)
         let reopened = try test.reopen()
         #expect(reopened.lockReason == nil)
-        let anchored = try SignedCheckpoint.decode(try TokenAnchor(session: reopened.session, walletID: reopened.walletID).load()!)!
+        let anchored = try SignedCheckpoint.decode(try TokenAnchor(session: reopened.token, walletID: reopened.walletID).load()!)!
         #expect(anchored.checkpoint.size == 3)
     }
 
@@ -142,13 +142,13 @@ struct WalletTests {
         let test = try TestWallet("wrongtoken")
         test.close()
         let stranger = try TestTokens.fresh("stranger")
-        #expect(throws: TokenError(.keyNotFound, "")) { try Wallet.open(paths: test.paths, session: try stranger.session()) }
+        #expect(throws: TokenError(.keyNotFound, "")) { try Wallet.open(paths: test.paths, token: try stranger.session()) }
     }
 
     @Test func missingWalletIsNeverRecreated() throws {
         let paths = WalletPaths(directory: TestTokens.layout.directory + "/nowallet-\(UUID().uuidString)")
         let fresh = try TestTokens.fresh("nowallet")
-        #expect(throws: StoreError(.walletMissing, "")) { try Wallet.open(paths: paths, session: try fresh.session()) }
+        #expect(throws: StoreError(.walletMissing, "")) { try Wallet.open(paths: paths, token: try fresh.session()) }
         #expect(!FileManager.default.fileExists(atPath: paths.database))
     }
 }
@@ -166,7 +166,7 @@ struct RecoveryTests {
         try Wallet.recover(paths: test.paths, backup: backup, newToken: fresh, newTokenURI: newToken.uri)
         backup.close()
         fresh.close()
-        var reopened: Wallet? = try Wallet.open(paths: test.paths, session: try newToken.session())
+        var reopened: Wallet? = try Wallet.open(paths: test.paths, token: try newToken.session())
         try readOnlyChecks(reopened!, walletID: walletID)
         reopened = nil
         // A stranger's token cannot recover it.

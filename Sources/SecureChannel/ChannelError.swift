@@ -1,0 +1,50 @@
+/// An error from the channel. Equality is by code, so tests and callers match on the kind of failure;
+/// the detail is a sentence for a person.
+public struct ChannelError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Stable codes for the kinds of failure callers tell apart.
+    public enum Code: String, Sendable {
+        /// A message or frame was cut short.
+        case truncated = "truncated"
+        /// A message or frame broke its format (bad length, trailing bytes, unknown kind).
+        case malformed = "malformed"
+        /// A well-formed message arrived in a state that does not expect it.
+        case unexpectedMessage = "unexpected-message"
+        /// The peer speaks a protocol version this build does not.
+        case unsupportedVersion = "unsupported-version"
+        /// The two sides' contributions name different suites.
+        case noCommonSuite = "no-common-suite"
+        /// The initiator's revealed contribution does not open its commitment.
+        case commitmentMismatch = "commitment-mismatch"
+        /// The peer's public key or ciphertext failed its checks.
+        case invalidPeerKey = "invalid-peer-key"
+        /// The peer's key-confirmation MAC is wrong: a tampered or downgraded handshake, or a different key.
+        case keyConfirmationFailed = "key-confirmation-failed"
+        /// A record failed authentication: tampered, from another direction or from another session.
+        case recordAuthenticationFailed = "record-authentication-failed"
+        /// A record's counter is not the next one: a replay or a reordering.
+        case recordOutOfOrder = "record-out-of-order"
+        /// A payload or frame exceeds its limit.
+        case tooLarge = "too-large"
+        /// A wait ran out (handshake, connect, send or receive).
+        case timeout = "timeout"
+        /// The channel or transport is closed.
+        case closed = "closed"
+        /// The operating system refused a socket operation.
+        case transport = "transport"
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A sentence for a person.
+    public let detail: String
+
+    /// Makes an error with a code and a sentence.
+    public init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+
+    public static func == (lhs: ChannelError, rhs: ChannelError) -> Bool { lhs.code == rhs.code }
+}

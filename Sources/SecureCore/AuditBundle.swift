@@ -1,0 +1,109 @@
+import SecureCrypto
+
+/// What an auditor needs to check a wallet's history offline, with no token: the key-event log with each
+/// event's ledger entry and inclusion proof, a range of entries with inclusion proofs in the checkpoint
+/// that ends the range, that checkpoint and the latest one, and the consistency proof between them. The
+/// JSON form is in docs/PROTOCOL.md ("Audit bundles").
+public struct AuditBundle: Hashable, Sendable {
+    /// One entry with its inclusion proof.
+    public struct ProvenEntry: Hashable, Sendable {
+        public let leaf: [UInt8]
+        public let proof: [[UInt8]]
+
+        public init(leaf: [UInt8], proof: [[UInt8]]) {
+            self.leaf = leaf
+            self.proof = proof
+        }
+    }
+
+    public let walletID: [UInt8]
+    public let keyEvents: [SignedKeyEvent]
+    /// Each key event's ledger entry, proven in `latest`.
+    public let keyEventEntries: [ProvenEntry]
+    /// The first position of the range.
+    public let from: UInt64
+    /// The entries from `from` on, proven in `rangeCheckpoint`; its size is `from + entries.count`.
+    public let entries: [ProvenEntry]
+    public let rangeCheckpoint: SignedCheckpoint
+    public let latest: SignedCheckpoint
+    /// RFC 9162 consistency proof from `rangeCheckpoint` to `latest`.
+    public let consistencyProof: [[UInt8]]
+
+    public init(walletID: [UInt8], keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
+                entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint, consistencyProof: [[UInt8]]) {
+        self.walletID = walletID
+        self.keyEvents = keyEvents
+        self.keyEventEntries = keyEventEntries
+        self.from = from
+        self.entries = entries
+        self.rangeCheckpoint = rangeCheckpoint
+        self.latest = latest
+        self.consistencyProof = consistencyProof
+    }
+
+    /// Every check, in order; the problems found (empty when the bundle verifies). Stops at the first
+    /// problem that makes later checks meaningless.
+    public func verify() -> [String] {
+        let log: KeyEventLog
+        do {
+            log = try KeyEventLog(verifying: keyEvents, walletID: walletID)
+        } catch {
+            return ["the key-event log does not verify: \(error)"]
+        }
+        var problems: [String] = []
+        for (name, signed) in [("the range checkpoint", rangeCheckpoint), ("the latest checkpoint", latest)] {
+            switch log.check(signed) {
+            case .inForce: break
+            case .retired: problems.append("\(name) is signed by a key after its retirement")
+            case .unknown, .beforeInForce: problems.append("\(name) is not signed by a key of the log in force at its size")
+            }
+        }
+        if !problems.isEmpty { return problems }
+        let end = rangeCheckpoint.checkpoint
+        let top = latest.checkpoint
+        guard keyEventEntries.count == keyEvents.count else { return ["each key event needs its ledger entry"] }
+        for (signed, proven) in zip(keyEvents, keyEventEntries) {
+            let position = signed.event.ledgerPosition
+            guard let entry = try? LedgerEntry.decode(proven.leaf), entry.kind == .keyEvent, entry.position == position,
+                  entry.payload == signed.encoded else {
+                problems.append("key event \(signed.event.sequence)'s entry is not the key-event entry at position \(position)")
+                continue
+            }
+            if !Merkle.verifyInclusion(leafHash: Merkle.leafHash(proven.leaf), index: position, size: top.size,
+                                       proof: proven.proof, root: top.root) {
+                problems.append("key event \(signed.event.sequence)'s entry is not proven in the latest checkpoint")
+            }
+        }
+        problems += verifyRange(end)
+        if !Merkle.verifyConsistency(oldSize: end.size, newSize: top.size, oldRoot: end.root, newRoot: top.root,
+                                     proof: consistencyProof) {
+            problems.append("the latest checkpoint is not shown to extend the range checkpoint")
+        }
+        return problems
+    }
+
+    private func verifyRange(_ end: Checkpoint) -> [String] {
+        guard from + UInt64(entries.count) == end.size else {
+            return ["the range \(from)..<\(from + UInt64(entries.count)) does not end at the range checkpoint's size \(end.size)"]
+        }
+        var problems: [String] = []
+        var previous: LedgerEntry?
+        for (offset, proven) in entries.enumerated() {
+            let position = from + UInt64(offset)
+            guard let entry = try? LedgerEntry.decode(proven.leaf), entry.position == position else {
+                problems.append("entry \(position) does not decode or is out of place")
+                continue
+            }
+            if let previous, entry.previousLink != previous.link {
+                problems.append("entry \(position) does not link to entry \(position - 1)")
+            }
+            if !Merkle.verifyInclusion(leafHash: Merkle.leafHash(proven.leaf), index: position, size: end.size,
+                                       proof: proven.proof, root: end.root) {
+                problems.append("entry \(position) is not proven in the range checkpoint")
+            }
+            previous = entry
+        }
+        if let previous, previous.link != end.head { problems.append("the range's last entry is not the checkpoint's chain head") }
+        return problems
+    }
+}

@@ -1,0 +1,249 @@
+import SecureCrypto
+
+/// A verified key-event log: the inception event, then each rotation, every one checked against the one
+/// before it. It answers which key was in force for a checkpoint of a given size, so "signed by a retired
+/// key after its retirement" is decidable from the signature's own (key sequence, key event position).
+/// The rules are in docs/PROTOCOL.md ("Key events", "Rotation rules").
+public struct KeyEventLog: Hashable, Sendable {
+    /// The events, sequence 0, 1, 2, … in order.
+    public private(set) var events: [SignedKeyEvent]
+
+    /// A wallet rotates by hand, a few times in its life; 1,024 events bound what a peer can make us check
+    /// and store while leaving room for a rotation a week for twenty years.
+    public static let eventCountMax = 1024
+
+    /// A log of just the inception event, which must be sequence 0 and validly signed.
+    public init(inception: SignedKeyEvent) throws {
+        guard inception.event.kind == .inception, inception.event.sequence == 0, inception.verify(),
+              inception.event.previousEvent == [UInt8](repeating: 0, count: 32), inception.event.ledgerPosition == 0 else {
+            throw KeyEventError(.notInception, "the first key event is not a validly signed inception event")
+        }
+        events = [inception]
+    }
+
+    /// Verifies a whole log, event by event; `walletID`, when given, must be the inception's digest.
+    public init(verifying events: [SignedKeyEvent], walletID: [UInt8]? = nil) throws {
+        guard let first = events.first else { throw KeyEventError(.notInception, "a key-event log is never empty") }
+        guard events.count <= Self.eventCountMax else {
+            throw KeyEventError(.tooLong, "a key-event log of \(events.count) events is longer than \(Self.eventCountMax)")
+        }
+        try self.init(inception: first)
+        if let walletID, first.event.digest != walletID {
+            throw KeyEventError(.wrongWallet, "the key-event log's inception is not this wallet's (its digest is not the wallet id)")
+        }
+        for event in events.dropFirst() { try append(event) }
+    }
+
+    /// SHA-256 of the inception event.
+    public var walletID: [UInt8] { events[0].event.digest }
+    /// The event in force: the last one.
+    public var current: KeyEvent { events[events.count - 1].event }
+    /// The head of the log: (sequence, digest) of the event in force, as `hello` carries it.
+    public var head: KeyEventHead { KeyEventHead(sequence: current.sequence, digest: current.digest) }
+
+    /// Why `event` cannot follow the log, or nil when it can.
+    public func refusal(of next: SignedKeyEvent) -> KeyEventError? {
+        let last = current
+        let event = next.event
+        guard event.kind == .rotation, event.sequence == last.sequence + 1 else {
+            return KeyEventError(.wrongSequence, "key event \(event.sequence) cannot follow event \(last.sequence)")
+        }
+        guard event.previousEvent == last.digest else {
+            return KeyEventError(.brokenChain, "rotation \(event.sequence) does not name the digest of event \(last.sequence)")
+        }
+        guard event.signingKey.fingerprint == last.nextKeyDigest else {
+            return KeyEventError(.uncommittedKey, "rotation \(event.sequence) puts in force a key that event \(last.sequence) "
+                + "did not commit to (pre-rotation): a stolen current key cannot rotate to a key of its own")
+        }
+        guard next.verify() else {
+            return KeyEventError(.badSignature, "rotation \(event.sequence) is not signed by the key it puts in force")
+        }
+        guard next.verifyCountersignature(by: last.signingKey) else {
+            return KeyEventError(.badSignature, "rotation \(event.sequence)'s countersignature is not the previous key's")
+        }
+        guard event.ledgerPosition > last.ledgerPosition else {
+            return KeyEventError(.positionNotAfter, "rotation \(event.sequence) takes effect at ledger position "
+                + "\(event.ledgerPosition), not after event \(last.sequence)'s \(last.ledgerPosition)")
+        }
+        guard event.nextKeyDigest != event.signingKey.fingerprint, event.nextKeyDigest != last.nextKeyDigest else {
+            return KeyEventError(.reusedKey, "rotation \(event.sequence) commits to a next key that is already in use")
+        }
+        return nil
+    }
+
+    /// Appends a rotation after checking every rule.
+    public mutating func append(_ next: SignedKeyEvent) throws {
+        if let refusal = refusal(of: next) { throw refusal }
+        guard events.count < Self.eventCountMax else {
+            throw KeyEventError(.tooLong, "the key-event log already holds \(Self.eventCountMax) events")
+        }
+        events.append(next)
+    }
+
+    /// The event that put `key` in force, if it ever was.
+    public func event(for key: P256.PublicKey) -> KeyEvent? { events.first { $0.event.signingKey == key }?.event }
+
+    /// The event whose key signs the checkpoint of `size` entries: the last event recorded below `size`.
+    public func event(signingCheckpointOfSize size: UInt64) -> KeyEvent? {
+        events.last { $0.event.ledgerPosition < size }?.event
+    }
+
+    /// Whether a signature made with `key`, dated (sequence, event position) and covering `size` entries,
+    /// was made while that key was in force. The signature itself is the caller's to check.
+    public func keyUse(key: P256.PublicKey, sequence: UInt64, eventPosition: UInt64, size: UInt64) -> KeyUse {
+        guard sequence < UInt64(events.count) else { return .unknown }
+        let named = events[Int(sequence)].event
+        guard named.signingKey == key, named.ledgerPosition == eventPosition else { return .unknown }
+        guard size > named.ledgerPosition else { return .beforeInForce }
+        if Int(sequence) + 1 < events.count {
+            let successor = events[Int(sequence) + 1]
+            if size > successor.event.ledgerPosition { return .retired(successor) }
+        }
+        return .inForce
+    }
+
+    /// Where a checkpoint stands against the log: its signature, then its date.
+    public func check(_ signed: SignedCheckpoint) -> KeyUse {
+        let checkpoint = signed.checkpoint
+        guard checkpoint.walletID == walletID, signed.isSelfConsistent else { return .unknown }
+        return keyUse(key: checkpoint.walletKey, sequence: checkpoint.keySequence,
+                      eventPosition: checkpoint.keyEventPosition, size: checkpoint.size)
+    }
+
+    /// Accepts a peer's newer log in place of this one only through a valid chain: the newer log must
+    /// start with exactly this log's events. Returns the refusal, or nil after adopting it. Two valid
+    /// events with the same sequence are evidence (`conflict`).
+    public mutating func follow(_ newer: [SignedKeyEvent]) -> KeyEventFollow {
+        for (index, known) in events.prefix(newer.count).enumerated() where newer[index] != known {
+            let offered = newer[index]
+            if offered.event.digest != known.event.digest, let evidence = KeyEventConflict(known, offered) {
+                return .conflict(evidence)
+            }
+            // The same event with another (randomized) signature is no conflict; anything else breaks the chain.
+            guard offered.event == known.event, offered.verify() else {
+                return .refused(KeyEventError(.brokenChain, "the offered log differs from the known one at event \(index)"))
+            }
+        }
+        guard newer.count >= events.count else {
+            return .refused(KeyEventError(.wrongSequence, "the offered log is shorter than the one known"))
+        }
+        var extended = self
+        for event in newer.dropFirst(events.count) {
+            if let refusal = extended.refusal(of: event) { return .refused(refusal) }
+            extended.events.append(event)
+        }
+        guard extended.events.count <= Self.eventCountMax else {
+            return .refused(KeyEventError(.tooLong, "the offered log is longer than \(Self.eventCountMax) events"))
+        }
+        self = extended
+        return .followed
+    }
+}
+
+/// The head of a key-event log: the sequence of its last event and that event's SHA-256.
+public struct KeyEventHead: Hashable, Sendable {
+    public let sequence: UInt64
+    public let digest: [UInt8]
+
+    public init(sequence: UInt64, digest: [UInt8]) {
+        precondition(digest.count == 32, "a key-event head names a SHA-256 digest")
+        self.sequence = sequence
+        self.digest = digest
+    }
+}
+
+/// Where a dated signature stands against a key-event log.
+public enum KeyUse: Hashable, Sendable {
+    /// The key was in force when the signature says it was made.
+    case inForce
+    /// The log has no such key at that sequence and event position.
+    case unknown
+    /// The signature says it covers entries before its key was in force.
+    case beforeInForce
+    /// The key had been retired by this rotation before the signature was made: refused, and evidence.
+    case retired(SignedKeyEvent)
+}
+
+/// What following a newer log did.
+public enum KeyEventFollow: Hashable, Sendable {
+    case followed
+    case refused(KeyEventError)
+    /// Two validly signed events with the same sequence: evidence against the key that signed both.
+    case conflict(KeyEventConflict)
+}
+
+/// Two events with the same sequence, both validly signed by the same key: the committed key signed two
+/// histories. Because each event's key must match the digest its predecessor committed to, two events
+/// that both follow the same predecessor are always signed by the same key, so this pair is checkable
+/// with nothing but its own bytes.
+public struct KeyEventConflict: Hashable, Sendable {
+    public let first: SignedKeyEvent
+    public let second: SignedKeyEvent
+
+    /// The pair, or nil when it proves nothing (other sequence, other key, same event, a bad signature).
+    public init?(_ first: SignedKeyEvent, _ second: SignedKeyEvent) {
+        guard first.event.sequence == second.event.sequence, first.event.signingKey == second.event.signingKey,
+              first.event.digest != second.event.digest, first.verify(), second.verify() else { return nil }
+        // Canonical order, so the same conflict always encodes to the same bytes.
+        if first.event.digest.lexicographicallyPrecedes(second.event.digest) {
+            self.first = first
+            self.second = second
+        } else {
+            self.first = second
+            self.second = first
+        }
+    }
+}
+
+/// A checkpoint signed by a retired key after its retirement, with the rotation that retired it. It is
+/// checkable alone: the rotation is signed by the key it puts in force and names the digest of the event
+/// that put the checkpoint's key in force; the checkpoint is signed by that retired key, names its
+/// sequence, and covers the rotation's ledger position. (That the rotation's predecessor is the named
+/// event is proved by also carrying it.)
+public struct RetiredKeySignature: Hashable, Sendable {
+    /// The event that put the retired key in force.
+    public let retiredEvent: SignedKeyEvent
+    /// The rotation that retired it.
+    public let rotation: SignedKeyEvent
+    /// The late checkpoint.
+    public let checkpoint: SignedCheckpoint
+
+    public init(retiredEvent: SignedKeyEvent, rotation: SignedKeyEvent, checkpoint: SignedCheckpoint) {
+        self.retiredEvent = retiredEvent
+        self.rotation = rotation
+        self.checkpoint = checkpoint
+    }
+
+    /// Whether it proves a signature by a key after its retirement.
+    public var isProven: Bool {
+        let retired = retiredEvent.event
+        let next = rotation.event
+        let late = checkpoint.checkpoint
+        return retiredEvent.verify() && rotation.verify() && next.previousEvent == retired.digest
+            && next.sequence == retired.sequence + 1 && next.signingKey.fingerprint == retired.nextKeyDigest
+            && late.walletKey == retired.signingKey && late.keySequence == retired.sequence
+            && late.keyEventPosition == retired.ledgerPosition && late.size > next.ledgerPosition
+            && checkpoint.isSelfConsistent
+    }
+}
+
+/// Why a key event or log was refused. Equal by code.
+public struct KeyEventError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case notInception = "not-inception", wrongWallet = "wrong-wallet", wrongSequence = "wrong-sequence"
+        case brokenChain = "broken-chain", uncommittedKey = "uncommitted-key", badSignature = "bad-signature"
+        case positionNotAfter = "position-not-after", reusedKey = "reused-key", tooLong = "too-long"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+    public static func == (lhs: KeyEventError, rhs: KeyEventError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

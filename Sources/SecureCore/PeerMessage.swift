@@ -1,0 +1,658 @@
+import SecureCrypto
+
+/// The peer-payment protocol's messages: one enum, one struct per message. Each message is encoded as
+/// version u8 ‖ type u8 ‖ body, with every length bounded. `decode` returns nil when the bytes end early
+/// and throws when they are malformed; it never traps. See docs/PROTOCOL.md, "Peer messages".
+public enum PeerMessage: Hashable, Sendable {
+    case hello(PeerHello)
+    case request(PaymentRequest)
+    case offer(PaymentOffer)
+    case reply(OfferReply)
+    case measurement(MeasurementMessage)
+    case ready(ReadyMessage)
+    case transfer(TransferMessage)
+    case receipt(ReceiptMessage)
+    case refusal(RefusalMessage)
+    case evidence(EvidenceMessage)
+    case keyEvents(KeyEventsMessage)
+    case failure(PeerFailure)
+
+    /// The encoding's version byte.
+    public static let encodingVersion: UInt8 = 1
+    /// Offer and request ids are 16 random bytes, like every other id the wallet chooses.
+    public static let offerIDByteCount = 16
+    /// The largest message is one piece of fork evidence (about 198 KiB at its limits); 256 KiB bounds
+    /// what a peer can make us buffer. SecurePeer splits messages over channel records.
+    public static let encodedByteCountMax = 262_144
+
+    /// The type byte.
+    var type: UInt8 {
+        switch self {
+        case .hello: 1
+        case .request: 2
+        case .offer: 3
+        case .reply: 4
+        case .measurement: 5
+        case .ready: 6
+        case .transfer: 7
+        case .receipt: 8
+        case .refusal: 9
+        case .evidence: 10
+        case .keyEvents: 11
+        case .failure: 12
+        }
+    }
+
+    /// A short name for logs and errors.
+    public var name: String {
+        switch self {
+        case .hello: "hello"
+        case .request: "request"
+        case .offer: "offer"
+        case .reply: "reply"
+        case .measurement: "measurement"
+        case .ready: "ready"
+        case .transfer: "transfer"
+        case .receipt: "receipt"
+        case .refusal: "refusal"
+        case .evidence: "evidence"
+        case .keyEvents: "keyEvents"
+        case .failure: "failure"
+        }
+    }
+
+    /// The canonical encoding.
+    public var encoded: [UInt8] {
+        var writer = ByteWriter(capacity: 512)
+        writer.write(PeerMessage.encodingVersion)
+        writer.write(type)
+        switch self {
+        case .hello(let body): body.encode(into: &writer)
+        case .request(let body): body.encode(into: &writer)
+        case .offer(let body): body.encode(into: &writer)
+        case .reply(let body): body.encode(into: &writer)
+        case .measurement(let body): body.encode(into: &writer)
+        case .ready(let body): body.encode(into: &writer)
+        case .transfer(let body): body.encode(into: &writer)
+        case .receipt(let body): body.encode(into: &writer)
+        case .refusal(let body): body.encode(into: &writer)
+        case .evidence(let body): body.encode(into: &writer)
+        case .keyEvents(let body): body.encode(into: &writer)
+        case .failure(let body): body.encode(into: &writer)
+        }
+        precondition(writer.bytes.count <= PeerMessage.encodedByteCountMax, "a message over its limit")
+        return writer.bytes
+    }
+
+    /// Decodes one message that fills `bytes` exactly.
+    public static func decode(_ bytes: [UInt8]) throws -> PeerMessage? {
+        guard bytes.count <= encodedByteCountMax else {
+            throw FormatError(.fieldTooLong, "a peer message of \(bytes.count) bytes exceeds \(encodedByteCountMax)")
+        }
+        var reader = ByteReader(bytes)
+        guard let version = reader.readUInt8() else { return nil }
+        guard version == encodingVersion else {
+            throw FormatError(.unsupportedVersion, "peer message version \(version) is not supported")
+        }
+        guard let type = reader.readUInt8() else { return nil }
+        let message: PeerMessage?
+        switch type {
+        case 1: message = try PeerHello.decode(from: &reader).map(PeerMessage.hello)
+        case 2: message = try PaymentRequest.decode(from: &reader).map(PeerMessage.request)
+        case 3: message = try PaymentOffer.decode(from: &reader).map(PeerMessage.offer)
+        case 4: message = try OfferReply.decode(from: &reader).map(PeerMessage.reply)
+        case 5: message = try MeasurementMessage.decode(from: &reader).map(PeerMessage.measurement)
+        case 6: message = try ReadyMessage.decode(from: &reader).map(PeerMessage.ready)
+        case 7: message = try TransferMessage.decode(from: &reader).map(PeerMessage.transfer)
+        case 8: message = try ReceiptMessage.decode(from: &reader).map(PeerMessage.receipt)
+        case 9: message = try RefusalMessage.decode(from: &reader).map(PeerMessage.refusal)
+        case 10: message = try EvidenceMessage.decode(from: &reader).map(PeerMessage.evidence)
+        case 11: message = try KeyEventsMessage.decode(from: &reader).map(PeerMessage.keyEvents)
+        case 12: message = try PeerFailure.decode(from: &reader).map(PeerMessage.failure)
+        default: throw FormatError(.invalidValue, "peer message type \(type) is not known")
+        }
+        guard let message else { return nil }
+        try reader.expectEnd("\(message.name) message")
+        return message
+    }
+}
+
+/// The first message each side sends.
+public struct PeerHello: Hashable, Sendable {
+    /// The sender's current signing key.
+    public let walletKey: P256.PublicKey
+    /// A name chosen by the key's owner; it proves nothing on its own.
+    public let displayName: String
+    /// The sender's ranging discovery token (opaque to the protocol).
+    public let rangingToken: [UInt8]
+    /// The sender's 16 random bytes for the session nonce.
+    public let nonceContribution: [UInt8]
+    /// The sender's latest signed checkpoint, naming its wallet id.
+    public let checkpoint: SignedCheckpoint
+    /// Digests (SHA-256 of the encoding) of the fork evidence the sender holds.
+    public let evidenceDigests: [[UInt8]]
+    /// The head of the sender's key-event log; a peer that knows an older head asks for the log.
+    public let keyEventHead: KeyEventHead?
+
+    /// A display name is a label on a screen: 64 bytes is ample, and it is not trusted anyway.
+    public static let displayNameByteCountMax = 64
+    /// NearbyInteraction discovery tokens are a few hundred bytes; UWB boards use less.
+    public static let rangingTokenByteCountMax = 1024
+    /// A wallet that holds more evidence than this hands it over in several sessions.
+    public static let evidenceDigestCountMax = 64
+
+    public init(
+        walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: [UInt8],
+        checkpoint: SignedCheckpoint, evidenceDigests: [[UInt8]] = [], keyEventHead: KeyEventHead? = nil
+    ) throws {
+        guard displayName.utf8.count <= PeerHello.displayNameByteCountMax,
+            !displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw FormatError(.invalidValue, "a display name is at most 64 bytes without control characters")
+        }
+        guard rangingToken.count <= PeerHello.rangingTokenByteCountMax,
+            nonceContribution.count == SessionNonce.contributionByteCount,
+            evidenceDigests.count <= PeerHello.evidenceDigestCountMax, evidenceDigests.allSatisfy({ $0.count == 32 })
+        else {
+            throw FormatError(.invalidValue, "a hello's token, nonce contribution or evidence digests break a limit")
+        }
+        self.walletKey = walletKey
+        self.displayName = displayName
+        self.rangingToken = rangingToken
+        self.nonceContribution = nonceContribution
+        self.checkpoint = checkpoint
+        self.evidenceDigests = evidenceDigests
+        self.keyEventHead = keyEventHead
+    }
+
+    /// The sender's wallet id, as its checkpoint names it.
+    public var walletID: [UInt8] { checkpoint.checkpoint.walletID }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: walletKey.x963, count: P256.uncompressedPointByteCount)
+        writer.write(prefixed8: Array(displayName.utf8), max: PeerHello.displayNameByteCountMax)
+        writer.write(prefixed16: rangingToken, max: PeerHello.rangingTokenByteCountMax)
+        writer.write(fixed: nonceContribution, count: SessionNonce.contributionByteCount)
+        checkpoint.encode(into: &writer)
+        writer.write(UInt8(evidenceDigests.count))
+        for digest in evidenceDigests { writer.write(fixed: digest, count: 32) }
+        if let keyEventHead {
+            writer.write(UInt8(1))
+            writer.write(keyEventHead.sequence)
+            writer.write(fixed: keyEventHead.digest, count: 32)
+        } else {
+            writer.write(UInt8(0))
+        }
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> PeerHello? {
+        guard let point = reader.readFixed(P256.uncompressedPointByteCount),
+            let name = try reader.readPrefixed8(max: displayNameByteCountMax, field: "display name"),
+            let token = try reader.readPrefixed16(max: rangingTokenByteCountMax, field: "ranging token"),
+            let contribution = reader.readFixed(SessionNonce.contributionByteCount),
+            let checkpoint = try SignedCheckpoint.decode(from: &reader), let count = reader.readUInt8()
+        else { return nil }
+        guard Int(count) <= evidenceDigestCountMax else {
+            throw FormatError(.fieldTooLong, "a hello lists \(count) evidence digests; at most \(evidenceDigestCountMax)")
+        }
+        var digests: [[UInt8]] = []
+        for _ in 0..<count {
+            guard let digest = reader.readFixed(32) else { return nil }
+            digests.append(digest)
+        }
+        guard let headTag = reader.readUInt8() else { return nil }
+        var head: KeyEventHead?
+        switch headTag {
+        case 0: head = nil
+        case 1:
+            guard let sequence = reader.readUInt64(), let digest = reader.readFixed(32) else { return nil }
+            head = KeyEventHead(sequence: sequence, digest: digest)
+        default: throw FormatError(.invalidValue, "key-event head tag \(headTag) is not 0 or 1")
+        }
+        if let head, head.sequence != checkpoint.checkpoint.keySequence {
+            throw FormatError(.invalidValue, "a hello's key-event head is not the sequence its checkpoint is signed under")
+        }
+        return try PeerHello(
+            walletKey: try decodeKey(point, "wallet key"), displayName: try decodeText(name, "display name"),
+            rangingToken: token, nonceContribution: contribution, checkpoint: checkpoint, evidenceDigests: digests,
+            keyEventHead: head)
+    }
+}
+
+/// Payee → payer: "please pay me this", with an optional note.
+public struct PaymentRequest: Hashable, Sendable {
+    /// The request id; an offer that answers it carries the same id.
+    public let requestID: [UInt8]
+    /// The amount asked for.
+    public let amount: Money
+    /// A note for the payer ("Coffee"), or "".
+    public let note: String
+
+    public init(requestID: [UInt8], amount: Money, note: String = "") throws {
+        try checkOfferFields(requestID, amount, note)
+        self.requestID = requestID
+        self.amount = amount
+        self.note = note
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: requestID, count: PeerMessage.offerIDByteCount)
+        amount.encode(into: &writer)
+        writer.write(prefixed16: Array(note.utf8), max: LedgerEntry.noteByteCountMax)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> PaymentRequest? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let amount = try Money.decode(from: &reader),
+            let note = try reader.readPrefixed16(max: LedgerEntry.noteByteCountMax, field: "note")
+        else { return nil }
+        return try PaymentRequest(requestID: id, amount: amount, note: try decodeText(note, "note"))
+    }
+}
+
+/// Payer → payee, after the payer's budget check and approval: "I will pay this".
+public struct PaymentOffer: Hashable, Sendable {
+    /// The offer id: the request id when it answers a request, else fresh random bytes.
+    public let offerID: [UInt8]
+    /// The amount offered.
+    public let amount: Money
+    /// A note for the payee, or "".
+    public let note: String
+
+    public init(offerID: [UInt8], amount: Money, note: String = "") throws {
+        try checkOfferFields(offerID, amount, note)
+        self.offerID = offerID
+        self.amount = amount
+        self.note = note
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        amount.encode(into: &writer)
+        writer.write(prefixed16: Array(note.utf8), max: LedgerEntry.noteByteCountMax)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> PaymentOffer? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let amount = try Money.decode(from: &reader),
+            let note = try reader.readPrefixed16(max: LedgerEntry.noteByteCountMax, field: "note")
+        else { return nil }
+        return try PaymentOffer(offerID: id, amount: amount, note: try decodeText(note, "note"))
+    }
+}
+
+private func checkOfferFields(_ id: [UInt8], _ amount: Money, _ note: String) throws {
+    guard id.count == PeerMessage.offerIDByteCount, !amount.isZero, note.utf8.count <= LedgerEntry.noteByteCountMax else {
+        throw FormatError(.invalidValue, "an offer or request has a 16-byte id, a positive amount and a short note")
+    }
+}
+
+/// Payee → payer: accepted (after the payee's approval) or declined.
+public struct OfferReply: Hashable, Sendable {
+    public let offerID: [UInt8]
+    /// Whether the payee accepted.
+    public let accepted: Bool
+    /// The size of the latest checkpoint of this payer the payee holds, or nil.
+    public let heldCheckpointSize: UInt64?
+
+    public init(offerID: [UInt8], accepted: Bool, heldCheckpointSize: UInt64?) throws {
+        guard offerID.count == PeerMessage.offerIDByteCount, heldCheckpointSize != 0 else {
+            throw FormatError(.invalidValue, "a reply names a 16-byte offer id and a held size of at least 1")
+        }
+        self.offerID = offerID
+        self.accepted = accepted
+        self.heldCheckpointSize = heldCheckpointSize
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(UInt8(accepted ? 1 : 2))
+        writer.write(heldCheckpointSize ?? 0)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> OfferReply? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let decision = reader.readUInt8(),
+            let held = reader.readUInt64()
+        else { return nil }
+        guard decision == 1 || decision == 2 else {
+            throw FormatError(.invalidValue, "reply decision \(decision) is not 1 (accept) or 2 (decline)")
+        }
+        return try OfferReply(offerID: id, accepted: decision == 1, heldCheckpointSize: held == 0 ? nil : held)
+    }
+}
+
+/// A signed measurement; the payer's also carries the consistency proof from the checkpoint size the payee
+/// holds to the payer's `hello` checkpoint.
+public struct MeasurementMessage: Hashable, Sendable {
+    public let offerID: [UInt8]
+    public let measurement: SignedMeasurement
+    /// RFC 9162 consistency proof; nil in the payee's message, and in the payer's when the payee holds none.
+    public let consistencyProof: [[UInt8]]?
+
+    public init(offerID: [UInt8], measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) throws {
+        guard offerID.count == PeerMessage.offerIDByteCount,
+            (consistencyProof ?? []).count <= Merkle.proofHashCountMax,
+            (consistencyProof ?? []).allSatisfy({ $0.count == 32 })
+        else { throw FormatError(.invalidValue, "a measurement message breaks a limit") }
+        self.offerID = offerID
+        self.measurement = measurement
+        self.consistencyProof = consistencyProof
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        measurement.encode(into: &writer)
+        if let consistencyProof {
+            writer.write(UInt8(1))
+            writer.write(proof: consistencyProof)
+        } else {
+            writer.write(UInt8(0))
+        }
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> MeasurementMessage? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+            let measurement = try SignedMeasurement.decode(from: &reader), let tag = reader.readUInt8()
+        else { return nil }
+        var proof: [[UInt8]]?
+        switch tag {
+        case 0: proof = nil
+        case 1:
+            guard let hashes = try reader.readProof() else { return nil }
+            proof = hashes
+        default: throw FormatError(.invalidValue, "consistency proof tag \(tag) is not 0 or 1")
+        }
+        return try MeasurementMessage(offerID: id, measurement: measurement, consistencyProof: proof)
+    }
+}
+
+/// Payee → payer: proof and limits are good for exactly this amount; the payee has persisted its ready
+/// record.
+public struct ReadyMessage: Hashable, Sendable {
+    public let offerID: [UInt8]
+    public let amount: Money
+
+    public init(offerID: [UInt8], amount: Money) throws {
+        guard offerID.count == PeerMessage.offerIDByteCount else {
+            throw FormatError(.invalidValue, "an offer id is 16 bytes")
+        }
+        self.offerID = offerID
+        self.amount = amount
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        amount.encode(into: &writer)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> ReadyMessage? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let amount = try Money.decode(from: &reader)
+        else { return nil }
+        return try ReadyMessage(offerID: id, amount: amount)
+    }
+}
+
+/// Payer → payee: the signed transfer and the spatial proof it names.
+public struct TransferMessage: Hashable, Sendable {
+    public let offerID: [UInt8]
+    public let transfer: SignedTransfer
+    public let spatialProof: SpatialProof
+
+    public init(offerID: [UInt8], transfer: SignedTransfer, spatialProof: SpatialProof) throws {
+        guard offerID.count == PeerMessage.offerIDByteCount else {
+            throw FormatError(.invalidValue, "an offer id is 16 bytes")
+        }
+        self.offerID = offerID
+        self.transfer = transfer
+        self.spatialProof = spatialProof
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        transfer.encode(into: &writer)
+        spatialProof.encode(into: &writer)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> TransferMessage? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+            let transfer = try SignedTransfer.decode(from: &reader), let proof = try SpatialProof.decode(from: &reader)
+        else { return nil }
+        return try TransferMessage(offerID: id, transfer: transfer, spatialProof: proof)
+    }
+}
+
+/// Payee → payer: the countersigned receipt.
+public struct ReceiptMessage: Hashable, Sendable {
+    public let offerID: [UInt8]
+    public let receipt: SignedReceipt
+
+    public init(offerID: [UInt8], receipt: SignedReceipt) throws {
+        guard offerID.count == PeerMessage.offerIDByteCount else {
+            throw FormatError(.invalidValue, "an offer id is 16 bytes")
+        }
+        self.offerID = offerID
+        self.receipt = receipt
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        receipt.encode(into: &writer)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> ReceiptMessage? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+            let receipt = try SignedReceipt.decode(from: &reader)
+        else { return nil }
+        return try ReceiptMessage(offerID: id, receipt: receipt)
+    }
+}
+
+/// Payee → payer: the signed refusal of a validly signed transfer that failed a check.
+public struct RefusalMessage: Hashable, Sendable {
+    public let offerID: [UInt8]
+    public let refusal: SignedRefusal
+
+    public init(offerID: [UInt8], refusal: SignedRefusal) throws {
+        guard offerID.count == PeerMessage.offerIDByteCount else {
+            throw FormatError(.invalidValue, "an offer id is 16 bytes")
+        }
+        self.offerID = offerID
+        self.refusal = refusal
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        refusal.encode(into: &writer)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> RefusalMessage? {
+        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+            let refusal = try SignedRefusal.decode(from: &reader)
+        else { return nil }
+        return try RefusalMessage(offerID: id, refusal: refusal)
+    }
+}
+
+/// Fork evidence, asked for by digest and handed over one piece per message.
+public enum EvidenceMessage: Hashable, Sendable {
+    /// "Send me these": digests taken from the other side's `hello`.
+    case request([[UInt8]])
+    /// One piece of evidence; the receiver verifies it offline before keeping it.
+    case item(ForkEvidence)
+
+    /// Type (b) evidence at its limits: two signed checkpoints (32,844 bytes each), two entry leaves
+    /// (66,409) and two 65-hash proofs come to 202,686 bytes; 200 KiB + 4 KiB bounds it.
+    public static let evidenceByteCountMax = 204_800
+
+    func encode(into writer: inout ByteWriter) {
+        switch self {
+        case .request(let digests):
+            precondition(digests.count <= PeerHello.evidenceDigestCountMax)
+            writer.write(UInt8(1))
+            writer.write(UInt8(digests.count))
+            for digest in digests { writer.write(fixed: digest, count: 32) }
+        case .item(let evidence):
+            writer.write(UInt8(2))
+            writer.write(prefixed32: evidence.encoded, max: EvidenceMessage.evidenceByteCountMax)
+        }
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> EvidenceMessage? {
+        guard let tag = reader.readUInt8() else { return nil }
+        switch tag {
+        case 1:
+            guard let count = reader.readUInt8() else { return nil }
+            guard Int(count) <= PeerHello.evidenceDigestCountMax else {
+                throw FormatError(.fieldTooLong, "an evidence request names \(count) digests; at most 64")
+            }
+            var digests: [[UInt8]] = []
+            for _ in 0..<count {
+                guard let digest = reader.readFixed(32) else { return nil }
+                digests.append(digest)
+            }
+            return .request(digests)
+        case 2:
+            guard let bytes = try reader.readPrefixed32(max: evidenceByteCountMax, field: "fork evidence") else {
+                return nil
+            }
+            guard let evidence = try ForkEvidence.decode(bytes) else {
+                throw FormatError(.invalidValue, "the fork evidence in an evidence message is truncated")
+            }
+            return .item(evidence)
+        default: throw FormatError(.invalidValue, "evidence message kind \(tag) is not known")
+        }
+    }
+}
+
+/// Key-event logs for the rotation issue, asked for by wallet id.
+public enum KeyEventsMessage: Hashable, Sendable {
+    /// "Send me the key-event log of this wallet."
+    case request(walletID: [UInt8])
+    /// A wallet's signed key events, in order.
+    case log(walletID: [UInt8], events: [SignedKeyEvent])
+
+    /// A key rotates a few times in a wallet's life; 64 events is decades of monthly rotation.
+    public static let eventCountMax = 64
+    /// A signed key event is at most 2 + 1024 + 1 + 80 bytes (its own encoding's limits).
+    static let signedEventByteCountMax = 1107
+
+    func encode(into writer: inout ByteWriter) {
+        switch self {
+        case .request(let walletID):
+            writer.write(UInt8(1))
+            writer.write(fixed: walletID, count: 32)
+        case .log(let walletID, let events):
+            precondition(events.count <= KeyEventsMessage.eventCountMax)
+            writer.write(UInt8(2))
+            writer.write(fixed: walletID, count: 32)
+            writer.write(UInt8(events.count))
+            for event in events { writer.write(prefixed16: event.encoded, max: KeyEventsMessage.signedEventByteCountMax) }
+        }
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> KeyEventsMessage? {
+        guard let tag = reader.readUInt8() else { return nil }
+        switch tag {
+        case 1:
+            guard let walletID = reader.readFixed(32) else { return nil }
+            return .request(walletID: walletID)
+        case 2:
+            guard let walletID = reader.readFixed(32), let count = reader.readUInt8() else { return nil }
+            guard Int(count) <= eventCountMax else {
+                throw FormatError(.fieldTooLong, "a key-event log of \(count) events; at most \(eventCountMax)")
+            }
+            var events: [SignedKeyEvent] = []
+            for _ in 0..<count {
+                guard let bytes = try reader.readPrefixed16(max: signedEventByteCountMax, field: "key event") else {
+                    return nil
+                }
+                guard let event = try SignedKeyEvent.decode(bytes) else {
+                    throw FormatError(.invalidValue, "a key event in a key-event log is truncated")
+                }
+                events.append(event)
+            }
+            return .log(walletID: walletID, events: events)
+        default: throw FormatError(.invalidValue, "key-events message kind \(tag) is not known")
+        }
+    }
+}
+
+/// Why a session failed, as one side tells the other. Codes only: a peer's free text would be shown to a
+/// person and could lie.
+public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
+    /// The person declined.
+    case declined = 1
+    /// The person withdrew the request or offer.
+    case withdrawn = 2
+    /// A wait ran out.
+    case timeout = 3
+    /// The payer's budget refused the payment (hard cap, or over budget without an override).
+    case overBudget = 4
+    /// The payer's balance is too small.
+    case insufficientFunds = 5
+    /// The farther median is over a metre.
+    case tooFar = 6
+    /// The two medians disagree.
+    case distancesDisagree = 7
+    /// This side could not range (too few samples, too wide a spread, a broken source).
+    case rangingFailed = 8
+    /// A measurement does not check: signature, nonce, keys, offer or channel.
+    case measurementInvalid = 9
+    /// `ready` or the transfer named another amount than the offer.
+    case amountMismatch = 10
+    /// The payer's `hello` checkpoint does not extend the one the payee holds.
+    case checkpointInconsistent = 11
+    /// A message arrived that the protocol does not allow here.
+    case protocolViolation = 12
+    /// A transfer's signature does not verify, or a retry matches no ready record.
+    case transferInvalid = 13
+    /// The token, the PIN or storage failed; nothing was recorded and the payment can be tried again.
+    case localFailure = 14
+    /// Simulated ranging where this side's policy does not allow it.
+    case simulatedRangingRefused = 15
+}
+
+/// One side tells the other it stops, optionally naming the offer.
+public struct PeerFailure: Hashable, Sendable {
+    public let offerID: [UInt8]?
+    public let reason: PeerFailureReason
+
+    public init(offerID: [UInt8]?, reason: PeerFailureReason) {
+        precondition(offerID == nil || offerID!.count == PeerMessage.offerIDByteCount)
+        self.offerID = offerID
+        self.reason = reason
+    }
+
+    func encode(into writer: inout ByteWriter) {
+        if let offerID {
+            writer.write(UInt8(1))
+            writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        } else {
+            writer.write(UInt8(0))
+        }
+        writer.write(reason.rawValue)
+    }
+
+    static func decode(from reader: inout ByteReader) throws -> PeerFailure? {
+        guard let tag = reader.readUInt8() else { return nil }
+        var offerID: [UInt8]?
+        switch tag {
+        case 0: offerID = nil
+        case 1:
+            guard let id = reader.readFixed(PeerMessage.offerIDByteCount) else { return nil }
+            offerID = id
+        default: throw FormatError(.invalidValue, "failure offer tag \(tag) is not 0 or 1")
+        }
+        guard let code = reader.readUInt8() else { return nil }
+        guard let reason = PeerFailureReason(rawValue: code) else {
+            throw FormatError(.invalidValue, "failure reason \(code) is not known")
+        }
+        return PeerFailure(offerID: offerID, reason: reason)
+    }
+}
+
+/// Strict UTF-8 text from a peer.
+func decodeText(_ bytes: [UInt8], _ field: String) throws -> String {
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+        throw FormatError(.invalidValue, "the \(field) is not valid UTF-8")
+    }
+    return text
+}

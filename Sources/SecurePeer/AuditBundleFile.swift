@@ -1,0 +1,127 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureStore
+
+/// The audit bundle as a JSON file (`secure audit export`, `secure audit verify`), documented in
+/// docs/PROTOCOL.md ("Audit bundles"). Binary fields are lowercase hex of the encodings documented there.
+public enum AuditBundleFile {
+    public static let format = "secure-audit-bundle-v1"
+    /// A bundle carries at most this many entries: a range of a million entries is ~1 GiB of JSON already.
+    public static let entryCountMax: UInt64 = 1_000_000
+    /// What `verify` reads at most.
+    public static let fileByteCountMax = 2_147_483_647
+
+    struct ProvenJSON: Codable {
+        let position: UInt64
+        let entry: String
+        let proof: [String]
+    }
+
+    struct KeyJSON: Codable {
+        let sequence: UInt64
+        let spki: String
+        let fingerprint: String
+    }
+
+    struct EventJSON: Codable {
+        let sequence: UInt64
+        let event: String
+        let entry: String
+        let proof: [String]
+    }
+
+    struct Document: Codable {
+        let format: String
+        let walletID: String
+        let publicKeys: [KeyJSON]
+        let keyEvents: [EventJSON]
+        let from: UInt64
+        let to: UInt64
+        let entries: [ProvenJSON]
+        let rangeCheckpoint: String
+        let latestCheckpoint: String
+        let consistencyProof: [String]
+    }
+
+    /// The bundle of a wallet for entries [from, to) (default: the whole ledger).
+    public static func export(_ wallet: Wallet, from: UInt64 = 0, to: UInt64? = nil) throws -> [UInt8] {
+        let store = wallet.ledger
+        guard let latestBytes = try store.latestCheckpoint()?.encoded, let latest = try SignedCheckpoint.decode(latestBytes) else {
+            throw StoreError(.corrupted, "the ledger has no latest checkpoint")
+        }
+        let size = latest.checkpoint.size
+        let end = to ?? size
+        guard from < end, end <= size, end - from <= entryCountMax else {
+            throw WalletError(.invalidInput, "--from and --to must name a non-empty range within 0 … \(size) of at most \(entryCountMax) entries")
+        }
+        guard let rangeBytes = try store.checkpoint(size: end) else {
+            throw WalletError(.notFound, "the wallet holds no signed checkpoint of size \(end)")
+        }
+        let hex = { (proof: [[UInt8]]) in proof.map(Hex.encode) }
+        var entries: [ProvenJSON] = []
+        try store.forEachEntry(from: from, to: end) { entry in
+            entries.append(ProvenJSON(position: entry.position, entry: Hex.encode(entry.encoded),
+                                      proof: hex(try store.inclusionProof(index: entry.position, size: end))))
+        }
+        let events = try store.entries(kind: .keyEvent).map { entry in
+            EventJSON(sequence: try SignedKeyEvent.decode(entry.payload)!.event.sequence, event: Hex.encode(entry.payload),
+                      entry: Hex.encode(entry.encoded), proof: hex(try store.inclusionProof(index: entry.position, size: size)))
+        }
+        let document = Document(
+            format: format, walletID: Hex.encode(wallet.walletID),
+            publicKeys: wallet.keyLog.events.map { KeyJSON(sequence: $0.event.sequence, spki: Hex.encode($0.event.signingKey.spki),
+                                                           fingerprint: Hex.encode($0.event.signingKey.fingerprint)) },
+            keyEvents: events, from: from, to: end, entries: entries, rangeCheckpoint: Hex.encode(rangeBytes),
+            latestCheckpoint: Hex.encode(latestBytes),
+            consistencyProof: hex(try store.consistencyProof(oldSize: end, newSize: size)))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(document)) + [0x0a]
+    }
+
+    /// Parses and checks a bundle; returns the problems (empty when it verifies) and the bundle.
+    public static func verify(_ file: [UInt8]) throws -> (problems: [String], bundle: AuditBundle) {
+        let document: Document
+        do {
+            document = try JSONDecoder().decode(Document.self, from: Data(file))
+        } catch {
+            throw WalletError(.invalidInput, "not an audit bundle: \(error)")
+        }
+        guard document.format == format else { throw WalletError(.invalidInput, "audit bundle format \(document.format) is unknown") }
+        func bytes(_ text: String, _ what: String) throws -> [UInt8] {
+            guard let value = Hex.decode(text) else { throw WalletError(.invalidInput, "\(what) is not hex") }
+            return value
+        }
+        func proof(_ texts: [String]) throws -> [[UInt8]] { try texts.map { try bytes($0, "a proof hash") } }
+        func checkpoint(_ text: String) throws -> SignedCheckpoint {
+            guard let value = try SignedCheckpoint.decode(try bytes(text, "a checkpoint")) else {
+                throw WalletError(.invalidInput, "a checkpoint in the bundle is truncated")
+            }
+            return value
+        }
+        let events = try document.keyEvents.map { json -> SignedKeyEvent in
+            guard let event = try SignedKeyEvent.decode(try bytes(json.event, "a key event")) else {
+                throw WalletError(.invalidInput, "a key event in the bundle is truncated")
+            }
+            return event
+        }
+        let bundle = AuditBundle(
+            walletID: try bytes(document.walletID, "walletID"), keyEvents: events,
+            keyEventEntries: try document.keyEvents.map { .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof)) },
+            from: document.from,
+            entries: try document.entries.map { .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof)) },
+            rangeCheckpoint: try checkpoint(document.rangeCheckpoint), latest: try checkpoint(document.latestCheckpoint),
+            consistencyProof: try proof(document.consistencyProof))
+        var problems = bundle.verify()
+        // The listed public keys are a convenience; they must be exactly the log's.
+        let listed = document.publicKeys.map(\.spki)
+        if listed != events.map({ Hex.encode($0.event.signingKey.spki) }) {
+            problems.append("the bundle's public keys are not the key-event log's signing keys")
+        }
+        if document.to != document.from + UInt64(document.entries.count) {
+            problems.append("\"to\" is not \"from\" plus the number of entries")
+        }
+        return (problems, bundle)
+    }
+}

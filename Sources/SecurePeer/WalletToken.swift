@@ -1,0 +1,53 @@
+import SecureCore
+import SecureCrypto
+import SecureToken
+
+/// What a wallet needs from its token: keys generated on it, signatures and ECDH made on it, private data
+/// objects for the anchor, and a PIN that is held only between `unlock` and `lock`. `TokenSession` is the
+/// real one (PKCS#11). The simulator's stand-in, too fast for SoftHSM's millions of steps, lives only in
+/// SecureTestSupport; production code holds no software signing key.
+public protocol WalletToken: AnyObject {
+    /// The token's label, for messages.
+    var label: String { get }
+    /// A URI naming the token (no object attributes).
+    var uri: PKCS11URI { get }
+    /// Whether a PIN is held and operations can run.
+    var isUnlocked: Bool { get }
+    /// Logs out and wipes the PIN.
+    func lock()
+    /// Logs in with a PIN after `lock`.
+    func unlock(pin: PIN, confirmFinalTry: Bool) throws
+    func generateKey(label: String, usage: KeyUsage) throws -> TokenKey
+    /// The one private key a URI names (by id and/or label), with its public key.
+    func key(_ uri: PKCS11URI) throws -> TokenKey
+    func keys() throws -> [TokenKey]
+    /// ECDH with the key on the token; the 32-byte x-coordinate.
+    func deriveSharedSecret(key: TokenKey, peer: P256.PublicKey) throws -> [UInt8]
+    /// A low-s signature over a SHA-256 digest, verified against the key before it is returned.
+    func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature
+    func dataObjects(application: String) throws -> [(label: String, value: [UInt8])]
+    func replaceDataObject(application: String, label: String, value: [UInt8]) throws
+    func destroyDataObjects(application: String, label: String) throws
+}
+
+extension TokenSession: WalletToken {
+    public var label: String { token.label }
+    public var uri: PKCS11URI { token.uri }
+}
+
+/// SecureCore's signer seam on a wallet token's key.
+final class KeySigner: MessageSigner {
+    let token: WalletToken
+    let key: TokenKey
+
+    init(token: WalletToken, key: TokenKey) {
+        self.token = token
+        self.key = key
+    }
+
+    var publicKey: P256.PublicKey { key.publicKey }
+
+    func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
+        try token.sign(digest: label.digest(of: payload), key: key)
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+@_spi(Simulation) import SecurePeer
+import SecureStore
+
+/// The independent model the simulator checks after every step. It reads the wallets' ledgers entry by
+/// entry and keeps its own books (balances, and every transfer id's debits, credits and reversals); it
+/// never asks the wallet whether the wallet is right, except to compare the wallet's balance with its own.
+final class Auditor {
+    /// What the auditor keeps of one entry.
+    struct Seen {
+        let kind: EntryKind
+        let minorUnits: Int64
+        let transferID: [UInt8]?
+        /// A peer-protocol debit (it carries a spatial proof), as opposed to a file transfer.
+        let isPeerDebit: Bool
+        let payerWalletID: [UInt8]?
+    }
+
+    struct TransferBooks {
+        var debits = 0
+        var credits = 0
+        var reversals = 0
+        var minorUnits: Int64 = 0
+        var isPeer = false
+        var payerWalletID: [UInt8] = []
+        var payeeWalletID: [UInt8] = []
+    }
+
+    unowned let simulator: Simulator
+    private var seen: [[Seen]]
+    private var balances: [Int64]
+    private var transfers: [[UInt8]: TransferBooks] = [:]
+    /// Deposits seen by voucher id: a voucher is deposited at most once.
+    private var deposits: [[UInt8]: Int] = [:]
+
+    init(simulator: Simulator) {
+        self.simulator = simulator
+        seen = Array(repeating: [], count: simulator.wallets.count)
+        balances = Array(repeating: 0, count: simulator.wallets.count)
+    }
+
+    private func fail(_ invariant: String, _ detail: String) -> SimulationFailure { simulator.failure(invariant, detail) }
+
+    // MARK: After every step
+
+    func checkAfterStep() throws {
+        for simulated in simulator.wallets {
+            guard let wallet = simulated.wallet else { continue }
+            try scan(simulated, wallet)
+            let balance = wallet.state.balance(.eur).minorUnits
+            guard balance >= 0, balances[simulated.index] >= 0 else {
+                throw fail("no-negative-balance", "w\(simulated.index) has \(balance)")
+            }
+            guard balance == balances[simulated.index] else {
+                throw fail("ledger-state", "w\(simulated.index) reports \(balance) but its entries add up to \(balances[simulated.index])")
+            }
+            try checkAnchor(simulated)
+        }
+        try checkConservation()
+    }
+
+    /// Reads the entries added since the last look.
+    private func scan(_ simulated: SimulatedWallet, _ wallet: Wallet) throws {
+        let index = simulated.index
+        let known = UInt64(seen[index].count)
+        guard wallet.size >= known else {
+            throw fail("durability", "w\(index) has \(wallet.size) entries but \(known) were seen committed")
+        }
+        guard wallet.size > known else { return }
+        var added: [LedgerEntry] = []
+        try wallet.ledger.forEachEntry(from: known, to: wallet.size) { added.append($0) }
+        for entry in added { try record(entry, in: simulated) }
+    }
+
+    private func record(_ entry: LedgerEntry, in simulated: SimulatedWallet) throws {
+        let index = simulated.index
+        let units = entry.amount?.minorUnits ?? 0
+        var transferID: [UInt8]?
+        var isPeerDebit = false
+        var payer: [UInt8]?
+        switch entry.kind {
+        case .paymentOut:
+            guard let order = try TransferOrder.decode(entry.payload) else { throw fail("ledger", "an undecodable debit") }
+            transferID = order.transferID
+            payer = order.payerWalletID
+            if case .spatialProof = order.proximity { isPeerDebit = true }
+            try checkReadyBeforeDebit(order, simulated)
+            var books = transfers[order.transferID, default: TransferBooks()]
+            books.debits += 1
+            books.minorUnits = order.amount.minorUnits
+            books.isPeer = isPeerDebit
+            books.payerWalletID = order.payerWalletID
+            books.payeeWalletID = order.payeeWalletID
+            transfers[order.transferID] = books
+            balances[index] -= units
+        case .paymentIn:
+            // The transfer id from the signed transfer itself, not from the entry's statement reference.
+            let transfer = try SignedTransfer.decode(entry.payload)
+            transferID = transfer?.payload.order.transferID ?? entry.statement?.id
+            payer = transfer?.payload.order.payerWalletID
+            var books = transfers[transferID!, default: TransferBooks()]
+            books.credits += 1
+            if let order = transfer?.payload.order {
+                books.minorUnits = order.amount.minorUnits
+                books.payerWalletID = order.payerWalletID
+                books.payeeWalletID = order.payeeWalletID
+            }
+            transfers[transferID!] = books
+            balances[index] += units
+        case .reversal:
+            transferID = entry.statement?.id
+            transfers[transferID!, default: TransferBooks()].reversals += 1
+            balances[index] += units
+        case .deposit:
+            transferID = entry.statement?.id  // the voucher id, kept so a restore can forget the deposit
+            if let id = entry.statement?.id { deposits[id, default: 0] += 1 }
+            balances[index] += units
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement:
+            break
+        }
+        seen[index].append(Seen(kind: entry.kind, minorUnits: units, transferID: transferID, isPeerDebit: isPeerDebit,
+                                payerWalletID: payer))
+        if let transferID, let books = transfers[transferID] {
+            guard books.debits <= 1, books.credits <= 1, books.reversals <= 1 else {
+                throw fail("transfer-at-most-once", "transfer \(Hex.encode(transferID.prefix(6))) has \(books.debits) debits, "
+                    + "\(books.credits) credits and \(books.reversals) reversals")
+            }
+            guard books.credits == 0 || books.reversals == 0 else {
+                throw fail("refusal-zero-debit", "transfer \(Hex.encode(transferID.prefix(6))) was both credited and reversed")
+            }
+        }
+        if entry.kind == .deposit, let id = entry.statement?.id, deposits[id]! > 1 {
+            throw fail("deposit-at-most-once", "voucher \(Hex.encode(id.prefix(6))) deposited twice")
+        }
+    }
+
+    /// A peer debit needs a `ready` for exactly its amount, received in the session whose channel it names.
+    private func checkReadyBeforeDebit(_ order: TransferOrder, _ simulated: SimulatedWallet) throws {
+        guard case .spatialProof = order.proximity else { return }  // `spend --out` file transfers are exempt
+        // Kept beyond the session: a crash between the commit and this look ends the session first.
+        guard readies.contains(where: { $0.wallet == simulated.index && $0.binding == order.channelBinding && $0.amount == order.amount }) else {
+            throw fail("ready-before-debit", "w\(simulated.index) debited \(order.amount) for transfer "
+                + "\(Hex.encode(order.transferID.prefix(6))) without a ready for that amount on its channel")
+        }
+    }
+
+    private func checkAnchor(_ simulated: SimulatedWallet) throws {
+        guard let size = simulated.anchoredSize() else { return }
+        guard size >= simulated.anchorSizeSeen else {
+            throw fail("anchor-monotonic", "w\(simulated.index)'s anchor moved back from \(simulated.anchorSizeSeen) to \(size)")
+        }
+        simulated.anchorSizeSeen = size
+    }
+
+    /// Money among all wallets: balances plus unconfirmed transfers equal the deposits, except for credits
+    /// whose debit vanished with a restore, which must all trace to restored wallets.
+    private func checkConservation() throws {
+        let total = balances.reduce(0, +)
+        var deposited: Int64 = 0
+        for entries in seen {
+            deposited += entries.filter { $0.kind == .deposit }.reduce(0) { $0 + $1.minorUnits }
+        }
+        var inFlight: Int64 = 0
+        var orphaned: Int64 = 0
+        for books in transfers.values {
+            if books.debits == 1 && books.credits == 0 && books.reversals == 0 { inFlight += books.minorUnits }
+            if books.debits == 0 && (books.credits + books.reversals) > 0 {
+                guard let payer = simulator.wallets.first(where: { $0.walletID == books.payerWalletID }), !payer.isHonest else {
+                    throw fail("conservation", "a credit of \(books.minorUnits) has no debit, and its payer is honest")
+                }
+                orphaned += books.minorUnits
+            }
+        }
+        guard total + inFlight == deposited + orphaned else {
+            throw fail("conservation", "balances \(total) + in flight \(inFlight) != deposits \(deposited) + traced excess \(orphaned)")
+        }
+        simulator.stats.excessTraced = orphaned
+    }
+
+    // MARK: Events
+
+    /// A wallet process started again.
+    func checkOpened(_ simulated: SimulatedWallet) throws {
+        guard let wallet = simulated.wallet else { return }
+        if simulated.restoredDatabaseOnly {
+            guard wallet.lockReason != nil else {
+                throw fail("restored-caught", "w\(simulated.index) opened an old copy of its database without locking")
+            }
+            simulator.stats.lockedByRestore += 1
+        } else if let reason = wallet.lockReason, simulated.isHonest {
+            throw fail("honest-wallet-opens", "w\(simulated.index) was only crashed, yet opened locked: \(reason)")
+        }
+    }
+
+    /// A wallet was restored from its old copy: forget what the auditor saw beyond it.
+    func walletRestored(_ simulated: SimulatedWallet) {
+        let size = Int(simulated.snapshot!.size)
+        let index = simulated.index
+        for dropped in seen[index][size...] {
+            switch dropped.kind {
+            case .paymentOut: transfers[dropped.transferID!]?.debits -= 1; balances[index] += dropped.minorUnits
+            case .paymentIn: transfers[dropped.transferID!]?.credits -= 1; balances[index] -= dropped.minorUnits
+            case .reversal: transfers[dropped.transferID!]?.reversals -= 1; balances[index] -= dropped.minorUnits
+            case .deposit:
+                balances[index] -= dropped.minorUnits
+                if let id = dropped.transferID { deposits[id, default: 1] -= 1 }
+            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
+            }
+        }
+        seen[index].removeSubrange(size...)
+        simulated.anchorSizeSeen = simulated.restoredWithAnchor ? 0 : simulated.anchorSizeSeen
+    }
+
+    /// A payee refused a transfer with a signed refusal.
+    func transferRefused(_ transfer: SignedTransfer, by payee: SimulatedWallet, reason: String) {
+        refusals.append((transfer.payload.order.transferID, payee.index, reason))
+    }
+
+    /// Every `ready` a payer received: (payer, channel binding, amount).
+    private var readies: [(wallet: Int, binding: [UInt8], amount: Money)] = []
+
+    func readyReceived(by wallet: Int, binding: [UInt8], amount: Money) { readies.append((wallet, binding, amount)) }
+
+    private var refusals: [(transferID: [UInt8], payee: Int, reason: String)] = []
+
+    /// When one side's session ends.
+    func checkSessionEnd(_ end: SessionEnd, in session: SimulatedSession) throws {
+        guard let outcome = end.outcome else { return }
+        let payerHonest = simulator.wallets[session.payer.walletIndex].isHonest
+        let payeeHonest = simulator.wallets[session.payee.walletIndex].isHonest
+        let books = transfers[session.transferID] ?? TransferBooks()
+        switch outcome {
+        case .failed where end.isPayer && session.kind != .retry:
+            guard books.debits == 0 else {
+                throw fail("refusal-zero-debit", "s\(session.number) ended as nothing moved, but the payer debited the transfer")
+            }
+        case .paid where payeeHonest:
+            guard books.credits == 1 else { throw fail("exactly-once", "s\(session.number) paid but the payee has no credit") }
+        case .reversed:
+            guard books.reversals == 1, books.credits == 0 else {
+                throw fail("refusal-zero-debit", "s\(session.number) reversed but the books say \(books)")
+            }
+        case .refusedTransfer(let reason) where payerHonest && payeeHonest:
+            throw fail("transient-failures-retryable", "s\(session.number): an honest payee refused an honest transfer (\(reason))")
+        case .failed, .paid, .unconfirmed, .received, .refusedTransfer:
+            break
+        }
+    }
+
+    // MARK: At the end
+
+    /// After healing and draining: every ledger verifies, every honest peer payment resolved exactly once.
+    func checkFinal() throws {
+        for simulated in simulator.wallets {
+            guard let wallet = simulated.wallet else { throw fail("restart", "w\(simulated.index) is still down") }
+            let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID, cores: 1)
+            guard report.isValid else { throw fail("ledger-verifies", "w\(simulated.index): \(report.problems.prefix(3))") }
+            guard report.state.balance(.eur) == wallet.state.balance(.eur) else {
+                throw fail("ledger-verifies", "w\(simulated.index): replay gives \(report.state.balance(.eur)), the wallet \(wallet.state.balance(.eur))")
+            }
+        }
+        for (id, books) in transfers where books.debits == 1 {
+            guard let payer = simulator.wallets.first(where: { $0.walletID == books.payerWalletID }),
+                  let payee = simulator.wallets.first(where: { $0.walletID == books.payeeWalletID }),
+                  payer.isHonest, payee.isHonest, !payer.isLocked, !payee.isLocked else { continue }
+            guard books.credits + books.reversals == 1 else {
+                throw fail("retries-resolve", "transfer \(Hex.encode(id.prefix(6))) of \(books.minorUnits) is unresolved after healing")
+            }
+        }
+        var covered: Int64 = 0
+        let evidenceCount = try simulator.wallets.filter { $0.isHonest }.compactMap { $0.wallet }.map { try $0.ledger.evidence().count }.reduce(0, +)
+        if evidenceCount > 0 { covered = simulator.stats.excessTraced }
+        simulator.stats.excessCoveredByEvidence = covered
+    }
+}

@@ -1,0 +1,657 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+@_spi(Simulation) import SecurePeer
+import SecureStore
+import SecureTestSupport
+import SecureToken
+
+/// The deterministic simulator (issue 7): several wallets and an issuer, driven by a seeded scheduler
+/// through random workloads and faults, checked by the auditor after every step. See docs/SIMULATION.md.
+public final class Simulator {
+    /// Limits that keep a run bounded (TigerBeetle's habit: a limit on everything).
+    static let restartDelayMillisecondsMax: Int64 = 5_000
+    static let drainStepsMax = 20_000
+    static let traceLengthMax = 40
+    static let amountMinorUnitsMax: Int64 = 3_000
+
+    let config: SimulationConfig
+    var random: SeededRandom
+    let clock = SimulatedClock()
+    let directory: String
+    let issuer: SoftwareSigner
+    var issuerSequence: UInt64 = 0
+    var wallets: [SimulatedWallet] = []
+    var sessions: [SimulatedSession] = []
+    var sessionCount = 0
+    /// File transfers (`spend --out`) waiting to be accepted: the transfer and its payee's index.
+    var mailbox: [(transfer: SignedTransfer, payee: Int)] = []
+    public internal(set) var stats = SimulationStats()
+    var auditor: Auditor!
+    var trace: [String] = []
+    var traceHasher = SHA256Accumulator()
+    var step = 0
+    /// While draining, faults stop and every pending payment is retried until it resolves.
+    var healing = false
+
+    public init(_ config: SimulationConfig) throws {
+        self.config = config
+        random = SeededRandom(seed: config.seed)
+        directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)"
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        issuer = try SoftwareSigner()
+        for index in 0..<config.walletCount { try createWallet(index) }
+        auditor = Auditor(simulator: self)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// The command that replays this run.
+    public var replayCommand: String {
+        var command = "scripts/simulate --seed \(config.seed) --steps \(config.steps) --wallets \(config.walletCount)"
+        if !config.faults { command += " --no-faults" }
+        if let broken = config.broken { command += "   (broken variant \(broken.rawValue): only from SecureSimulationTests)" }
+        return command
+    }
+
+    // MARK: Running
+
+    /// Runs the workload for `config.steps` steps, then heals and drains; throws the first failed invariant.
+    public func run() throws -> SimulationStats {
+        while step < config.steps { try runStep() }
+        healing = true
+        var drained = 0
+        while !isQuiescent() {
+            try runStep()
+            drained += 1
+            if drained > Self.drainStepsMax {
+                throw failure("retries-resolve", "the run did not settle within \(Self.drainStepsMax) steps after healing")
+            }
+        }
+        try auditor.checkFinal()
+        stats.steps = step
+        stats.traceDigest = Hex.encode(traceHasher.digest())
+        stats.entries = wallets.compactMap { $0.wallet?.size }.reduce(0, +)
+        return stats
+    }
+
+    func runStep() throws {
+        step += 1
+        clock.now += Int64(random.next() % 20)
+        try performOneEvent()
+        try auditor.checkAfterStep()
+    }
+
+    func note(_ text: String) {
+        let line = "#\(step) t=\(clock.now % 10_000_000) \(text)"
+        traceHasher.add(line)
+        trace.append(line)
+        if trace.count > Self.traceLengthMax { trace.removeFirst(trace.count - Self.traceLengthMax) }
+    }
+
+    func failure(_ invariant: String, _ detail: String) -> SimulationFailure {
+        SimulationFailure(seed: config.seed, step: step, invariant: invariant, detail: detail, trace: trace,
+                          replay: replayCommand)
+    }
+
+    /// Minor units of EUR; every amount the simulator makes is positive and far below any limit.
+    static func euros(_ minorUnits: Int64) -> Money { try! Money(minorUnits: minorUnits, currency: .eur) }
+
+    func chance(_ percent: UInt64) -> Bool { random.next() % 1000 < percent }
+    func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+
+    // MARK: The scheduler
+
+    /// One event, chosen by the seed among everything that can happen now.
+    private func performOneEvent() throws {
+        // Timers that ran out fire first, as they would in the drivers' loops.
+        for session in sessions {
+            for end in [session.payer, session.payee] where !end.closed && !end.silent {
+                if let until = end.pinHeldUntil, clock.now >= until {
+                    wallets[end.walletIndex].token.lock()
+                    end.pinHeldUntil = nil
+                }
+                if end.wait != nil, end.currentWait == end.wait, clock.now >= end.deadline, end.queue.isEmpty {
+                    stats.timeouts += 1
+                    note("s\(session.number) \(role(end)) timeout \(end.wait!.rawValue)")
+                    end.queue += end.mutate(payer: { $0.timeoutExpired() }, payee: { $0.timeoutExpired() })
+                    try settle(end, in: session)
+                    return
+                }
+            }
+        }
+        var choices: [() throws -> Void] = []
+        for session in sessions {
+            for end in [session.payer, session.payee] where !end.closed && !end.silent {
+                if !end.queue.isEmpty { choices.append { try self.act(end, in: session) } }
+                if end.inbox.contains(where: { $0.deliverAt <= self.clock.now }) {
+                    choices.append { try self.deliver(to: end, in: session) }
+                }
+                let peer = session.other(end)
+                if peer.closed && end.inbox.isEmpty && end.queue.isEmpty && end.outcome == nil {
+                    choices.append { try self.linkDropped(end, in: session) }
+                }
+            }
+        }
+        if sessions.count < config.sessionCountMax || healing { choices.append { try self.startOperation() } }
+        for wallet in wallets where !wallet.isUp && wallet.restartAt <= clock.now {
+            choices.append { try self.restart(wallet) }
+        }
+        if config.faults && !healing && chance(150) { choices.append { try self.injectFault() } }
+        if choices.isEmpty || chance(20) {
+            advanceClockToNextEvent()
+            return
+        }
+        try pick(choices)()
+    }
+
+    /// Nothing can happen now: move the clock to the next timer, delivery or restart.
+    private func advanceClockToNextEvent() {
+        var next = Int64.max
+        for session in sessions {
+            for end in [session.payer, session.payee] where !end.closed && !end.silent {
+                if end.wait != nil { next = min(next, end.deadline) }
+                for message in end.inbox { next = min(next, message.deliverAt) }
+                if let until = end.pinHeldUntil { next = min(next, until) }
+            }
+        }
+        for wallet in wallets where !wallet.isUp { next = min(next, wallet.restartAt) }
+        if next != .max && next > clock.now { clock.now = next } else { clock.now += 1_000 }
+    }
+
+    func isQuiescent() -> Bool {
+        guard sessions.isEmpty, wallets.allSatisfy({ $0.isUp }) else { return false }
+        for wallet in wallets where wallet.isHonest && !wallet.isLocked {
+            if !wallet.vouchers.isEmpty { return false }
+            if let pending = try? retryablePending(wallet), !pending.isEmpty { return false }
+        }
+        return mailbox.allSatisfy { !wallets[$0.payee].isHonest || wallets[$0.payee].isLocked }
+    }
+
+    func role(_ end: SessionEnd) -> String { "\(end.isPayer ? "payer" : "payee") w\(end.walletIndex)" }
+
+    // MARK: Wallets up and down
+
+    private func createWallet(_ index: Int) throws {
+        let simulated = SimulatedWallet(index: index, directory: directory)
+        simulated.skewMilliseconds = 0
+        simulated.token.lock()
+        try simulated.token.unlock(pin: try PIN("1234"), confirmFinalTry: false)
+        try simulated.backup.unlock(pin: try PIN("1234"), confirmFinalTry: false)
+        let options = Wallet.InitOptions(tokenURI: simulated.token.uri, backup: (simulated.backup, simulated.backup.uri),
+                                         allowFileAnchor: false, label: "wallet")
+        let wallet = try Wallet.create(paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
+        try wallet.trust(issuer: issuer.publicKey)
+        simulated.walletID = wallet.walletID
+        simulated.token.lock()
+        simulated.wallet = wallet
+        wallets.append(simulated)
+        installFaults(simulated)
+        simulated.anchorSizeSeen = simulated.anchoredSize() ?? 0
+    }
+
+    func clockFunction(_ simulated: SimulatedWallet) -> @Sendable () -> Int64 {
+        let clock = self.clock
+        nonisolated(unsafe) let device = simulated
+        return { clock.now + device.skewMilliseconds }
+    }
+
+    /// Token faults and the wallet's crash points, answered from the seed.
+    private func installFaults(_ simulated: SimulatedWallet) {
+        simulated.token.onSlow = { [unowned self] milliseconds in clock.now += milliseconds }
+        simulated.token.faultPlan = { [unowned self] operation in
+            guard config.faults, !healing else { return nil }
+            let roll = random.next() % 1000
+            switch operation {
+            case .unlock:
+                if roll < 15 { return .wrongPIN }
+                if roll < 20 { return .pinLocked }
+            case .generateKey, .findKey, .listKeys, .derive, .sign, .readObjects, .writeObject, .destroyObjects:
+                break
+            }
+            if roll < 30 { return .deviceRemoved }
+            if roll < 40 { return .sessionHandleInvalid }
+            if roll < 60 { return .slow(milliseconds: Int64(random.next() % 3_000)) }
+            return nil
+        }
+    }
+
+    /// Arms the crash points inside `Wallet.append` on an open wallet.
+    func armHooks(_ simulated: SimulatedWallet) {
+        guard let wallet = simulated.wallet else { return }
+        var hooks = WalletFaultHooks()
+        hooks.anchorBeforeCommit = config.broken == .anchorBeforeCommit
+        hooks.beforeCommit = { [unowned self] in
+            if config.faults, !healing, chance(15) { throw SimulatedCrash(point: "before the commit") }
+        }
+        hooks.afterCommit = { [unowned self] in
+            if config.faults, !healing, chance(25) { throw SimulatedCrash(point: "between the commit and the anchor") }
+        }
+        wallet.faultHooks = hooks
+    }
+
+    /// The wallet's process dies: everything in memory is gone, its session end is closed.
+    func crash(_ simulated: SimulatedWallet, _ why: String) {
+        guard simulated.isUp else { return }
+        stats.crashes += 1
+        note("crash w\(simulated.index): \(why)")
+        simulated.wallet = nil
+        simulated.token.lock()
+        simulated.restartAt = clock.now + Int64(random.next() % UInt64(Self.restartDelayMillisecondsMax))
+        for session in sessions {
+            for end in [session.payer, session.payee] where end.walletIndex == simulated.index && !end.closed {
+                end.closed = true
+                end.crashed = true
+                end.queue = []
+                end.inbox = []
+            }
+        }
+        endFinishedSessions()
+    }
+
+    private func restart(_ simulated: SimulatedWallet) throws {
+        do {
+            try simulated.unlockToken()
+            let wallet = try Wallet.open(paths: simulated.paths, token: simulated.token, clock: clockFunction(simulated))
+            simulated.token.lock()
+            simulated.wallet = wallet
+            armHooks(simulated)
+            stats.restarts += 1
+            note("restart w\(simulated.index) size \(wallet.size) locked \(wallet.lockReason.map { "\($0)".prefix(30) } ?? "no")")
+            try auditor.checkOpened(simulated)
+        } catch let error as TokenError {
+            simulated.token.lock()
+            simulated.restartAt = clock.now + 500
+            note("restart w\(simulated.index) failed: \(error.code)")
+        }
+    }
+
+    // MARK: Faults
+
+    private func injectFault() throws {
+        stats.linkFaults += 0
+        switch random.next() % 10 {
+        case 0, 1:
+            let up = wallets.filter(\.isUp)
+            if !up.isEmpty { crash(pick(up), "killed between steps") }
+        case 2:
+            guard let session = sessions.isEmpty ? nil : pick(sessions) else { return }
+            stats.linkFaults += 1
+            session.partitionedUntil = clock.now + Int64(random.next() % 30_000)
+            note("s\(session.number) partition until +\(session.partitionedUntil - clock.now)ms")
+        case 3:
+            guard let session = sessions.isEmpty ? nil : pick(sessions) else { return }
+            stats.linkFaults += 1
+            note("s\(session.number) link drop")
+            for end in [session.payer, session.payee] where !end.closed {
+                end.inbox = []
+                end.queue += end.mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() })
+                try settle(end, in: session)
+            }
+        case 4:
+            guard let session = sessions.isEmpty ? nil : pick(sessions) else { return }
+            let end = chance(500) ? session.payer : session.payee
+            guard !end.closed else { return }
+            stats.linkFaults += 1
+            end.silent = true
+            note("s\(session.number) \(role(end)) goes silent")
+        case 5:
+            let wallet = pick(wallets)
+            wallet.skewMilliseconds = Int64(random.next() % 600_000) - 300_000
+            note("w\(wallet.index) clock skew \(wallet.skewMilliseconds)ms")
+        case 6:
+            // The payee withdraws its request or stops waiting.
+            guard let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else { return }
+            note("s\(session.number) payee withdraws")
+            session.payee.queue += session.payee.mutate(payer: { _ in [] }, payee: { $0.withdraw() })
+            try settle(session.payee, in: session)
+        case 7:
+            let wallet = pick(wallets)
+            guard wallet.isUp, !wallet.busy, wallet.isHonest, wallet.snapshot == nil else { return }
+            try wallet.takeSnapshot(into: directory + "/snapshot-\(wallet.index)")
+            note("snapshot w\(wallet.index) at size \(wallet.snapshot!.size)")
+        case 8:
+            try restoreFault()
+        default:
+            break
+        }
+    }
+
+    /// Restores a wallet from its old copy: the database alone (it must lock), or with the anchor too (the
+    /// attack a wallet cannot see itself; its later double spends must be caught or traced).
+    private func restoreFault() throws {
+        guard chance(300) else { return }
+        let eligible = wallets.filter { wallet in
+            guard wallet.isUp, !wallet.busy, wallet.isHonest, let snapshot = wallet.snapshot else { return false }
+            return snapshot.size < wallet.wallet!.size
+        }
+        guard !eligible.isEmpty else { return }
+        // At most one dishonest wallet per run keeps most of the money among honest wallets.
+        let withAnchor = chance(500) && !wallets.contains { $0.restoredWithAnchor }
+        let wallet = pick(eligible)
+        stats.restores += 1
+        note("restore w\(wallet.index) to size \(wallet.snapshot!.size)\(withAnchor ? " with its anchor" : "")")
+        wallet.wallet = nil
+        try wallet.restoreSnapshot(withAnchor: withAnchor)
+        if withAnchor { wallet.restoredWithAnchor = true } else { wallet.restoredDatabaseOnly = true }
+        auditor.walletRestored(wallet)
+        wallet.restartAt = clock.now
+    }
+
+    // MARK: Operations
+
+    private func startOperation() throws {
+        let free = wallets.filter { $0.isUp && !$0.busy && !$0.isLocked }
+        guard !free.isEmpty else { return }
+        if healing {
+            try startHealingOperation(free)
+            return
+        }
+        let wallet = pick(free)
+        switch random.next() % 12 {
+        case 0:
+            mint(to: wallet)
+        case 1, 2:
+            try deposit(wallet)
+        case 3, 4, 5:
+            try startPeerSession(.pay, payer: wallet, free: free)
+        case 6, 7:
+            try startPeerSession(.request, payer: wallet, free: free)
+        case 8:
+            try startRetry(wallet, free: free)
+        case 9:
+            try spendToFile(wallet, free: free)
+        case 10:
+            try acceptFile(wallet)
+        default:
+            mint(to: wallet)
+        }
+    }
+
+    /// After the faults stop: deposit, accept and retry until nothing is pending.
+    private func startHealingOperation(_ free: [SimulatedWallet]) throws {
+        for wallet in free where wallet.isHonest {
+            if !wallet.vouchers.isEmpty { return try deposit(wallet) }
+            if mailbox.contains(where: { $0.payee == wallet.index }) { return try acceptFile(wallet) }
+            if let pending = try? retryablePending(wallet), !pending.isEmpty { return try startRetry(wallet, free: free) }
+        }
+    }
+
+    private func mint(to wallet: SimulatedWallet) {
+        guard wallet.vouchers.count < 4 else { return }
+        issuerSequence += 1
+        let amount = Self.euros(100 + Int64(random.next() % 5_000))
+        let voucher = try! Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
+                                   voucherID: random.bytes(16), issuerSequence: issuerSequence).sign(with: issuer)
+        wallet.vouchers.append(voucher)
+        note("mint \(amount) to w\(wallet.index)")
+    }
+
+    /// Runs one wallet step outside a session; a simulated crash takes the wallet down, a token failure
+    /// leaves everything retryable.
+    @discardableResult
+    func walletStep<T>(_ simulated: SimulatedWallet, _ what: String, _ body: (Wallet) throws -> T) throws -> T? {
+        guard let wallet = simulated.wallet else { return nil }
+        defer { simulated.token.lock() }
+        do {
+            try simulated.unlockToken()
+            return try body(wallet)
+        } catch let crashed as SimulatedCrash {
+            self.crash(simulated, "\(what): \(crashed)")
+        } catch let error as TokenError {
+            stats.tokenFaults += 1
+            note("w\(simulated.index) \(what): token \(error.code) \(error.returnValueName ?? "")")
+        } catch let error as WalletError {
+            note("w\(simulated.index) \(what): \(error.code)")
+        } catch let error as Wallet.SpendRefusal {
+            note("w\(simulated.index) \(what): refused \(error)".prefix(90).description)
+        }
+        return nil
+    }
+
+    private func deposit(_ simulated: SimulatedWallet) throws {
+        guard let voucher = simulated.vouchers.first else { return mint(to: simulated) }
+        guard let outcome = try walletStep(simulated, "deposit", { try $0.deposit(voucher) }) else { return }
+        switch outcome {
+        case .recorded, .duplicate:
+            simulated.vouchers.removeFirst()
+            stats.deposits += 1
+            note("w\(simulated.index) deposit \(voucher.payload.amount) \(outcomeName(outcome))")
+        case .conflict, .refused, .policyRefusal, .dropped:
+            throw failure("deposit", "an honest voucher was not deposited: \(outcome)")
+        }
+    }
+
+    private func spendToFile(_ payer: SimulatedWallet, free: [SimulatedWallet]) throws {
+        let payees = free.filter { $0 !== payer }
+        guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
+        let payee = pick(payees)
+        let amount = Self.euros(1 + Int64(random.next() % UInt64(min(balance.minorUnits, Self.amountMinorUnitsMax))))
+        guard let transfer = try walletStep(payer, "spend --out", {
+            try $0.spend(to: payee.walletID, amount: amount, category: "misc", note: "file")
+        }) else { return }
+        stats.fileTransfers += 1
+        mailbox.append((transfer, payee.index))
+        note("w\(payer.index) spend --out \(amount) to w\(payee.index)")
+    }
+
+    private func acceptFile(_ payee: SimulatedWallet) throws {
+        guard let slot = mailbox.firstIndex(where: { $0.payee == payee.index }) else { return }
+        let transfer = mailbox[slot].transfer
+        guard let outcome = try walletStep(payee, "accept FILE", {
+            try $0.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+        }) else { return }
+        note("w\(payee.index) accept file: \(outcomeName(outcome))")
+        switch outcome {
+        case .recorded, .duplicate:
+            mailbox.remove(at: slot)
+            // The receipt goes back to the payer by file too; it is best-effort here (a lost receipt leaves the
+            // file transfer listed by `pending`, which is all the protocol promises).
+            if case .recorded(let entry) = outcome, let payerIndex = wallets.firstIndex(where: { $0.walletID == transfer.payload.order.payerWalletID }),
+               let receipt = try walletStep(payee, "receipt", { try $0.receipt(for: transfer, creditPosition: entry.position) }) {
+                let payeeKey = payee.wallet?.signingKey
+                try walletStep(wallets[payerIndex], "confirm", { try $0.confirm(receipt, payeeKeys: Set([payeeKey].compactMap { $0 })) })
+            }
+        case .refused, .conflict, .policyRefusal, .dropped:
+            if payee.isHonest && wallets.first(where: { $0.walletID == transfer.payload.order.payerWalletID })?.isHonest == true {
+                throw failure("transient-failures-retryable", "an honest file transfer was not credited: \(outcome)")
+            }
+            mailbox.remove(at: slot)
+        }
+    }
+
+    func outcomeName(_ outcome: StatementOutcome) -> String {
+        switch outcome {
+        case .recorded: "recorded"
+        case .duplicate: "duplicate"
+        case .conflict: "conflict"
+        case .refused(let reason, _, _): "refused(\(reason))"
+        case .policyRefusal(let reason): "policy(\(reason))"
+        case .dropped(let reason): "dropped(\(reason))"
+        }
+    }
+
+    /// Pending peer payments that `secure retry` can re-send (file transfers have no stored message).
+    func retryablePending(_ simulated: SimulatedWallet) throws -> [TransferMessage] {
+        guard let wallet = simulated.wallet else { return [] }
+        return try wallet.pendingTransfers().compactMap { pending in
+            guard let bytes = try wallet.ledger.outgoingMessage(transferID: pending.transfer.payload.order.transferID),
+                  case .transfer(let message)? = try PeerMessage.decode(bytes) else { return nil }
+            return message
+        }
+    }
+
+    // MARK: Peer sessions
+
+    private func context(for simulated: SimulatedWallet, transcript: [UInt8], binding: [UInt8]) throws -> PeerSessionContext {
+        guard let wallet = simulated.wallet, let latest = wallet.latest else { throw SimulatedCrash(point: "context") }
+        let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
+        let hello = try PeerHello(walletKey: wallet.signingKey, displayName: simulated.name, rangingToken: random.bytes(16),
+                                  nonceContribution: random.bytes(SessionNonce.contributionByteCount), checkpoint: latest,
+                                  evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)))
+        return PeerSessionContext(transcriptHash: transcript, channelBinding: binding, hello: hello,
+                                  rangingPolicy: RangingPolicy(allowsSimulated: true))
+    }
+
+    private func startPeerSession(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, free: [SimulatedWallet]) throws {
+        let payees = free.filter { $0 !== payer }
+        guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
+        let payee = pick(payees)
+        // Now and then more than the balance, so the refusal path runs.
+        let limit = chance(100) ? balance.minorUnits * 2 : min(balance.minorUnits, Self.amountMinorUnitsMax)
+        let amount = Self.euros(1 + Int64(random.next() % UInt64(limit)))
+        let transferID = random.bytes(16)
+        let offerID = random.bytes(16)
+        let transcript = random.bytes(32), binding = random.bytes(32)
+        let payerContext = try context(for: payer, transcript: transcript, binding: binding)
+        let payeeContext = try context(for: payee, transcript: transcript, binding: binding)
+        let payerMachine: PayerMachine
+        let request: PaymentRequest?
+        switch kind {
+        case .pay:
+            payerMachine = PayerMachine(paying: PaymentIntent(offerID: offerID, amount: amount, category: "food", note: "sim"),
+                                        context: payerContext, transferID: transferID)
+            request = nil
+        case .request, .retry:
+            payerMachine = PayerMachine(answeringRequestWith: payerContext, transferID: transferID)
+            request = try PaymentRequest(requestID: offerID, amount: amount, note: "sim request")
+        }
+        open(kind, payer: payer, payerMachine: payerMachine, payee: payee,
+             payeeMachine: PayeeMachine(context: payeeContext, request: request), transferID: transferID, binding: binding, amount: amount)
+        note("s\(sessionCount) \(kind) \(amount) w\(payer.index) -> w\(payee.index)")
+    }
+
+    private func startRetry(_ payer: SimulatedWallet, free: [SimulatedWallet]) throws {
+        guard let message = try retryablePending(payer).first else { return }
+        let payeeID = message.transfer.payload.order.payeeWalletID
+        guard let payee = free.first(where: { $0.walletID == payeeID }), payee !== payer else { return }
+        let transcript = random.bytes(32), binding = random.bytes(32)
+        let payerMachine = PayerMachine(retrying: message, context: try context(for: payer, transcript: transcript, binding: binding))
+        let payeeMachine = PayeeMachine(context: try context(for: payee, transcript: transcript, binding: binding))
+        stats.retries += 1
+        open(.retry, payer: payer, payerMachine: payerMachine, payee: payee, payeeMachine: payeeMachine,
+             transferID: message.transfer.payload.order.transferID, binding: binding, amount: message.transfer.payload.order.amount)
+        note("s\(sessionCount) retry \(message.transfer.payload.order.amount) w\(payer.index) -> w\(payee.index)")
+    }
+
+    private func open(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, payerMachine: PayerMachine, payee: SimulatedWallet,
+                      payeeMachine: PayeeMachine, transferID: [UInt8], binding: [UInt8], amount: Money) {
+        sessionCount += 1
+        stats.sessions += 1
+        let payerEnd = SessionEnd(walletIndex: payer.index, machine: .payer(payerMachine), helloSize: payer.wallet!.size)
+        let payeeEnd = SessionEnd(walletIndex: payee.index, machine: .payee(payeeMachine), helloSize: payee.wallet!.size)
+        let session = SimulatedSession(number: sessionCount, kind: kind, payer: payerEnd, payee: payeeEnd,
+                                       transferID: transferID, payerSizeAtStart: payer.wallet!.size, binding: binding, amount: amount)
+        payer.busy = true
+        payee.busy = true
+        payerEnd.queue = payerEnd.mutate(payer: { $0.start() }, payee: { _ in [] })
+        payeeEnd.queue = payeeEnd.mutate(payer: { _ in [] }, payee: { $0.start() })
+        for end in [payerEnd, payeeEnd] {
+            end.currentWait = end.wait
+            end.deadline = clock.now + Int64(end.wait?.seconds ?? 0) * 1_000
+        }
+        sessions.append(session)
+    }
+
+    /// After the machine moved: restart its timer if its wait changed, close the end if it finished.
+    func settle(_ end: SessionEnd, in session: SimulatedSession) throws {
+        if end.wait != end.currentWait {
+            end.currentWait = end.wait
+            end.deadline = clock.now + Int64(end.wait?.seconds ?? 0) * 1_000
+        }
+        if end.outcome != nil && end.queue.isEmpty && !end.closed {
+            end.closed = true
+            wallets[end.walletIndex].token.lock()
+            end.pinHeldUntil = nil
+            try auditor.checkSessionEnd(end, in: session)
+        }
+        endFinishedSessions()
+    }
+
+    func endFinishedSessions() {
+        sessions.removeAll { session in
+            guard session.isOver else { return false }
+            wallets[session.payer.walletIndex].busy = false
+            wallets[session.payee.walletIndex].busy = false
+            return true
+        }
+    }
+
+    private func linkDropped(_ end: SessionEnd, in session: SimulatedSession) throws {
+        note("s\(session.number) \(role(end)) sees the link close")
+        end.queue += end.mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() })
+        try settle(end, in: session)
+    }
+
+    private func deliver(to end: SessionEnd, in session: SimulatedSession) throws {
+        let ready = end.inbox.indices.filter { end.inbox[$0].deliverAt <= clock.now }
+        // Mostly in order; a reorder fault takes a later message first.
+        let slot = config.faults && !healing && chance(20) ? pick(ready) : ready[0]
+        if slot != ready[0] { stats.linkFaults += 1 }
+        let bytes = end.inbox.remove(at: slot).bytes
+        guard let message = try? PeerMessage.decode(bytes) else {
+            throw failure("codec", "a message the simulator sent does not decode")
+        }
+        if case .ready(let ready) = message {
+            end.readiesReceived.append((ready.offerID, ready.amount))
+            auditor.readyReceived(by: end.walletIndex, binding: session.binding, amount: ready.amount)
+        }
+        if case .hello(let hello) = message, end.peerKey == nil { end.peerKey = hello.walletKey }
+        if config.broken == .debitBeforeReady, end.isPayer, case .reply(let reply) = message, reply.accepted {
+            plantEarlyDebit(end, session)
+        }
+        note("s\(session.number) \(role(end)) <- \(Self.name(message))")
+        do {
+            end.queue += try end.receive(message)
+        } catch let error as PeerProtocolError {
+            note("s\(session.number) \(role(end)) protocol: \(error.detail.prefix(60))")
+            end.queue += error.actions
+        }
+        try settle(end, in: session)
+    }
+
+    static func name(_ message: PeerMessage) -> String {
+        switch message {
+        case .hello: "hello"
+        case .request: "request"
+        case .offer: "offer"
+        case .reply: "reply"
+        case .measurement: "measurement"
+        case .ready: "ready"
+        case .transfer: "transfer"
+        case .receipt: "receipt"
+        case .refusal: "refusal"
+        case .failure(let failure): "failure(\(failure.reason))"
+        case .evidence: "evidence"
+        case .keyEvents: "keyEvents"
+        }
+    }
+
+    /// Puts a message on the link, with the link's faults: loss in a partition, drop, duplicate, delay.
+    func send(_ message: PeerMessage, from end: SessionEnd, in session: SimulatedSession) {
+        let peer = session.other(end)
+        guard !peer.closed else { return }
+        let faulty = config.faults && !healing
+        if faulty && clock.now < session.partitionedUntil { return }
+        if faulty && chance(10) {
+            stats.linkFaults += 1
+            note("s\(session.number) drop \(Self.name(message))")
+            return
+        }
+        let delay = faulty && chance(50) ? Int64(random.next() % 25_000) : Int64(random.next() % 50)
+        let bytes = message.encoded
+        peer.inbox.append((clock.now + delay, bytes))
+        if faulty && chance(10) {
+            stats.linkFaults += 1
+            peer.inbox.append((clock.now + delay + 1, bytes))
+        }
+    }
+}
+
+/// An incremental SHA-256 over the trace lines (the digest two runs of one seed must share).
+struct SHA256Accumulator {
+    private var state: [UInt8] = []
+    mutating func add(_ line: String) { state = SHA256.hash(state + Array(line.utf8)) }
+    func digest() -> [UInt8] { state }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import SecureChannel
+import SecureCore
+import SecureCrypto
+import SecurePeer
+import SecureStore
+import SecureToken
+
+/// The person at the terminal: prompts on /dev/tty with a timeout, or `--yes` for scripts; events as text
+/// lines or, with `--json`, one JSON object per line.
+final class TerminalPerson: PeerInterface {
+    let arguments: Arguments
+    let tokenURI: PKCS11URI
+    let tokenLabel: String
+    let json: Bool
+    let yes: Bool
+    let category: String?
+    private let output = NSLock()
+
+    init(arguments: Arguments, tokenURI: PKCS11URI, tokenLabel: String) {
+        self.arguments = arguments
+        self.tokenURI = tokenURI
+        self.tokenLabel = tokenLabel
+        json = arguments.flag("json")
+        yes = arguments.flag("yes")
+        category = arguments.value("category")
+    }
+
+    func decide(_ approval: Approval) -> PeerDecision {
+        let who = PeerDriver.shortFingerprint(approval.peer.key) + " (" + (approval.knownName ?? approval.peer.displayName) + ")"
+        let amount = MoneyText.format(approval.amount)
+        let note = approval.note.isEmpty ? "" : " for \"\(approval.note)\""
+        var question: String
+        switch approval.role {
+        case .payee: question = "Accept \(amount) from \(who)\(note)?"
+        case .payer: question = "Pay \(amount) to \(who)\(note)?"
+        }
+        var overriding = false
+        switch approval.check {
+        case .alert(let usage)?:
+            question = "Budget alert: \(usage.category) goes above 80% of \(MoneyText.format(usage.limit)). " + question
+        case .overBudget(let usage)?:
+            guard arguments.flag("override-budget") || !yes else {
+                event("refused", ["reason": "over-budget"], "over the \(usage.category) budget; pass --override-budget to pay anyway")
+                return .decline
+            }
+            question = "OVER BUDGET: \(usage.category) would exceed \(MoneyText.format(usage.limit)); pay anyway (recorded)? " + question
+            overriding = true
+        default: break
+        }
+        if !approval.needsConfirmation {
+            event("approval", ["question": question], "\(question) (your own request, answered exactly: the PIN alone approves)")
+            return .approve(overridingBudget: overriding)
+        }
+        if yes {
+            event("approval", ["question": question], "\(question) yes (--yes)")
+            return .approve(overridingBudget: overriding)
+        }
+        guard let answer = Self.ask(question + " [y/N] ", timeoutSeconds: PeerWait.decisionTimeoutSeconds) else {
+            event("approval", ["answer": "none"], "no answer; declined")
+            return .decline
+        }
+        return answer.lowercased() == "y" || answer.lowercased() == "yes" ? .approve(overridingBudget: overriding) : .decline
+    }
+
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
+        if let category { return category }
+        guard !yes, let answer = Self.ask("\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount))"
+                                            + (request.note.isEmpty ? "" : " for \"\(request.note)\"") + ". Category: ",
+                                            timeoutSeconds: PeerWait.decisionTimeoutSeconds), !answer.isEmpty else { return nil }
+        return answer
+    }
+
+    func readPIN() throws -> PIN {
+        let source: PINSource
+        if let spec = arguments.value("pin-source") {
+            source = try PINSource(spec: spec)
+        } else if let fromURI = try PINSource(uri: tokenURI) {
+            source = fromURI
+        } else {
+            source = .prompt
+        }
+        return try source.read(prompt: "PIN for token \"\(tokenLabel)\": ")
+    }
+
+    func event(_ name: String, _ fields: [String: String], _ text: String) {
+        output.withLock {
+            if json {
+                var object: [String: Any] = ["event": name, "text": text]
+                for (key, value) in fields { object[key] = value }
+                printJSON(object)
+            } else {
+                print(text)
+            }
+        }
+    }
+
+    /// Asks on the terminal, waiting at most `timeoutSeconds` for a line.
+    static func ask(_ question: String, timeoutSeconds: Int) -> String? {
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard terminal >= 0 else { return nil }
+        defer { close(terminal) }
+        _ = question.withCString { write(terminal, $0, strlen($0)) }
+        var descriptor = pollfd(fd: terminal, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, Int32(timeoutSeconds * 1000)) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = read(terminal, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+enum PeerCommands {
+    static let help = """
+        Usage:
+          secure receive [--listen ADDR] [--request AMOUNT --note TEXT] [--name NAME] [--count N]
+          secure pay --to ADDR --amount AMOUNT --category C [--note TEXT] [--override-budget] [--name NAME]
+          secure pay --to ADDR [--category C]            answer the receiver's request
+          secure retry [TRANSFER_ID] --to ADDR            re-send an unconfirmed payment, unchanged
+        ADDR is HOST:PORT or PORT (default 127.0.0.1:7464). Both sides show the channel's six-digit code, the
+        other side's key fingerprint and the live distance. Each person approves once, right before their
+        wallet's steps, with the PIN; the PIN is wiped after those steps (60 s at most).
+        Ranging: --allow-simulated-ranging with --distance MM (simulated, refused by default and shown loudly),
+        or --ranging-file PATH (one millimetre reading per line: a file, a pipe, a serial device).
+        For scripts: --yes with --pin-source; --json prints events as lines.
+        """
+
+    static let options: Set<String> = walletOptions.union(["listen", "to", "amount", "category", "note", "request", "name",
+                                                           "distance", "ranging-file", "count", "seed"])
+    static let flags: Set<String> = walletFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
+
+    static func run(_ words: [String]) throws -> ExitCode {
+        if words.contains("--help") {
+            print(help)
+            return .success
+        }
+        let arguments = try Arguments(Array(words.dropFirst()), options: options, flags: flags)
+        switch words[0] {
+        case "receive": return try receive(arguments)
+        case "pay": return try pay(arguments, retrying: nil)
+        default:
+            let pending = try arguments.positionals(arguments.positional.count <= 1 ? arguments.positional.count : 1,
+                                                    "at most one TRANSFER_ID")
+            return try pay(arguments, retrying: .some(pending.first))
+        }
+    }
+
+    static func address(_ text: String?) throws -> (host: String, port: UInt16) {
+        let value = text ?? "127.0.0.1:7464"
+        let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+        let host = parts.count == 2 ? String(parts[0]) : "127.0.0.1"
+        guard let port = UInt16(parts.last ?? ""), parts.count <= 2 else { throw UsageError("an address is HOST:PORT or PORT, not \"\(value)\"") }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    static func ranging(_ arguments: Arguments, person: TerminalPerson) throws -> (RangingConfiguration, RangingPolicy) {
+        let allow = arguments.flag("allow-simulated-ranging")
+        if let path = arguments.value("ranging-file") {
+            return (.external(path: path), RangingPolicy(allowsSimulated: allow))
+        }
+        guard allow else {
+            throw UsageError("no ranging source: give --ranging-file PATH (a UWB board's readings), or --allow-simulated-ranging "
+                + "with --distance MM for a demo; simulated ranging proves nothing about distance")
+        }
+        guard let distance = UInt32(arguments.value("distance") ?? "400") else { throw UsageError("--distance takes millimetres") }
+        person.event("warning", ["ranging": "simulated"], "WARNING: SIMULATED RANGING (\(distance) mm) is allowed in this session; "
+            + "a simulated distance proves nothing about where the other wallet is")
+        let seed = UInt64(arguments.value("seed") ?? "") ?? UInt64.random(in: 0...UInt64.max)
+        return (.simulated(seed: seed, distanceMillimetres: distance), RangingPolicy(allowsSimulated: true))
+    }
+
+    /// Opens the wallet with its PIN, then locks the token until an approval needs it again.
+    static func openLockedWallet(_ arguments: Arguments) throws -> (Wallet, TerminalPerson) {
+        let wallet = try openWallet(arguments)
+        wallet.token.lock()
+        let person = TerminalPerson(arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.token.label)
+        if let lock = wallet.lockReason { throw WalletError(.locked, "the wallet is locked: \(lock)") }
+        return (wallet, person)
+    }
+
+    static func exitCode(_ outcome: PeerOutcome) -> ExitCode {
+        switch outcome {
+        case .paid, .received: return .success
+        case .unconfirmed: return .pending
+        case .reversed, .refusedTransfer, .failed: return .refused
+        }
+    }
+
+    static func receive(_ arguments: Arguments) throws -> ExitCode {
+        _ = try arguments.positionals(0, "no positional arguments")
+        let (host, port) = try address(arguments.value("listen"))
+        let count = try arguments.integer("count", default: 1, max: 10_000)
+        let request = try arguments.value("request").map {
+            try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse($0), note: arguments.value("note") ?? "")
+        }
+        let (wallet, person) = try openLockedWallet(arguments)
+        let (rangingSource, policy) = try ranging(arguments, person: person)
+        let listener = try TCPListener(host: host, port: port)
+        defer { listener.close() }
+        person.event("listening", ["address": "\(host):\(listener.port)"], "listening on \(host):\(listener.port)")
+        let walletLock = NSLock()
+        let group = DispatchGroup()
+        final class Results: @unchecked Sendable { var codes: [ExitCode] = []; let lock = NSLock() }
+        let results = Results()
+        nonisolated(unsafe) let shared = (wallet, person, rangingSource)
+        for _ in 0..<count {
+            let transport = try listener.accept(timeoutSeconds: Double(PeerWait.decisionTimeoutSeconds) * 20)
+            // Each payer gets its own thread; the wallet is shared behind one lock.
+            DispatchQueue.global().async(group: group) {
+                let code: ExitCode
+                do {
+                    let channel = try SecureChannel.respond(over: transport)
+                    let driver = try PeerDriver(wallet: shared.0, channel: channel, role: .receive(request: request), interface: shared.1,
+                                                ranging: shared.2, policy: policy, displayName: arguments.value("name") ?? "receiver",
+                                                walletLock: walletLock)
+                    code = exitCode(driver.run())
+                } catch {
+                    shared.1.event("error", ["error": "\(error)"], "session failed: \(error)")
+                    code = .failure
+                }
+                results.lock.withLock { results.codes.append(code) }
+            }
+        }
+        group.wait()
+        return results.codes.first { $0 != .success } ?? .success
+    }
+
+    static func pay(_ arguments: Arguments, retrying: String??) throws -> ExitCode {
+        let (host, port) = try address(arguments.value("to") ?? { () -> String? in nil }())
+        guard arguments.value("to") != nil else { throw UsageError("--to ADDR is required (the receiver's HOST:PORT)") }
+        let (wallet, person) = try openLockedWallet(arguments)
+        let role: PeerDriver.Role
+        if let retrying {
+            role = .retry(try pendingMessage(wallet, id: retrying))
+        } else if let amountText = arguments.value("amount") {
+            let amount = try MoneyText.parse(amountText)
+            guard !amount.isZero else { throw UsageError("a payment's amount must be positive") }
+            let category = try arguments.required("category")
+            try Budget.validateCategory(category)
+            role = .pay(PaymentIntent(offerID: SystemRandom.bytes(16), amount: amount, category: category, note: arguments.value("note") ?? ""))
+        } else {
+            role = .answerRequest
+        }
+        let (rangingSource, policy) = try ranging(arguments, person: person)
+        let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
+        let driver = try PeerDriver(wallet: wallet, channel: channel, role: role, interface: person, ranging: rangingSource,
+                                    policy: policy, displayName: arguments.value("name") ?? "payer")
+        return exitCode(driver.run())
+    }
+
+    static func pendingMessage(_ wallet: Wallet, id: String?) throws -> TransferMessage {
+        let pending = try wallet.pendingTransfers()
+        let chosen: (transfer: SignedTransfer, entry: LedgerEntry)?
+        if let id {
+            chosen = pending.first { Hex.encode($0.transfer.payload.order.transferID) == id.lowercased() }
+        } else {
+            guard pending.count <= 1 else {
+                throw UsageError("\(pending.count) payments are unconfirmed; name one (`secure pending` lists them)")
+            }
+            chosen = pending.first
+        }
+        guard let chosen else { throw WalletError(.notFound, "no unconfirmed payment" + (id.map { " with id \($0)" } ?? "")) }
+        guard let bytes = try wallet.ledger.outgoingMessage(transferID: chosen.transfer.payload.order.transferID),
+              case .transfer(let message)? = try PeerMessage.decode(bytes) else {
+            throw WalletError(.notFound, "that payment was a file transfer (`secure spend`); give the payee its file again")
+        }
+        return message
+    }
+}

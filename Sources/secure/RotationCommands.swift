@@ -1,0 +1,158 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecurePeer
+import SecureStore
+import SecureToken
+
+/// `secure keys rotate` and `secure keys audit`: argument parsing, prompts and output only.
+extension KeyCommands {
+    static let rotationHelp = """
+          secure keys rotate [--backup-token URI] [--backup-pin-source SPEC] [--destroy-old [--yes]] [--json]
+              Put the pre-committed next key in force and commit to a new next key (two chained key events,
+              out through the backup token and home again), each appended to the ledger. The old key is
+              retired: kept for verification, never signs again. --destroy-old deletes retired keys from the
+              tokens after confirmation (typed, or --yes). After `wallet recover`, run it with the new token.
+          secure keys audit [--backup-token URI] [--backup-pin-source SPEC] [--json]
+              One line of findings per key on the wallet's token (and the backup, when given): attributes,
+              usage, place in the key-event log, attestation. Exit code 10 when a finding is critical.
+        """
+
+    /// The backup token's session: --backup-token, else the one recorded at init; its own PIN source.
+    static func openBackup(_ arguments: Arguments, wallet: Wallet, required: Bool) throws -> TokenSession? {
+        guard let text = arguments.value("backup-token") ?? wallet.metadata.backupToken else {
+            if required { throw UsageError("--backup-token is required: the committed next key is on the backup token") }
+            return nil
+        }
+        let uri = try parseURI(text, arguments)
+        let token = try TokenLibrary.shared.token(uri)
+        guard let source = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: uri) else {
+            throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
+        }
+        return try TokenSession(token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "))
+    }
+
+    static func rotate(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]),
+                                      flags: walletFlags.union(["destroy-old", "yes"]))
+        _ = try arguments.positionals(0, "no positional arguments")
+        let destroyOld = arguments.flag("destroy-old")
+        if destroyOld && !arguments.flag("yes") {
+            // Only a person at a terminal can confirm; a script passes --yes.
+            let answer = isatty(STDIN_FILENO) != 1 ? nil : TerminalPerson.ask("Delete the retired private keys from the tokens after the rotation? "
+                + "Signatures they made stay verifiable. Type \"destroy\" to confirm: ", timeoutSeconds: 120)
+            guard answer == "destroy" else {
+                throw UsageError("--destroy-old needs confirmation: type \"destroy\" at the prompt, or pass --yes")
+            }
+        }
+        let wallet = try openWallet(arguments)
+        defer { (wallet.token as? TokenSession)?.close() }
+        guard let backup = try openBackup(arguments, wallet: wallet, required: true) else { return .usage }
+        defer { backup.close() }
+        let result = try wallet.rotate(backup: backup, destroyOld: destroyOld)
+        let event = wallet.keyEvent.event
+        if arguments.flag("json") {
+            printJSON(["sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
+                       "fingerprint": Hex.encode(event.signingKey.fingerprint), "nextKeyDigest": Hex.encode(event.nextKeyDigest),
+                       "events": result.events.map { Hex.encode($0.event.digest) },
+                       "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed])
+        } else {
+            print("rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
+                + "(key event \(event.sequence)); next key committed: \(Hex.encode(event.nextKeyDigest))")
+            printError("secure: retired \(result.retired.count) key(s)" + (destroyOld ? ", deleted \(result.destroyed)" : ""))
+        }
+        return .success
+    }
+
+    static func audit(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments)
+        defer { (wallet.token as? TokenSession)?.close() }
+        guard let main = wallet.token as? TokenSession else { preconditionFailure("the CLI opens wallets on real tokens") }
+        let backup = arguments.value("backup-token") == nil ? nil : try openBackup(arguments, wallet: wallet, required: true)
+        defer { backup?.close() }
+        let rows = try KeyAudit.audit(tokens: [main] + (backup.map { [$0] } ?? []), log: wallet.keyLog,
+                                      recipients: try wallet.databaseKeyRecipients())
+        if arguments.flag("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let document = AuditDocument(format: KeyAudit.format, walletID: Hex.encode(wallet.walletID),
+                                         keySequence: wallet.keyEvent.event.sequence, keys: rows)
+            print(String(decoding: try encoder.encode(document), as: UTF8.self))
+        } else {
+            for row in rows {
+                let problems = row.findings.filter { $0.severity != .ok }.map(\.detail)
+                print("\(row.severity.rawValue.uppercased())  \(row.token)/\(row.label)  \(row.role.rawValue)  "
+                    + "\(row.fingerprint.prefix(16))  " + (problems.isEmpty ? "all checks pass" : problems.joined(separator: "; ")))
+            }
+        }
+        return rows.contains { $0.severity == .critical } ? .integrity : .success
+    }
+
+    /// The top level of `keys audit --json`.
+    struct AuditDocument: Encodable {
+        let format: String
+        let walletID: String
+        let keySequence: UInt64
+        let keys: [KeyAudit.Row]
+    }
+}
+
+/// `secure audit export` and `secure audit verify`.
+enum AuditCommands {
+    static let help = """
+        Usage:
+          secure audit export --out FILE [--from N] [--to M]
+              Write an audit bundle: public keys, the key-event log, the signed range and latest checkpoints,
+              entries N … M−1 (default: all) with inclusion proofs, and the consistency proof between them.
+          secure audit verify FILE [--json]
+              Check a bundle offline, with no token. Exit code 7 when it does not verify.
+        The format is in docs/PROTOCOL.md ("Audit bundles").
+        """
+
+    static func run(_ words: [String]) throws -> ExitCode {
+        guard let sub = words.first, !words.contains("--help") else {
+            print(help)
+            return words.isEmpty ? .usage : .success
+        }
+        switch sub {
+        case "export": return try export(Array(words.dropFirst()))
+        case "verify": return try verify(Array(words.dropFirst()))
+        default: throw UsageError("unknown audit command \"\(sub)\"; `secure audit --help` lists them")
+        }
+    }
+
+    static func export(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["out", "from", "to"]), flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let out = try arguments.required("out")
+        func number(_ name: String) throws -> UInt64? {
+            guard let text = arguments.value(name) else { return nil }
+            guard let value = UInt64(text) else { throw UsageError("--\(name) must be an entry position") }
+            return value
+        }
+        let wallet = try openWallet(arguments)
+        defer { (wallet.token as? TokenSession)?.close() }
+        let bytes = try AuditBundleFile.export(wallet, from: try number("from") ?? 0, to: try number("to"))
+        try DurableFile.write(bytes, to: out)
+        printError("secure: wrote the audit bundle \(out) (\(bytes.count) bytes)")
+        return .success
+    }
+
+    static func verify(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: [], flags: ["json"])
+        let path = try arguments.positionals(1, "one bundle FILE")[0]
+        let (problems, bundle) = try AuditBundleFile.verify(try readFile(path, what: "the audit bundle"))
+        if arguments.flag("json") {
+            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": Hex.encode(bundle.walletID),
+                       "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size])
+        } else if problems.isEmpty {
+            print("audit bundle OK: wallet \(Hex.encode(bundle.walletID)), \(bundle.keyEvents.count) key event(s), "
+                + "entries \(bundle.from) … \(bundle.rangeCheckpoint.checkpoint.size - 1) of \(bundle.latest.checkpoint.size)")
+        } else {
+            for problem in problems { printError("secure: audit bundle INVALID: \(problem)") }
+        }
+        return problems.isEmpty ? .success : .verification
+    }
+}

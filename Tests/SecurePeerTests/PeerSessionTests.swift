@@ -1,0 +1,229 @@
+import Foundation
+import Testing
+import SecureChannel
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+import SecureToken
+@testable import SecurePeer
+@testable import SecureStore
+
+/// A person at a prompt, scripted: approves or declines, picks a category, reads the PIN from a file.
+final class ScriptedPerson: PeerInterface, @unchecked Sendable {
+    let pinPath: String
+    var approves = true
+    var overridesBudget = false
+    var category: String? = "food"
+    private let lock = NSLock()
+    private var log: [String] = []
+
+    init(pinPath: String) { self.pinPath = pinPath }
+
+    func decide(_ approval: Approval) -> PeerDecision { approves ? .approve(overridingBudget: overridesBudget) : .decline }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { category }
+    func readPIN() throws -> PIN { try PINSource.file(pinPath).read() }
+    func event(_ name: String, _ fields: [String: String], _ text: String) { lock.withLock { log.append(name) } }
+    var events: [String] { lock.withLock { log } }
+}
+
+/// Two wallets in one process over the in-memory transport, each driven on its own thread.
+struct PeerHarness {
+    static func run(payer: TestWallet, payerRole: PeerDriver.Role, payerPerson: ScriptedPerson, payerRanging: RangingConfiguration,
+                    payee: TestWallet, payeeRole: PeerDriver.Role, payeePerson: ScriptedPerson, payeeRanging: RangingConfiguration,
+                    allowSimulated: Bool = true, hook: MemoryLink.FaultHook? = nil, timeoutScale: Double = 1) throws -> (payer: PeerOutcome?, payee: PeerOutcome?) {
+        for test in [payer, payee] where !test.wallet!.token.isUnlocked {
+            // The drivers unlock at approval; tests keep the token locked in between, as the CLI does.
+            _ = test
+        }
+        let link = MemoryLink(hook: hook)
+        let policy = RangingPolicy(allowsSimulated: allowSimulated)
+        final class Box: @unchecked Sendable { var outcome: PeerOutcome?; var error: Error? }
+        let payerBox = Box(), payeeBox = Box()
+        let group = DispatchGroup()
+        let payerWallet = payer.wallet!, payeeWallet = payee.wallet!
+        nonisolated(unsafe) let unsafePayer = payerWallet, unsafePayee = payeeWallet
+        DispatchQueue.global().async(group: group) {
+            do {
+                let channel = try SecureChannel.initiate(over: link.initiatorEnd)
+                payerBox.outcome = try PeerDriver(wallet: unsafePayer, channel: channel, role: payerRole, interface: payerPerson,
+                                                  ranging: payerRanging, policy: policy, displayName: "Alice",
+                                                  timeoutScale: timeoutScale).run()
+            } catch { payerBox.error = error }
+        }
+        DispatchQueue.global().async(group: group) {
+            do {
+                let channel = try SecureChannel.respond(over: link.responderEnd)
+                payeeBox.outcome = try PeerDriver(wallet: unsafePayee, channel: channel, role: payeeRole, interface: payeePerson,
+                                                  ranging: payeeRanging, policy: policy, displayName: "Bob",
+                                                  timeoutScale: timeoutScale).run()
+            } catch { payeeBox.error = error }
+        }
+        group.wait()
+        return (payerBox.outcome, payeeBox.outcome)
+    }
+}
+
+@Suite("Peer payments in process", .serialized)
+struct PeerSessionTests {
+    static let near = RangingConfiguration.simulated(seed: 1, distanceMillimetres: 420)
+    static let nearToo = RangingConfiguration.simulated(seed: 2, distanceMillimetres: 450)
+
+    static func pair(_ name: String, funds: String = "20.00 EUR") throws -> (TestWallet, TestWallet, ScriptedPerson, ScriptedPerson) {
+        let issuer = try WalletOperationTests.Issuer()
+        let alice = try WalletOperationTests.funded(name + "-a", funds, issuer: issuer)
+        let bob = try TestWallet(name + "-b")
+        for test in [alice, bob] { test.wallet!.token.lock() }
+        return (alice, bob, ScriptedPerson(pinPath: alice.main.pinPath), ScriptedPerson(pinPath: bob.main.pinPath))
+    }
+
+    static func intent(_ amount: String, category: String = "food") throws -> PaymentIntent {
+        PaymentIntent(offerID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount), category: category, note: "Kaffee")
+    }
+
+    static func euros(_ test: TestWallet) -> String {
+        MoneyText.format(test.wallet!.state.balance(Currency(code: "EUR")!))
+    }
+
+    @Test func payFlowMovesMoneyOnceAndBothLedgersVerify() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("pay")
+        let result = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("4.50 EUR")), payerPerson: alicePerson,
+                                         payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                         payeeRanging: Self.nearToo)
+        guard case .paid = result.payer, case .received = result.payee else {
+            Issue.record("outcomes \(String(describing: result))"); return
+        }
+        #expect(Self.euros(alice) == "15.50 EUR" && Self.euros(bob) == "4.50 EUR")
+        #expect(try alice.wallet!.pendingTransfers().isEmpty)
+        for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
+        #expect(!alice.wallet!.token.isUnlocked && !bob.wallet!.token.isUnlocked, "the PIN is wiped after the session")
+        #expect(bobPerson.events.contains("distance") && bobPerson.events.contains("channel"))
+    }
+
+    @Test func refusalsBeforeTheDebitMoveNothing() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("refuse")
+        let far = RangingConfiguration.simulated(seed: 3, distanceMillimetres: 1500)
+        let cases: [(String, RangingConfiguration, RangingConfiguration, Bool, PeerFailureReason)] = [
+            ("too far", far, far, true, .tooFar),
+            ("disagree", .simulated(seed: 4, distanceMillimetres: 200), .simulated(seed: 5, distanceMillimetres: 900), true, .distancesDisagree),
+            ("simulated refused by default", Self.near, Self.nearToo, false, .simulatedRangingRefused),
+        ]
+        for (name, payerRanging, payeeRanging, allow, reason) in cases {
+            let result = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+                                             payerRanging: payerRanging, payee: bob, payeeRole: .receive(request: nil),
+                                             payeePerson: bobPerson, payeeRanging: payeeRanging, allowSimulated: allow)
+            guard case .failed(let got, _) = result.payer else { Issue.record("\(name): \(String(describing: result.payer))"); continue }
+            #expect(got == reason, "\(name)")
+            #expect(Self.euros(alice) == "20.00 EUR" && Self.euros(bob) == "0.00 EUR", "\(name)")
+        }
+        // Over budget, insufficient balance, a declined offer.
+        let result = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("25.00 EUR")), payerPerson: alicePerson,
+                                         payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                         payeeRanging: Self.nearToo)
+        guard case .failed(.insufficientFunds, _) = result.payer else { Issue.record("insufficient: \(String(describing: result.payer))"); return }
+        bobPerson.approves = false
+        let declined = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+                                           payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                           payeeRanging: Self.nearToo)
+        guard case .failed(.declined, true) = declined.payer else { Issue.record("declined: \(String(describing: declined.payer))"); return }
+        #expect(Self.euros(alice) == "20.00 EUR")
+        #expect(try alice.wallet!.ledger.size() == 2)
+    }
+
+    @Test func overBudgetTooFewSamplesAndTamperedFramesMoveNothing() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("more")
+        try alice.wallet!.token.unlock(pin: try alice.main.pin(), confirmFinalTry: false)
+        let budget = try Budget(category: "food", limit: try MoneyText.parse("3.00 EUR"), window: .week, isHardCap: false,
+                                timeZoneIdentifier: "UTC")
+        try alice.wallet!.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                                                 payload: BudgetChange.set(budget).payload))
+        alice.wallet!.token.lock()
+        let over = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("4.00 EUR")), payerPerson: alicePerson,
+                                       payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                       payeeRanging: Self.nearToo)
+        guard case .failed(.overBudget, _) = over.payer else { Issue.record("over budget: \(String(describing: over.payer))"); return }
+        // The override is the person's explicit choice, recorded in the debit.
+        alicePerson.overridesBudget = true
+        let overridden = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("4.00 EUR")), payerPerson: alicePerson,
+                                             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                             payeeRanging: Self.nearToo)
+        guard case .paid = overridden.payer else { Issue.record("override: \(String(describing: overridden.payer))"); return }
+        #expect(try alice.wallet!.ledger.entries(kind: .paymentOut).last?.flags.contains(.budgetOverride) == true)
+        alicePerson.overridesBudget = false
+        // Too few samples: an external source with 5 readings.
+        let file = TestTokens.layout.directory + "/few-\(UUID().uuidString).txt"
+        try "400\n410\n405\n399\n402\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let few = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR", category: "misc")), payerPerson: alicePerson,
+                                      payerRanging: .external(path: file), payee: bob, payeeRole: .receive(request: nil),
+                                      payeePerson: bobPerson, payeeRanging: Self.nearToo)
+        guard case .failed(.rangingFailed, _) = few.payer else { Issue.record("too few: \(String(describing: few.payer))"); return }
+        // A frame changed on the link: the channel refuses it and the session ends with nothing moved.
+        let tamper: MemoryLink.FaultHook = { direction, index, body in
+            direction == .initiatorToResponder && index == 4 ? .replace(body.map { $0 ^ 1 }) : .deliver
+        }
+        let tampered = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR", category: "misc")),
+                                           payerPerson: alicePerson, payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil),
+                                           payeePerson: bobPerson, payeeRanging: Self.nearToo, hook: tamper, timeoutScale: 0.05)
+        if case .paid = tampered.payer { Issue.record("paid through a tampered link") }
+        #expect(Self.euros(alice) == "16.00 EUR" && Self.euros(bob) == "4.00 EUR")
+        #expect(try alice.wallet!.pendingTransfers().isEmpty)
+    }
+
+    @Test func wrongPINOnEitherSideMovesNothing() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("pin")
+        try "00000000\n".write(toFile: bob.main.pinPath + ".wrong", atomically: true, encoding: .utf8)
+        let wrongBob = ScriptedPerson(pinPath: bob.main.pinPath + ".wrong")
+        let result = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: alicePerson,
+                                         payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: wrongBob,
+                                         payeeRanging: Self.nearToo)
+        #expect(result.payer.map { if case .failed = $0 { true } else { false } } == true)
+        let wrongAlice = ScriptedPerson(pinPath: bob.main.pinPath + ".wrong")
+        let second = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: wrongAlice,
+                                         payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                         payeeRanging: Self.nearToo)
+        #expect(second.payer.map { if case .failed = $0 { true } else { false } } == true)
+        #expect(Self.euros(alice) == "20.00 EUR" && Self.euros(bob) == "0.00 EUR")
+    }
+
+    @Test func requestFlowWithNote() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("request")
+        alicePerson.category = "coffee"
+        let request = try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse("3.20 EUR"), note: "Coffee")
+        let result = try PeerHarness.run(payer: alice, payerRole: .answerRequest, payerPerson: alicePerson, payerRanging: Self.near,
+                                         payee: bob, payeeRole: .receive(request: request), payeePerson: bobPerson, payeeRanging: Self.nearToo)
+        guard case .paid = result.payer else { Issue.record("\(String(describing: result))"); return }
+        #expect(Self.euros(bob) == "3.20 EUR")
+        let debit = try alice.wallet!.ledger.entries(kind: .paymentOut).last
+        #expect(debit?.category == "coffee")
+    }
+
+    @Test func linkDroppedAfterEveryMessageNeverLosesMoneyAndRetryCreditsOnce() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("drop", funds: "100.00 EUR")
+        var paid = 0
+        // Each direction carries 3 handshake frames, then peer messages: lose everything one side sends
+        // from its k-th peer message on, for every k and both sides.
+        for cut in 0..<16 {
+            let direction: MemoryLink.Direction = cut % 2 == 0 ? .initiatorToResponder : .responderToInitiator
+            let hook: MemoryLink.FaultHook = { sent, index, _ in sent == direction && index >= 3 + cut / 2 ? .drop : .deliver }
+            _ = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+                                    payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                    payeeRanging: Self.nearToo, hook: hook, timeoutScale: 0.02)
+            // Whatever happened, retry every pending payment on a clean link until none is pending.
+            for pending in try alice.wallet!.pendingTransfers() {
+                let message = try #require(try alice.wallet!.ledger.outgoingMessage(transferID: pending.transfer.payload.order.transferID))
+                guard case .transfer(let transferMessage)? = try PeerMessage.decode(message) else { Issue.record("stored message"); continue }
+                _ = try PeerHarness.run(payer: alice, payerRole: .retry(transferMessage), payerPerson: alicePerson, payerRanging: Self.near,
+                                        payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson, payeeRanging: Self.nearToo)
+            }
+            #expect(try alice.wallet!.pendingTransfers().isEmpty, "cut \(cut): a payment stayed pending after retry")
+            paid = try alice.wallet!.ledger.entries(kind: .paymentOut).count
+            let credited = try bob.wallet!.ledger.entries(kind: .paymentIn).count
+            #expect(paid == credited, "cut \(cut): \(paid) debits, \(credited) credits")
+        }
+        // Money is conserved: what left alice arrived at bob, exactly once each.
+        let aliceCents = alice.wallet!.state.balance(Currency(code: "EUR")!).minorUnits
+        let bobCents = bob.wallet!.state.balance(Currency(code: "EUR")!).minorUnits
+        #expect(aliceCents + bobCents == 10_000)
+        #expect(bobCents == Int64(paid) * 100)
+        for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+import SecureToken
+@testable import SecurePeer
+@testable import SecureStore
+
+/// Key rotation on real SoftHSM tokens and SQLCipher files.
+@Suite("Key rotation", .serialized)
+struct RotationTests {
+    typealias Issuer = WalletOperationTests.Issuer
+
+    /// Rotates with the wallet's backup token.
+    @discardableResult
+    static func rotate(_ test: TestWallet, destroyOld: Bool = false, crash: Wallet.RotationStep? = nil) throws -> Wallet.RotationResult {
+        let backup = try test.backup.session()
+        defer { backup.close() }
+        return try test.wallet!.rotate(backup: backup, destroyOld: destroyOld, crash: crash)
+    }
+
+    @Test func rotateThenPayAndReceive() throws {
+        let issuer = try Issuer()
+        let alice = try WalletOperationTests.funded("rot-a", "30.00 EUR", issuer: issuer)
+        let bob = try TestWallet("rot-b")
+        let oldKey = alice.wallet!.signingKey
+        let result = try Self.rotate(alice)
+        #expect(result.events.map(\.event.sequence) == [1, 2])
+        #expect(result.events.allSatisfy { $0.countersignature != nil }, "the old key was at hand and countersigned")
+        var wallet: Wallet! = alice.wallet!
+        #expect(wallet.signingKey != oldKey)
+        #expect(wallet.keyLog.events.count == 3)
+        #expect(wallet.latest!.checkpoint.walletKey == wallet.signingKey)
+        #expect(wallet.latest!.checkpoint.keySequence == 2)
+        // Pay after the rotation: the transfer's checkpoint is dated by the new key.
+        let transfer = try wallet.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "food")
+        #expect(transfer.payload.order.payerKey == wallet.signingKey)
+        guard case .recorded(let credit) = try bob.wallet!.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+        else { Issue.record("the payee did not credit a transfer made after the rotation"); return }
+        let receipt = try bob.wallet!.receipt(for: transfer, creditPosition: credit.position)
+        try wallet.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
+        // Receive after the rotation, with the payee rotated too.
+        try Self.rotate(bob)
+        let back = try bob.wallet!.spend(to: wallet.walletID, amount: try MoneyText.parse("4.00 EUR"), category: "")
+        guard case .recorded = try wallet.accept(back, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+            Issue.record("a transfer from a rotated payer was not credited"); return
+        }
+        #expect(try WalletOperationTests.balance(alice) == "24.00 EUR")
+        // Reopen: the key in force comes from the ledger; the whole ledger verifies across the rotation.
+        let keyInForce = wallet.signingKey
+        wallet = nil
+        let reopened = try alice.reopen()
+        #expect(reopened.signingKey == keyInForce)
+        let report = try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID)
+        #expect(report.isValid, "\(report.problems)")
+        #expect(report.keyLog?.events.count == 3)
+        try alice.setBudget("food", "50.00 EUR")
+    }
+
+    @Test func destroyOldDeletesOnlyRetiredKeys() throws {
+        let test = try TestWallet("rot-destroy")
+        let old = test.wallet!.signingKey
+        let result = try Self.rotate(test, destroyOld: true)
+        #expect(result.destroyed == 2, "the old key on the wallet's token and the hop key on the backup")
+        let main = try test.main.session(), backup = try test.backup.session()
+        defer { main.close(); backup.close() }
+        let remaining = try main.keys().map(\.publicKey) + backup.keys().map(\.publicKey)
+        #expect(!remaining.contains(old))
+        #expect(remaining.contains(test.wallet!.signingKey))
+        #expect(remaining.contains { $0.fingerprint == test.wallet!.keyEvent.event.nextKeyDigest }, "the next key is kept")
+        try test.setBudget("x", "1.00 EUR")
+    }
+
+    @Test func rotationFromTheSecondTokenAfterTheFirstIsGone() throws {
+        let test = try TestWallet("rot-lost")
+        try test.setBudget("food", "100.00 EUR")
+        let walletID = test.wallet!.walletID
+        test.close()
+        let newToken = try TestTokens.fresh("rot-lost-new")
+        do {
+            let backup = try test.backup.session(), fresh = try newToken.session()
+            defer { backup.close(); fresh.close() }
+            try Wallet.recover(paths: test.paths, backup: backup, newToken: fresh, newTokenURI: newToken.uri)
+        }
+        let recovered = try Wallet.open(paths: test.paths, token: try newToken.session())
+        #expect(throws: WalletError(.keyMismatch, "")) { try recovered.signer }
+        let backup = try test.backup.session()
+        defer { backup.close() }
+        let result = try recovered.rotate(backup: backup, destroyOld: false)
+        #expect(result.events.allSatisfy { $0.countersignature == nil } == false, "the hop key countersigns the home event")
+        #expect(result.events[0].countersignature == nil, "the lost key cannot countersign")
+        #expect(try recovered.signer.publicKey == recovered.signingKey)
+        try recovered.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                                             payload: BudgetChange.remove(category: "food").payload))
+        #expect(try LedgerVerifier.verify(recovered.ledger, walletID: walletID).isValid)
+    }
+
+    /// Each step of a rotation, stopped as by a crash: the wallet reopens with exactly one key in force
+    /// (the last key event in its ledger), that key signs, and rotating again completes the rotation.
+    @Test(arguments: Wallet.RotationStep.allCases)
+    func crashDuringRotation(at step: Wallet.RotationStep) throws {
+        let test = try TestWallet("rot-crash")
+        let before = test.wallet!.keyLog
+        #expect(throws: RotationCrash(step: step)) { try Self.rotate(test, destroyOld: true, crash: step) }
+        let reopened = try test.reopen()
+        let events = reopened.keyLog.events.count
+        let expected: Int
+        switch step {
+        case .keyGenerated, .eventSigned: expected = 1
+        case .eventRecorded, .homeKeyGenerated, .homeEventSigned: expected = 2
+        case .homeEventRecorded, .metadataSaved, .oldKeysDestroyed: expected = 3
+        }
+        #expect(events == expected, "step \(step.rawValue)")
+        #expect(reopened.keyLog.events.prefix(1).elementsEqual(before.events))
+        #expect(reopened.latest!.checkpoint.walletKey == reopened.signingKey, "step \(step.rawValue): one key in force")
+        #expect(try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID).isValid, "step \(step.rawValue)")
+        if events == 2 {
+            // The hop key on the backup is in force; the wallet's token holds no key in force until the rotation ends.
+            #expect(throws: WalletError(.keyMismatch, "")) { try reopened.signer }
+        }
+        if events != 3 { try Self.rotate(test) }
+        #expect(test.wallet!.keyLog.events.count == 3, "step \(step.rawValue): rotating again completes the rotation")
+        try test.setBudget("food", "5.00 EUR")
+        // No more keys were made than the one rotation needs, crash or not: the leftover is reused.
+        let main = try test.main.session(), backup = try test.backup.session()
+        defer { main.close(); backup.close() }
+        let logKeys = Set(test.wallet!.keyLog.events.map(\.event.signingKey.fingerprint) + [test.wallet!.keyEvent.event.nextKeyDigest])
+        let stray = (try main.keys() + backup.keys()).filter { $0.label.contains("-key-") && !logKeys.contains($0.publicKey.fingerprint) }
+        #expect(stray.isEmpty, "step \(step.rawValue): keys outside the log: \(stray.map(\.label))")
+    }
+
+    @Test func aRetiredKeyCannotSignForTheWallet() throws {
+        let test = try TestWallet("rot-retired")
+        let oldSession = try test.main.session()
+        defer { oldSession.close() }
+        let oldKey = try oldSession.keys().first { $0.publicKey == test.wallet!.signingKey }!
+        let retiredInception = test.wallet!.keyEvent
+        try Self.rotate(test)
+        let wallet = test.wallet!
+        // The thief holding the retired key signs a checkpoint dated in its own sequence but covering the ledger now.
+        let state = wallet.state
+        let late = try Checkpoint(walletID: wallet.walletID, walletKey: oldKey.publicKey, keySequence: 0, keyEventPosition: 0,
+                                  state: state, root: wallet.latest!.checkpoint.root, time: wallet.latest!.checkpoint.time)
+            .sign(with: KeySigner(token: oldSession, key: oldKey))
+        guard case .retired(let rotation) = wallet.keyLog.check(late) else {
+            Issue.record("a retired key's checkpoint after its retirement was not refused"); return
+        }
+        let evidence = ForkEvidence.retiredKeySignature(
+            RetiredKeySignature(retiredEvent: retiredInception, rotation: rotation, checkpoint: late))
+        #expect(evidence.verify().isProven)
+    }
+}
+
+@Suite("Following peers' key-event logs", .serialized)
+struct PeerKeyLogTests {
+    @Test func aPeerLogIsKeptAndFollowedThroughRotations() throws {
+        let alice = try TestWallet("follow-a")
+        let bob = try TestWallet("follow-b")
+        let aliceID = alice.wallet!.walletID
+        #expect(try bob.wallet!.followKeyEvents(of: aliceID, events: alice.wallet!.keyLog.events) == .followed)
+        let inceptionOnly = alice.wallet!.keyLog
+        try RotationTests.rotate(alice)
+        #expect(try bob.wallet!.followKeyEvents(of: aliceID, events: alice.wallet!.keyLog.events) == .followed)
+        #expect(try bob.wallet!.peerKeyLog(of: aliceID) == alice.wallet!.keyLog)
+        // The stored log survives a reopen (schema 2's peer_key_events table).
+        try bob.reopen()
+        #expect(try bob.wallet!.peerKeyLog(of: aliceID)?.events.count == 3)
+        // An older log is refused and changes nothing; a log of another wallet id is refused.
+        guard case .refused = try bob.wallet!.followKeyEvents(of: aliceID, events: inceptionOnly.events) else {
+            Issue.record("an older log replaced a newer one"); return
+        }
+        guard case .refused = try bob.wallet!.followKeyEvents(of: Array(repeating: 7, count: 32), events: inceptionOnly.events) else {
+            Issue.record("a log was kept under another wallet id"); return
+        }
+        #expect(try bob.wallet!.peerKeyLog(of: aliceID)?.events.count == 3)
+    }
+
+    @Test func schemaOneMigratesToTwo() throws {
+        let test = try TestWallet("migrate")
+        let key = try test.databaseKey()
+        let salt = try LedgerStore.fileSalt(test.paths.database)
+        let walletID = test.wallet!.walletID
+        test.close()
+        do {
+            let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
+            try store.database.execute("DROP TABLE peer_key_events")
+            try store.database.execute("PRAGMA user_version = 1")
+        }
+        let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
+        #expect(try store.peerKeyEventLog(wallet: Array(repeating: 1, count: 32)) == nil, "the table exists again")
+    }
+}

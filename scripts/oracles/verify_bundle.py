@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Independent verifier of a `secure audit export` bundle, written from docs/PROTOCOL.md alone
+("Audit bundles", "Key events", "Checkpoint encoding", "Ledger entry encoding", "Merkle tree and proofs").
+Uses only the standard library and the `cryptography` package. Prints OK and exits 0, or prints each
+problem and exits 1.
+
+Usage: verify_bundle.py BUNDLE.json
+"""
+import hashlib
+import json
+import struct
+import sys
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+SPKI_PREFIX = bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d030107034200")
+
+
+def sha256(data):
+    return hashlib.sha256(data).digest()
+
+
+def verify_signature(point, label, payload, der):
+    """ECDSA P-256 over SHA-256(label || 0x00 || payload); high-s signatures are refused."""
+    _, s = decode_dss_signature(der)
+    if s > P256_ORDER // 2:
+        return False
+    key = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+    try:
+        key.verify(der, label + b"\x00" + payload, ec.ECDSA(hashes.SHA256()))
+        return True
+    except InvalidSignature:
+        return False
+
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.offset = data, 0
+
+    def take(self, count):
+        if self.offset + count > len(self.data):
+            raise ValueError("truncated")
+        chunk = self.data[self.offset:self.offset + count]
+        self.offset += count
+        return chunk
+
+    def u8(self):
+        return self.take(1)[0]
+
+    def u16(self):
+        return struct.unpack(">H", self.take(2))[0]
+
+    def u64(self):
+        return struct.unpack(">Q", self.take(8))[0]
+
+    def at_end(self):
+        return self.offset == len(self.data)
+
+
+def parse_signed_event(data):
+    """SignedKeyEvent = u16 len || event || u8 len || DER [|| u8 len || DER countersignature]."""
+    r = Reader(data)
+    body = r.take(r.u16())
+    signature = r.take(r.u8())
+    countersignature = None if r.at_end() else r.take(r.u8())
+    if not r.at_end():
+        raise ValueError("trailing bytes after a signed key event")
+    e = Reader(body)
+    event = {"version": e.u8(), "kind": e.u8(), "sequence": e.u64(), "previous": e.take(32), "key": e.take(65),
+             "next": e.take(32), "agreement": e.take(65), "position": e.u64()}
+    if not e.at_end():
+        raise ValueError("trailing bytes after a key event")
+    event.update(body=body, signature=signature, countersignature=countersignature, digest=sha256(body))
+    return event
+
+
+def parse_signed_checkpoint(data):
+    """SignedCheckpoint = version u8 || u16 len || checkpoint || u8 len || DER; the snapshot is not needed."""
+    r = Reader(data)
+    if r.u8() != 1:
+        raise ValueError("signed checkpoint version")
+    body = r.take(r.u16())
+    signature = r.take(r.u8())
+    if not r.at_end():
+        raise ValueError("trailing bytes after a signed checkpoint")
+    c = Reader(body)
+    if c.u8() != 1:
+        raise ValueError("checkpoint version")
+    return {"wallet": c.take(32), "key": c.take(65), "sequence": c.u64(), "event_position": c.u64(), "size": c.u64(),
+            "root": c.take(32), "head": c.take(32), "body": body, "signature": signature}
+
+
+def leaf_hash(leaf):
+    return sha256(b"\x00" + leaf)
+
+
+def node_hash(left, right):
+    return sha256(b"\x01" + left + right)
+
+
+def inclusion_ok(leaf, index, size, proof, root):
+    """RFC 9162 section 2.1.3.2."""
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf_hash(leaf)
+    for p in proof:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            if not fn & 1:
+                while fn & 1 == 0 and fn != 0:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            r = node_hash(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root
+
+
+def consistency_ok(m, n, old_root, new_root, proof):
+    """RFC 9162 section 2.1.4.2, with the documented cases for equal sizes."""
+    if m > n:
+        return False
+    if m == n:
+        return not proof and old_root == new_root
+    if not proof:
+        return False
+    path = [old_root] + proof if m & (m - 1) == 0 else list(proof)
+    fn, sn = m - 1, n - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while fn & 1 == 0 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == old_root and sr == new_root
+
+
+def entry_position_and_tail(leaf):
+    """An entry's position (after the version byte) and its previous link (the last 32 bytes)."""
+    return struct.unpack(">Q", leaf[1:9])[0], leaf[-32:]
+
+
+def verify(bundle):
+    problems = []
+    if bundle.get("format") != "secure-audit-bundle-v1":
+        return ["unknown format"]
+    wallet = bytes.fromhex(bundle["walletID"])
+    events = [parse_signed_event(bytes.fromhex(e["event"])) for e in bundle["keyEvents"]]
+    # The key-event log: inception, then each rotation chained to it under pre-rotation.
+    for i, ev in enumerate(events):
+        if ev["sequence"] != i or ev["kind"] != (0 if i == 0 else 1):
+            problems.append(f"event {i}: wrong sequence or kind")
+        if not verify_signature(ev["key"], b"secure-key-event-v1", ev["body"], ev["signature"]):
+            problems.append(f"event {i}: not signed by the key it puts in force")
+        if i == 0:
+            if ev["digest"] != wallet or ev["previous"] != bytes(32) or ev["position"] != 0:
+                problems.append("the inception is not this wallet's")
+            continue
+        prev = events[i - 1]
+        if ev["previous"] != prev["digest"]:
+            problems.append(f"event {i}: does not name the previous event's digest")
+        if sha256(SPKI_PREFIX + ev["key"]) != prev["next"]:
+            problems.append(f"event {i}: puts in force a key the previous event did not commit to")
+        if ev["position"] <= prev["position"]:
+            problems.append(f"event {i}: ledger position does not move forward")
+        if ev["countersignature"] is not None and not verify_signature(
+                prev["key"], b"secure-key-event-countersignature-v1", ev["body"], ev["countersignature"]):
+            problems.append(f"event {i}: countersignature is not the previous key's")
+    keys = [k["spki"] for k in bundle["publicKeys"]]
+    if keys != [(SPKI_PREFIX + ev["key"]).hex() for ev in events]:
+        problems.append("the public keys are not the log's signing keys")
+
+    def check_checkpoint(name, signed):
+        c = parse_signed_checkpoint(signed)
+        s = c["sequence"]
+        if c["wallet"] != wallet or s >= len(events):
+            problems.append(f"{name}: another wallet, or a key sequence the log lacks")
+            return c
+        ev = events[s]
+        if c["key"] != ev["key"] or c["event_position"] != ev["position"] or c["size"] <= ev["position"]:
+            problems.append(f"{name}: not dated by the key event it names")
+        if s + 1 < len(events) and c["size"] > events[s + 1]["position"]:
+            problems.append(f"{name}: signed by key {s} after its retirement")
+        if not verify_signature(c["key"], b"secure-checkpoint-v1", c["body"], c["signature"]):
+            problems.append(f"{name}: signature does not verify")
+        return c
+
+    end = check_checkpoint("range checkpoint", bytes.fromhex(bundle["rangeCheckpoint"]))
+    top = check_checkpoint("latest checkpoint", bytes.fromhex(bundle["latestCheckpoint"]))
+    # Each key event is recorded in the ledger at its position, as the payload of that entry.
+    for ev, e in zip(events, bundle["keyEvents"]):
+        leaf = bytes.fromhex(e["entry"])
+        payload = bytes.fromhex(e["event"])
+        position, _ = entry_position_and_tail(leaf)
+        if position != ev["position"] or leaf[-32 - len(payload) - 4:-32] != struct.pack(">I", len(payload)) + payload:
+            problems.append(f"event {ev['sequence']}: its entry does not record it at its position")
+        if not inclusion_ok(leaf, position, top["size"], [bytes.fromhex(h) for h in e["proof"]], top["root"]):
+            problems.append(f"event {ev['sequence']}: its entry is not in the latest checkpoint")
+    # The range: consecutive positions, each proven in the range checkpoint, ending at its size.
+    start = bundle["from"]
+    if start + len(bundle["entries"]) != end["size"] or bundle["to"] != end["size"]:
+        problems.append("the range does not end at the range checkpoint")
+    for offset, e in enumerate(bundle["entries"]):
+        leaf = bytes.fromhex(e["entry"])
+        position, _ = entry_position_and_tail(leaf)
+        if position != start + offset or e["position"] != position:
+            problems.append(f"entry {start + offset}: out of place")
+        if not inclusion_ok(leaf, position, end["size"], [bytes.fromhex(h) for h in e["proof"]], end["root"]):
+            problems.append(f"entry {position}: not in the range checkpoint")
+    if not consistency_ok(end["size"], top["size"], end["root"], top["root"],
+                          [bytes.fromhex(h) for h in bundle["consistencyProof"]]):
+        problems.append("the latest checkpoint does not extend the range checkpoint")
+    return problems
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        bundle = json.load(handle)
+    try:
+        problems = verify(bundle)
+    except (ValueError, KeyError, IndexError) as error:
+        problems = [f"malformed bundle: {error}"]
+    for problem in problems:
+        print("INVALID:", problem)
+    if not problems:
+        print(f"OK: {len(bundle['keyEvents'])} key events, entries {bundle['from']}..{bundle['to'] - 1}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
