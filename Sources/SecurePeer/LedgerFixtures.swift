@@ -38,9 +38,10 @@ public struct SyntheticHistory {
 
     /// The budget the history spends under: "food", monthly, with a limit no fixture reaches.
     public static func budgetDraft() throws -> EntryDraft {
-        let budget = try Budget(category: "food", limit: try Money(minorUnits: 1_000_000_000_000, currency: .eur), window: .month,
-                                isHardCap: false, timeZoneIdentifier: "UTC")
-        return EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil, payload: BudgetChange.set(budget).payload)
+        let limit = try Money(minorUnits: 1_000_000_000_000, currency: .eur)
+        let budget = try Budget(category: "food", limit: limit, window: .month, isHardCap: false, timeZoneIdentifier: "UTC")
+        return EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                          payload: BudgetChange.set(budget).payload)
     }
 
     /// The drafts for positions [from, from + count), from ≥ `firstPosition`: a deposit at the first

@@ -53,8 +53,11 @@ extension BenchCommands {
                                 rounds: try arguments.integer("rounds", default: quick ? 3 : 5, max: 100))
         warnIfDebug()
         try FileManager.default.createDirectory(atPath: bench.fixtures, withIntermediateDirectories: true, attributes: nil)
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
-        if !bench.json { print("ledger benchmark: \(bench.cores) cores, load average \(load) at the start; fixtures in \(bench.fixtures)") }
+        let loadFile = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)
+        let load = loadFile?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        if !bench.json {
+            print("ledger benchmark: \(bench.cores) cores, load average \(load) at the start; fixtures in \(bench.fixtures)")
+        }
 
         // The verification fixture first: it is built by another process, which must not share this
         // process's SoftHSM (SoftHSM reads its configuration once per process).
@@ -98,7 +101,8 @@ final class BenchTokens {
             var uri = PKCS11URI()
             uri.token = label
             uri.moduleName = DemoToken.moduleName
-            if FileManager.default.fileExists(atPath: layout.pinPath(label: label)), let token = try? TokenLibrary.shared.token(uri) {
+            if FileManager.default.fileExists(atPath: layout.pinPath(label: label)),
+               let token = try? TokenLibrary.shared.token(uri) {
                 return (token, uri, layout.pinPath(label: label))
             }
             let created = try DemoToken.create(layout, label: label)
@@ -131,7 +135,9 @@ extension LedgerBench {
         if FileManager.default.fileExists(atPath: mark) { return (paths, nil) }
         try? FileManager.default.removeItem(atPath: paths.directory)
         let start = Self.now()
-        if !json { print("building fixture open-\(size): a wallet on SoftHSM, \(size) entries in batches of \(Self.fixtureBatchCount)…") }
+        if !json {
+            print("building fixture open-\(size): a wallet on SoftHSM, \(size) entries in batches of \(Self.fixtureBatchCount)…")
+        }
         let (wallet, session) = try createWallet(paths: paths, label: "bench-open-\(size)", tokens: tokens)
         var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
         while wallet.size < UInt64(size) {
@@ -259,8 +265,9 @@ extension LedgerBench {
         let baselineMedian = BenchCommands.median(zip(token, insert).map { $0 + $1 })
         let ratio = oursMedian / baselineMedian
         if !json {
-            print(String(format: "append (SoftHSM, %d×%d payments, medians): baseline raw token operations + plain durable insert "
-                + "%.2f ms (parts' own medians: token %.2f, insert %.2f), secure wallet step %.2f ms, ratio %.2f (goal ≤ 1.25)",
+            print(String(format: "append (SoftHSM, %d×%d payments, medians): baseline raw token operations + plain "
+                + "durable insert %.2f ms (parts' own medians: token %.2f, insert %.2f), secure wallet step %.2f ms, "
+                + "ratio %.2f (goal ≤ 1.25)",
                 rounds, appendCount, baselineMedian, tokenMedian, insertMedian, oursMedian, ratio))
             print("  token operations per append: \(tokenCalls) PKCS#11 calls (baseline loop: \(baselineCalls)): one signature "
                 + "(C_SignInit, C_Login context, C_Sign) and the anchor's replacement (C_FindObjectsInit, C_FindObjects ×2, "
@@ -335,7 +342,8 @@ extension LedgerBench {
             print(String(format: "verify (%d entries and checkpoints on %d cores, %d rounds, medians): OpenSSL P-256 verify "
                 + "%.0f/s on one core × %d = %.0f/s, secure %.2f s = %.0f checkpoints/s, ratio %.2f (goal ≥ 0.8)",
                 verifyCount, cores, rounds, singleRate, cores, singleRate * Double(cores), seconds, oursRate, ratio))
-            print(String(format: "  one core: `openssl speed -elapsed ecdsap256` %@, EVP_PKEY_verify as SecureCrypto calls it %.0f/s; "
+            print(String(format: "  one core: `openssl speed -elapsed ecdsap256` %@, "
+                + "EVP_PKEY_verify as SecureCrypto calls it %.0f/s; "
                 + "that loop on all %d cores at once: %.0f/s (ratio against it %.2f)",
                 speedRate.map { String(format: "%.0f/s", $0) } ?? "not run (no openssl command)", evpRate, cores,
                 parallelRate, oursRate / parallelRate))
@@ -389,7 +397,8 @@ extension LedgerBench {
                 let balance = wallet.state.balance(.eur)
                 open[size, default: []].append(Self.milliseconds(since: start))
                 guard wallet.lockReason == nil, wallet.size == UInt64(size) else {
-                    throw UsageError("the fixture \(paths.directory) opened locked or with \(wallet.size) entries; delete it to rebuild")
+                    throw UsageError("the fixture \(paths.directory) opened locked or with \(wallet.size) entries; "
+                        + "delete it to rebuild")
                 }
                 balances[size] = MoneyText.format(balance)
                 session.close()
@@ -401,7 +410,8 @@ extension LedgerBench {
         if !json {
             print(String(format: "open → balance (%d rounds, medians): %d entries %.1f ms, %d entries %.1f ms, ratio %.2f "
                 + "(goal < 100 ms, flat in n)", openRounds, small, smallMedian, large, largeMedian, ratio))
-            print(String(format: "  before it, the token login (C_OpenSession, C_Login): %.1f ms", BenchCommands.median(login[small]! + login[large]!)))
+            print(String(format: "  before it, the token login (C_OpenSession, C_Login): %.1f ms",
+                         BenchCommands.median(login[small]! + login[large]!)))
         }
         var result: [String: Any] = ["rounds": openRounds, "ratio": ratio,
                                      "loginMilliseconds": BenchCommands.median(login[small]! + login[large]!)]
