@@ -192,6 +192,8 @@ public enum DropReason: Hashable, Sendable {
     case unknownSigner
     /// A refusal or receipt that is about another transfer than the one it was matched with.
     case unrelated
+    /// A refusal or receipt signed by a key of the payee's log after its retirement: the evidence proves it.
+    case retiredSigner(ForkEvidence)
 }
 
 extension StatementVerdict {

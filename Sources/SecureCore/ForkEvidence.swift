@@ -13,6 +13,8 @@ public enum ForkEvidence: Hashable, Sendable {
     case conflictingKeyEvents(KeyEventConflict)
     /// (d) A checkpoint signed by a key after the rotation that retired it.
     case retiredKeySignature(RetiredKeySignature)
+    /// (e) A receipt, refusal or measurement signed by a key after the rotation that retired it.
+    case retiredKeyStatement(RetiredKeyStatement)
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
@@ -48,6 +50,12 @@ public enum ForkEvidence: Hashable, Sendable {
             }
             return .forkProven("a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a checkpoint "
                 + "of \(late.checkpoint.checkpoint.size) entries")
+        case .retiredKeyStatement(let late):
+            guard late.isProven else {
+                return .notProven(.noConflict, "the statement is not shown to be signed after its key's retirement")
+            }
+            return .forkProven("a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a statement "
+                + "dated at ledger size \(late.statement.keyDate.ledgerSize)")
         }
     }
 
@@ -85,6 +93,11 @@ public enum ForkEvidence: Hashable, Sendable {
             writer.write(prefixed16: late.retiredEvent.encoded, max: Self.keyEventByteCountMax)
             writer.write(prefixed16: late.rotation.encoded, max: Self.keyEventByteCountMax)
             late.checkpoint.encode(into: &writer)
+        case .retiredKeyStatement(let late):
+            writer.write(UInt8(5))
+            writer.write(prefixed16: late.retiredEvent.encoded, max: Self.keyEventByteCountMax)
+            writer.write(prefixed16: late.rotation.encoded, max: Self.keyEventByteCountMax)
+            late.statement.encode(into: &writer)
         }
         return writer.bytes
     }
@@ -124,6 +137,15 @@ public enum ForkEvidence: Hashable, Sendable {
             else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
             evidence = .retiredKeySignature(
                 RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotationEvent, checkpoint: checkpoint))
+        case 5:
+            guard let retired = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+                let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+                let statement = try DatedStatement.decode(from: &reader)
+            else { return nil }
+            guard let retiredEvent = try SignedKeyEvent.decode(retired), let rotationEvent = try SignedKeyEvent.decode(rotation)
+            else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
+            evidence = .retiredKeyStatement(
+                RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotationEvent, statement: statement))
         default:
             throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
         }

@@ -162,6 +162,15 @@ public struct PayeeMachine {
                     before: [.keepEvidence(evidence), failureMessage(.checkpointInconsistent, offer.offerID)])
             }
         }
+        // A payer whose log this wallet follows must have measured with a key in force: a retired key's
+        // late measurement is fork evidence even when no earlier checkpoint of the payer is held.
+        if let log = record.keyLog, log.walletID == session.peer.walletID,
+            let evidence = log.retiredKeyEvidence(.measurement(payer.measurement))
+        {
+            return finish(
+                .failed(.measurementInvalid, byPeer: false),
+                before: [.keepEvidence(evidence), failureMessage(.measurementInvalid, offer.offerID)])
+        }
         let ready = ReadyRecord(
             offerID: offer.offerID, nonce: session.nonce, amount: offer.amount, payerWalletID: session.peer.walletID,
             payerKey: session.peer.walletKey, payerCheckpoint: current, payerMeasurement: payer.measurement,
@@ -386,7 +395,8 @@ public struct PayeeMachine {
     private func measurementContext(_ session: Session, _ offer: PaymentOffer) -> MeasurementContext {
         MeasurementContext(
             nonce: session.nonce, offerID: offer.offerID, payerKey: session.peer.walletKey,
-            payeeKey: context.hello.walletKey, channelBinding: context.channelBinding)
+            payeeKey: context.hello.walletKey, payerDate: KeyDate(checkpoint: session.peer.checkpoint.checkpoint),
+            payeeDate: KeyDate(checkpoint: context.hello.checkpoint.checkpoint), channelBinding: context.channelBinding)
     }
 
     private func failureMessage(_ reason: PeerFailureReason, _ offerID: [UInt8]?) -> PeerAction {

@@ -154,15 +154,18 @@ public struct PayerMachine {
         case (.awaitingReady(let session, let deal, let own, let peer), .ready(let ready)):
             return try readied(ready, session, deal, own, peer)
         case (.awaitingReceipt(let session, let sent), .receipt(let message)):
+            // Signed by the payee's key of this session, dated no earlier than its `hello` checkpoint.
             guard message.offerID == sent.offerID,
-                message.receipt.confirms(sent.transfer, payeeKeys: [session.peer.walletKey])
+                message.receipt.confirms(sent.transfer, payeeKeys: [session.peer.walletKey]),
+                message.receipt.payload.keyDate.follows(session.peer.checkpoint.checkpoint)
             else { throw violation("a receipt that does not confirm the transfer sent") }
             return finish(.paid(message.receipt), before: [.keepReceipt(message.receipt, of: sent.transfer)])
         case (.awaitingReceipt(let session, let sent), .refusal(let message)):
-            let expected = Refusal(refusing: sent.transfer, payeeKey: session.peer.walletKey,
-                                   reason: message.refusal.payload.reason)
-            guard message.offerID == sent.offerID, message.refusal.payload == expected,
-                message.refusal.isSignatureValid
+            let payload = message.refusal.payload
+            let expected = Refusal(refusing: sent.transfer, payeeKey: session.peer.walletKey, keyDate: payload.keyDate,
+                                   reason: payload.reason)
+            guard message.offerID == sent.offerID, payload == expected, message.refusal.isSignatureValid,
+                payload.keyDate.follows(session.peer.checkpoint.checkpoint)
             else { throw violation("a refusal that is not the payee's signed refusal of the transfer sent") }
             return finish(.reversed(expected.reason), before: [.appendReversal(message.refusal, of: sent.transfer)])
         // The one `default:`: it pairs states with messages, and every pair not listed above is by
@@ -423,7 +426,8 @@ public struct PayerMachine {
     private func measurementContext(_ session: Session, _ deal: Deal) -> MeasurementContext {
         MeasurementContext(
             nonce: session.nonce, offerID: deal.offer.offerID, payerKey: context.hello.walletKey,
-            payeeKey: session.peer.walletKey, channelBinding: context.channelBinding)
+            payeeKey: session.peer.walletKey, payerDate: KeyDate(checkpoint: context.hello.checkpoint.checkpoint),
+            payeeDate: KeyDate(checkpoint: session.peer.checkpoint.checkpoint), channelBinding: context.channelBinding)
     }
 
     private func failureMessage(_ reason: PeerFailureReason) -> [PeerAction] {

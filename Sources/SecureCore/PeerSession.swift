@@ -358,7 +358,7 @@ enum PeerCommon {
         case .tooFar: .tooFar
         case .disagree: .distancesDisagree
         case .simulatedNotAllowed: .simulatedRangingRefused
-        case .badSignature, .wrongNonce, .keysMismatch, .wrongOffer: .measurementInvalid
+        case .badSignature, .wrongNonce, .keysMismatch, .wrongOffer, .wrongDate: .measurementInvalid
         }
     }
 }

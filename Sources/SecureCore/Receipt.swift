@@ -4,7 +4,7 @@ import SecureCrypto
 /// payer that later signs a conflicting history faces the payee's signature on this one. A receipt
 /// records no ledger entry: the payer keeps it beside its payment out, which it marks confirmed.
 /// See docs/PROTOCOL.md, "Transfers, receipts and refusals".
-public struct Receipt: SignedPayload {
+public struct Receipt: DatedPayload {
     /// The transfer's id.
     public let transferID: [UInt8]
     /// SHA-256 of the signed transfer's payload.
@@ -15,6 +15,8 @@ public struct Receipt: SignedPayload {
     public let payeeWalletID: [UInt8]
     /// The payee's signing key.
     public let payeeKey: P256.PublicKey
+    /// When the payee's key signed: its key event and the payee's ledger size, which is past the credit.
+    public let keyDate: KeyDate
     /// The amount credited.
     public let amount: Money
     /// SHA-256 of the payer's checkpoint encoding (the one inside the transfer), which the payee cosigns.
@@ -24,21 +26,23 @@ public struct Receipt: SignedPayload {
     /// The position of the payee's `paymentIn` entry.
     public let creditPosition: UInt64
 
-    /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+    /// The encoding's version byte: 2 since receipts carry their key date.
+    public static let encodingVersion: UInt8 = 2
     public static let signatureLabel = SignatureLabel("secure-receipt-v1")
-    /// 1 + 16 + 32 + 32 + 32 + 65 + 12 + 32 + 8 + 8 = 238 bytes.
-    public static let encodedByteCountMax = 256
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 32 + 8 + 8 = 262 bytes.
+    public static let encodedByteCountMax = 288
 
     /// The receipt for `transfer`, credited by the entry at `creditPosition` of the wallet whose key is
-    /// `payeeKey`.
-    public init(for transfer: SignedTransfer, payeeKey: P256.PublicKey, creditPosition: UInt64) {
+    /// `payeeKey`, signed at `keyDate`, whose ledger size must be past the credit.
+    public init(for transfer: SignedTransfer, payeeKey: P256.PublicKey, keyDate: KeyDate, creditPosition: UInt64) {
+        precondition(keyDate.ledgerSize > creditPosition, "a receipt is signed after its credit is in the ledger")
         let order = transfer.payload.order
         transferID = order.transferID
         transferDigest = transfer.payloadDigest
         payerWalletID = order.payerWalletID
         payeeWalletID = order.payeeWalletID
         self.payeeKey = payeeKey
+        self.keyDate = keyDate
         amount = order.amount
         checkpointDigest = SHA256.hash(transfer.payload.checkpoint.checkpoint.encoded)
         checkpointSize = transfer.payload.checkpoint.checkpoint.size
@@ -47,7 +51,7 @@ public struct Receipt: SignedPayload {
 
     init(
         transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
-        payeeKey: P256.PublicKey, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
+        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
         self.transferID = transferID
@@ -55,6 +59,7 @@ public struct Receipt: SignedPayload {
         self.payerWalletID = payerWalletID
         self.payeeWalletID = payeeWalletID
         self.payeeKey = payeeKey
+        self.keyDate = keyDate
         self.amount = amount
         self.checkpointDigest = checkpointDigest
         self.checkpointSize = checkpointSize
@@ -64,13 +69,14 @@ public struct Receipt: SignedPayload {
     public var signerKey: P256.PublicKey { payeeKey }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 240)
+        var writer = ByteWriter(capacity: 264)
         writer.write(Receipt.encodingVersion)
         writer.write(fixed: transferID, count: 16)
         writer.write(fixed: transferDigest, count: 32)
         writer.write(fixed: payerWalletID, count: 32)
         writer.write(fixed: payeeWalletID, count: 32)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
+        keyDate.encode(into: &writer)
         amount.encode(into: &writer)
         writer.write(fixed: checkpointDigest, count: 32)
         writer.write(checkpointSize)
@@ -86,14 +92,17 @@ public struct Receipt: SignedPayload {
         }
         guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
             let payer = reader.readFixed(32), let payee = reader.readFixed(32),
-            let point = reader.readFixed(P256.uncompressedPointByteCount), let amount = try Money.decode(from: &reader),
-            let checkpointDigest = reader.readFixed(32), let size = reader.readUInt64(),
-            let position = reader.readUInt64()
+            let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
+            let amount = try Money.decode(from: &reader), let checkpointDigest = reader.readFixed(32),
+            let size = reader.readUInt64(), let position = reader.readUInt64()
         else { return nil }
         try reader.expectEnd("receipt")
+        guard keyDate.ledgerSize > position else {
+            throw FormatError(.invalidValue, "a receipt is dated before its own credit entry")
+        }
         return Receipt(
             transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
-            payeeKey: try decodeKey(point, "payee key"), amount: amount, checkpointDigest: checkpointDigest,
+            payeeKey: try decodeKey(point, "payee key"), keyDate: keyDate, amount: amount, checkpointDigest: checkpointDigest,
             checkpointSize: size, creditPosition: position)
     }
 
@@ -105,18 +114,55 @@ public struct Receipt: SignedPayload {
 public typealias SignedReceipt = SignedStatement<Receipt>
 
 extension SignedStatement where Payload == Receipt {
-    /// Whether this receipt confirms exactly `transfer`: signed by one of `payeeKeys` (the keys of the
-    /// payee's key-event log), for the same transfer id, payload digest, wallets, amount and checkpoint.
-    public func confirms(_ transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>) -> Bool {
-        guard payeeKeys.contains(payload.payeeKey), isSignatureValid else { return false }
-        let expected = Receipt(for: transfer, payeeKey: payload.payeeKey, creditPosition: payload.creditPosition)
-        return payload == expected
+    /// Whether this receipt confirms exactly `transfer`: signed by one of `payeeKeys`, for the same
+    /// transfer id, payload digest, wallets, amount and checkpoint. When the payee's key-event log is
+    /// known (`payeeLog`), the signer must instead be the key that log shows in force at the receipt's
+    /// date; a receipt by a retired key after its retirement confirms nothing (`ReceiptCheck` says why).
+    public func confirms(_ transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>, payeeLog: KeyEventLog? = nil) -> Bool {
+        ReceiptCheck.evaluate(self, of: transfer, payeeKeys: payeeKeys, payeeLog: payeeLog) == .confirms
+    }
+}
+
+/// The payer's checks of a receipt for a transfer it sent.
+public enum ReceiptCheck {
+    /// What a receipt does for a sent transfer.
+    public enum Verdict: Hashable, Sendable {
+        case confirms
+        /// A bad signature, a signer that is not the payee's, or a receipt of something else.
+        case dropped(DropReason)
+    }
+
+    /// The verdict for `receipt` of `transfer`. With the payee's log, the signer's date decides (a retired
+    /// key's late receipt is dropped with fork evidence); without it, the signer must be in `payeeKeys`.
+    public static func evaluate(_ receipt: SignedReceipt, of transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>,
+                                payeeLog: KeyEventLog?) -> Verdict {
+        let payload = receipt.payload
+        guard receipt.isSignatureValid else { return .dropped(.badSignature) }
+        if let reason = DropReason.signer(.receipt(receipt), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog) {
+            return .dropped(reason)
+        }
+        guard payload.keyDate.ledgerSize > payload.creditPosition else { return .dropped(.unrelated) }
+        let expected = Receipt(for: transfer, payeeKey: payload.payeeKey, keyDate: payload.keyDate,
+                               creditPosition: payload.creditPosition)
+        return payload == expected ? .confirms : .dropped(.unrelated)
+    }
+}
+
+extension DropReason {
+    /// Why the signer of a validly signed dated statement is not acceptable for `walletID`, or nil when it
+    /// is: in force at the statement's date by the wallet's log when known, else one of `keys`.
+    static func signer(_ statement: DatedStatement, walletID: [UInt8], keys: Set<P256.PublicKey>, log: KeyEventLog?)
+        -> DropReason?
+    {
+        guard let log, log.walletID == walletID else { return keys.contains(statement.signerKey) ? nil : .unknownSigner }
+        if let evidence = log.retiredKeyEvidence(statement) { return .retiredSigner(evidence) }
+        return log.check(statement) == .inForce ? nil : .unknownSigner
     }
 }
 
 /// The payee's signed refusal of a validly signed transfer that failed a check. The payer appends a
 /// `reversal` entry from it, which credits the debit back. See docs/PROTOCOL.md.
-public struct Refusal: SignedPayload {
+public struct Refusal: DatedPayload {
     /// The refused transfer's id.
     public let transferID: [UInt8]
     /// SHA-256 of the refused transfer's signed payload.
@@ -127,40 +173,44 @@ public struct Refusal: SignedPayload {
     public let payeeWalletID: [UInt8]
     /// The refusing payee's signing key.
     public let payeeKey: P256.PublicKey
+    /// When the payee's key signed: its key event and the payee's ledger size.
+    public let keyDate: KeyDate
     /// The transfer's amount, which the reversal credits back.
     public let amount: Money
     /// Which check failed.
     public let reason: RefusalReason
 
-    /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+    /// The encoding's version byte: 2 since refusals carry their key date.
+    public static let encodingVersion: UInt8 = 2
     public static let signatureLabel = SignatureLabel("secure-refusal-v1")
-    /// 1 + 16 + 32 + 32 + 32 + 65 + 12 + 1 = 191 bytes.
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 1 = 215 bytes.
     public static let encodedByteCountMax = 256
 
     /// The refusal of `transfer` for `reason` by the payee whose key is `payeeKey`. The refusing wallet is
     /// the payee the transfer names: a wallet refuses a misaddressed transfer under the transfer's payee
     /// id only if that is its own, and otherwise has no standing to send a refusal at all.
-    public init(refusing transfer: SignedTransfer, payeeKey: P256.PublicKey, reason: RefusalReason) {
+    public init(refusing transfer: SignedTransfer, payeeKey: P256.PublicKey, keyDate: KeyDate, reason: RefusalReason) {
         let order = transfer.payload.order
         transferID = order.transferID
         transferDigest = transfer.payloadDigest
         payerWalletID = order.payerWalletID
         payeeWalletID = order.payeeWalletID
         self.payeeKey = payeeKey
+        self.keyDate = keyDate
         amount = order.amount
         self.reason = reason
     }
 
     init(
         transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
-        payeeKey: P256.PublicKey, amount: Money, reason: RefusalReason
+        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, reason: RefusalReason
     ) {
         self.transferID = transferID
         self.transferDigest = transferDigest
         self.payerWalletID = payerWalletID
         self.payeeWalletID = payeeWalletID
         self.payeeKey = payeeKey
+        self.keyDate = keyDate
         self.amount = amount
         self.reason = reason
     }
@@ -168,13 +218,14 @@ public struct Refusal: SignedPayload {
     public var signerKey: P256.PublicKey { payeeKey }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 192)
+        var writer = ByteWriter(capacity: 216)
         writer.write(Refusal.encodingVersion)
         writer.write(fixed: transferID, count: 16)
         writer.write(fixed: transferDigest, count: 32)
         writer.write(fixed: payerWalletID, count: 32)
         writer.write(fixed: payeeWalletID, count: 32)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
+        keyDate.encode(into: &writer)
         amount.encode(into: &writer)
         writer.write(reason.rawValue)
         return writer.bytes
@@ -188,8 +239,8 @@ public struct Refusal: SignedPayload {
         }
         guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
             let payer = reader.readFixed(32), let payee = reader.readFixed(32),
-            let point = reader.readFixed(P256.uncompressedPointByteCount), let amount = try Money.decode(from: &reader),
-            let reasonByte = reader.readUInt8()
+            let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
+            let amount = try Money.decode(from: &reader), let reasonByte = reader.readUInt8()
         else { return nil }
         try reader.expectEnd("refusal")
         guard let reason = RefusalReason(rawValue: reasonByte) else {
@@ -198,7 +249,7 @@ public struct Refusal: SignedPayload {
         guard !amount.isZero else { throw FormatError(.invalidValue, "a refusal's amount must be positive") }
         return Refusal(
             transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
-            payeeKey: try decodeKey(point, "payee key"), amount: amount, reason: reason)
+            payeeKey: try decodeKey(point, "payee key"), keyDate: keyDate, amount: amount, reason: reason)
     }
 
     /// Signs the refusal with the payee's key.
@@ -219,20 +270,26 @@ extension SignedStatement where Payload == Refusal {
 /// from anyone else would let a payer take back money the payee credited.
 public enum RefusalCheck {
     /// The verdict for `refusal` of the transfer `sent` (the exact bytes the payer's pending record holds),
-    /// where `payeeKeys` are the keys of the payee's key-event log the payer knows.
+    /// where `payeeLog` is the payee's key-event log when the payer knows it, and `payeeKeys` the keys it
+    /// accepts otherwise (the payee's key from the session or the command line).
     ///
-    /// A signature that fails, a signer outside `payeeKeys`, or a refusal of another transfer is dropped.
+    /// A signature that fails, a signer outside `payeeKeys` (or, with the log, not in force at the refusal's
+    /// date; a retired key's late refusal is dropped with fork evidence), or a refusal of another transfer
+    /// is dropped.
     /// Otherwise the ledger's memory decides (duplicate, conflict), and a new refusal becomes a `reversal`
     /// entry: the amount, counterparty = payee wallet id, statement = (payee key fingerprint, transfer id,
     /// refusal digest), payload = the signed refusal. The ledger applies it only to an unreversed payment
     /// out of that transfer id and amount.
     public static func evaluate(
-        _ refusal: SignedRefusal, of sent: SignedTransfer, payeeKeys: Set<P256.PublicKey>, state: LedgerState
+        _ refusal: SignedRefusal, of sent: SignedTransfer, payeeKeys: Set<P256.PublicKey>, payeeLog: KeyEventLog? = nil,
+        state: LedgerState
     ) -> StatementVerdict {
         guard refusal.isSignatureValid else { return .drop(.badSignature) }
         let payload = refusal.payload
-        guard payeeKeys.contains(payload.payeeKey) else { return .drop(.unknownSigner) }
-        let expected = Refusal(refusing: sent, payeeKey: payload.payeeKey, reason: payload.reason)
+        if let reason = DropReason.signer(.refusal(refusal), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog) {
+            return .drop(reason)
+        }
+        let expected = Refusal(refusing: sent, payeeKey: payload.payeeKey, keyDate: payload.keyDate, reason: payload.reason)
         guard payload == expected else { return .drop(.unrelated) }
         let reference = refusal.statementReference
         let bytes = refusal.encoded

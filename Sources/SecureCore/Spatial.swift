@@ -158,8 +158,9 @@ public enum PeerRole: UInt8, Hashable, Sendable {
 }
 
 /// One wallet's signed distance claim: its summary, bound to the session nonce, the offer, both wallet
-/// keys in their roles, the ranging source and the channel. Label `secure-measurement-v1`.
-public struct Measurement: SignedPayload {
+/// keys in their roles, the ranging source and the channel, dated by the signer's key event and ledger
+/// size (its `hello` checkpoint's). Label `secure-measurement-v1`.
+public struct Measurement: DatedPayload {
     /// The session nonce N.
     public let nonce: [UInt8]
     /// The offer this measurement is for.
@@ -170,6 +171,8 @@ public struct Measurement: SignedPayload {
     public let payerKey: P256.PublicKey
     /// The payee's wallet key.
     public let payeeKey: P256.PublicKey
+    /// When the signer's key signed: the date of the signer's `hello` checkpoint.
+    public let keyDate: KeyDate
     /// The summary.
     public let summary: RangingSummary
     /// Where the samples came from.
@@ -177,15 +180,16 @@ public struct Measurement: SignedPayload {
     /// The channel binding of the session.
     public let channelBinding: [UInt8]
 
-    public static let encodingVersion: UInt8 = 1
+    /// 2 since measurements carry their key date.
+    public static let encodingVersion: UInt8 = 2
     public static let signatureLabel = SignatureLabel("secure-measurement-v1")
-    /// 1 + 32 + 16 + 1 + 65 + 65 + 10 + 1 + 65 = 256 bytes at most.
-    public static let encodedByteCountMax = 256
+    /// 1 + 32 + 16 + 1 + 65 + 65 + 24 + 10 + 1 + 65 = 280 bytes at most.
+    public static let encodedByteCountMax = 280
 
     /// Makes a measurement; lengths are checked.
     public init(
         nonce: [UInt8], offerID: [UInt8], signerRole: PeerRole, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
-        summary: RangingSummary, source: RangingSource, channelBinding: [UInt8]
+        keyDate: KeyDate, summary: RangingSummary, source: RangingSource, channelBinding: [UInt8]
     ) throws {
         guard nonce.count == 32, offerID.count == PeerMessage.offerIDByteCount,
             channelBinding.count <= TransferOrder.channelBindingByteCountMax
@@ -197,6 +201,7 @@ public struct Measurement: SignedPayload {
         self.signerRole = signerRole
         self.payerKey = payerKey
         self.payeeKey = payeeKey
+        self.keyDate = keyDate
         self.summary = summary
         self.source = source
         self.channelBinding = channelBinding
@@ -210,13 +215,14 @@ public struct Measurement: SignedPayload {
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 256)
+        var writer = ByteWriter(capacity: 280)
         writer.write(Measurement.encodingVersion)
         writer.write(fixed: nonce, count: 32)
         writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
         writer.write(signerRole.rawValue)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
+        keyDate.encode(into: &writer)
         writer.write(summary.medianMillimetres)
         writer.write(summary.spreadMillimetres)
         writer.write(summary.sampleCount)
@@ -233,7 +239,8 @@ public struct Measurement: SignedPayload {
         }
         guard let nonce = reader.readFixed(32), let offerID = reader.readFixed(PeerMessage.offerIDByteCount),
             let roleByte = reader.readUInt8(), let payer = reader.readFixed(P256.uncompressedPointByteCount),
-            let payee = reader.readFixed(P256.uncompressedPointByteCount), let median = reader.readUInt32(),
+            let payee = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
+            let median = reader.readUInt32(),
             let spread = reader.readUInt32(), let count = reader.readUInt16(), let sourceByte = reader.readUInt8(),
             let binding = try reader.readPrefixed8(max: TransferOrder.channelBindingByteCountMax, field: "channel binding")
         else { return nil }
@@ -252,7 +259,8 @@ public struct Measurement: SignedPayload {
         }
         return try Measurement(
             nonce: nonce, offerID: offerID, signerRole: role, payerKey: try decodeKey(payer, "payer key"),
-            payeeKey: try decodeKey(payee, "payee key"), summary: summary, source: source, channelBinding: binding)
+            payeeKey: try decodeKey(payee, "payee key"), keyDate: keyDate, summary: summary, source: source,
+            channelBinding: binding)
     }
 
     /// Signs the measurement with the signer's wallet key.
@@ -279,15 +287,29 @@ public struct MeasurementContext: Hashable, Sendable {
     public let offerID: [UInt8]
     public let payerKey: P256.PublicKey
     public let payeeKey: P256.PublicKey
+    /// The payer's key date: its `hello` checkpoint's key event and size.
+    public let payerDate: KeyDate
+    /// The payee's key date, from its `hello` checkpoint likewise.
+    public let payeeDate: KeyDate
     public let channelBinding: [UInt8]
 
     public init(nonce: [UInt8], offerID: [UInt8], payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
-                channelBinding: [UInt8]) {
+                payerDate: KeyDate, payeeDate: KeyDate, channelBinding: [UInt8]) {
         self.nonce = nonce
         self.offerID = offerID
         self.payerKey = payerKey
         self.payeeKey = payeeKey
+        self.payerDate = payerDate
+        self.payeeDate = payeeDate
         self.channelBinding = channelBinding
+    }
+
+    /// The key date a measurement of `role` must carry.
+    public func date(of role: PeerRole) -> KeyDate {
+        switch role {
+        case .payer: payerDate
+        case .payee: payeeDate
+        }
     }
 
     /// This wallet's measurement for the context.
@@ -295,7 +317,7 @@ public struct MeasurementContext: Hashable, Sendable {
         // Every field was checked when the context's parts were made.
         try! Measurement(
             nonce: nonce, offerID: offerID, signerRole: role, payerKey: payerKey, payeeKey: payeeKey,
-            summary: summary, source: source, channelBinding: channelBinding)
+            keyDate: date(of: role), summary: summary, source: source, channelBinding: channelBinding)
     }
 }
 
@@ -309,6 +331,8 @@ public enum SpatialRefusal: Hashable, Sendable {
     case keysMismatch(PeerRole)
     /// A measurement is for another offer or channel.
     case wrongOffer(PeerRole)
+    /// A measurement's key date is not its signer's `hello` checkpoint's (key event and ledger size).
+    case wrongDate(PeerRole)
     /// A simulated source where policy does not allow one.
     case simulatedNotAllowed(PeerRole)
     /// The farther median is over a metre.
@@ -380,6 +404,7 @@ public struct SpatialProof: Hashable, Sendable {
         guard measurement.offerID == context.offerID, measurement.channelBinding == context.channelBinding else {
             return .wrongOffer(role)
         }
+        guard measurement.keyDate == context.date(of: role) else { return .wrongDate(role) }
         guard measurement.source != .simulated || policy.allowsSimulated else { return .simulatedNotAllowed(role) }
         return nil
     }

@@ -328,3 +328,31 @@ extension EVPPublicKey {
     /// The raw OpenSSL handle, for key agreement inside this module.
     var handle: OpaquePointer { pointer }
 }
+
+extension EVPPublicKey {
+    /// RSAES-OAEP (RFC 8017, section 7.1) with SHA-256 as the hash and in MGF1, and an empty label: what a
+    /// token without ECDH (tpm2-pkcs11) decrypts with CKM_RSA_PKCS_OAEP.
+    func encryptRSAOAEPSHA256(_ plaintext: UnsafeRawBufferPointer) throws -> [UInt8] {
+        let input = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        guard let context = EVP_PKEY_CTX_new(pointer, nil) else { throw CryptoError.openSSL("EVP_PKEY_CTX_new failed") }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_encrypt_init(context) == 1, EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_OAEP_PADDING) == 1,
+            EVP_PKEY_CTX_set_rsa_oaep_md(context, EVP_sha256()) == 1,
+            EVP_PKEY_CTX_set_rsa_mgf1_md(context, EVP_sha256()) == 1
+        else {
+            throw CryptoError.openSSL("RSA-OAEP setup failed", code: .invalidKey)
+        }
+        var length = 0
+        guard EVP_PKEY_encrypt(context, nil, &length, input, plaintext.count) == 1 else {
+            throw CryptoError.openSSL("RSA-OAEP encryption failed", code: .invalidKey)
+        }
+        var output = [UInt8](repeating: 0, count: length)
+        guard EVP_PKEY_encrypt(context, &output, &length, input, plaintext.count) == 1 else {
+            throw CryptoError.openSSL("RSA-OAEP encryption failed", code: .invalidKey)
+        }
+        return Array(output.prefix(length))
+    }
+
+    /// The modulus size in bits.
+    var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+}

@@ -80,6 +80,20 @@ public enum AuditBundleFile {
         return Array(try encoder.encode(document)) + [0x0a]
     }
 
+    /// The wallet's key-event log from an audit bundle (`secure audit export`), which must verify as a
+    /// whole: the log is then checked from the wallet id and tied to the ledger by its entries' proofs.
+    public static func keyEventLog(json file: Data) throws -> KeyEventLog {
+        let (problems, bundle) = try verify(Array(file))
+        guard problems.isEmpty else {
+            throw WalletError(.verificationFailed, "the audit bundle does not verify: " + problems.joined(separator: "; "))
+        }
+        do {
+            return try KeyEventLog(verifying: bundle.keyEvents, walletID: bundle.walletID)
+        } catch let error as KeyEventError {
+            throw WalletError(.verificationFailed, "the bundle's key-event log is refused: \(error)")
+        }
+    }
+
     /// Parses and checks a bundle; returns the problems (empty when it verifies) and the bundle.
     public static func verify(_ file: [UInt8]) throws -> (problems: [String], bundle: AuditBundle) {
         let document: Document

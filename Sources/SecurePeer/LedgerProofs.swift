@@ -34,9 +34,27 @@ public enum LedgerProof: Equatable, Sendable {
 
     /// Checks the proof against a wallet key. Returns a sentence saying what it proves, or throws why not.
     public func verify(key: P256.PublicKey) throws -> String {
+        try verify { try Self.checkpoint($0, key: key) }
+    }
+
+    /// Checks the proof against a wallet's key-event log, so proofs across a rotation verify: each
+    /// checkpoint must name the log's wallet, be signed by the key it names, and that key must be in force
+    /// at the checkpoint's size (not retired, not before its event).
+    public func verify(log: KeyEventLog) throws -> String {
+        try verify { bytes in
+            guard let signed = try? SignedCheckpoint.decode(bytes), signed.checkpoint.walletID == log.walletID,
+                  signed.isSelfConsistent, log.check(signed) == .inForce else {
+                throw WalletError(.verificationFailed, "a checkpoint in the proof is malformed, of another wallet, or not "
+                    + "signed by the key the key-event log shows in force at its size")
+            }
+            return signed
+        }
+    }
+
+    private func verify(checkpoint: ([UInt8]) throws -> SignedCheckpoint) throws -> String {
         switch self {
         case .inclusion(let entryBytes, let index, let checkpointBytes, let proof):
-            let signed = try Self.checkpoint(checkpointBytes, key: key)
+            let signed = try checkpoint(checkpointBytes)
             guard let entry = try? LedgerEntry.decode(entryBytes), entry.position == index else {
                 throw WalletError(.verificationFailed, "the proof's entry does not decode, or is not at its index")
             }
@@ -48,7 +66,7 @@ public enum LedgerProof: Equatable, Sendable {
             return "entry \(index) (id \(Hex.encode(entry.id))) is in checkpoint \(signed.checkpoint.size) of wallet "
                 + Hex.encode(signed.checkpoint.walletID)
         case .consistency(let fromBytes, let toBytes, let proof):
-            let old = try Self.checkpoint(fromBytes, key: key), new = try Self.checkpoint(toBytes, key: key)
+            let old = try checkpoint(fromBytes), new = try checkpoint(toBytes)
             guard old.checkpoint.walletID == new.checkpoint.walletID,
                   Merkle.verifyConsistency(oldSize: old.checkpoint.size, newSize: new.checkpoint.size,
                                            oldRoot: old.checkpoint.root, newRoot: new.checkpoint.root, proof: proof) else {

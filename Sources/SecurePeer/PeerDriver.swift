@@ -43,6 +43,11 @@ public final class PeerDriver {
     let walletLock: NSLock
     private var machine: Machine
     private var peerKey: P256.PublicKey?
+    /// The peer wallet whose key-event log this side asked for and has not received yet. Its lookup waits
+    /// for the log (`deferredLookup`), so the first session after a peer's rotation checks the peer's
+    /// checkpoint against the rotated log, not the one known before. The machine's lookup wait bounds it.
+    private var awaitedKeyEvents: [UInt8]?
+    private var deferredLookup: PeerIdentity?
     private var pinHeldUntil: Date?
     private let helloSize: UInt64
     /// Multiplies every wait's timeout; tests of silent links shorten them.
@@ -161,7 +166,12 @@ public final class PeerDriver {
     }
 
     private func finishSession() {
-        wallet.token.lock()
+        // Other sessions of this process may still hold the token (TokenHolds): it locks when the last ends.
+        if pinHeldUntil != nil {
+            TokenHolds.shared.release(wallet.token)
+        } else {
+            TokenHolds.shared.lockIfUnheld(wallet.token)
+        }
         pinHeldUntil = nil
         channel.close()
     }
@@ -170,7 +180,7 @@ public final class PeerDriver {
     /// retryable (pending), never lost.
     private func releasePINIfExpired() {
         if let until = pinHeldUntil, Date() >= until {
-            wallet.token.lock()
+            TokenHolds.shared.release(wallet.token)
             pinHeldUntil = nil
             interface.event("pin", [:], "the PIN was wiped after \(Int(Self.pinHoldSecondsMax)) seconds")
         }
@@ -286,7 +296,12 @@ public final class PeerDriver {
             case .refused(let error): interface.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
             case .conflict: interface.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
             }
-            return []
+            // Whatever the outcome, the lookup that waited for this log may go on with what is now known.
+            guard walletID == awaitedKeyEvents else { return [] }
+            awaitedKeyEvents = nil
+            guard let identity = deferredLookup else { return [] }
+            deferredLookup = nil
+            return try lookUp(identity)
         case .finish(let outcome):
             interface.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
             return []
@@ -309,11 +324,18 @@ public final class PeerDriver {
     private func askForKeyEventsIfNewer(_ hello: PeerHello) throws {
         guard let head = hello.keyEventHead else { return }
         let known = try walletLock.withLock { try wallet.peerKeyLog(of: hello.walletID) }
-        if known?.head != head { try send(.keyEvents(.request(walletID: hello.walletID))) }
+        if known?.head != head {
+            try send(.keyEvents(.request(walletID: hello.walletID)))
+            awaitedKeyEvents = hello.walletID
+        }
     }
 
     private func lookUp(_ identity: PeerIdentity) throws -> [PeerAction] {
         peerKey = identity.key
+        if awaitedKeyEvents == identity.walletID {
+            deferredLookup = identity
+            return []
+        }
         let held = try walletLock.withLock { try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID) }
             .flatMap { try? SignedCheckpoint.decode($0.encoded) }
         let keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
@@ -336,12 +358,11 @@ public final class PeerDriver {
             return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
         case .approve(let overriding):
             do {
-                try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
+                try holdUnlocked()
             } catch {
                 interface.event("pin", ["error": "\(error)"], "the token refused: \(error)")
                 return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
             }
-            pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
             return mutate(payer: { $0.userApproved(overridingBudget: overriding) }, payee: { $0.userApproved() })
         }
     }
@@ -385,9 +406,26 @@ public final class PeerDriver {
     /// A retried transfer was approved in its first session (the ready record is that approval), and a
     /// reversal only returns the payer's own money: both may unlock the token without a new prompt.
     private func unlockWithoutPrompt(_ why: String) throws {
+        guard pinHeldUntil == nil else { return }
+        // Hold first: then no other session of this process can lock the token between the check and the use.
+        TokenHolds.shared.acquire(wallet.token)
+        pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
         guard !wallet.token.isUnlocked else { return }
         interface.event("pin", [:], "the token needs the PIN to \(why)")
-        try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
+        try holdUnlocked()
+    }
+
+    /// Logs in with this approval's PIN (a wrong one is refused here, even while another session of this
+    /// process holds the token) and holds the token for this session until its end or the PIN's time is up.
+    private func holdUnlocked() throws {
+        if pinHeldUntil == nil { TokenHolds.shared.acquire(wallet.token) }
+        do {
+            try wallet.token.unlock(pin: try interface.readPIN(), confirmFinalTry: false)
+        } catch {
+            TokenHolds.shared.release(wallet.token)
+            pinHeldUntil = nil
+            throw error
+        }
         pinHeldUntil = Date(timeIntervalSinceNow: Self.pinHoldSecondsMax)
     }
 

@@ -105,13 +105,37 @@ public final class Wallet {
         public var backup: (token: WalletToken, uri: PKCS11URI)
         public var allowFileAnchor: Bool
         public var label: String
+        /// Keys already on the tokens to use instead of generating them, for tokens whose keys are made by
+        /// their own tool (a PIV card: 9C signs, 9D agrees). Each is checked as a generated key would be.
+        public var existingKeys: ExistingKeys
 
-        public init(tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet") {
+        public init(tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet",
+                    existingKeys: ExistingKeys = ExistingKeys()) {
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
             self.label = label
+            self.existingKeys = existingKeys
         }
+    }
+
+    /// Key URIs (by id) to select instead of generating; nil generates.
+    public struct ExistingKeys {
+        public var signing, agreement, next, backupAgreement: PKCS11URI?
+
+        public init(signing: PKCS11URI? = nil, agreement: PKCS11URI? = nil, next: PKCS11URI? = nil,
+                    backupAgreement: PKCS11URI? = nil) {
+            self.signing = signing
+            self.agreement = agreement
+            self.next = next
+            self.backupAgreement = backupAgreement
+        }
+    }
+
+    /// Selects the key a URI names, or generates one.
+    private static func key(_ uri: PKCS11URI?, on session: WalletToken, label: String, usage: KeyUsage) throws -> TokenKey {
+        if let uri { return try session.selectKey(uri, usage: usage) }
+        return try session.generateKey(label: label, usage: usage)
     }
 
     /// Makes a wallet: the signing key and a separate key-agreement key on the token, the next signing key
@@ -129,11 +153,28 @@ public final class Wallet {
         for leftover in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.wrappedKey] {
             try? FileManager.default.removeItem(atPath: leftover)
         }
+        guard session.supportsECDH else {
+            // The inception event names a P-256 key-agreement key, so the wallet's own token needs ECDH. A
+            // token with RSA-OAEP only (a TPM) can be the backup token, whose copy is wrapped to RSA.
+            throw TokenError(.unsupported, "the token \"\(session.label)\" has no ECDH (CKM_ECDH1_DERIVE), and a "
+                + "wallet's key event names a P-256 key-agreement key on its token. Use it as the --backup-token "
+                + "(its copy of the database key is then wrapped with RSA-OAEP), or choose a token with ECDH")
+        }
         let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
-        let signingKey = try session.generateKey(label: options.label, usage: .sign)
-        let agreementKey = try session.generateKey(label: options.label + "-agreement", usage: .derive)
-        let nextKey = try options.backup.token.generateKey(label: options.label + "-next", usage: .sign)
-        let backupAgreement = try options.backup.token.generateKey(label: options.label + "-backup-agreement", usage: .derive)
+        let chosen = options.existingKeys
+        let signingKey = try key(chosen.signing, on: session, label: options.label, usage: .sign)
+        let agreementKey = try key(chosen.agreement, on: session, label: options.label + "-agreement", usage: .derive)
+        let nextKey = try key(chosen.next, on: options.backup.token, label: options.label + "-next", usage: .sign)
+        let backupAgreement = try chosen.backupAgreement.map { AgreementKey.ecdh(try options.backup.token.selectKey($0, usage: .derive)) }
+            ?? AgreementKey.generate(on: options.backup.token, label: options.label + "-backup-agreement")
+        let backupAgreementID: [UInt8]
+        switch backupAgreement {
+        case .ecdh(let key): backupAgreementID = key.id
+        case .rsa(let key): backupAgreementID = key.id
+        }
+        guard signingKey.id != agreementKey.id, nextKey.id != backupAgreementID else {
+            throw WalletError(.invalidInput, "the signing and key-agreement keys must be two different keys")
+        }
         let signer = KeySigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                                                       agreementKey: agreementKey.publicKey), signer: signer)
@@ -155,7 +196,16 @@ public final class Wallet {
         }
         var wrapped = WrappedKeyFile(walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
-        try wrapped.wrap(databaseKey, to: backupAgreement.publicKey)
+        try backupAgreement.wrap(databaseKey, into: &wrapped)
+        // Each token proves it can unwrap its copy before the wallet exists: a token whose ECDH or RSA-OAEP
+        // fails, or gives something else, is found now and not when the money is needed.
+        for (tokenSession, key) in [(session, AgreementKey.ecdh(agreementKey)), (options.backup.token, backupAgreement)] {
+            let unwrapped = try key.unwrap(wrapped, session: tokenSession)
+            guard unwrapped == databaseKey else {
+                throw WalletError(.verificationFailed, "the token \"\(tokenSession.label)\" unwrapped a different "
+                    + "database key; its key agreement cannot be trusted with the wallet")
+            }
+        }
         try DurableFile.write(wrapped.encoded, to: paths.wrappedKey)
         try metadata.save(paths)
         return wallet

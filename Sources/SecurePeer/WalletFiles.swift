@@ -99,6 +99,62 @@ final class TokenUnwrapper: KeyAgreementUnwrapper {
     }
 }
 
+/// A token's RSA key as the store's unwrapper, for tokens without ECDH: RSA-OAEP happens on the token.
+final class TokenRSAUnwrapper: RSAOAEPUnwrapper {
+    let session: WalletToken
+    let key: TokenRSAKey
+
+    init(session: WalletToken, key: TokenRSAKey) {
+        self.session = session
+        self.key = key
+    }
+
+    var rsaPublicKey: RSAPublicKey { key.publicKey }
+
+    func decryptOAEPSHA256(_ ciphertext: [UInt8]) throws -> SecretBytes {
+        try session.decryptOAEPSHA256(key: key, ciphertext: ciphertext)
+    }
+}
+
+/// A key-agreement key on a token, by how it unwraps: P-256 ECDH, or RSA-OAEP where the token has no ECDH.
+enum AgreementKey {
+    case ecdh(TokenKey)
+    case rsa(TokenRSAKey)
+
+    /// Makes one on a token: ECDH where the token offers it, else RSA-OAEP, else the token is refused.
+    static func generate(on session: WalletToken, label: String) throws -> AgreementKey {
+        if session.supportsECDH { return .ecdh(try session.generateKey(label: label, usage: .derive)) }
+        if session.supportsRSAOAEP { return .rsa(try session.generateRSADecryptionKey(label: label)) }
+        throw TokenError(.unsupported, "the token \"\(session.label)\" offers neither ECDH (CKM_ECDH1_DERIVE) nor "
+            + "RSA-OAEP decryption (CKM_RSA_PKCS_OAEP), so it cannot unwrap the database key")
+    }
+
+    /// Adds a copy of the database key for this key.
+    func wrap(_ databaseKey: SecretBytes, into file: inout WrappedKeyFile) throws {
+        switch self {
+        case .ecdh(let key): try file.wrap(databaseKey, to: key.publicKey)
+        case .rsa(let key): try file.wrap(databaseKey, to: key.publicKey)
+        }
+    }
+
+    /// Unwraps the database key on the token.
+    func unwrap(_ file: WrappedKeyFile, session: WalletToken) throws -> SecretBytes {
+        switch self {
+        case .ecdh(let key): return try file.unwrap(with: TokenUnwrapper(session: session, key: key))
+        case .rsa(let key): return try file.unwrap(with: TokenRSAUnwrapper(session: session, key: key))
+        }
+    }
+
+    /// The key among a token's keys that a file's recipients name, if any.
+    static func find(in file: WrappedKeyFile, on session: WalletToken) throws -> AgreementKey? {
+        let ecRecipients = Set(file.recipients.map(\.recipientKey))
+        if let key = try session.keys().first(where: { ecRecipients.contains($0.publicKey) }) { return .ecdh(key) }
+        guard !file.rsaRecipients.isEmpty, session.supportsRSAOAEP else { return nil }
+        let rsaRecipients = file.rsaRecipients.map(\.recipientKey)
+        return try session.rsaKeys().first(where: { rsaRecipients.contains($0.publicKey) }).map { .rsa($0) }
+    }
+}
+
 /// The anchor as a private CKO_DATA object on the wallet's token.
 final class TokenAnchor: AnchorStorage {
     static let application = "secure-wallet"

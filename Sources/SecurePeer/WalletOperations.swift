@@ -55,7 +55,8 @@ extension Wallet {
         var outcome = try settle(verdict, refusal: nil)
         let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
-            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, reason: reason).sign(with: try signer)
+            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, keyDate: keyDate, reason: reason)
+                .sign(with: try signer)
             try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
             outcome = .refused(reason, entry, refusal: refusal)
         }
@@ -107,11 +108,29 @@ extension Wallet {
     }
 
     /// Appends the reversal a payee's signed refusal entitles this wallet to, for a transfer it sent.
+    /// When this wallet follows the payee's key-event log, the log decides which key may refuse (at the
+    /// refusal's date), and a retired key's late refusal is kept as fork evidence.
     public func applyRefusal(_ refusal: SignedRefusal, payeeKeys: Set<P256.PublicKey>) throws -> StatementOutcome {
         guard let sent = try outgoingTransfer(id: refusal.payload.transferID) else {
             throw WalletError(.notFound, "this wallet sent no transfer with id \(Hex.encode(refusal.payload.transferID))")
         }
-        return try settle(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: payeeKeys, state: state), refusal: nil)
+        let payeeLog = try peerKeyLog(of: refusal.payload.payeeWalletID)
+        let verdict = RefusalCheck.evaluate(refusal, of: sent, payeeKeys: payeeKeys, payeeLog: payeeLog, state: state)
+        if case .drop(.retiredSigner(let evidence)) = verdict { try keep(evidence) }
+        return try settle(verdict, refusal: nil)
+    }
+
+    /// Stores proven fork evidence.
+    private func keep(_ evidence: ForkEvidence) throws {
+        guard evidence.verify().isProven else { return }
+        try ledger.storeEvidence(evidence.encoded)
+        lastEvidence.append(evidence)
+    }
+
+    /// The date of a signature this wallet's key makes now: its key event and the ledger's size.
+    public var keyDate: KeyDate {
+        // The key event's own entry is in the ledger, so the size is past its position.
+        try! KeyDate(keySequence: keyEvent.event.sequence, keyEventPosition: keyEvent.event.ledgerPosition, ledgerSize: size)
     }
 
     /// Carries out a verdict: appends what it says to append, returns what happened.
@@ -224,12 +243,23 @@ extension Wallet {
 
     /// The payee's countersigned receipt for a credited transfer (a signature on the token).
     public func receipt(for transfer: SignedTransfer, creditPosition: UInt64) throws -> SignedReceipt {
-        try Receipt(for: transfer, payeeKey: signingKey, creditPosition: creditPosition).sign(with: try signer)
+        try Receipt(for: transfer, payeeKey: signingKey, keyDate: keyDate, creditPosition: creditPosition).sign(with: try signer)
     }
 
-    /// Records the payee's countersigned receipt: the payment is confirmed.
+    /// Records the payee's countersigned receipt: the payment is confirmed. When this wallet follows the
+    /// payee's key-event log, the log decides which key may sign it (at the receipt's date), and a retired
+    /// key's late receipt is refused and kept as fork evidence.
     public func confirm(_ receipt: SignedReceipt, payeeKeys: Set<P256.PublicKey>) throws {
-        guard let sent = try outgoingTransfer(id: receipt.payload.transferID), receipt.confirms(sent, payeeKeys: payeeKeys) else {
+        guard let sent = try outgoingTransfer(id: receipt.payload.transferID) else {
+            throw WalletError(.refused, "the receipt does not confirm a transfer this wallet sent")
+        }
+        let payeeLog = try peerKeyLog(of: receipt.payload.payeeWalletID)
+        switch ReceiptCheck.evaluate(receipt, of: sent, payeeKeys: payeeKeys, payeeLog: payeeLog) {
+        case .confirms: break
+        case .dropped(.retiredSigner(let evidence)):
+            try keep(evidence)
+            throw WalletError(.refused, "the receipt is signed by a payee key after its retirement; kept as fork evidence")
+        case .dropped:
             throw WalletError(.refused, "the receipt does not confirm a transfer this wallet sent, or is not signed by the payee")
         }
         try ledger.markOutgoing(transferID: receipt.payload.transferID, status: .confirmed, receipt: receipt.encoded)

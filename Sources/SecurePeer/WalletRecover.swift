@@ -19,19 +19,18 @@ extension Wallet {
             throw StoreError(.wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; recovery needs it")
         }
         let wrapped = try WrappedKeyFile(encoded: Array(wrappedBytes))
-        let recipients = Set(wrapped.recipients.map(\.recipientKey))
-        guard let backupKey = try backup.keys().first(where: { recipients.contains($0.publicKey) }) else {
+        guard let backupKey = try AgreementKey.find(in: wrapped, on: backup) else {
             throw WalletError(.keyMismatch, "the token \"\(backup.label)\" holds none of this wallet's key-agreement keys; "
                 + "is it the wallet's backup token?")
         }
-        let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: backup, key: backupKey))
+        let databaseKey = try backupKey.unwrap(wrapped, session: backup)
         // The database must open with the key before anything is rewritten.
         let store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
                                          walletID: metadata.walletIDBytes)
         let agreement = try newToken.generateKey(label: "wallet-agreement", usage: .derive)
         var rewrapped = WrappedKeyFile(walletID: metadata.walletIDBytes, key: databaseKey, databaseSalt: wrapped.databaseSalt)
         try rewrapped.wrap(databaseKey, to: agreement.publicKey)
-        try rewrapped.wrap(databaseKey, to: backupKey.publicKey)
+        try backupKey.wrap(databaseKey, into: &rewrapped)
         try DurableFile.write(rewrapped.encoded, to: paths.wrappedKey)
         metadata.token = newTokenURI.withoutPIN.tokenOnly.description
         metadata.agreementKeyID = Hex.encode(agreement.id)

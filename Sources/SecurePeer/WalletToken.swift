@@ -28,11 +28,36 @@ public protocol WalletToken: AnyObject {
     func dataObjects(application: String) throws -> [(label: String, value: [UInt8])]
     func replaceDataObject(application: String, label: String, value: [UInt8]) throws
     func destroyDataObjects(application: String, label: String) throws
+    /// Selects a key that is already on the token (made by the token's own tool), checked like a generated key.
+    func selectKey(_ uri: PKCS11URI, usage: KeyUsage) throws -> TokenKey
+    /// Whether the token offers P-256 ECDH (CKM_ECDH1_DERIVE).
+    var supportsECDH: Bool { get }
+    /// Whether the token offers RSA-OAEP decryption, the way to unwrap on tokens without ECDH (a TPM).
+    var supportsRSAOAEP: Bool { get }
+    func generateRSADecryptionKey(label: String) throws -> TokenRSAKey
+    func rsaKeys() throws -> [TokenRSAKey]
+    func decryptOAEPSHA256(key: TokenRSAKey, ciphertext: [UInt8]) throws -> SecretBytes
+}
+
+/// Defaults for stand-ins that only do P-256 (the simulator's token): no RSA, selection by URI.
+extension WalletToken {
+    public func selectKey(_ uri: PKCS11URI, usage: KeyUsage) throws -> TokenKey { try key(uri) }
+    public var supportsECDH: Bool { true }
+    public var supportsRSAOAEP: Bool { false }
+    public func generateRSADecryptionKey(label: String) throws -> TokenRSAKey {
+        throw TokenError(.unsupported, "the token \"\(self.label)\" has no RSA-OAEP")
+    }
+    public func rsaKeys() throws -> [TokenRSAKey] { [] }
+    public func decryptOAEPSHA256(key: TokenRSAKey, ciphertext: [UInt8]) throws -> SecretBytes {
+        throw TokenError(.unsupported, "the token \"\(self.label)\" has no RSA-OAEP")
+    }
 }
 
 extension TokenSession: WalletToken {
     public var label: String { token.label }
     public var uri: PKCS11URI { token.uri }
+    public var supportsECDH: Bool { token.supportsECDH }
+    public var supportsRSAOAEP: Bool { token.supportsRSAOAEP }
 }
 
 /// SecureCore's signer seam on a wallet token's key.

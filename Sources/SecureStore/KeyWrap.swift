@@ -10,6 +10,15 @@ public protocol KeyAgreementUnwrapper {
     func sharedSecret(with ephemeral: P256.PublicKey) throws -> SecretBytes
 }
 
+/// Something that decrypts RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) with a private key it holds: a
+/// token without ECDH (a TPM through tpm2-pkcs11). Only the token sees the private key.
+public protocol RSAOAEPUnwrapper {
+    /// The public half of the decryption key.
+    var rsaPublicKey: RSAPublicKey { get }
+    /// The plaintext of an OAEP ciphertext to that key.
+    func decryptOAEPSHA256(_ ciphertext: [UInt8]) throws -> SecretBytes
+}
+
 /// The database key wrapped to one or more recipients, with what is needed to tell a wrong key from a
 /// corrupted or foreign database. The format is in docs/PROTOCOL.md ("Wrapped database key").
 public struct WrappedKeyFile: Equatable, Sendable {
@@ -26,6 +35,18 @@ public struct WrappedKeyFile: Equatable, Sendable {
     /// How a recipient unwraps. The type byte lets other token mechanisms (RSA-OAEP on TPMs) be added.
     public enum RecipientType: UInt8, Sendable {
         case p256ECDH = 1
+        case rsaOAEP = 2
+    }
+
+    /// One copy wrapped to an RSA key (type 2): a random 32-byte seed encrypted with RSA-OAEP, from which
+    /// HKDF derives the key that seals the database key with AES-256-GCM, as type 1 does from ECDH.
+    public struct RSARecipient: Equatable, Sendable {
+        public let recipientKey: RSAPublicKey
+        /// RSA-OAEP ciphertext of the seed; exactly as long as the modulus.
+        public let encryptedSeed: [UInt8]
+        public let nonce: [UInt8]
+        /// AES-256-GCM ciphertext of the 32-byte key, with its tag.
+        public let sealed: [UInt8]
     }
 
     /// One wrapped copy of the key.
@@ -47,6 +68,8 @@ public struct WrappedKeyFile: Equatable, Sendable {
     /// The database file's first 16 bytes (SQLCipher's salt): tells another database from corruption.
     public var databaseSalt: [UInt8]
     public var recipients: [Recipient]
+    /// Copies wrapped to RSA keys (type 2); encoded after the P-256 ones, under the same count.
+    public var rsaRecipients: [RSARecipient]
 
     /// The key-check value of a database key.
     public static func keyCheck(of key: SecretBytes) -> [UInt8] {
@@ -60,12 +83,13 @@ public struct WrappedKeyFile: Equatable, Sendable {
         keyCheck = Self.keyCheck(of: key)
         self.databaseSalt = databaseSalt
         recipients = []
+        rsaRecipients = []
     }
 
     /// Wraps the key to a recipient's public key, ECIES style: an ephemeral P-256 key, ECDH, HKDF-SHA256
     /// and AES-256-GCM. It needs only the public key.
     public mutating func wrap(_ key: SecretBytes, to recipientKey: P256.PublicKey) throws {
-        guard recipients.count < Self.recipientCountMax else {
+        guard recipients.count + rsaRecipients.count < Self.recipientCountMax else {
             throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
         }
         let ephemeral = P256.KeyAgreementPrivateKey.generate()
@@ -78,6 +102,60 @@ public struct WrappedKeyFile: Equatable, Sendable {
         }
         recipients.append(Recipient(type: .p256ECDH, recipientKey: recipientKey, ephemeralKey: ephemeral.publicKey,
                                     nonce: nonce, sealed: sealed))
+    }
+
+    /// Wraps the key to an RSA public key (type 2): a random seed goes to the key with RSA-OAEP, and the
+    /// seed's HKDF output seals the key with AES-256-GCM under the wallet id and the recipient's digest.
+    public mutating func wrap(_ key: SecretBytes, to recipientKey: RSAPublicKey) throws {
+        guard recipients.count + rsaRecipients.count < Self.recipientCountMax else {
+            throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
+        }
+        let seed = SecretBytes(randomCount: 32)
+        let encryptedSeed = try recipientKey.encryptOAEPSHA256(seed)
+        let kek = try Self.keyEncryptionKey(seed: seed, walletID: walletID, recipient: recipientKey)
+        let nonce = SystemRandom.bytes(AES256GCM.nonceByteCount)
+        let sealed = try key.withUnsafeBytes { bytes in
+            try AES256GCM.seal(Array(bytes), key: kek, nonce: nonce,
+                               associatedData: Self.associatedData(walletID: walletID, recipient: recipientKey))
+        }
+        rsaRecipients.append(RSARecipient(recipientKey: recipientKey, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed))
+    }
+
+    /// Unwraps the key with the RSA recipient the unwrapper holds, and checks it against the key-check value.
+    public func unwrap(with unwrapper: RSAOAEPUnwrapper) throws -> SecretBytes {
+        guard let recipient = rsaRecipients.first(where: { $0.recipientKey == unwrapper.rsaPublicKey }) else {
+            throw StoreError(.wrongKey, "the database key is not wrapped to this token's RSA key; "
+                + "is this the wallet's token (or its backup)?")
+        }
+        let seed = try unwrapper.decryptOAEPSHA256(recipient.encryptedSeed)
+        guard seed.count == 32 else { throw StoreError(.wrongKey, "the token's RSA-OAEP decryption gave no 32-byte seed") }
+        let kek = try Self.keyEncryptionKey(seed: seed, walletID: walletID, recipient: recipient.recipientKey)
+        return try openChecked(recipient.sealed, kek: kek, nonce: recipient.nonce,
+                               associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey))
+    }
+
+    private func openChecked(_ sealed: [UInt8], kek: SecretBytes, nonce: [UInt8], associatedData: [UInt8]) throws -> SecretBytes {
+        let opened: [UInt8]
+        do {
+            opened = try AES256GCM.open(sealed, key: kek, nonce: nonce, associatedData: associatedData)
+        } catch {
+            throw StoreError(.wrongKey, "the wrapped database key does not open with this token's key; the key file "
+                + "is damaged or belongs to another wallet")
+        }
+        let key = SecretBytes(opened)
+        guard ConstantTime.equal(Self.keyCheck(of: key), keyCheck) else {
+            throw StoreError(.wrongKey, "the unwrapped key does not match the key-check value")
+        }
+        return key
+    }
+
+    static func keyEncryptionKey(seed: SecretBytes, walletID: [UInt8], recipient: RSAPublicKey) throws -> SecretBytes {
+        let info = Array("secure-wrap-rsa-v1".utf8) + [0, version] + walletID + SHA256.hash(recipient.spki)
+        return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: seed, salt: [], info: info, outputByteCount: 32))
+    }
+
+    static func associatedData(walletID: [UInt8], recipient: RSAPublicKey) -> [UInt8] {
+        Array("secure-wrap-v1".utf8) + [0, version, RecipientType.rsaOAEP.rawValue] + walletID + SHA256.hash(recipient.spki)
     }
 
     /// Unwraps the key with whichever recipient the unwrapper holds, and checks it against the key-check
@@ -119,10 +197,18 @@ public struct WrappedKeyFile: Equatable, Sendable {
 
     /// The file's bytes.
     public var encoded: [UInt8] {
-        var bytes = Self.magic + [Self.version] + walletID + keyCheck + databaseSalt + [UInt8(recipients.count)]
+        var bytes = Self.magic + [Self.version] + walletID + keyCheck + databaseSalt
+            + [UInt8(recipients.count + rsaRecipients.count)]
+        func append(_ type: RecipientType, _ body: [UInt8]) {
+            bytes += [type.rawValue, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
+        }
         for recipient in recipients {
-            let body = recipient.recipientKey.x963 + recipient.ephemeralKey.x963 + recipient.nonce + recipient.sealed
-            bytes += [recipient.type.rawValue, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
+            append(recipient.type, recipient.recipientKey.x963 + recipient.ephemeralKey.x963 + recipient.nonce + recipient.sealed)
+        }
+        for recipient in rsaRecipients {
+            let key = recipient.recipientKey
+            append(.rsaOAEP, [UInt8(key.modulus.count >> 8), UInt8(key.modulus.count & 0xff)] + key.modulus
+                + [UInt8(key.publicExponent.count)] + key.publicExponent + recipient.encryptedSeed + recipient.nonce + recipient.sealed)
         }
         return bytes
     }
@@ -137,10 +223,16 @@ public struct WrappedKeyFile: Equatable, Sendable {
               let salt = reader.take(Self.saltByteCount), let count = reader.take(1) else { throw malformed("truncated header") }
         guard count[0] >= 1, Int(count[0]) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
         var recipients: [Recipient] = []
+        var rsaRecipients: [RSARecipient] = []
         for _ in 0..<Int(count[0]) {
             guard let header = reader.take(3) else { throw malformed("truncated recipient") }
             guard let type = RecipientType(rawValue: header[0]) else { throw malformed("unknown recipient type \(header[0])") }
             let length = Int(header[1]) << 8 | Int(header[2])
+            if type == .rsaOAEP {
+                guard let body = reader.take(length) else { throw malformed("truncated recipient") }
+                rsaRecipients.append(try Self.decodeRSARecipient(body))
+                continue
+            }
             guard length == 65 + 65 + 12 + 48, let body = reader.take(length) else { throw malformed("bad recipient length") }
             do {
                 recipients.append(Recipient(type: type, recipientKey: try P256.PublicKey(x963: Array(body[0..<65])),
@@ -155,6 +247,24 @@ public struct WrappedKeyFile: Equatable, Sendable {
         self.keyCheck = keyCheck
         databaseSalt = salt
         self.recipients = recipients
+        self.rsaRecipients = rsaRecipients
+    }
+
+    /// A type 2 body: modulus length (2 bytes) and modulus, exponent length (1 byte) and exponent, the
+    /// OAEP ciphertext (as long as the modulus), the 12-byte nonce, the 48-byte sealed key.
+    private static func decodeRSARecipient(_ body: [UInt8]) throws -> RSARecipient {
+        var reader = ByteReader(body)
+        func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
+        guard let modulusLength = reader.take(2), let modulus = reader.take(Int(modulusLength[0]) << 8 | Int(modulusLength[1])),
+              let exponentLength = reader.take(1), let exponent = reader.take(Int(exponentLength[0])),
+              let encryptedSeed = reader.take(modulus.count), let nonce = reader.take(AES256GCM.nonceByteCount),
+              let sealed = reader.take(48), reader.isAtEnd else {
+            throw malformed("bad RSA recipient length")
+        }
+        guard modulus.first != 0, exponent.first != 0, let key = try? RSAPublicKey(modulus: modulus, publicExponent: exponent) else {
+            throw malformed("an RSA recipient key is not a valid 2048- to 4096-bit public key")
+        }
+        return RSARecipient(recipientKey: key, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed)
     }
 }
 

@@ -94,6 +94,8 @@ public final class SimulatedToken: WalletToken {
             let agreement = P256.KeyAgreementPrivateKey.generate()
             material = .agreement(agreement)
             publicKey = agreement.publicKey
+        case .decrypt:
+            throw TokenError(.unsupported, "the simulated token has no RSA keys")
         }
         var keyURI = uri
         keyURI.id = id

@@ -15,6 +15,8 @@ enum CK {
     static let keyTypeEC: UInt = 3, keyTypeGenericSecret: UInt = 0x10
     static let mechanismECKeyPairGen: UInt = 0x1040, mechanismECDSA: UInt = 0x1041
     static let mechanismECDH1Derive: UInt = 0x1050
+    static let keyTypeRSA: UInt = 0x0, mechanismRSAKeyPairGen: UInt = 0x0, mechanismRSAOAEP: UInt = 0x9
+    static let mechanismSHA256: UInt = 0x250, mgf1SHA256: UInt = 0x2, oaepSourceDataSpecified: UInt = 0x1
     static let kdfNull: UInt = 1
     static let sessionSerial: UInt = 0x4, sessionReadWrite: UInt = 0x2
     static let osLockingOK: UInt = 0x2
@@ -31,6 +33,7 @@ enum Attribute {
     static let valueLength: UInt = 0x161, extractable: UInt = 0x162, local: UInt = 0x163
     static let neverExtractable: UInt = 0x164, alwaysSensitive: UInt = 0x165, modifiable: UInt = 0x170
     static let ecParams: UInt = 0x180, ecPoint: UInt = 0x181, alwaysAuthenticate: UInt = 0x202
+    static let modulus: UInt = 0x120, modulusBits: UInt = 0x121, publicExponent: UInt = 0x122
 }
 
 /// Token flags, by their C names.
@@ -339,6 +342,42 @@ final class SessionHandle {
             handle, &mechanism, &publicAttributes, UInt(publicAttributes.count),
             &privateAttributes, UInt(privateAttributes.count), &publicKey, &privateKey))
         return (publicKey, privateKey)
+    }
+
+    /// C_GenerateKeyPair with CKM_RSA_PKCS_KEY_PAIR_GEN; returns (public, private) handles.
+    func generateRSAKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
+        var mechanism = CK_MECHANISM(mechanism: CK.mechanismRSAKeyPairGen, pParameter: nil, ulParameterLen: 0)
+        let publicOwner = Template(publicTemplate), privateOwner = Template(privateTemplate)
+        var publicAttributes = publicOwner.attributes, privateAttributes = privateOwner.attributes
+        var publicKey: UInt = 0, privateKey: UInt = 0
+        try check("C_GenerateKeyPair", module.list.C_GenerateKeyPair(
+            handle, &mechanism, &publicAttributes, UInt(publicAttributes.count),
+            &privateAttributes, UInt(privateAttributes.count), &publicKey, &privateKey))
+        return (publicKey, privateKey)
+    }
+
+    /// C_DecryptInit and C_Decrypt with CKM_RSA_PKCS_OAEP (SHA-256, MGF1-SHA-256, empty label), into a
+    /// buffer of `outputByteCountMax` bytes: no size query, so the operation is one call. The caller wipes
+    /// the result.
+    func decryptRSAOAEP(_ key: ObjectHandle, ciphertext: [UInt8], outputByteCountMax: Int) throws -> [UInt8] {
+        var parameters = CK_RSA_PKCS_OAEP_PARAMS(hashAlg: CK.mechanismSHA256, mgf: CK.mgf1SHA256,
+                                                 source: CK.oaepSourceDataSpecified, pSourceData: nil, ulSourceDataLen: 0)
+        try withUnsafeMutableBytes(of: &parameters) { parameterBytes in
+            var mechanism = CK_MECHANISM(mechanism: CK.mechanismRSAOAEP, pParameter: parameterBytes.baseAddress,
+                                         ulParameterLen: UInt(parameterBytes.count))
+            try check("C_DecryptInit", module.list.C_DecryptInit(handle, &mechanism, key))
+        }
+        var input = ciphertext
+        var output = [UInt8](repeating: 0, count: outputByteCountMax)
+        var length = UInt(outputByteCountMax)
+        let value = module.list.C_Decrypt(handle, &input, UInt(input.count), &output, &length)
+        guard value == ReturnValue.ok else {
+            output.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) }
+            throw pkcs11Error("C_Decrypt", value)
+        }
+        let plaintext = Array(output.prefix(Int(min(length, UInt(outputByteCountMax)))))
+        output.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) }
+        return plaintext
     }
 
     /// C_CreateObject.

@@ -28,21 +28,46 @@ public enum PINState: String, Sendable, Codable {
 
     /// Checks that a login may be attempted: never on a locked PIN, and on the final try only when the
     /// user confirmed it explicitly.
-    public func permitsLogin(confirmedFinalTry: Bool, tokenLabel: String) throws {
+    public func permitsLogin(confirmedFinalTry: Bool, tokenLabel: String, unblockAdvice: String? = nil) throws {
         switch self {
         case .ok, .countLow, .notRequired: return
         case .notInitialized:
             throw TokenError(.pinUnavailable, "the token \"\(tokenLabel)\" has no user PIN set; initialize it with the token's own tool")
         case .locked:
             throw TokenError(.pinLocked, "the user PIN of \"\(tokenLabel)\" is locked after too many wrong tries; "
-                + "unblock it with the SO PIN or PUK using the token's own tool (softhsm2-util, yubico-piv-tool "
-                + "--action=unblock-pin, or pkcs11-tool --unlock-pin), then try again", returnValueName: "CKR_PIN_LOCKED")
+                + (unblockAdvice ?? UnblockAdvice.generic) + ", then try again", returnValueName: "CKR_PIN_LOCKED")
         case .finalTry:
             guard confirmedFinalTry else {
                 throw TokenError(.pinFinalTry, "the token \"\(tokenLabel)\" has ONE PIN try left; a wrong PIN now locks it. "
                     + "Check the PIN, then pass --confirm-final-try to use the last try")
             }
         }
+    }
+}
+
+/// How to unblock a locked user PIN, per kind of token. Only the token's own tools can do it: the wallet
+/// never holds a PUK or SO PIN.
+enum UnblockAdvice {
+    static let generic = "unblock it with the SO PIN or PUK using the token's own tool (yubico-piv-tool -a unblock-pin, "
+        + "or pkcs11-tool --login --login-type so --init-pin)"
+    static let piv = "unblock it with the card's PUK: yubico-piv-tool -a unblock-pin -P PUK -N NEW_PIN "
+        + "(or ykman piv access unblock-pin); after 3 wrong PUKs only a reset of the PIV application helps, "
+        + "and it erases the keys"
+    static let smartCardHSM = "unblock it with the SO PIN: pkcs11-tool --module opensc-pkcs11.so --login --login-type so "
+        + "--so-pin SO_PIN --init-pin --new-pin NEW_PIN (Nitrokey HSM / SmartCard-HSM)"
+    static let softHSM = "reset it as the SO: pkcs11-tool --module libsofthsm2.so --token-label LABEL --login "
+        + "--login-type so --so-pin SO_PIN --init-pin --new-pin NEW_PIN"
+    static let tpm = "the TPM locks out after wrong PINs and unlocks after its recovery time; an owner can clear it "
+        + "at once with tpm2_dictionarylockout --clear-lockout, and the SO can set a new user PIN with tpm2_ptool initpin"
+
+    /// The advice for a token, by what its module reports.
+    static func forToken(manufacturer: String, model: String, moduleDescription: String) -> String {
+        let text = [manufacturer, model, moduleDescription].joined(separator: " ").lowercased()
+        if text.contains("yubico") || text.contains("piv") { return piv }
+        if text.contains("smartcard-hsm") || text.contains("sc-hsm") { return smartCardHSM }
+        if text.contains("softhsm") { return softHSM }
+        if text.contains("tpm") { return tpm }
+        return generic
     }
 }
 
@@ -71,6 +96,17 @@ public final class Token: @unchecked Sendable {
 
     /// The PIN state, read fresh from the token's flags.
     public var pinState: PINState { get throws { PINState(flags: try flags) } }
+
+    /// How to unblock this token's locked user PIN, with its own tools.
+    public var unblockAdvice: String {
+        UnblockAdvice.forToken(manufacturer: manufacturer, model: model,
+                               moduleDescription: (try? module.info().description) ?? "")
+    }
+
+    /// Checks that a login may be attempted, with this token's unblock advice when its PIN is locked.
+    public func permitsLogin(confirmedFinalTry: Bool) throws {
+        try pinState.permitsLogin(confirmedFinalTry: confirmedFinalTry, tokenLabel: label, unblockAdvice: unblockAdvice)
+    }
 
     /// Whether the token's PIN pad or biometrics handle authentication itself.
     public var hasProtectedAuthenticationPath: Bool { get throws { try flags & TokenFlag.protectedAuthenticationPath != 0 } }
@@ -221,9 +257,10 @@ extension Token {
             let id = try session.attribute(handle, Attribute.id) ?? []
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
             guard let publicKey = try? TokenSession.readPublicKey(session, handle) else { return nil }
+            // The URI names the key by CKA_ID only: PIV modules label the public and private halves
+            // differently ("Public key for Digital Signature"), and the URI must find the private key.
             var keyURI = uri
             keyURI.id = id
-            keyURI.object = label
             keyURI.type = .privateKey
             return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI)
         }

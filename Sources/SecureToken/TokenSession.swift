@@ -4,6 +4,8 @@ import SecureCrypto
 /// What a key may do. The signing key may only sign; the key-agreement key may only derive.
 public enum KeyUsage: String, Sendable, Codable {
     case sign, derive
+    /// RSA-OAEP decryption, for tokens without ECDH (TokenRSA.swift).
+    case decrypt
 }
 
 /// A key pair on a token, named by its CKA_ID, with the public key read from the token.
@@ -33,12 +35,36 @@ public struct PrivateKeyAttributes: Sendable, Codable, Equatable {
     public var sign, derive, decrypt, unwrap, signRecover, isPrivate, token: Bool?
 }
 
+/// What a caller accepts from a token that lacks a safeguard. Every flag is off by default, and each
+/// names the property that is lost when it is on; the CLI spells them `--allow-unenforced-pin` and
+/// `--allow-unproven-origin`.
+public struct TokenPolicy: Sendable, Equatable {
+    /// Use a token that stores CKA_ALWAYS_AUTHENTICATE but does not enforce it (NSS softokn answers the
+    /// per-signature C_Login with CKR_USER_ALREADY_LOGGED_IN). Lost: the PIN for every signature; after
+    /// one login, any code in the process can sign.
+    public var allowUnenforcedPIN: Bool
+    /// Keep keys the token does not report as generated on it (CKA_LOCAL false), although this session
+    /// asked it to generate them (NSS softokn). Lost: the token's own word that the key was never
+    /// imported, so a later audit cannot tell these keys from imported ones.
+    public var allowUnprovenOrigin: Bool
+
+    /// The strict policy: every safeguard required.
+    public static let strict = TokenPolicy()
+
+    public init(allowUnenforcedPIN: Bool = false, allowUnprovenOrigin: Bool = false) {
+        self.allowUnenforcedPIN = allowUnenforcedPIN
+        self.allowUnprovenOrigin = allowUnprovenOrigin
+    }
+}
+
 /// An authenticated session on one token: the user is logged in with a PIN that is held in wiped memory
 /// for as long as the approved operation lasts, then logged out and wiped. One thread at a time uses
 /// it; a lock serializes callers.
 public final class TokenSession: @unchecked Sendable {
     /// The token this session is on.
     public let token: Token
+    /// What this session accepts from a token that lacks a safeguard.
+    public let policy: TokenPolicy
     /// The PIN while the session is unlocked; nil while it is locked between approvals.
     private var heldPIN: PIN?
     private let mutex = NSLock()
@@ -50,10 +76,11 @@ public final class TokenSession: @unchecked Sendable {
 
     /// Opens a read-write session and logs the user in. A locked PIN, or the final try without
     /// confirmation, is refused before the PIN is sent. A wrong PIN is discarded and never retried.
-    public init(token: Token, pin: PIN, confirmFinalTry: Bool = false) throws {
+    public init(token: Token, pin: PIN, confirmFinalTry: Bool = false, policy: TokenPolicy = .strict) throws {
         self.token = token
         heldPIN = pin
-        try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
+        self.policy = policy
+        try token.permitsLogin(confirmedFinalTry: confirmFinalTry)
         try mutex.withLock { _ = try openLocked() }
     }
 
@@ -123,6 +150,10 @@ public final class TokenSession: @unchecked Sendable {
         case 0xa0:
             pin.discard()
             throw pkcs11Error("C_Login", value)
+        case 0xa4:  // CKR_PIN_LOCKED: the wrong PIN that locked it, or a token that sets no flags (a TPM)
+            pin.discard()
+            throw TokenError(.pinLocked, "the user PIN of \"\(token.label)\" is locked; \(token.unblockAdvice), then try again",
+                             returnValueName: "CKR_PIN_LOCKED")
         default:
             throw pkcs11Error("C_Login", value)
         }
@@ -137,6 +168,9 @@ public final class TokenSession: @unchecked Sendable {
         handle = nil
         keyHandles = [:]
     }
+
+    /// `withSession` for the RSA operations in TokenRSA.swift.
+    func withSessionForRSA<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result { try withSession(body) }
 
     /// Runs one operation under the lock; a lost session or removed token gives a clean error and is
     /// reopened on the next call.
@@ -178,12 +212,32 @@ public final class TokenSession: @unchecked Sendable {
             .bool(Attribute.signRecover, false), .bool(Attribute.alwaysAuthenticate, usage == .sign),
             .bytes(Attribute.id, id), .bytes(Attribute.label, labelBytes),
         ]
+        // The usages a key must not have, said outright. tpm2-pkcs11 will not be told them: a TPM key's usages
+        // come from its TPM object attributes, and it answers a template that contradicts them with
+        // CKR_GENERAL_ERROR. Then the key is asked for once more without them; the attributes that keep it
+        // on the token are still required and read back below.
+        let negativeUsages: Set<UInt> = [Attribute.encrypt, Attribute.wrap, Attribute.decrypt, Attribute.unwrap,
+                                         Attribute.signRecover, usage == .sign ? Attribute.derive : Attribute.sign]
+        func withoutNegativeUsages(_ template: [AttributeValue]) -> [AttributeValue] {
+            template.filter { value in
+                if case .bool(let type, false) = value, negativeUsages.contains(type) { return false }
+                return true
+            }
+        }
         return try withSession { session in
-            let (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
-                                                                               privateTemplate: privateTemplate)
+            let publicHandle: ObjectHandle, privateHandle: ObjectHandle
+            do {
+                (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
+                                                                              privateTemplate: privateTemplate)
+            } catch let error as TokenError where ["CKR_GENERAL_ERROR", "CKR_TEMPLATE_INCONSISTENT",
+                                                   "CKR_ATTRIBUTE_VALUE_INVALID"].contains(error.returnValueName) {
+                (publicHandle, privateHandle) = try session.generateECKeyPair(
+                    publicTemplate: withoutNegativeUsages(publicTemplate), privateTemplate: withoutNegativeUsages(privateTemplate))
+            }
             do {
                 let attributes = try Self.readAttributes(session, privateHandle)
-                try Self.refuseWeak(attributes, usage: usage)
+                try Self.refuseWeak(attributes, usage: usage, generatedHere: true, policy: policy,
+                                    what: "the token made a key that was destroyed because it")
                 let publicKey = try Self.readPublicKey(session, publicHandle)
                 return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
             } catch {
@@ -194,17 +248,48 @@ public final class TokenSession: @unchecked Sendable {
         }
     }
 
-    private static func refuseWeak(_ attributes: PrivateKeyAttributes, usage: KeyUsage) throws {
+    /// Refuses a private key that could leave the token, or that the token does not report as made on
+    /// it, or a signing key without CKA_ALWAYS_AUTHENTICATE. The message shows what the token reported.
+    /// A key this session just generated may lack CKA_LOCAL only when the policy allows it.
+    static func refuseWeak(_ attributes: PrivateKeyAttributes, usage: KeyUsage, generatedHere: Bool, policy: TokenPolicy,
+                           what: String) throws {
+        func shown(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "not reported" }
         var problems: [String] = []
-        if attributes.extractable != false { problems.append("extractable") }
-        if attributes.sensitive != true { problems.append("not sensitive") }
-        if attributes.local != true { problems.append("not reported as generated on the token (CKA_LOCAL)") }
-        if usage == .sign && attributes.alwaysAuthenticate != true {
-            problems.append("not always-authenticate")
+        if attributes.extractable != false { problems.append("extractable (CKA_EXTRACTABLE \(shown(attributes.extractable)))") }
+        if attributes.sensitive != true { problems.append("not sensitive (CKA_SENSITIVE \(shown(attributes.sensitive)))") }
+        var hint = ""
+        if attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
+            problems.append("not reported as generated on the token (CKA_LOCAL \(shown(attributes.local)))")
+            if generatedHere {
+                hint = "; --allow-unproven-origin accepts a key generated just now that the token does not mark as "
+                    + "generated, losing any later proof that it was never imported"
+            }
         }
+        if usage == .sign && attributes.alwaysAuthenticate != true {
+            problems.append("not always-authenticate (CKA_ALWAYS_AUTHENTICATE \(shown(attributes.alwaysAuthenticate)))")
+        }
+        if usage == .sign && attributes.sign != true { problems.append("not allowed to sign (CKA_SIGN)") }
+        // CKA_DERIVE is not required: ykcs11 reports it false on PIV keys that it does derive with. The wallet
+        // proves instead that each key-agreement key unwraps its copy of the database key (Wallet.create).
         guard problems.isEmpty else {
-            throw TokenError(.keyRefused, "the token made a key that is " + problems.joined(separator: ", ")
-                + "; it was destroyed. This token cannot keep wallet keys safely")
+            throw TokenError(.keyRefused, "\(what) is " + problems.joined(separator: ", ")
+                + ". This token cannot keep wallet keys safely" + hint)
+        }
+    }
+
+    /// Selects a key pair that is already on the token, for tokens whose keys are made by their own tool
+    /// (a PIV card's slots 9C and 9D). The same checks as for a generated key apply, and CKA_LOCAL must be
+    /// true: the token must say the key was generated on it (ykcs11 learns that from the card's
+    /// attestation or metadata). The public key object must be there too.
+    public func selectKey(_ uri: PKCS11URI, usage: KeyUsage) throws -> TokenKey {
+        try withSession { session in
+            let (handle, _) = try findPrivateKeyLocked(session, uri)
+            let id = try session.attribute(handle, Attribute.id) ?? []
+            let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+            try Self.refuseWeak(try Self.readAttributes(session, handle), usage: usage, generatedHere: false, policy: policy,
+                                what: "the \(usage == .sign ? "signing" : "key-agreement") key \(uri.withoutPIN)")
+            let publicKey = try publicKeyLocked(session, id: id)
+            return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
         }
     }
 
@@ -354,7 +439,14 @@ public final class TokenSession: @unchecked Sendable {
                     contextLoginSucceeded = true
                 case 0x100:
                     // CKR_USER_ALREADY_LOGGED_IN: the token does not enforce the per-signature login.
-                    break
+                    guard policy.allowUnenforcedPIN else {
+                        loseSessionLocked()  // a new session ends the sign operation that C_SignInit began
+                        throw TokenError(.unsupported, "the token \"\(token.label)\" does not enforce the PIN for each "
+                            + "signature (its per-signature C_Login says the user is already logged in), so after one "
+                            + "login anything in this process could sign; nothing was signed. Pass "
+                            + "--allow-unenforced-pin to use it anyway without that guarantee",
+                            returnValueName: "CKR_USER_ALREADY_LOGGED_IN")
+                    }
                 case 0xa0:
                     pin.discard()
                     loseSessionLocked()

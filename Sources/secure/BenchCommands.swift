@@ -17,6 +17,10 @@ enum BenchCommands {
           secure bench channel [--json]
               The post-quantum channel's handshake against its primitives, record throughput against
               OpenSSL's AES-256-GCM, and the loopback TCP handshake's p50 and p99.
+          secure bench pay [--payments N] [--rounds R] [--per-payer K] [--trace] [--json]
+              One peer payment over loopback TCP on SoftHSM (p50, p99) against its token operations, durable
+              commits and handshake primitives measured raw; 8 payers at once into one wallet; the tampered
+              transfer, lost receipt and withdrawn request run by the pure machines. Build with -c release.
           secure bench ledger [--quick] [--only append,verify,open] [--count N] [--rounds R] [--fixtures DIR] [--json]
               The ledger (issue 4): a wallet append against its raw token operations plus a plain durable
               insert; full verification of 100,000 entries on all cores against OpenSSL's verify rate; open
@@ -43,6 +47,11 @@ enum BenchCommands {
             _ = try arguments.positionals(0, "no positional arguments")
             warnIfDebug()
             try runKEMBenchmark(json: arguments.flag("json"))
+            return .success
+        case "pay":
+            let arguments = try Arguments(Array(words.dropFirst()), options: ["payments", "rounds", "per-payer"], flags: ["json", "trace"])
+            _ = try arguments.positionals(0, "no positional arguments")
+            try runPayBenchmark(arguments)
             return .success
         default: throw UsageError("unknown benchmark \"\(sub)\"; `secure bench --help` lists them")
         }

@@ -18,7 +18,7 @@ enum LedgerCommands {
           secure ledger prove --entry ID [--out FILE] an inclusion proof of an entry (hex id) in the latest checkpoint
           secure ledger consistency --from N --to M [--out FILE]
                                                       a consistency proof between the checkpoints of sizes N and M
-          secure ledger verify-proof FILE --pubkey PEM
+          secure ledger verify-proof FILE (--pubkey PEM | --key-events BUNDLE)
                                                       check a proof offline with the wallet's public key alone
         Common options: --wallet DIR, --pin-source SPEC, --token URI.
         """
@@ -183,12 +183,22 @@ extension LedgerCommands {
     }
 
     static func verifyProof(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: ["pubkey"], flags: [])
+        let arguments = try Arguments(words, options: ["pubkey", "key-events"], flags: [])
         let path = try arguments.positionals(1, "one proof FILE")[0]
-        let key = try P256.PublicKey(pem: String(decoding: try readFile(try arguments.required("pubkey"), what: "the public key"), as: UTF8.self))
         let proof = try LedgerProof(json: Data(try readFile(path, what: "the proof")))
+        let verify: () throws -> String
+        switch (arguments.value("pubkey"), arguments.value("key-events")) {
+        case (let pem?, nil):
+            let key = try P256.PublicKey(pem: String(decoding: try readFile(pem, what: "the public key"), as: UTF8.self))
+            verify = { try proof.verify(key: key) }
+        case (nil, let bundle?):
+            let log = try AuditBundleFile.keyEventLog(json: Data(try readFile(bundle, what: "the key-event log")))
+            verify = { try proof.verify(log: log) }
+        default:
+            throw WalletError(.invalidInput, "give exactly one of --pubkey PEM and --key-events FILE")
+        }
         do {
-            print("proof OK: " + (try proof.verify(key: key)))
+            print("proof OK: " + (try verify()))
             return .success
         } catch let error as WalletError {
             printError("secure: proof INVALID: \(error)")

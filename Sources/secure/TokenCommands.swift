@@ -19,12 +19,19 @@ func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN
     return try source.read(prompt: "PIN for token \"\(token.label)\": ")
 }
 
-/// Opens an authenticated session for a command, honouring --confirm-final-try.
+/// The token policy the flags ask for: each --allow-… flag names the safeguard it gives up.
+func tokenPolicy(_ arguments: Arguments) -> TokenPolicy {
+    TokenPolicy(allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"),
+                allowUnprovenOrigin: arguments.flag("allow-unproven-origin"))
+}
+
+/// Opens an authenticated session for a command, honouring --confirm-final-try and the --allow-… flags.
 func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession {
     let token = try TokenLibrary.shared.token(uri)
-    try token.pinState.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"), tokenLabel: token.label)
+    try token.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"))
     let pin = try readPIN(arguments, uri: uri, token: token)
-    return try TokenSession(token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"))
+    return try TokenSession(token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"),
+                            policy: tokenPolicy(arguments))
 }
 
 /// Parses a URI argument, applying --module-args to the module it names.
@@ -40,7 +47,7 @@ func parseURI(_ text: String, _ arguments: Arguments) throws -> PKCS11URI {
 }
 
 let sessionOptions: Set<String> = ["pin-source", "module-args"]
-let sessionFlags: Set<String> = ["confirm-final-try"]
+let sessionFlags: Set<String> = ["confirm-final-try", "allow-unenforced-pin", "allow-unproven-origin"]
 
 enum TokenCommands {
     static let help = """
@@ -131,7 +138,9 @@ enum KeyCommands {
           secure keys export URI [--pem]
               The key's SubjectPublicKeyInfo on stdout: DER, or PEM with --pem.
         \(rotationHelp)
-        Common options: --module-args ARGS (init args for the URI's module), --confirm-final-try
+        Common options: --module-args ARGS (init args for the URI's module), --confirm-final-try,
+          --allow-unenforced-pin (a token that does not enforce the PIN per signature: NSS softokn),
+          --allow-unproven-origin (a token that does not mark its generated keys CKA_LOCAL: NSS softokn)
         """
 
     static func run(_ words: [String]) throws -> ExitCode {

@@ -6,7 +6,7 @@ import SecureStore
 import SecureToken
 
 let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args"]
-let walletFlags: Set<String> = ["confirm-final-try", "json"]
+let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-pin", "allow-unproven-origin"]
 
 /// Opens the wallet a command names: --wallet DIR (or the XDG default), its recorded token (or --token),
 /// and a PIN from --pin-source.
@@ -40,6 +40,11 @@ enum WalletCommands {
               Makes the wallet: a signing key and a key-agreement key on the token, the next signing key and a
               backup key-agreement key on the backup token, the signed inception event (whose hash is the
               wallet id), and the encrypted ledger whose key is wrapped to both tokens.
+              Keys made by the token's own tool are selected instead of generated with --signing-key URI and
+              --agreement-key URI (a PIV card: id=%02 is slot 9C, id=%03 is 9D), and on the backup token with
+              --backup-next-key URI and --backup-agreement-key URI. --backup-module-args ARGS: init args for the
+              backup token's module. Tokens lacking a safeguard need the flag that names it: --allow-file-anchor,
+              --allow-unenforced-pin, --allow-unproven-origin (docs/TOKENS.md).
           secure wallet recover --backup-token URI [--backup-pin-source SPEC] --token NEWURI [--pin-source SPEC]
               After losing the token: open the wallet with the backup token and rewrap its key to a new token.
           secure wallet show [--json | --card]
@@ -63,7 +68,9 @@ enum WalletCommands {
     }
 
     static func initialize(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source", "label"]),
+        let keyOptions = ["signing-key", "agreement-key", "backup-next-key", "backup-agreement-key"]
+        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source", "label",
+                                                                           "backup-module-args"]).union(keyOptions),
                                       flags: walletFlags.union(["allow-file-anchor"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let tokenURI = try parseURI(try arguments.required("token"), arguments)
@@ -71,7 +78,18 @@ enum WalletCommands {
             throw UsageError("--backup-token is required: a lost token must not lose the money, so the database key is also "
                 + "wrapped to a second token, which also holds the next signing key")
         }
-        let backupURI = try parseURI(backupText, arguments)
+        // --module-args belongs to --token's module; the backup token's module has its own.
+        let backupURI = try PKCS11URI(backupText)
+        if let backupArguments = arguments.value("backup-module-args") {
+            guard let module = backupURI.moduleName ?? backupURI.modulePath else {
+                throw UsageError("--backup-module-args needs a backup URI that names its module")
+            }
+            TokenLibrary.shared.setInitArguments(backupArguments, forModule: module)
+        }
+        func keyURI(_ option: String) throws -> PKCS11URI? { try arguments.value(option).map { try PKCS11URI($0) } }
+        let existingKeys = Wallet.ExistingKeys(signing: try keyURI("signing-key"), agreement: try keyURI("agreement-key"),
+                                               next: try keyURI("backup-next-key"),
+                                               backupAgreement: try keyURI("backup-agreement-key"))
         let paths = WalletPaths(directory: arguments.value("wallet"))
         let session = try openSession(arguments, uri: tokenURI)
         defer { session.close() }
@@ -83,10 +101,12 @@ enum WalletCommands {
         guard let backupSource else {
             throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
         }
-        let backupSession = try TokenSession(token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "))
+        let backupSession = try TokenSession(token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
+                                             policy: tokenPolicy(arguments))
         defer { backupSession.close() }
         let options = Wallet.InitOptions(tokenURI: tokenURI, backup: (backupSession, backupURI),
-                                         allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet")
+                                         allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet",
+                                         existingKeys: existingKeys)
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
         if arguments.flag("json") {
             printJSON(describe(wallet))

@@ -137,7 +137,7 @@ struct PeerMachineTests {
             guard !toPayee, case .measurement(let m) = message else { return message }
             let p = m.measurement.payload
             let context = MeasurementContext(nonce: p.nonce, offerID: p.offerID, payerKey: p.payeeKey, payeeKey: p.payerKey,
-                                             channelBinding: p.channelBinding)
+                                             payerDate: p.keyDate, payeeDate: p.keyDate, channelBinding: p.channelBinding)
             let forged = try! context.measurement(role: .payer, summary: p.summary, source: p.source).sign(with: payeeSigner)
             return .measurement(try! MeasurementMessage(offerID: m.offerID, measurement: forged, consistencyProof: nil))
         }

@@ -18,8 +18,8 @@ struct PeerMessageTests {
         let offerID = context.offerID
         let transfer = try payer.pay(payee.walletID, units: 450, proximity: .spatialProof(digest: proof.digest),
                                      binding: context.channelBinding)
-        let receipt = try Receipt(for: transfer, payeeKey: payee.key, creditPosition: 1).sign(with: payee.signer)
-        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, reason: .readyRecordMismatch)
+        let receipt = try Receipt(for: transfer, payeeKey: payee.key, keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 2), creditPosition: 1).sign(with: payee.signer)
+        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: .readyRecordMismatch)
             .sign(with: payee.signer)
         let checkpoint = try payer.checkpoint()
         let keyEvent = try SignedKeyEvent(

@@ -236,15 +236,15 @@ struct PeerSimulation {
             let entry = try payee.carryOut(verdict)!
             if entry.kind == .statementRefused {
                 let reason = RefusalReason.readyRecordMismatch
-                return payeeMachine.refused(try Refusal(refusing: task.transfer, payeeKey: payee.key, reason: reason)
+                return payeeMachine.refused(try Refusal(refusing: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: reason)
                     .sign(with: payee.signer))
             }
             held = task.transfer.payload.checkpoint
-            return payeeMachine.credited(try Receipt(for: task.transfer, payeeKey: payee.key, creditPosition: entry.position)
+            return payeeMachine.credited(try Receipt(for: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: entry.position)
                 .sign(with: payee.signer))
         case .refuse(let reason, _):
             try payee.carryOut(verdict)
-            return payeeMachine.refused(try Refusal(refusing: task.transfer, payeeKey: payee.key, reason: reason)
+            return payeeMachine.refused(try Refusal(refusing: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: reason)
                 .sign(with: payee.signer))
         case .conflict:
             try payee.carryOut(verdict)

@@ -63,7 +63,7 @@ struct SpatialTests {
         -> MeasurementContext
     {
         MeasurementContext(nonce: nonce, offerID: Fixture.bytes(0x0F, 16), payerKey: payer.key, payeeKey: payee.key,
-                           channelBinding: Fixture.bytes(0xCB, 32))
+                           payerDate: payer.keyDate, payeeDate: payee.keyDate, channelBinding: Fixture.bytes(0xCB, 32))
     }
 
     static func measure(_ wallet: TestWallet, _ role: PeerRole, _ context: MeasurementContext, _ distance: UInt32,
@@ -97,7 +97,8 @@ struct SpatialTests {
         #expect(verdict(near, old) == .failure(.init(.wrongNonce(.payee))))
         // The payee's measurement with the keys swapped (it claims to be the payer's view).
         let swappedContext = MeasurementContext(nonce: context.nonce, offerID: context.offerID, payerKey: payee.key,
-                                                payeeKey: payer.key, channelBinding: context.channelBinding)
+                                                payeeKey: payer.key, payerDate: context.payeeDate, payeeDate: context.payerDate,
+                                                channelBinding: context.channelBinding)
         let swapped = try SpatialTests.measure(payee, .payer, swappedContext, 560)
         #expect(verdict(near, swapped) == .failure(.init(.keysMismatch(.payee))))
         // The payer's measurement presented as the payee's.

@@ -124,7 +124,7 @@ struct TransferTests {
         // accept(accept(L, T), T) = accept(L, T)
         #expect(TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state,
                                        policy: TransferTests.noProximity) == .duplicate(position: credit.position))
-        let receipt = try Receipt(for: transfer, payeeKey: payee.key, creditPosition: credit.position)
+        let receipt = try Receipt(for: transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: credit.position)
             .sign(with: payee.signer)
         #expect(receipt.confirms(transfer, payeeKeys: [payee.key]))
         #expect(!receipt.confirms(transfer, payeeKeys: [payer.key]))
@@ -165,7 +165,7 @@ struct TransferTests {
                                                     policy: TransferTests.noProximity)
         guard case .refuse(.wrongRecipient, _) = wrongRecipient else { Issue.record("\(wrongRecipient)"); return }
         // The real payee (0x77…) refuses for, say, a spatial proof mismatch; the payer reverses.
-        let refusal = try Refusal(refusing: sent, payeeKey: payee2.key, reason: .spatialProofMismatch)
+        let refusal = try Refusal(refusing: sent, payeeKey: payee2.key, keyDate: payee2.keyDate, reason: .spatialProofMismatch)
             .sign(with: payee2.signer)
         #expect(try SignedRefusal.decode(refusal.encoded) == refusal)
         #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
@@ -257,9 +257,9 @@ struct TransferTests {
         sweepEncoding(transfer.payload.order.encoded, "order", decode: TransferOrder.decode)
         sweepEncoding(transfer.payload.encoded, "transfer", decode: Transfer.decode)
         sweepEncoding(transfer.encoded, "signed transfer", decode: SignedTransfer.decode)
-        let receipt = try Receipt(for: transfer, payeeKey: payee.key, creditPosition: 9).sign(with: payee.signer)
+        let receipt = try Receipt(for: transfer, payeeKey: payee.key, keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 10), creditPosition: 9).sign(with: payee.signer)
         sweepEncoding(receipt.encoded, "signed receipt", decode: SignedReceipt.decode)
-        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, reason: .readyRecordMismatch)
+        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: .readyRecordMismatch)
             .sign(with: payee.signer)
         sweepEncoding(refusal.encoded, "signed refusal", decode: SignedRefusal.decode)
         #expect(transfer.encoded.count < LedgerEntry.payloadByteCountMax)

@@ -47,6 +47,9 @@ struct TestWallet {
 
     func balance(_ units: Int64 = 0) -> Money { state.balance(.eur) }
 
+    /// The date of a signature made now: the inception's key, at the ledger's size.
+    var keyDate: KeyDate { try! KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: state.size) }
+
     /// Carries out a verdict: appends what it says to append, returns the entry it names.
     @discardableResult
     mutating func carryOut(_ verdict: StatementVerdict) throws -> LedgerEntry? {

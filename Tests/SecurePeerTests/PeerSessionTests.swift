@@ -226,4 +226,35 @@ struct PeerSessionTests {
         #expect(bobCents == Int64(paid) * 100)
         for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
     }
+
+    /// The payee holds the payer's checkpoint from an earlier session; the payer rotates; the next session
+    /// must follow the rotated log before the payee's consistency check, not refuse it as inconsistent.
+    @Test func rotateThenPayOverAChannel() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("rotate-pay")
+        let first = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: alicePerson,
+                                        payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                        payeeRanging: Self.nearToo)
+        guard case .paid = first.payer else { Issue.record("before the rotation: \(String(describing: first))"); return }
+        #expect(try bob.wallet!.ledger.latestPeerCheckpoint(wallet: alice.wallet!.walletID) != nil, "the payee holds a checkpoint")
+        #expect(try bob.wallet!.peerKeyLog(of: alice.wallet!.walletID)?.events.count == 1)
+        try alice.wallet!.token.unlock(pin: try alice.main.pin(), confirmFinalTry: false)
+        try RotationTests.rotate(alice)
+        alice.wallet!.token.lock()
+        // Both sides rotate: the payer's receipt check must follow the payee's new log too.
+        try bob.wallet!.token.unlock(pin: try bob.main.pin(), confirmFinalTry: false)
+        try RotationTests.rotate(bob)
+        bob.wallet!.token.lock()
+        let second = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("3.00 EUR")), payerPerson: alicePerson,
+                                         payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                         payeeRanging: Self.nearToo)
+        guard case .paid(let receipt) = second.payer, case .received = second.payee else {
+            Issue.record("after the rotation: \(String(describing: second))"); return
+        }
+        #expect(receipt.payload.keyDate.keySequence == 2, "the payee's receipt is dated by its new key")
+        #expect(try bob.wallet!.peerKeyLog(of: alice.wallet!.walletID)?.events.count == 3, "the payee followed the rotation")
+        #expect(try alice.wallet!.peerKeyLog(of: bob.wallet!.walletID)?.events.count == 3, "the payer followed the rotation")
+        #expect(try bob.wallet!.ledger.evidence().isEmpty, "a valid rotation is no evidence")
+        #expect(Self.euros(alice) == "15.00 EUR" && Self.euros(bob) == "5.00 EUR")
+        for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
+    }
 }

@@ -56,6 +56,17 @@ struct RotationTests {
         #expect(report.isValid, "\(report.problems)")
         #expect(report.keyLog?.events.count == 3)
         try alice.setBudget("food", "50.00 EUR")
+        // Proofs across the rotation verify against the key-event log (from an audit bundle): an entry from
+        // before it in the latest checkpoint, and the old key's checkpoint extended by the new key's. The
+        // consistency proof verifies with neither key alone.
+        let wallet2 = alice.wallet!
+        let first = try #require(try wallet2.ledger.entry(at: 1))
+        let log = try AuditBundleFile.keyEventLog(json: Data(try AuditBundleFile.export(wallet2)))
+        #expect(try LedgerProof.inclusion(of: first.id, in: wallet2).verify(log: log).contains("entry 1"))
+        let across = try LedgerProof.consistency(from: 2, to: wallet2.size, in: wallet2)
+        #expect(try across.verify(log: log).contains("extends checkpoint 2"))
+        #expect(throws: WalletError.self) { try across.verify(key: oldKey) }
+        #expect(throws: WalletError.self) { try across.verify(key: wallet2.signingKey) }
     }
 
     @Test func destroyOldDeletesOnlyRetiredKeys() throws {

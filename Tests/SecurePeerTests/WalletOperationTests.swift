@@ -85,7 +85,7 @@ struct WalletOperationTests {
             #expect(again == credit)
         }
         #expect(try Self.balance(bob) == "20.00 EUR")
-        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, creditPosition: credit.position).sign(with: try bob.wallet!.signer)
+        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate, creditPosition: credit.position).sign(with: try bob.wallet!.signer)
         try alice.wallet!.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // Both ledgers verify, and the payee kept the payer's checkpoint.
@@ -140,14 +140,14 @@ struct WalletOperationTests {
             Issue.record("unrelated refusal"); return
         }
         // A refusal of the transfer actually sent credits the debit back, once.
-        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, reason: .inclusionProofInvalid).sign(with: try bob.wallet!.signer)
+        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate, reason: .inclusionProofInvalid).sign(with: try bob.wallet!.signer)
         guard case .recorded = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("reversal"); return }
         guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("once"); return }
         #expect(try Self.balance(alice) == "30.00 EUR")
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // A refusal signed by someone other than the payee is dropped.
         let stranger = try TestWallet("rev-c")
-        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, reason: .debitMismatch).sign(with: try stranger.wallet!.signer)
+        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, keyDate: stranger.wallet!.keyDate, reason: .debitMismatch).sign(with: try stranger.wallet!.signer)
         guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeKeys: [bob.wallet!.signingKey]) else {
             Issue.record("stranger's refusal"); return
         }

@@ -116,4 +116,45 @@ struct LedgerStoreTests {
         }
         #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: bytes + [0]) }
     }
+
+    /// A 2048-bit RSA modulus made with `openssl genrsa 2048`, for the type 2 (RSA-OAEP) recipient format.
+    static let modulus2048 = Hex.decode(
+            "cf80737355fd7639b72476c4479e3c54a62367da8f5cc8f48b021f74f4d18d78bfd6c32b30f2c3677e98718e5f1eb778" +
+            "838a6b7b01cb3a849f2b8b3380bd85662c4b71fb58b7f71d977b0cfabada0b2d2cf78a7629592514fee76681b3782c0e" +
+            "969a9401aa7322d2f5d9263a596a175ab61301524553c6383d3a63e998386fbd6a569ee86a05d7cc7f83c300158d9d00" +
+            "d1a2a7432a5bcc37d1c9019c77bab5474da68d2172676740b647a39bfb940ae10c695f98c32270d2345daf746c5f3088" +
+            "dc8b8403a54deedce2abb53118d023a0f0a3eb3fd6278adc34c3005b18681c37b6e91f04ac116bad4979e25821ff7968" +
+            "3b369e89baa83f923786e69911d5bd37")!
+    /// A 1024-bit modulus: below the 2048-bit floor.
+    static let modulus1024 = Hex.decode(
+            "9a5cbd87397510b0c5dfa46781aefa2560d938fe6492f2bcce5b89d23bb6713ec6b6010340c169612107b71b59be2f53" +
+            "59fe7d9956c1ced21874410ad3b419360d23a2a77da0e1f533824f0499199555a0e7fecb225bd18b60c0821e150ec263" +
+            "17debdc8726eb32be82c98ba291cf1ad4f744210efd06281034f3f79657c0905")!
+
+    @Test func rsaRecipientsRoundTripAndRefuseEveryTruncation() throws {
+        let key = SecretBytes(randomCount: 32)
+        let rsa = try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [1, 0, 1])
+        var file = WrappedKeyFile(walletID: [UInt8](repeating: 3, count: 32), key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        try file.wrap(key, to: P256.KeyAgreementPrivateKey.generate().publicKey)
+        try file.wrap(key, to: rsa)
+        #expect(file.rsaRecipients.count == 1)
+        #expect(file.rsaRecipients[0].encryptedSeed.count == 256)
+        let bytes = file.encoded
+        #expect(try WrappedKeyFile(encoded: bytes) == file)
+        for length in 0..<bytes.count {
+            #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: Array(bytes.prefix(length))) }
+        }
+        #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: bytes + [0]) }
+        // Two wraps of the same key differ (random seed and nonce): nothing about the key shows.
+        var again = file
+        try again.wrap(key, to: rsa)
+        #expect(again.rsaRecipients[0].encryptedSeed != again.rsaRecipients[1].encryptedSeed)
+    }
+
+    @Test func rsaRecipientKeysOutsideTheBoundsAreRefused() {
+        #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus1024, publicExponent: [1, 0, 1]) }
+        #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [1]) }
+        #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [2]) }
+        #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048.dropLast() + [0x02], publicExponent: [3]) }
+    }
 }

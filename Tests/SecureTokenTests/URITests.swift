@@ -121,6 +121,59 @@ struct PINSourceTests {
         try PINState.countLow.permitsLogin(confirmedFinalTry: false, tokenLabel: "t")
     }
 
+    @Test func aLockedPINSaysHowToUnblockThatKindOfToken() {
+        #expect(UnblockAdvice.forToken(manufacturer: "Yubico (www.yubico.com)", model: "YubiKey YK5", moduleDescription: "")
+                    .contains("yubico-piv-tool -a unblock-pin"))
+        #expect(UnblockAdvice.forToken(manufacturer: "piv_II", model: "PKCS#15 emulated", moduleDescription: "")
+                    .contains("PUK"))
+        #expect(UnblockAdvice.forToken(manufacturer: "IBM", model: "SW   TPM", moduleDescription: "TPM2.0 Cryptoki")
+                    .contains("tpm2_dictionarylockout --clear-lockout"))
+        #expect(UnblockAdvice.forToken(manufacturer: "SoftHSM project", model: "SoftHSM v2", moduleDescription: "")
+                    .contains("--login-type so"))
+        do {
+            try PINState.locked.permitsLogin(confirmedFinalTry: true, tokenLabel: "t", unblockAdvice: UnblockAdvice.piv)
+            Issue.record("a locked PIN was let through")
+        } catch let error as TokenError {
+            #expect(error.code == .pinLocked && error.message.contains("yubico-piv-tool"))
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func weakKeysAreRefusedWithWhatTheTokenReported() {
+        let strong = PrivateKeyAttributes(sensitive: true, extractable: false, neverExtractable: true, alwaysSensitive: true,
+                                          local: true, alwaysAuthenticate: true, sign: true, derive: false, decrypt: nil,
+                                          unwrap: nil, signRecover: nil, isPrivate: true, token: true)
+        #expect(throws: Never.self) {
+            try TokenSession.refuseWeak(strong, usage: .sign, generatedHere: true, policy: .strict, what: "k")
+        }
+        var notLocal = strong
+        notLocal.local = false
+        // A key just generated that the token does not mark CKA_LOCAL (NSS softokn): only with the flag.
+        #expect(throws: TokenError(.keyRefused, "")) {
+            try TokenSession.refuseWeak(notLocal, usage: .sign, generatedHere: true, policy: .strict, what: "k")
+        }
+        #expect(throws: Never.self) {
+            try TokenSession.refuseWeak(notLocal, usage: .sign, generatedHere: true,
+                                        policy: TokenPolicy(allowUnprovenOrigin: true), what: "k")
+        }
+        // A selected key must be CKA_LOCAL whatever the policy: an imported key is never accepted.
+        #expect(throws: TokenError(.keyRefused, "")) {
+            try TokenSession.refuseWeak(notLocal, usage: .derive, generatedHere: false,
+                                        policy: TokenPolicy(allowUnprovenOrigin: true), what: "k")
+        }
+        var notAlwaysAuthenticate = strong
+        notAlwaysAuthenticate.alwaysAuthenticate = false
+        #expect(throws: TokenError(.keyRefused, "")) {
+            try TokenSession.refuseWeak(notAlwaysAuthenticate, usage: .sign, generatedHere: false, policy: .strict, what: "k")
+        }
+        var extractable = strong
+        extractable.extractable = nil
+        #expect(throws: TokenError(.keyRefused, "")) {
+            try TokenSession.refuseWeak(extractable, usage: .derive, generatedHere: false, policy: .strict, what: "k")
+        }
+    }
+
     @Test func ecPointDecodingDecidesByLength() throws {
         let point: [UInt8] = Array(P256Fixture.point)
         #expect(try ECPoint.publicKey(fromAttribute: point).x963 == point)
