@@ -9,6 +9,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "secure", targets: ["secure"]),
+        // Builds the ledger benchmark's verification fixture with the test-only software signer, so that
+        // the secure binary never contains a software signing key; `secure bench ledger` runs it.
+        .executable(name: "secure-bench-fixtures", targets: ["secure-bench-fixtures"]),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -30,7 +33,8 @@ let package = Package(
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         .target(name: "SecureChannel", dependencies: ["SecureCore", "SecureCrypto"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
-        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecurePeer", "CLibCrypto"]),
+        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer",
+                                                       "CLibCrypto"]),
         // The deterministic simulator (issue 7): the real machines, ledger and SQLCipher store, with a simulated
         // token, link and clock from SecureTestSupport. Never linked into `secure`.
         .target(name: "SecureSimulation", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecurePeer",
@@ -38,10 +42,12 @@ let package = Package(
         .executableTarget(name: "secure-sim", dependencies: ["SecureSimulation"]),
         .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureChannel"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer", "SecureChannel"]),
+        // The ledger benchmark's fixture builder: test support (the software signer) in an executable of its own.
+        .executableTarget(name: "secure-bench-fixtures", dependencies: ["SecureTestSupport"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 
-        .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureTestSupport"]),
+        .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),

@@ -170,8 +170,11 @@ public struct Checkpoint: Hashable, Sendable {
         return writer.bytes
     }
 
-    /// Decodes a checkpoint that fills `bytes` exactly: nil when short, throws when malformed.
-    public static func decode(_ bytes: [UInt8]) throws -> Checkpoint? {
+    /// Decodes a checkpoint that fills `bytes` exactly: nil when short, throws when malformed. When the
+    /// wallet key's bytes equal `knownKey`'s, that already checked key is taken instead of parsing the
+    /// point again: OpenSSL 3.0 parses a point in tens of microseconds under a process-wide lock, more
+    /// than a signature check costs, and a full verification decodes one checkpoint per entry.
+    public static func decode(_ bytes: [UInt8], knownKey: P256.PublicKey? = nil) throws -> Checkpoint? {
         var reader = ByteReader(bytes)
         guard let version = reader.readUInt8() else { return nil }
         guard version == encodingVersion else {
@@ -185,7 +188,7 @@ public struct Checkpoint: Hashable, Sendable {
         try reader.expectEnd("checkpoint")
         let key: P256.PublicKey
         do {
-            key = try P256.PublicKey(x963: point)
+            if let knownKey, knownKey.x963 == point { key = knownKey } else { key = try P256.PublicKey(x963: point) }
         } catch {
             throw FormatError(.invalidValue, "the checkpoint's wallet key is not a valid P-256 point")
         }
@@ -245,14 +248,15 @@ public struct SignedCheckpoint: Hashable, Sendable {
     }
 
     /// Decodes a signed checkpoint that fills `bytes` exactly. The signature is parsed, not verified.
-    public static func decode(_ bytes: [UInt8]) throws -> SignedCheckpoint? {
+    /// `knownKey`: see `Checkpoint.decode(_:knownKey:)`.
+    public static func decode(_ bytes: [UInt8], knownKey: P256.PublicKey? = nil) throws -> SignedCheckpoint? {
         var reader = ByteReader(bytes)
-        guard let signed = try decode(from: &reader) else { return nil }
+        guard let signed = try decode(from: &reader, knownKey: knownKey) else { return nil }
         try reader.expectEnd("signed checkpoint")
         return signed
     }
 
-    static func decode(from reader: inout ByteReader) throws -> SignedCheckpoint? {
+    static func decode(from reader: inout ByteReader, knownKey: P256.PublicKey? = nil) throws -> SignedCheckpoint? {
         guard let version = reader.readUInt8() else { return nil }
         guard version == encodingVersion else {
             throw FormatError(.unsupportedVersion, "signed checkpoint version \(version) is not supported")
@@ -261,7 +265,7 @@ public struct SignedCheckpoint: Hashable, Sendable {
             let der = try reader.readPrefixed8(max: signatureByteCountMax, field: "signature")
         else { return nil }
         // The checkpoint is a complete field here, so a short one is malformed rather than incomplete.
-        guard let checkpoint = try Checkpoint.decode(body) else {
+        guard let checkpoint = try Checkpoint.decode(body, knownKey: knownKey) else {
             throw FormatError(.invalidValue, "the checkpoint inside a signed checkpoint is truncated")
         }
         let signature: ECDSASignature

@@ -24,8 +24,10 @@ public enum SHA256 {
     public struct Hasher {
         private let context: EVPDigestContext
 
-        /// Starts a new hash.
-        public init() { context = EVPDigestContext(algorithm: EVP_sha256()) }
+        /// Starts a new hash. With the digest fetched once (`FetchedDigest`), not `EVP_sha256()`: OpenSSL
+        /// 3.0 fetches a legacy EVP_MD's implementation again, under a process-wide lock, on every init,
+        /// which made small hashes (Merkle nodes, chain links) cost several times the hashing itself.
+        public init() { context = EVPDigestContext(algorithm: FetchedDigest.sha256.pointer) }
 
         /// Absorbs more bytes.
         public mutating func update(_ data: some ContiguousBytes) { context.update(data) }

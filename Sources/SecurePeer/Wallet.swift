@@ -56,7 +56,7 @@ public final class Wallet {
         }
     }
     public private(set) var state: LedgerState
-    private var peaks: MerkleCompactRange
+    private(set) var peaks: MerkleCompactRange
     /// The latest signed checkpoint; nil only while entry 0 is being written.
     public private(set) var latest: SignedCheckpoint?
     /// Set when the anchor shows a rollback or a replaced database; the wallet then refuses to spend.
@@ -274,6 +274,13 @@ public final class Wallet {
             anchorLag = "\(error)"
         }
         return entry
+    }
+
+    /// Takes on what a durable commit wrote (for `appendBatch`, whose properties are private here).
+    func commit(state: LedgerState, peaks: MerkleCompactRange, latest: SignedCheckpoint) {
+        self.state = state
+        self.peaks = peaks
+        self.latest = latest
     }
 
     /// The budget verdict for a payment, before any PIN or signature.

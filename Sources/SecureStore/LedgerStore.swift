@@ -154,6 +154,19 @@ public final class LedgerStore: @unchecked Sendable {
     /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
     public func append(_ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil) throws {
+        try write(appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks,
+                  outgoing: outgoing)
+    }
+
+    /// Appends many entries and one signed checkpoint that covers them all (its size is the ledger's new
+    /// size) in one durable transaction: a bulk import, or a benchmark fixture, pays one commit and one
+    /// signature for the batch instead of one per entry. Positions must continue the ledger.
+    public func appendBatch(_ entries: [LedgerEntry], checkpoint: [UInt8], treePeaks: MerkleCompactRange) throws {
+        try write(entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks, outgoing: nil)
+    }
+
+    private func write(_ entries: [LedgerEntry], checkpoints: [(size: UInt64, encoded: [UInt8])],
+                       treePeaks: MerkleCompactRange, outgoing: Outgoing?) throws {
         try database.transaction {
             if let outgoing {
                 try database.prepare("INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)")
@@ -168,23 +181,26 @@ public final class LedgerStore: @unchecked Sendable {
             let insertNode = try database.prepare("INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)")
             var expected = try size()
             var range = try self.treePeaks()
-            for item in appends {
-                precondition(item.entry.position == expected, "append out of order: \(item.entry.position) after size \(expected)")
-                let encoded = item.entry.encoded
-                let kind = Int64(item.entry.kind.rawValue)
+            for entry in entries {
+                precondition(entry.position == expected, "append out of order: \(entry.position) after size \(expected)")
+                let encoded = entry.encoded
+                let kind = Int64(entry.kind.rawValue)
                 let leaf = Merkle.leafHash(encoded)
-                try insertEntry.bind([.integer(Int64(item.entry.position)), .blob(item.entry.id), .integer(kind),
-                                      .blob(encoded), .blob(item.entry.link), .blob(leaf)]).run()
-                for (level, index, hash) in Self.completedNodes(range, position: item.entry.position, leaf: leaf) {
+                try insertEntry.bind([.integer(Int64(entry.position)), .blob(entry.id), .integer(kind),
+                                      .blob(encoded), .blob(entry.link), .blob(leaf)]).run()
+                for (level, index, hash) in Self.completedNodes(range, position: entry.position, leaf: leaf) {
                     try insertNode.bind([.integer(Int64(level)), .integer(Int64(index)), .blob(hash)]).run()
                 }
                 range.append(leafHash: leaf)
-                if let statement = item.entry.statement, item.entry.kind != .conflictingStatement {
+                if let statement = entry.statement, entry.kind != .conflictingStatement {
                     try insertStatement.bind([.blob(statement.signer), .blob(statement.id), .integer(kind),
-                                              .blob(statement.payloadDigest), .integer(Int64(item.entry.position))]).run()
+                                              .blob(statement.payloadDigest), .integer(Int64(entry.position))]).run()
                 }
-                try insertCheckpoint.bind([.integer(Int64(item.checkpointSize)), .blob(item.checkpoint)]).run()
                 expected += 1
+            }
+            for checkpoint in checkpoints {
+                precondition(checkpoint.size >= 1 && checkpoint.size <= expected, "a checkpoint past the ledger's end")
+                try insertCheckpoint.bind([.integer(Int64(checkpoint.size)), .blob(checkpoint.encoded)]).run()
             }
             precondition(range == treePeaks, "the caller's tree does not match the appended entries")
             try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
@@ -358,6 +374,16 @@ public final class LedgerStore: @unchecked Sendable {
     public func checkpoint(size: UInt64) throws -> [UInt8]? {
         let statement = try database.prepare("SELECT encoded FROM checkpoints WHERE size = ?").bind([.integer(Int64(size))])
         return try statement.step() ? statement.blob(0) : nil
+    }
+
+    /// The stored checkpoints with sizes in (after, through], ascending, read in one query (a full
+    /// verification reads them alongside each batch of entries).
+    public func encodedCheckpoints(after: UInt64, through: UInt64) throws -> [(size: UInt64, encoded: [UInt8])] {
+        let statement = try database.prepare("SELECT size, encoded FROM checkpoints WHERE size > ? AND size <= ? ORDER BY size")
+            .bind([.integer(Int64(after)), .integer(Int64(through))])
+        var result: [(size: UInt64, encoded: [UInt8])] = []
+        while try statement.step() { result.append((UInt64(statement.integer(0)), statement.blob(1))) }
+        return result
     }
 
     /// Every stored checkpoint size, ascending.

@@ -24,6 +24,12 @@ public enum LedgerVerifier {
     static let batchCount: UInt64 = 10_000
 
     /// Verifies the whole ledger. `walletID` must be SHA-256 of entry 0's inception event.
+    ///
+    /// The replay runs on the calling thread; every `checkChunkCount` checkpoints it reaches go to a
+    /// queue of `cores` workers that check them (signature, key in force, root, head, snapshot) while the
+    /// replay goes on, so the replay's own time hides behind the signature checks instead of adding to them.
+    /// Each chunk carries the key-event log as the replay had it then: whether a key was in force for a
+    /// checkpoint of size s depends only on the events before position s, which that log holds.
     public static func verify(_ store: LedgerStore, walletID: [UInt8], cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
         var report = Report()
         let size = try store.size()
@@ -37,12 +43,14 @@ public enum LedgerVerifier {
             report.problems.append("entry 0's inception event breaks the key-event rules")
             return report
         }
-        let checkpointSizes = Set(try store.checkpointSizes())
+        let checker = CheckpointChecker(walletID: walletID, cores: cores)
+        defer { checker.cancel() }
         var peaks = MerkleCompactRange()
-        var pending: [(UInt64, [UInt8], LedgerSnapshot, [UInt8], [UInt8])] = []  // size, encoded, snapshot, root, head
         var position: UInt64 = 0
         while position < size {
-            let encodings = try store.encodedEntries(from: position, to: min(size, position + batchCount))
+            let end = min(size, position + batchCount)
+            let encodings = try store.encodedEntries(from: position, to: end)
+            var checkpoints = try store.encodedCheckpoints(after: position, through: end)[...]
             for encoded in encodings {
                 guard let entry = try? LedgerEntry.decode(encoded), entry.position == position else {
                     report.problems.append("entry \(position) does not decode or is out of place")
@@ -60,21 +68,23 @@ public enum LedgerVerifier {
                 }
                 peaks.append(leafHash: Merkle.leafHash(encoded))
                 position += 1
-                if checkpointSizes.contains(position), let bytes = try store.checkpoint(size: position) {
-                    pending.append((position, bytes, LedgerSnapshot(report.state), peaks.root, report.state.head))
+                if let (checkpointSize, bytes) = checkpoints.first, checkpointSize == position {
+                    checkpoints.removeFirst()
+                    checker.add(PendingCheckpoint(size: position, encoded: bytes, snapshot: LedgerSnapshot(report.state),
+                                                  peaks: peaks, head: report.state.head), log: log)
                 }
             }
             if encodings.isEmpty { break }
         }
         report.entries = position
         if position != size { report.problems.append("entries stop at \(position) of \(size)") }
-        report.problems += checkCheckpoints(pending, log: log, walletID: walletID, cores: cores)
+        let (checked, problems) = checker.finish()
+        report.problems += problems
         report.keyLog = log
-        report.checkpoints = pending.count
+        report.checkpoints = checked
         return report
     }
 
-    /// Checks checkpoints in parallel; returns the problems in size order.
     /// A rotation entry must hold a signed event that follows the log and takes effect at its own position.
     static func follow(_ log: inout KeyEventLog, _ entry: LedgerEntry) -> String? {
         guard let event = try? SignedKeyEvent.decode(entry.payload) else { return "entry \(entry.position)'s key event does not decode" }
@@ -89,39 +99,114 @@ public enum LedgerVerifier {
         return nil
     }
 
-    static func checkCheckpoints(_ pending: [(UInt64, [UInt8], LedgerSnapshot, [UInt8], [UInt8])], log: KeyEventLog,
-                                 walletID: [UInt8], cores: Int) -> [String] {
-        let results = UnsafeMutableBufferPointer<String?>.allocate(capacity: pending.count)
-        results.initialize(repeating: nil)
-        defer { results.deallocate() }
-        let chunk = max(1, (pending.count + cores * 4 - 1) / (cores * 4))
-        let chunkCount = (pending.count + chunk - 1) / chunk
-        nonisolated(unsafe) let output = results
-        DispatchQueue.concurrentPerform(iterations: chunkCount) { index in
-            for item in pending[(index * chunk)..<min(pending.count, (index + 1) * chunk)].indices {
-                output[item] = problem(pending[item], log: log, walletID: walletID)
-            }
-        }
-        return results.compactMap { $0 }
+    /// How many checkpoints one worker task checks: large enough that queueing costs nothing beside
+    /// the signature checks (about 60 µs each), small enough that the workers start early.
+    static let checkChunkCount = 256
+
+    /// What the replay knew when it reached a checkpoint's size.
+    struct PendingCheckpoint: Sendable {
+        let size: UInt64
+        let encoded: [UInt8]
+        let snapshot: LedgerSnapshot
+        /// The tree's compact range at `size`; its root is folded by the worker, off the replay's thread.
+        let peaks: MerkleCompactRange
+        let head: [UInt8]
     }
 
-    private static func problem(_ item: (UInt64, [UInt8], LedgerSnapshot, [UInt8], [UInt8]), log: KeyEventLog,
+    /// Checks checkpoints on `cores` workers while the replay runs, and returns the problems in size order.
+    final class CheckpointChecker: @unchecked Sendable {
+        // `buffer` and `submitted` belong to the replay's thread; `results` is shared under `lock`.
+        private let walletID: [UInt8]
+        private let queue = OperationQueue()
+        private let lock = NSLock()
+        private var results: [Int: [String]] = [:]
+        private var buffer: [PendingCheckpoint] = []
+        private var log: KeyEventLog?
+        private var submitted = 0
+        private var added = 0
+
+        init(walletID: [UInt8], cores: Int) {
+            self.walletID = walletID
+            queue.maxConcurrentOperationCount = max(1, cores)
+            queue.qualityOfService = .userInitiated
+        }
+
+        /// Queues a checkpoint; `log` is the key-event log as the replay has it at the checkpoint's size.
+        func add(_ pending: PendingCheckpoint, log: KeyEventLog) {
+            buffer.append(pending)
+            self.log = log
+            added += 1
+            if buffer.count == checkChunkCount { submit() }
+        }
+
+        private func submit() {
+            guard !buffer.isEmpty, let log else { return }
+            let chunk = buffer, index = submitted, walletID = walletID
+            buffer = []
+            submitted += 1
+            queue.addOperation { [self] in
+                var verifiers = Verifiers()
+                let problems = chunk.compactMap { LedgerVerifier.problem($0, log: log, verifiers: &verifiers, walletID: walletID) }
+                lock.withLock { results[index] = problems }
+            }
+        }
+
+        /// Waits for every check; returns how many checkpoints were checked and the problems found.
+        func finish() -> (Int, [String]) {
+            submit()
+            queue.waitUntilAllOperationsAreFinished()
+            return lock.withLock { (added, (0..<submitted).flatMap { results[$0] ?? [] }) }
+        }
+
+        /// Stops checks still queued (after the replay found a broken entry) and waits for running ones.
+        func cancel() {
+            queue.cancelAllOperations()
+            queue.waitUntilAllOperationsAreFinished()
+        }
+    }
+
+    /// One task's OpenSSL verify context for the key it last used (keys change only at rotations).
+    struct Verifiers {
+        private var key: P256.PublicKey?
+        private var verifier: P256.Verifier?
+
+        mutating func isValidSignature(_ signature: ECDSASignature, digest: [UInt8], by key: P256.PublicKey) -> Bool {
+            if self.key != key {
+                self.key = key
+                verifier = key.verifier()
+            }
+            return verifier?.isValidSignature(signature, digest: digest) ?? key.isValidSignature(signature, digest: digest)
+        }
+    }
+
+    private static func problem(_ item: PendingCheckpoint, log: KeyEventLog, verifiers: inout Verifiers,
                                 walletID: [UInt8]) -> String? {
-        let (size, bytes, snapshot, root, head) = item
-        guard let signed = try? SignedCheckpoint.decode(bytes) else { return "checkpoint \(size) does not decode" }
-        guard let expected = log.event(signingCheckpointOfSize: size), signed.isValid(signedBy: expected.signingKey) else {
+        let size = item.size
+        let expected = log.event(signingCheckpointOfSize: size)
+        guard let signed = try? SignedCheckpoint.decode(item.encoded, knownKey: expected?.signingKey) else {
+            return "checkpoint \(size) does not decode"
+        }
+        let checkpoint = signed.checkpoint
+        // SignedCheckpoint.isValid(signedBy:), with the task's verify context.
+        guard let expected, checkpoint.walletKey == expected.signingKey,
+              verifiers.isValidSignature(signed.signature, digest: Checkpoint.signatureLabel.digest(of: checkpoint.encoded),
+                                         by: expected.signingKey) else {
             return "checkpoint \(size) is not signed by the wallet key in force at that size"
         }
-        switch log.check(signed) {
+        // KeyEventLog.check(signed), without its second verification of the signature just checked.
+        let use = checkpoint.walletID == walletID
+            ? log.keyUse(key: checkpoint.walletKey, sequence: checkpoint.keySequence, eventPosition: checkpoint.keyEventPosition,
+                         size: checkpoint.size)
+            : .unknown
+        switch use {
         case .inForce: break
         case .retired: return "checkpoint \(size) is signed by a key after its retirement"
         case .unknown, .beforeInForce: return "checkpoint \(size) names a key sequence or event position the log does not"
         }
-        let checkpoint = signed.checkpoint
         guard checkpoint.walletID == walletID, checkpoint.size == size else { return "checkpoint \(size) names another wallet or size" }
-        guard checkpoint.root == root else { return "checkpoint \(size)'s root differs from the entries' tree" }
-        guard checkpoint.head == head else { return "checkpoint \(size)'s chain head differs from the entries' chain" }
-        guard checkpoint.snapshot == snapshot else { return "checkpoint \(size)'s balances or budgets differ from the replay" }
+        guard checkpoint.root == item.peaks.root else { return "checkpoint \(size)'s root differs from the entries' tree" }
+        guard checkpoint.head == item.head else { return "checkpoint \(size)'s chain head differs from the entries' chain" }
+        guard checkpoint.snapshot == item.snapshot else { return "checkpoint \(size)'s balances or budgets differ from the replay" }
         return nil
     }
 }

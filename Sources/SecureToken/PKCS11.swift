@@ -1,5 +1,6 @@
 internal import CP11Kit
 import Foundation
+import Synchronization
 
 // Every call into PKCS#11 and p11-kit goes through this file, and every return value is checked where
 // the call is made. Nothing outside this file sees a C type.
@@ -91,6 +92,9 @@ final class Module: @unchecked Sendable {
     private let functions: UnsafeMutablePointer<CK_FUNCTION_LIST>
     private(set) var initializedHere = false
     private let lock = NSLock()
+    /// Calls made through `list`, i.e. into the module by this process (the ledger benchmark counts the
+    /// token operations of one append with it). Relaxed: it is a statistic, not a synchronization point.
+    private let calls = Atomic<Int>(0)
 
     private init(name: String, path: String, functions: UnsafeMutablePointer<CK_FUNCTION_LIST>) {
         self.name = name
@@ -238,7 +242,15 @@ final class Module: @unchecked Sendable {
     /// The function list, for the C baseline benchmark in this module only.
     var rawFunctionList: UnsafeMutablePointer<CK_FUNCTION_LIST> { functions }
 
-    fileprivate var list: CK_FUNCTION_LIST { functions.pointee }
+    /// Every call in this file goes through here, once per C_ function called, so it is also where the
+    /// calls are counted.
+    fileprivate var list: CK_FUNCTION_LIST {
+        calls.add(1, ordering: .relaxed)
+        return functions.pointee
+    }
+
+    /// How many PKCS#11 functions this process has called on the module through the wrappers.
+    var callCount: Int { calls.load(ordering: .relaxed) }
 }
 
 /// Plain values from C_GetTokenInfo and C_GetSlotInfo.
@@ -469,5 +481,24 @@ enum RawSignLoop {
         }
         try check("baseline sign loop", value)
         return nanoseconds
+    }
+}
+
+/// The C baseline for the token operations of one ledger append, for the ledger benchmark.
+enum RawAppendLoop {
+    static func run(session: SessionHandle, key: ObjectHandle, pin: UnsafeMutablePointer<UInt8>, pinLength: Int,
+                    contextLogin: Bool, digest: [UInt8], identity: [AttributeValue], create: [AttributeValue],
+                    count: Int) throws -> (nanoseconds: UInt64, calls: UInt64) {
+        var input = digest
+        var nanoseconds: UInt64 = 0, calls: UInt64 = 0
+        let identityOwner = Template(identity), createOwner = Template(create)
+        var identityAttributes = identityOwner.attributes, createAttributes = createOwner.attributes
+        let value = session.withRawSession { functions, handle in
+            secure_baseline_append_loop(functions, handle, key, pin, UInt(pinLength), contextLogin ? 1 : 0,
+                                        &input, UInt(input.count), &identityAttributes, UInt(identityAttributes.count),
+                                        &createAttributes, UInt(createAttributes.count), count, &nanoseconds, &calls)
+        }
+        try check("baseline append loop", value)
+        return (nanoseconds, calls)
     }
 }

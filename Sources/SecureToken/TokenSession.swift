@@ -546,6 +546,35 @@ public final class TokenSession: @unchecked Sendable {
         }
     }
 
+    /// Runs the C baseline of one ledger append's token operations `count` times on this session: the
+    /// checkpoint signature with its per-signature login, then the anchor's replacement (find the old
+    /// private CKO_DATA object of `application` and `label`, create the new one holding `value`, destroy
+    /// the old), the same calls in the same order as `sign` and `replaceDataObject` make. Returns the
+    /// loop's nanoseconds and the PKCS#11 calls it made. Use a label no wallet uses.
+    public func rawAppendLoop(key: TokenKey, digest: [UInt8], application: String, label: String, value: [UInt8],
+                              count: Int) throws -> (nanoseconds: UInt64, calls: UInt64) {
+        try withSession { session in
+            var uri = PKCS11URI()
+            uri.id = key.id
+            let (handle, alwaysAuthenticate) = try findPrivateKeyLocked(session, uri)
+            let identity: [AttributeValue] = [.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                                              .bytes(Attribute.application, Array(application.utf8)),
+                                              .bytes(Attribute.label, Array(label.utf8))]
+            let create = identity + [.bool(Attribute.private, true), .bool(Attribute.modifiable, true),
+                                     .bytes(Attribute.value, value)]
+            guard let pin = heldPIN else { throw TokenError(.pinUnavailable, "the token is locked") }
+            return try pin.withBytes { bytes, length in
+                try RawAppendLoop.run(session: session, key: handle, pin: bytes, pinLength: length,
+                                      contextLogin: alwaysAuthenticate, digest: digest, identity: identity,
+                                      create: create, count: count)
+            }
+        }
+    }
+
+    /// How many PKCS#11 functions this process has called on the session's module so far, counted in
+    /// the wrappers. The difference across one operation is the number of token operations it cost.
+    public var moduleCallCount: Int { token.module.callCount }
+
     /// Runs C_SignInit and C_Sign without the per-signature login, for the test that the token enforces it.
     public func signWithoutContextLoginForTesting(key: TokenKey, digest: [UInt8]) throws {
         try withSession { session in

@@ -21,6 +21,11 @@ enum BenchCommands {
               One peer payment over loopback TCP on SoftHSM (p50, p99) against its token operations, durable
               commits and handshake primitives measured raw; 8 payers at once into one wallet; the tampered
               transfer, lost receipt and withdrawn request run by the pure machines. Build with -c release.
+          secure bench ledger [--quick] [--only append,verify,open] [--count N] [--rounds R] [--fixtures DIR] [--json]
+              The ledger (issue 4): a wallet append against its raw token operations plus a plain durable
+              insert; full verification of 100,000 entries on all cores against OpenSSL's verify rate; open
+              to balance at 100,000 and 1,000,000 entries. Fixtures are cached in DIR (.local/bench-fixtures);
+              the first run builds them and needs secure-bench-fixtures beside secure (`swift build -c release`).
         """
 
     static func run(_ words: [String]) throws -> ExitCode {
@@ -30,6 +35,7 @@ enum BenchCommands {
         }
         switch sub {
         case "sign": return try sign(Array(words.dropFirst()))
+        case "ledger": return try ledger(Array(words.dropFirst()))
         case "channel":
             let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
             _ = try arguments.positionals(0, "no positional arguments")

@@ -1,5 +1,7 @@
 import Testing
+import SecureCore
 import SecureCrypto
+import SecureTestSupport
 
 /// Hex to bytes for vectors written in the tests; a typo is our bug, so it traps.
 func bytes(_ hex: String) -> [UInt8] {
@@ -210,5 +212,47 @@ struct SecretTests {
         #expect(SecretBytes([1, 2]) == SecretBytes([1, 2]))
         #expect(SecretBytes([1, 2]).description == "SecretBytes(2 bytes)")
         #expect(SecretBytes([]).count == 0)
+    }
+}
+
+@Suite("P-256 verifier reused across signatures")
+struct P256VerifierTests {
+    /// n − s, so the mirrored signature is the high-s twin of a valid one.
+    static func mirrored(_ signature: ECDSASignature) throws -> ECDSASignature {
+        let order = Hex.decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")!
+        var high = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in (0..<32).reversed() {
+            var difference = Int(order[index]) - Int(signature.s[index]) - borrow
+            borrow = difference < 0 ? 1 : 0
+            if difference < 0 { difference += 256 }
+            high[index] = UInt8(difference)
+        }
+        return try ECDSASignature(raw: signature.r + high)
+    }
+
+    @Test func agreesWithTheOneShotCheckOnEveryCase() throws {
+        let signer = try SoftwareSigner()
+        let other = try SoftwareSigner()
+        let verifier = try #require(signer.publicKey.verifier())
+        for round in 0..<12 {
+            let payload = Array("statement \(round)".utf8)
+            let label = SignatureLabel("secure-test-v1")
+            let digest = label.digest(of: payload)
+            let signature = try signer.sign(payload, label: label)
+            let cases: [(String, ECDSASignature, [UInt8])] = [
+                ("valid", signature, digest),
+                ("high s", try Self.mirrored(signature), digest),
+                ("other digest", signature, SHA256.hash(digest)),
+                ("other key", try other.sign(payload, label: label), digest),
+                ("short digest", signature, Array(digest.prefix(31))),
+            ]
+            // The same verifier alternates between good and bad inputs: a failure must not stick.
+            for (name, candidate, candidateDigest) in cases {
+                #expect(verifier.isValidSignature(candidate, digest: candidateDigest)
+                        == signer.publicKey.isValidSignature(candidate, digest: candidateDigest), "\(name), round \(round)")
+            }
+            #expect(verifier.isValidSignature(signature, digest: digest), "valid again, round \(round)")
+        }
     }
 }

@@ -27,6 +27,38 @@ struct WalletTests {
         #expect(report.state == replayed)
     }
 
+    @Test func batchAppendSignsOneCheckpointAndReopensWithoutReplay() throws {
+        let test = try TestWallet("batch")
+        let balance = try appendHistory(try #require(test.wallet))
+        // The wallet above is released here, with its lock, so that it can be opened again.
+        let reopened = try test.reopen()
+        #expect(reopened.size == 27 && reopened.lockReason == nil)
+        #expect(reopened.state.balance(.eur) == balance)
+        let report = try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID)
+        #expect(report.isValid, "\(report.problems)")
+        #expect(report.entries == 27 && report.checkpoints == 3)  // inception, the budget's batch, the history's batch
+        #expect(report.state.balances == reopened.state.balances)
+    }
+
+    /// The budget, then 25 entries of history in one batch, then a batch that fails; returns the balance.
+    private func appendHistory(_ wallet: Wallet) throws -> Money {
+        try wallet.appendBatch([try SyntheticHistory.budgetDraft()])
+        var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: try SoftwareSigner())
+        try wallet.appendBatch(try history.drafts(from: SyntheticHistory.firstPosition, count: 25))
+        #expect(wallet.size == 27)
+        // A batch with one refused entry (a payment above the balance) changes nothing, not even its good entries.
+        let balance = wallet.state.balance(.eur)
+        let tooMuch = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+                                        payeeWalletID: [UInt8](repeating: 7, count: 32),
+                                        amount: try balance.adding(try Money(minorUnits: 1, currency: .eur)),
+                                        proximity: .none, channelBinding: []).debitDraft(category: "rent")
+        #expect(throws: LedgerError.self) {
+            try wallet.appendBatch(try history.drafts(from: wallet.size, count: 2) + [tooMuch])
+        }
+        #expect(wallet.size == 27 && wallet.state.balance(.eur) == balance)
+        return balance
+    }
+
     @Test func databaseFileIsEncrypted() throws {
         let test = try TestWallet("enc")
         try test.setBudget("groceries-unique-marker", "10.00 EUR")

@@ -43,6 +43,43 @@ struct LedgerStoreTests {
         }
     }
 
+    @Test func batchAppendStoresWhatSingleAppendsStore() throws {
+        let batches = [1, 6, 17, 8]  // uneven, so batches end inside and at the edges of perfect subtrees
+        let count = batches.reduce(0, +)
+        let single = try Self.filled(count)
+        let batched = try LedgerStore.create(path: Self.temporaryPath("batch"), key: SecretBytes(randomCount: 32),
+                                             walletID: [UInt8](repeating: 1, count: 32))
+        var peaks = MerkleCompactRange()
+        var position: UInt64 = 0
+        for batch in batches {
+            var entries: [LedgerEntry] = []
+            for _ in 0..<batch {
+                entries.append(try #require(try single.entry(at: position)))
+                peaks.append(leafHash: Merkle.leafHash(entries.last!.encoded))
+                position += 1
+            }
+            try batched.appendBatch(entries, checkpoint: [UInt8(batch)], treePeaks: peaks)
+        }
+        #expect(try batched.size() == UInt64(count))
+        #expect(try batched.treePeaks() == single.treePeaks())
+        #expect(try batched.leafHashes(to: UInt64(count)) == single.leafHashes(to: UInt64(count)))
+        #expect(try batched.encodedEntries(from: 0, to: UInt64(count)) == single.encodedEntries(from: 0, to: UInt64(count)))
+        let tree = MerkleTree(leafHashes: try single.leafHashes(to: UInt64(count)))
+        for size in UInt64(1)...UInt64(count) {
+            #expect(try batched.rangeHash(0, size) == tree.root(size: size), "root of \(size)")
+            for index in 0..<size where index % 3 == 0 {
+                #expect(try batched.inclusionProof(index: index, size: size) == tree.inclusionProof(index: index, size: size),
+                        "inclusion \(index) of \(size)")
+            }
+        }
+        // One checkpoint per batch, at its end, and the range read returns exactly those in (after, through].
+        #expect(try batched.checkpointSizes() == [1, 7, 24, 32])
+        #expect(try batched.latestCheckpoint()?.encoded == [8])
+        #expect(try batched.encodedCheckpoints(after: 1, through: 24).map(\.size) == [7, 24])
+        #expect(try batched.encodedCheckpoints(after: 24, through: 31).isEmpty)
+        #expect(try single.encodedCheckpoints(after: 3, through: 6).map(\.size) == [4, 5, 6])
+    }
+
     @Test func reopensWithKeyAndToldApartFailures() throws {
         let key = SecretBytes(randomCount: 32)
         let store = try Self.filled(3, key: key)

@@ -1,0 +1,127 @@
+import SecureCore
+import SecureCrypto
+
+// Ledger history for benchmark fixtures, and the batch append that loads it. Neither holds a key: the
+// history asks a `MessageSigner` for its vouchers' signatures (a token key in `secure bench ledger`, the
+// test-only software signer in `secure-bench-fixtures`), and the batch append signs on the wallet's token.
+
+/// A deterministic stream of ordinary wallet history: a budget, then every `depositInterval`th entry a
+/// deposit of a signed issuer voucher, and otherwise payments out of 1.00 to 99.99 EUR to a few payees
+/// in a few categories (one budgeted). The entries are what the real wallet steps record: a debit's
+/// payload is its transfer order, a deposit's the signed voucher, so sizes and replay work are realistic.
+public struct SyntheticHistory {
+    /// One deposit per this many entries keeps the voucher signatures (on a token: milliseconds each) few.
+    public static let depositInterval: UInt64 = 10_000
+    /// Where the history starts: entry 0 is the inception event and entry 1 the budget (`budgetDraft`).
+    public static let firstPosition: UInt64 = 2
+    /// Each deposit covers far more than the payments until the next one (at most 99.99 EUR each).
+    static let depositMinorUnits: Int64 = 100_000_000
+    static let categories = ["food", "rent", "travel", "tools"]
+    static let notes = ["", "coffee", "groceries", "train ticket", "monthly rent"]
+
+    private let walletID: [UInt8]
+    private let payerKey: P256.PublicKey
+    private let issuer: MessageSigner
+    private let payees: [[UInt8]]
+    private var random: UInt64
+    private var issuerSequence: UInt64 = 0
+
+    /// The history of the wallet `walletID` whose signing key is `payerKey`; vouchers are signed by
+    /// `issuer`. The same seed gives the same amounts, payees and categories (ids stay random).
+    public init(walletID: [UInt8], payerKey: P256.PublicKey, issuer: MessageSigner, seed: UInt64 = 1) {
+        self.walletID = walletID
+        self.payerKey = payerKey
+        self.issuer = issuer
+        random = seed
+        payees = (0..<8).map { SHA256.hash(Array("payee-\($0)".utf8)) }
+    }
+
+    /// The budget the history spends under: "food", monthly, with a limit no fixture reaches.
+    public static func budgetDraft() throws -> EntryDraft {
+        let limit = try Money(minorUnits: 1_000_000_000_000, currency: .eur)
+        let budget = try Budget(category: "food", limit: limit, window: .month, isHardCap: false, timeZoneIdentifier: "UTC")
+        return EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                          payload: BudgetChange.set(budget).payload)
+    }
+
+    /// The drafts for positions [from, from + count), from ≥ `firstPosition`: a deposit at the first
+    /// position and every `depositInterval` after it, so every payment is covered.
+    public mutating func drafts(from: UInt64, count: Int) throws -> [EntryDraft] {
+        precondition(from >= Self.firstPosition, "the history starts after the inception event and the budget")
+        var drafts: [EntryDraft] = []
+        drafts.reserveCapacity(count)
+        for position in from..<(from + UInt64(count)) {
+            drafts.append((position - Self.firstPosition) % Self.depositInterval == 0 ? try deposit() : try payment())
+        }
+        return drafts
+    }
+
+    private mutating func deposit() throws -> EntryDraft {
+        issuerSequence += 1
+        let voucher = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: walletID,
+                                  amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
+                                  voucherID: SystemRandom.bytes(Voucher.idByteCount), issuerSequence: issuerSequence)
+        let signed = try voucher.sign(with: issuer)
+        // As VoucherCheck.evaluate builds it for an accepted voucher.
+        return EntryDraft(kind: .deposit, amount: voucher.amount, counterparty: issuer.publicKey.fingerprint,
+                          statement: signed.statementReference, payload: signed.encoded)
+    }
+
+    private mutating func payment() throws -> EntryDraft {
+        let value = next()
+        let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: payerKey,
+                                      payeeWalletID: payees[Int(value % 8)],
+                                      amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
+                                      proximity: .none, channelBinding: [])
+        return order.debitDraft(category: Self.categories[Int((value >> 24) % 4)], note: Self.notes[Int((value >> 32) % 5)])
+    }
+
+    /// SplitMix64: reproducible amounts without pulling in test support.
+    private mutating func next() -> UInt64 {
+        random &+= 0x9e37_79b9_7f4a_7c15
+        var z = random
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
+
+extension Wallet {
+    /// Appends drafts in order under one checkpoint: every entry is applied first (any refusal happens
+    /// before the token is asked for anything), then one checkpoint covering them all is signed on the
+    /// token, one transaction commits entries and checkpoint, and the anchor moves. For bulk loads such
+    /// as the ledger benchmark's fixtures; money moved by a person goes through `append`, one checkpoint
+    /// per entry. A failure before the commit changes nothing.
+    @discardableResult
+    public func appendBatch(_ drafts: [EntryDraft]) throws -> [LedgerEntry] {
+        if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
+        precondition(!drafts.isEmpty, "a batch appends at least one entry")
+        let time = max(clock(), state.lastTime)
+        var next = state
+        var nextPeaks = peaks
+        var entries: [LedgerEntry] = []
+        entries.reserveCapacity(drafts.count)
+        for draft in drafts {
+            let entry = try draft.entry(position: next.size, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
+                                        previousLink: next.head)
+            try next.apply(entry)
+            nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
+            entries.append(entry)
+        }
+        let checkpoint = try Checkpoint(walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
+                                        keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
+                                        time: time)
+        let signed = try checkpoint.sign(with: try signer)
+        try store.appendBatch(entries, checkpoint: signed.encoded, treePeaks: nextPeaks)
+        commit(state: next, peaks: nextPeaks, latest: signed)
+        // As in `append`: the batch is committed whatever happens now, so an anchor that cannot follow is
+        // recorded, not thrown; the next append or open moves it forward.
+        do {
+            try anchor.store(signed.encoded)
+            anchorLag = nil
+        } catch {
+            anchorLag = "\(error)"
+        }
+        return entries
+    }
+}
