@@ -189,7 +189,7 @@ enum LibCryptoMAC {
         guard let context = EVP_KDF_CTX_new(kdf) else { throw CryptoError.openSSL("EVP_KDF_CTX_new failed") }
         defer { EVP_KDF_CTX_free(context) }
         var output = [UInt8](repeating: 0, count: outputByteCount)
-        var placeholder: UInt8 = 0
+        var emptyInput: UInt8 = 0
         let ok: Int32 = "key".withCString { keyName in
             "salt".withCString { saltName in
                 "info".withCString { infoName in
@@ -197,7 +197,7 @@ enum LibCryptoMAC {
                         "SHA256".withCString { digestValue in
                             salt.withUnsafeBytes { saltBytes in
                                 info.withUnsafeBytes { infoBytes in
-                                    withUnsafeMutablePointer(to: &placeholder) { empty in
+                                    withUnsafeMutablePointer(to: &emptyInput) { empty in
                                         let emptyRaw = UnsafeMutableRawPointer(empty)
                                         var params: [OSSL_PARAM] = [
                                             OSSL_PARAM_construct_utf8_string(
