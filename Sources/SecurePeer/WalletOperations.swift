@@ -67,12 +67,7 @@ extension Wallet {
            let refusal = try SignedRefusal.decode(bytes) {
             outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
         }
-        if case .recorded(let entry) = outcome {
-            let checkpoint = transfer.payload.checkpoint
-            try ledger.storePeerCheckpoint(wallet: checkpoint.checkpoint.walletID, size: checkpoint.checkpoint.size,
-                                           encoded: checkpoint.encoded)
-            _ = entry
-        }
+        // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit.
         return outcome
     }
 

@@ -196,6 +196,14 @@ public final class LedgerStore: @unchecked Sendable {
                     try insertStatement.bind([.blob(statement.signer), .blob(statement.id), .integer(kind),
                                               .blob(statement.payloadDigest), .integer(Int64(entry.position))]).run()
                 }
+                // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
+                // credit must not leave the payee without the checkpoint that later fork checks compare against.
+                if entry.kind == .paymentIn, let transfer = try? SignedTransfer.decode(entry.payload) {
+                    let checkpoint = transfer.payload.checkpoint
+                    try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
+                        .bind([.blob(checkpoint.checkpoint.walletID), .integer(Int64(checkpoint.checkpoint.size)),
+                               .blob(checkpoint.encoded)]).run()
+                }
                 expected += 1
             }
             for checkpoint in checkpoints {
