@@ -522,27 +522,40 @@ public enum EvidenceMessage: Hashable, Sendable {
     }
 }
 
-/// Key-event logs for the rotation issue, asked for by wallet id.
+/// Key-event logs, asked for by wallet id and sent one page at a time, so a log of any length up to
+/// `KeyEventLog.eventCountMax` crosses the channel in bounded messages.
 public enum KeyEventsMessage: Hashable, Sendable {
-    /// "Send me the key-event log of this wallet."
-    case request(walletID: [UInt8])
-    /// A wallet's signed key events, in order.
-    case log(walletID: [UInt8], events: [SignedKeyEvent])
+    /// "Send me the page of this wallet's key-event log that starts at sequence `from`."
+    case request(walletID: [UInt8], from: UInt32)
+    /// One page of a wallet's signed key events: sequences `from`, `from + 1`, … of a log `total` events long.
+    case page(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent])
 
-    /// A key rotates a few times in a wallet's life; 64 events is decades of monthly rotation.
-    public static let eventCountMax = 64
+    /// Events in one page: 64 signed events are at most 70,848 bytes, a quarter of a peer message's limit, and
+    /// a log of `KeyEventLog.eventCountMax` (1,024) events takes 16 pages.
+    public static let pageEventCountMax = 64
     /// A signed key event is at most 2 + 1024 + 1 + 80 bytes (its own encoding's limits).
     static let signedEventByteCountMax = 1107
 
+    /// The page of `events` (a whole log) that starts at `from`; nil when `from` is past its end.
+    public static func page(of events: [SignedKeyEvent], walletID: [UInt8], from: UInt32) -> KeyEventsMessage? {
+        guard Int(from) < events.count, events.count <= KeyEventLog.eventCountMax else { return nil }
+        let end = min(Int(from) + pageEventCountMax, events.count)
+        return .page(walletID: walletID, from: from, total: UInt32(events.count), events: Array(events[Int(from)..<end]))
+    }
+
     func encode(into writer: inout ByteWriter) {
         switch self {
-        case .request(let walletID):
+        case .request(let walletID, let from):
             writer.write(UInt8(1))
             writer.write(fixed: walletID, count: 32)
-        case .log(let walletID, let events):
-            precondition(events.count <= KeyEventsMessage.eventCountMax)
+            writer.write(from)
+        case .page(let walletID, let from, let total, let events):
+            precondition(!events.isEmpty && events.count <= KeyEventsMessage.pageEventCountMax)
+            precondition(Int(total) <= KeyEventLog.eventCountMax && Int(from) + events.count <= Int(total))
             writer.write(UInt8(2))
             writer.write(fixed: walletID, count: 32)
+            writer.write(from)
+            writer.write(total)
             writer.write(UInt8(events.count))
             for event in events { writer.write(prefixed16: event.encoded, max: KeyEventsMessage.signedEventByteCountMax) }
         }
@@ -552,24 +565,36 @@ public enum KeyEventsMessage: Hashable, Sendable {
         guard let tag = reader.readUInt8() else { return nil }
         switch tag {
         case 1:
-            guard let walletID = reader.readFixed(32) else { return nil }
-            return .request(walletID: walletID)
+            guard let walletID = reader.readFixed(32), let from = reader.readUInt32() else { return nil }
+            guard Int(from) < KeyEventLog.eventCountMax else {
+                throw FormatError(.invalidValue, "a key-event request from sequence \(from); logs have at most \(KeyEventLog.eventCountMax)")
+            }
+            return .request(walletID: walletID, from: from)
         case 2:
-            guard let walletID = reader.readFixed(32), let count = reader.readUInt8() else { return nil }
-            guard Int(count) <= eventCountMax else {
-                throw FormatError(.fieldTooLong, "a key-event log of \(count) events; at most \(eventCountMax)")
+            guard let walletID = reader.readFixed(32), let from = reader.readUInt32(), let total = reader.readUInt32(),
+                  let count = reader.readUInt8() else { return nil }
+            guard count >= 1, Int(count) <= pageEventCountMax else {
+                throw FormatError(.fieldTooLong, "a key-event page of \(count) events; 1 to \(pageEventCountMax)")
+            }
+            guard Int(total) <= KeyEventLog.eventCountMax, UInt64(from) + UInt64(count) <= UInt64(total) else {
+                throw FormatError(.invalidValue, "a key-event page of events \(from)+\(count) of a \(total)-event log "
+                    + "(at most \(KeyEventLog.eventCountMax))")
             }
             var events: [SignedKeyEvent] = []
-            for _ in 0..<count {
+            for index in 0..<Int(count) {
                 guard let bytes = try reader.readPrefixed16(max: signedEventByteCountMax, field: "key event") else {
                     return nil
                 }
                 guard let event = try SignedKeyEvent.decode(bytes) else {
-                    throw FormatError(.invalidValue, "a key event in a key-event log is truncated")
+                    throw FormatError(.invalidValue, "a key event in a key-event page is truncated")
+                }
+                guard event.event.sequence == UInt64(from) + UInt64(index) else {
+                    throw FormatError(.invalidValue, "a key-event page starting at \(from) holds event \(event.event.sequence) "
+                        + "in place \(index)")
                 }
                 events.append(event)
             }
-            return .log(walletID: walletID, events: events)
+            return .page(walletID: walletID, from: from, total: total, events: events)
         default: throw FormatError(.invalidValue, "key-events message kind \(tag) is not known")
         }
     }

@@ -271,10 +271,10 @@ public enum PeerAction: Hashable, Sendable {
     case provideEvidence([[UInt8]])
     /// Verify this evidence offline and keep it if it proves a fork.
     case keepEvidence(ForkEvidence)
-    /// Send this wallet's key-event log if the id is its own (`keyEvents(.log)`).
-    case provideKeyEvents(walletID: [UInt8])
-    /// Verify and keep a peer's key-event log.
-    case keepKeyEvents(walletID: [UInt8], events: [SignedKeyEvent])
+    /// Send the page of this wallet's key-event log from sequence `from`, if the id is its own (`keyEvents(.page)`).
+    case provideKeyEvents(walletID: [UInt8], from: UInt32)
+    /// A page of a peer's key-event log: ask for the next page, or verify and keep the whole log once complete.
+    case keepKeyEvents(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent])
     /// The session is over; close the channel.
     case finish(PeerOutcome)
 }
@@ -343,14 +343,17 @@ enum PeerCommon {
         switch message {
         case .evidence(.request(let digests)): [.provideEvidence(digests)]
         case .evidence(.item(let evidence)): [.keepEvidence(evidence)]
-        case .keyEvents(.request(let walletID)): [.provideKeyEvents(walletID: walletID)]
-        case .keyEvents(.log(let walletID, let events)): [.keepKeyEvents(walletID: walletID, events: events)]
+        case .keyEvents(.request(let walletID, let from)): [.provideKeyEvents(walletID: walletID, from: from)]
+        case .keyEvents(.page(let walletID, let from, let total, let events)):
+            [.keepKeyEvents(walletID: walletID, from: from, total: total, events: events)]
         case .hello, .request, .offer, .reply, .measurement, .ready, .transfer, .receipt, .refusal, .failure: nil
         }
     }
 
-    /// Evidence and key-event messages a session answers at most; a peer that asks more is flooding.
-    static let sideMessageCountMax = 32
+    /// Evidence and key-event messages a session answers at most; a peer that asks more is flooding. Room for
+    /// two full key-event logs paged each way (16 requests and 16 pages of `KeyEventLog.eventCountMax` events)
+    /// and the evidence a hello can name.
+    static let sideMessageCountMax = 96
 
     /// The failure code for a spatial refusal.
     static func failureReason(_ refusal: SpatialRefusal) -> PeerFailureReason {
@@ -361,4 +364,9 @@ enum PeerCommon {
         case .badSignature, .wrongNonce, .keysMismatch, .wrongOffer, .wrongDate: .measurementInvalid
         }
     }
+}
+
+extension PeerMessage {
+    /// Evidence and key-event messages: answered in any live state, and never a step of the payment itself.
+    public var isSideMessage: Bool { PeerCommon.sideActions(self) != nil }
 }

@@ -43,11 +43,17 @@ public final class PeerDriver {
     let walletLock: NSLock
     private var machine: Machine
     private var peerKey: P256.PublicKey?
-    /// The peer wallet whose key-event log this side asked for and has not received yet. Its lookup waits
-    /// for the log (`deferredLookup`), so the first session after a peer's rotation checks the peer's
-    /// checkpoint against the rotated log, not the one known before. The machine's lookup wait bounds it.
-    private var awaitedKeyEvents: [UInt8]?
+    /// The peer's key-event log while it arrives page by page. The lookup waits for the whole log
+    /// (`deferredLookup`), so the first session after a peer's rotation checks the peer's checkpoint against
+    /// the rotated log, not the one known before. The machine's lookup wait bounds it.
+    private var keyEventFetch: KeyEventFetch?
     private var deferredLookup: PeerIdentity?
+    /// Protocol messages that arrived while the lookup waits for the peer's key events, in arrival order.
+    /// The machine is still looking the peer up, so they are handed to it once the lookup is answered.
+    private var heldMessages: [PeerMessage] = []
+    /// While a lookup waits, an honest peer sends at most its offer or request and a failure; anything past
+    /// this is a flood, and the session ends before any debit.
+    static let heldMessageCountMax = 8
     private var pinHeldUntil: Date?
     private let helloSize: UInt64
     /// Multiplies every wait's timeout; tests of silent links shorten them.
@@ -97,6 +103,10 @@ public final class PeerDriver {
         while true {
             while !queue.isEmpty { queue += perform(queue.removeFirst()) }
             if let outcome { return outcome }
+            if keyEventFetch == nil, !heldMessages.isEmpty {
+                queue = handle(heldMessages.removeFirst())
+                continue
+            }
             releasePINIfExpired()
             guard let wait else { return .failed(.localFailure, byPeer: false) }
             if wait != currentWait {
@@ -137,12 +147,31 @@ public final class PeerDriver {
         } catch {
             return protocolViolation("a malformed message: \(error)")
         }
+        // While the lookup waits for the peer's key events, the machine cannot take protocol messages yet;
+        // side messages (evidence, key events) still pass, or two rotated wallets would wait for each other.
+        if keyEventFetch != nil, !message.isSideMessage, !isHello(message) {
+            guard heldMessages.count < Self.heldMessageCountMax else {
+                return protocolViolation("more than \(Self.heldMessageCountMax) messages while its key events were awaited")
+            }
+            heldMessages.append(message)
+            return []
+        }
         // The peer's key, for checking its receipts and refusals; the machine checks the hello itself.
         if case .hello(let hello) = message, peerKey == nil {
             peerKey = hello.walletKey
             // Best effort: a failed request leaves the log as known, and the consistency check decides.
             try? askForKeyEventsIfNewer(hello)
         }
+        return handle(message)
+    }
+
+    private func isHello(_ message: PeerMessage) -> Bool {
+        if case .hello = message { return true }
+        return false
+    }
+
+    /// Hands one decoded message to the machine.
+    private func handle(_ message: PeerMessage) -> [PeerAction] {
         do {
             switch machine {
             case .payer(var payer):
@@ -242,8 +271,10 @@ public final class PeerDriver {
             case .lookUpPeer, .chooseCategory, .checkPayment, .askApproval, .measure, .persistReadyRecord, .commitDebit,
                  .loadReadyRecord, .credit:
                 return localFailure()
-            case .cancelApproval, .keepReceipt, .appendReversal, .provideEvidence, .keepEvidence, .provideKeyEvents,
-                 .keepKeyEvents, .finish:
+            case .keepKeyEvents:
+                // The log could not be kept (storage); the lookup goes on with the log as known before.
+                return (try? endKeyEventFetch()) ?? localFailure()
+            case .cancelApproval, .keepReceipt, .appendReversal, .provideEvidence, .keepEvidence, .provideKeyEvents, .finish:
                 // Side work the machine did not wait for: the failure is reported, the session goes on.
                 return []
             }
@@ -291,26 +322,15 @@ public final class PeerDriver {
         case .keepEvidence(let evidence):
             if evidence.verify().isProven { try walletLock.withLock { try wallet.ledger.storeEvidence(evidence.encoded) } }
             return []
-        case .provideKeyEvents(let walletID):
-            // The whole log, from the inception: a log is only checkable from its start.
-            let events = wallet.keyLog.events
-            if walletID == wallet.walletID, events.count <= KeyEventsMessage.eventCountMax {
-                try send(.keyEvents(.log(walletID: walletID, events: events)))
+        case .provideKeyEvents(let walletID, let from):
+            // Pages of the whole log, from the inception: a log is only checkable from its start.
+            if walletID == wallet.walletID,
+               let page = KeyEventsMessage.page(of: wallet.keyLog.events, walletID: walletID, from: from) {
+                try send(.keyEvents(page))
             }
             return []
-        case .keepKeyEvents(let walletID, let events):
-            let outcome = try walletLock.withLock { try wallet.followKeyEvents(of: walletID, events: events) }
-            switch outcome {
-            case .followed: break
-            case .refused(let error): interface.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
-            case .conflict: interface.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
-            }
-            // Whatever the outcome, the lookup that waited for this log may go on with what is now known.
-            guard walletID == awaitedKeyEvents else { return [] }
-            awaitedKeyEvents = nil
-            guard let identity = deferredLookup else { return [] }
-            deferredLookup = nil
-            return try lookUp(identity)
+        case .keepKeyEvents(let walletID, let from, let total, let events):
+            return try keepKeyEventPage(walletID: walletID, from: from, total: total, events: events)
         case .finish(let outcome):
             interface.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
             return []
@@ -328,20 +348,51 @@ public final class PeerDriver {
         try channel.send(type: Self.messageRecordType, payload: Array(bytes[offset...]))
     }
 
-    /// Asks for the peer's key-event log when its hello names a head this wallet does not know. The log is
-    /// kept when it arrives (`keepKeyEvents`), through a valid chain only.
+    /// Asks for the peer's key-event log when its hello names a head this wallet does not know. The log
+    /// arrives a page at a time and is kept when whole (`keepKeyEventPage`), through a valid chain only.
     private func askForKeyEventsIfNewer(_ hello: PeerHello) throws {
         guard let head = hello.keyEventHead else { return }
         let known = try walletLock.withLock { try wallet.peerKeyLog(of: hello.walletID) }
         if known?.head != head {
-            try send(.keyEvents(.request(walletID: hello.walletID)))
-            awaitedKeyEvents = hello.walletID
+            keyEventFetch = KeyEventFetch(walletID: hello.walletID)
+            try send(.keyEvents(.request(walletID: hello.walletID, from: 0)))
         }
+    }
+
+    /// One page of the awaited log: asks for the next, or follows the whole log and answers the lookup
+    /// that waited for it. A page nobody asked for is ignored; a page that does not continue the log ends
+    /// the wait with the log as known before, and the checks that follow decide.
+    private func keepKeyEventPage(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
+        guard var fetch = keyEventFetch, fetch.walletID == walletID else { return [] }
+        guard fetch.accept(from: from, total: total, events: events) else {
+            interface.event("keyEvents", ["outcome": "refused"], "the peer's key-event log came out of order; not followed")
+            return try endKeyEventFetch()
+        }
+        if !fetch.isComplete {
+            keyEventFetch = fetch
+            try send(.keyEvents(.request(walletID: walletID, from: UInt32(fetch.events.count))))
+            return []
+        }
+        let outcome = try walletLock.withLock { try wallet.followKeyEvents(of: walletID, events: fetch.events) }
+        switch outcome {
+        case .followed: break
+        case .refused(let error): interface.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
+        case .conflict: interface.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
+        }
+        return try endKeyEventFetch()
+    }
+
+    /// Whatever the outcome, the lookup that waited for the log goes on with what is now known.
+    private func endKeyEventFetch() throws -> [PeerAction] {
+        keyEventFetch = nil
+        guard let identity = deferredLookup else { return [] }
+        deferredLookup = nil
+        return try lookUp(identity)
     }
 
     private func lookUp(_ identity: PeerIdentity) throws -> [PeerAction] {
         peerKey = identity.key
-        if awaitedKeyEvents == identity.walletID {
+        if keyEventFetch?.walletID == identity.walletID {
             deferredLookup = identity
             return []
         }
@@ -499,5 +550,26 @@ public final class PeerDriver {
         case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
         case .failed(let reason, let byPeer): return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
         }
+    }
+}
+
+/// A peer's key-event log while its pages arrive: each page must start where the last ended and agree on
+/// the log's length, which `KeyEventsMessage` bounds by `KeyEventLog.eventCountMax`.
+struct KeyEventFetch {
+    let walletID: [UInt8]
+    private(set) var events: [SignedKeyEvent] = []
+    private var total: UInt32?
+
+    init(walletID: [UInt8]) { self.walletID = walletID }
+
+    var isComplete: Bool { total.map { events.count == Int($0) } ?? false }
+
+    /// Adds a page; false when it does not continue the log.
+    mutating func accept(from: UInt32, total pageTotal: UInt32, events page: [SignedKeyEvent]) -> Bool {
+        guard Int(from) == events.count, total == nil || total == pageTotal,
+              events.count + page.count <= Int(pageTotal) else { return false }
+        total = pageTotal
+        events += page
+        return true
     }
 }

@@ -111,8 +111,11 @@ extension Simulator {
         case .keepEvidence(let evidence):
             if evidence.verify().isProven { try wallet.ledger.storeEvidence(evidence.encoded) }
             return []
-        case .provideKeyEvents(let walletID):
-            if walletID == wallet.walletID { send(.keyEvents(.log(walletID: walletID, events: [wallet.keyEvent])), from: end, in: session) }
+        case .provideKeyEvents(let walletID, let from):
+            if walletID == wallet.walletID,
+               let page = KeyEventsMessage.page(of: wallet.keyLog.events, walletID: walletID, from: from) {
+                send(.keyEvents(page), from: end, in: session)
+            }
             return []
         case .keepKeyEvents:
             return []

@@ -152,12 +152,13 @@ struct PeerCLITests {
     }
 
     /// Runs a receiver in the background and a payer in the foreground; returns both results.
-    static func session(_ world: WalletCLITests.World, receiver: [String], payer: [String]) throws -> (ProcessResult, ProcessResult) {
+    static func session(_ world: WalletCLITests.World, receiver: [String], payer: [String], payerName: String = "alice",
+                        payeeName: String = "bob") throws -> (ProcessResult, ProcessResult) {
         let port = String(Int.random(in: 20_000..<40_000))
         final class Box: @unchecked Sendable { var result: ProcessResult? }
         let box = Box()
         let done = DispatchSemaphore(value: 0)
-        let receiveArguments = ["receive", "--listen", "127.0.0.1:" + port, "--yes"] + receiver + world.wallet("bob")
+        let receiveArguments = ["receive", "--listen", "127.0.0.1:" + port, "--yes"] + receiver + world.wallet(payeeName)
         Thread.detachNewThread {
             box.result = try? world.run(receiveArguments)
             done.signal()
@@ -165,7 +166,7 @@ struct PeerCLITests {
         var payerResult: ProcessResult?
         for _ in 0..<50 {
             Thread.sleep(forTimeInterval: 0.1)
-            payerResult = try world.run(["pay", "--to", "127.0.0.1:" + port, "--yes"] + payer + world.wallet("alice"))
+            payerResult = try world.run(["pay", "--to", "127.0.0.1:" + port, "--yes"] + payer + world.wallet(payerName))
             if !(payerResult!.stderr.contains("refused") && payerResult!.stderr.contains("connect")) { break }
         }
         done.wait()

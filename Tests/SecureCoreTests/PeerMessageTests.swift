@@ -51,8 +51,8 @@ struct PeerMessageTests {
             .refusal(try RefusalMessage(offerID: offerID, refusal: refusal)),
             .evidence(.request([Fixture.bytes(8, 32)])),
             .evidence(.item(evidence)),
-            .keyEvents(.request(walletID: payer.walletID)),
-            .keyEvents(.log(walletID: payer.walletID, events: [keyEvent])),
+            .keyEvents(.request(walletID: payer.walletID, from: 0)),
+            .keyEvents(.page(walletID: payer.walletID, from: 0, total: 1, events: [keyEvent])),
             .failure(PeerFailure(offerID: offerID, reason: .tooFar)),
             .failure(PeerFailure(offerID: nil, reason: .timeout)),
         ]
@@ -74,6 +74,43 @@ struct PeerMessageTests {
         #expect(try PeerMessage.decode([1]) == nil)
         #expect(throws: FormatError(.fieldTooLong, "")) {
             try PeerMessage.decode([UInt8](repeating: 1, count: PeerMessage.encodedByteCountMax + 1))
+        }
+    }
+
+    @Test("a key-event page holds consecutive sequences within a bounded log")
+    func keyEventPages() throws {
+        let payer = try TestWallet(seed: 1)
+        let inception = try SignedKeyEvent(
+            KeyEvent.inception(signingKey: payer.key, nextKey: payer.key, agreementKey: payer.key), signer: payer.signer)
+        var events = [inception]
+        while events.count < 150 {
+            let event = KeyEvent.rotation(after: events.last!.event, signingKey: payer.key, nextKey: payer.key,
+                                          agreementKey: payer.key, ledgerPosition: UInt64(events.count))
+            events.append(try SignedKeyEvent(event, signer: payer.signer))
+        }
+        let walletID = inception.event.digest
+        var collected: [SignedKeyEvent] = []
+        while let page = KeyEventsMessage.page(of: events, walletID: walletID, from: UInt32(collected.count)) {
+            let decoded = try #require(try PeerMessage.decode(PeerMessage.keyEvents(page).encoded))
+            guard case .keyEvents(.page(_, let from, let total, let got)) = decoded else { Issue.record("\(decoded)"); return }
+            #expect(Int(from) == collected.count && total == 150 && got.count <= KeyEventsMessage.pageEventCountMax)
+            collected += got
+        }
+        #expect(collected == events, "three pages give back the whole log")
+        // The vector in docs/PROTOCOL.md ("Peer messages").
+        let request = PeerMessage.keyEvents(.request(walletID: [UInt8](repeating: 0x11, count: 32), from: 64)).encoded
+        #expect(request == [0x01, 0x0b, 0x01] + [UInt8](repeating: 0x11, count: 32) + [0, 0, 0, 0x40])
+        // A page whose events are not the sequences it claims, an empty page, and a log past the limit are refused.
+        var writer = ByteWriter()
+        writer.write(UInt8(2)); writer.write(fixed: walletID, count: 32); writer.write(UInt32(5)); writer.write(UInt32(10))
+        writer.write(UInt8(1)); writer.write(prefixed16: events[0].encoded, max: 2000)
+        var reader = ByteReader(writer.bytes)
+        #expect(throws: FormatError(.invalidValue, "")) { try KeyEventsMessage.decode(from: &reader) }
+        for (from, total, count) in [(UInt32(0), UInt32(10), UInt8(0)), (0, 1025, 1), (9, 9, 1), (0, 10, 65)] {
+            var bad = ByteWriter()
+            bad.write(UInt8(2)); bad.write(fixed: walletID, count: 32); bad.write(from); bad.write(total); bad.write(count)
+            var badReader = ByteReader(bad.bytes)
+            #expect(throws: FormatError.self, "page \(from)+\(count) of \(total)") { try KeyEventsMessage.decode(from: &badReader) }
         }
     }
 }

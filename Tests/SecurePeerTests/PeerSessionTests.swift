@@ -257,4 +257,29 @@ struct PeerSessionTests {
         #expect(Self.euros(alice) == "15.00 EUR" && Self.euros(bob) == "5.00 EUR")
         for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
     }
+
+    /// A payer that rotated 100 times (a 201-event log, four pages) pays a payee that knows only its
+    /// inception: the payee's lookup waits for every page while the payer's offer is held, in order.
+    @Test func aLongKeyEventLogIsPagedAndTheOfferWaitsForIt() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("rotate-long")
+        let first = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+                                        payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                        payeeRanging: Self.nearToo)
+        guard case .paid = first.payer else { Issue.record("before the rotations: \(String(describing: first))"); return }
+        try alice.wallet!.token.unlock(pin: try alice.main.pin(), confirmFinalTry: false)
+        // Retired keys are destroyed as it goes, so the token stays small and 100 rotations stay quick.
+        for _ in 0..<100 { try RotationTests.rotate(alice, destroyOld: true) }
+        alice.wallet!.token.lock()
+        #expect(alice.wallet!.keyLog.events.count == 201)
+        #expect(alice.wallet!.keyLog.events.count > 3 * KeyEventsMessage.pageEventCountMax, "the log needs four pages")
+        let second = try PeerHarness.run(payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: alicePerson,
+                                         payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+                                         payeeRanging: Self.nearToo)
+        guard case .paid = second.payer, case .received = second.payee else {
+            Issue.record("after 100 rotations: \(String(describing: second))"); return
+        }
+        #expect(try bob.wallet!.peerKeyLog(of: alice.wallet!.walletID)?.events.count == 201, "the payee followed all four pages")
+        #expect(Self.euros(alice) == "17.00 EUR" && Self.euros(bob) == "3.00 EUR")
+        for test in [alice, bob] { #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid) }
+    }
 }
