@@ -29,19 +29,23 @@ let package = Package(
         .target(name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"],
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
-        .target(name: "SecureToken", dependencies: ["SecureCore", "SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
+        .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
-        .target(name: "SecureChannel", dependencies: ["SecureCore", "SecureCrypto"]),
+        .target(name: "SecureChannel", dependencies: ["SecureCrypto"]),
+        // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.
+        .target(name: "SecureWallet", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
-        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer",
+        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
                                                        "CLibCrypto"]),
         // The deterministic simulator (issue 7): the real machines, ledger and SQLCipher store, with a simulated
         // token, link and clock from SecureTestSupport. Never linked into `secure`.
-        .target(name: "SecureSimulation", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecurePeer",
-                                                         "SecureTestSupport"]),
+        .target(name: "SecureSimulation", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
+                                                         "SecurePeer", "SecureTestSupport"]),
         .executableTarget(name: "secure-sim", dependencies: ["SecureSimulation"]),
-        .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureChannel"]),
-        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecurePeer", "SecureChannel"]),
+        .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
+                                                   "SecureChannel"]),
+        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+                                                         "SecurePeer", "SecureChannel"]),
         // The ledger benchmark's fixture builder: test support (the software signer) in an executable of its own.
         .executableTarget(name: "secure-bench-fixtures", dependencies: ["SecureTestSupport"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
@@ -51,7 +55,7 @@ let package = Package(
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
-        .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureStore", "SecureTestSupport"]),
+        .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),

@@ -4,6 +4,7 @@ import SecureCore
 import SecureCrypto
 import SecureStore
 import SecureToken
+import SecureWallet
 
 /// Runs one peer payment session: the pure payer or payee state machine from SecureCore, over an open
 /// SecureChannel, with a wallet. This is the only place that does the protocol's I/O: it carries out each

@@ -1,4 +1,5 @@
 import Foundation
+import SecureToken
 
 /// The sessions of this process that hold each wallet token unlocked. One process may run several
 /// sessions on one wallet at once (`secure receive --count N`); each session that approved holds the

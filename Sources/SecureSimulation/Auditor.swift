@@ -2,6 +2,7 @@ import Foundation
 import SecureCore
 import SecureCrypto
 @_spi(Simulation) import SecurePeer
+@_spi(Simulation) import SecureWallet
 import SecureStore
 
 /// The independent model the simulator checks after every step. It reads the wallets' ledgers entry by

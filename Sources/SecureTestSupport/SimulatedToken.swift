@@ -1,6 +1,6 @@
 import SecureCore
 import SecureCrypto
-import SecurePeer
+import SecureWallet
 import SecureToken
 
 /// TEST SUPPORT ONLY. A PKCS#11 token stand-in for the deterministic simulator: keys are software keys in

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import SecureCore
 import SecureCrypto
-import SecurePeer
+import SecureWallet
 import SecureStore
 
 /// TEST SUPPORT ONLY. The ledger benchmark's verification fixture: a ledger of `count` entries, each

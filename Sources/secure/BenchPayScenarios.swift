@@ -2,6 +2,7 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
+import SecureWallet
 import SecureStore
 import SecureToken
 

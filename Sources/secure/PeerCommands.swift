@@ -3,6 +3,7 @@ import SecureChannel
 import SecureCore
 import SecureCrypto
 import SecurePeer
+import SecureWallet
 import SecureStore
 import SecureToken
 

@@ -5,6 +5,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 
 /// `keys audit` on a wallet's real SoftHSM token, with bad keys made on purpose by pkcs11-tool (OpenSC).
 @Suite("Key audit", .serialized)

@@ -6,6 +6,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 @testable import SecureStore
 
 /// A person at a prompt, scripted: approves or declines, picks a category, reads the PIN from a file.

@@ -5,6 +5,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 @testable import SecureStore
 
 /// Key rotation on real SoftHSM tokens and SQLCipher files.
@@ -153,7 +154,7 @@ struct RotationTests {
         let state = wallet.state
         let late = try Checkpoint(walletID: wallet.walletID, walletKey: oldKey.publicKey, keySequence: 0, keyEventPosition: 0,
                                   state: state, root: wallet.latest!.checkpoint.root, time: wallet.latest!.checkpoint.time)
-            .sign(with: KeySigner(token: oldSession, key: oldKey))
+            .sign(with: TokenSigner(token: oldSession, key: oldKey))
         guard case .retired(let rotation) = wallet.keyLog.check(late) else {
             Issue.record("a retired key's checkpoint after its retirement was not refused"); return
         }

@@ -5,6 +5,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 @testable import SecureStore
 
 /// Tampering with the database with its key in hand: every case must be detected, by opening or by

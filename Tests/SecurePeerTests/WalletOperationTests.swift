@@ -5,6 +5,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 @testable import SecureStore
 
 /// Money moving through the real wallet steps, on SoftHSM tokens and SQLCipher files.

@@ -4,6 +4,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 @testable import SecureStore
 
 /// A wallet on two fresh SoftHSM tokens (main and backup) in its own folder.

@@ -5,6 +5,7 @@ import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
+@testable import SecureWallet
 @testable import SecureStore
 
 @Suite("Wallet storage on SoftHSM and SQLCipher", .serialized)

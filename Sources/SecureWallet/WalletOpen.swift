@@ -43,7 +43,7 @@ extension Wallet {
         let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
         let lockReason = try checkAnchor(anchor, store: store, latest: latest, log: keyLog)
         return Wallet(paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
-                      anchor: anchor, signer: signingKey.map { KeySigner(token: session, key: $0) }, state: state,
+                      anchor: anchor, signer: signingKey.map { TokenSigner(token: session, key: $0) }, state: state,
                       peaks: peaks, latest: latest, lockReason: lockReason, clock: clock)
     }
 

@@ -1,6 +1,4 @@
-import SecureCore
 import SecureCrypto
-import SecureToken
 
 /// What a wallet needs from its token: keys generated on it, signatures and ECDH made on it, private data
 /// objects for the anchor, and a PIN that is held only between `unlock` and `lock`. `TokenSession` is the
@@ -58,21 +56,4 @@ extension TokenSession: WalletToken {
     public var uri: PKCS11URI { token.uri }
     public var supportsECDH: Bool { token.supportsECDH }
     public var supportsRSAOAEP: Bool { token.supportsRSAOAEP }
-}
-
-/// SecureCore's signer seam on a wallet token's key.
-final class KeySigner: MessageSigner {
-    let token: WalletToken
-    let key: TokenKey
-
-    init(token: WalletToken, key: TokenKey) {
-        self.token = token
-        self.key = key
-    }
-
-    var publicKey: P256.PublicKey { key.publicKey }
-
-    func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
-        try token.sign(digest: label.digest(of: payload), key: key)
-    }
 }

@@ -63,7 +63,7 @@ extension Wallet {
             let previousSigner = try signerOfKeyInForce(among: [token, backup])
             let event = KeyEvent.rotation(after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
                                           agreementKey: agreement, ledgerPosition: size)
-            let newSigner = KeySigner(token: holder, key: newKey)
+            let newSigner = TokenSigner(token: holder, key: newKey)
             let signed = try SignedKeyEvent(event, signer: newSigner, previous: previousSigner)
             try stop(crash, homeHop ? .homeEventSigned : .eventSigned)
             retired.append(keyEvent.event.signingKey)
@@ -109,7 +109,7 @@ extension Wallet {
 
     /// The label base of the wallet's keys ("wallet" unless init was given another).
     private func rotationLabelBase() -> String {
-        guard let signer = tokenSigner as? KeySigner else { return "wallet" }
+        guard let signer = tokenSigner as? TokenSigner else { return "wallet" }
         let label = signer.key.label
         if let range = label.range(of: "-key-", options: .backwards) { return String(label[..<range.lowerBound]) }
         return label.hasSuffix("-next") ? String(label.dropLast(5)) : label
@@ -128,7 +128,7 @@ extension Wallet {
     /// The signer of the key in force, on whichever token holds it, for the countersignature.
     private func signerOfKeyInForce(among tokens: [WalletToken]) throws -> MessageSigner? {
         for holder in tokens {
-            if let key = try tokenHolding(key: signingKey, in: holder) { return KeySigner(token: holder, key: key) }
+            if let key = try tokenHolding(key: signingKey, in: holder) { return TokenSigner(token: holder, key: key) }
         }
         return nil
     }

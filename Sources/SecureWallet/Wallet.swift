@@ -45,7 +45,7 @@ public final class Wallet {
     let anchor: AnchorStorage
     var tokenSigner: MessageSigner?
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
-    var signer: MessageSigner {
+    package var signer: MessageSigner {
         get throws {
             guard let tokenSigner else {
                 throw WalletError(.keyMismatch, "this wallet was recovered onto a new token and its signing key is not "
@@ -175,7 +175,7 @@ public final class Wallet {
         guard signingKey.id != agreementKey.id, nextKey.id != backupAgreementID else {
             throw WalletError(.invalidInput, "the signing and key-agreement keys must be two different keys")
         }
-        let signer = KeySigner(token: session, key: signingKey)
+        let signer = TokenSigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                                                       agreementKey: agreementKey.publicKey), signer: signer)
         let walletID = inception.event.digest
