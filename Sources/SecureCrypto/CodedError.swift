@@ -1,0 +1,46 @@
+/// What kind of failure an error is, across every module: the command line turns each kind into one
+/// documented exit code, so a new error type needs no new `catch` in `main`.
+public enum FailureKind: String, Hashable, Sendable, CaseIterable {
+    /// Anything not named below.
+    case failure
+    /// The user's input is malformed: arguments, amounts, a missing argument file.
+    case usage
+    /// A wrong or missing PIN.
+    case wrongPIN
+    /// A PIN that is locked, or on its final try.
+    case pinLocked
+    /// A PKCS#11 module or token that is missing or was removed.
+    case tokenMissing
+    /// A key that is missing, ambiguous or refused, or a token that cannot do what was asked.
+    case keyRefused
+    /// A signature that does not verify.
+    case badSignature
+    /// No wallet where one was expected, or one where none may be.
+    case walletMissing
+    /// Another process holds the wallet.
+    case walletBusy
+    /// The wallet's integrity: wrong key, corrupted or foreign database, a rollback lock, failed verification.
+    case integrity
+    /// A refusal by policy: budget, balance, or a statement the wallet will not record.
+    case refused
+}
+
+/// An error that a peer, a token or the user can cause: a stable code, a sentence a person can act on,
+/// and equality by code (the sentence is diagnostics, never compared). Every public error type of the
+/// package conforms; `kind` says which exit code the command line gives it.
+public protocol CodedError: Error, CustomStringConvertible, Equatable, Sendable {
+    associatedtype Code: RawRepresentable & Hashable & Sendable where Code.RawValue == String
+    /// The stable code.
+    var code: Code { get }
+    /// A sentence a person can act on.
+    var message: String { get }
+    /// What kind of failure this is.
+    var kind: FailureKind { get }
+}
+
+extension CodedError {
+    public var description: String { message }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// The stable code as text, for `--json` and logs.
+    public var codeName: String { code.rawValue }
+}
