@@ -9,16 +9,16 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "secure", targets: ["secure"]),
-        // Builds the ledger benchmark's verification fixture with the test-only software signer, so that
-        // the secure binary never contains a software signing key; `secure bench ledger` runs it.
-        .executable(name: "secure-bench-fixtures", targets: ["secure-bench-fixtures"]),
+        // Every benchmark, outside the wallet's binary (docs/PERFORMANCE.md).
+        .executable(name: "secure-bench", targets: ["secure-bench"]),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CP11Kit", pkgConfig: "p11-kit-1", providers: [.apt(["libp11-kit-dev"])]),
         .systemLibrary(name: "CSQLCipher", pkgConfig: "sqlcipher", providers: [.apt(["libsqlcipher-dev"])]),
-        // The raw PKCS#11 sign loop that sets the signing benchmark's baseline; C is the point here.
+        // The raw PKCS#11 sign and append loops that set the benchmarks' baselines; C is the point here.
+        // Only SecureBench links it.
         .target(name: "CPKCS11Baseline", dependencies: ["CP11Kit"]),
 
         // valgrind's client requests, so the constant-time check can mark secrets; no-ops outside valgrind.
@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"],
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
-        .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit", "CPKCS11Baseline"]),
+        .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         .target(name: "SecureChannel", dependencies: ["SecureCrypto"]),
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.
@@ -46,8 +46,13 @@ let package = Package(
                                                    "SecureChannel"]),
         .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
                                                          "SecurePeer", "SecureChannel"]),
-        // The ledger benchmark's fixture builder: test support (the software signer) in an executable of its own.
-        .executableTarget(name: "secure-bench-fixtures", dependencies: ["SecureTestSupport"]),
+        // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
+        // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the
+        // executable adds the verification fixture, the only part that needs the test-only software signer.
+        .target(name: "SecureBench", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+                                                    "SecurePeer", "SecureChannel", "CP11Kit", "CPKCS11Baseline"]),
+        .executableTarget(name: "secure-bench", dependencies: ["SecureBench", "SecureCore", "SecureCrypto", "SecureStore",
+                                                               "SecureToken", "SecureTestSupport"]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 
@@ -55,10 +60,12 @@ let package = Package(
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
-        .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport"]),
+        .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport",
+                                                           "SecureBench"]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
+        .testTarget(name: "SecureBenchTests", dependencies: ["SecureBench", "SecureTestSupport"]),
     ]
 )
 

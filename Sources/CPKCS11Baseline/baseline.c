@@ -32,10 +32,21 @@ CK_RV secure_baseline_sign_loop(CK_FUNCTION_LIST *functions, CK_SESSION_HANDLE s
 CK_RV secure_baseline_append_loop(CK_FUNCTION_LIST *functions, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key,
                                   unsigned char *pin, unsigned long pin_length, int context_login,
                                   unsigned char *digest, unsigned long digest_length,
-                                  CK_ATTRIBUTE *identity, unsigned long identity_count,
-                                  CK_ATTRIBUTE *create, unsigned long create_count, long count,
+                                  unsigned char *application, unsigned long application_length,
+                                  unsigned char *label, unsigned long label_length,
+                                  unsigned char *value, unsigned long value_length, long count,
                                   uint64_t *nanoseconds, uint64_t *calls) {
     CK_MECHANISM mechanism = { CKM_ECDSA, NULL, 0 };
+    CK_OBJECT_CLASS data_class = CKO_DATA;
+    CK_BBOOL yes = CK_TRUE;
+    /* The object's identity, then what creating it adds: the first four attributes are the search. */
+    CK_ATTRIBUTE create[] = {
+        { CKA_CLASS, &data_class, sizeof data_class }, { CKA_TOKEN, &yes, sizeof yes },
+        { CKA_APPLICATION, application, application_length }, { CKA_LABEL, label, label_length },
+        { CKA_PRIVATE, &yes, sizeof yes }, { CKA_MODIFIABLE, &yes, sizeof yes }, { CKA_VALUE, value, value_length },
+    };
+    CK_ATTRIBUTE *identity = create;
+    CK_ULONG identity_count = 4, create_count = sizeof create / sizeof create[0];
     unsigned char signature[64];
     CK_OBJECT_HANDLE old[16];
     uint64_t made = 0;

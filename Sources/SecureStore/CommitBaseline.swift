@@ -1,10 +1,10 @@
 import Foundation
 import SecureCrypto
 
-/// The baseline for the durable commits of `secure bench pay`: plain SQLCipher transactions on a database
+/// The baseline for the durable commits of `secure-bench pay`: plain SQLCipher transactions on a database
 /// configured like the ledger (raw 256-bit key, WAL, `synchronous = FULL`), each inserting rows of given
 /// byte counts into one table and nothing else: no schema of ours, no indexes, no reads.
-public enum DurableCommitBaseline {
+@_spi(Benchmark) public enum DurableCommitBaseline {
     /// Runs `rounds` times the commits listed (each commit is one IMMEDIATE transaction inserting one row
     /// per byte count) in a new database at `path`, and returns the mean microseconds of one whole list.
     /// The file and its WAL are removed afterwards.

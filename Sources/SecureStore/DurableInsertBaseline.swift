@@ -5,7 +5,7 @@ import SecureCrypto
 /// a blob, in a SQLCipher database with the ledger's settings (its own random raw key, WAL,
 /// `synchronous=FULL`), and one IMMEDIATE transaction per insert. What it costs is what any durable,
 /// encrypted insert of the same bytes costs on this disk; what an append costs beyond it is the ledger's.
-public final class DurableInsertBaseline {
+@_spi(Benchmark) public final class DurableInsertBaseline {
     private let database: Database
     private let insert: Statement
 

@@ -442,9 +442,10 @@ final class SessionHandle {
         }
     }
 
-    /// Runs the C baseline sign loop on this session (benchmark only).
-    func withRawSession<Result>(_ body: (UnsafeMutablePointer<CK_FUNCTION_LIST>, UInt) throws -> Result) rethrows -> Result {
-        try body(module.rawFunctionList, handle)
+    /// The module's function list (untyped, so that no C type leaves this file) and this session's handle,
+    /// for a benchmark's C baseline loop (`TokenSession.withRawSigningSession`); valid only inside `body`.
+    func withRawSession<Result>(_ body: (OpaquePointer, UInt) throws -> Result) rethrows -> Result {
+        try body(OpaquePointer(module.rawFunctionList), handle)
     }
 }
 
@@ -465,40 +466,4 @@ private func takeString(_ pointer: UnsafeMutablePointer<CChar>?) -> String? {
     guard let pointer else { return nil }
     defer { free(pointer) }
     return String(cString: pointer)
-}
-
-internal import CPKCS11Baseline
-
-/// The C baseline sign loop, for the signing benchmark.
-enum RawSignLoop {
-    static func run(session: SessionHandle, key: ObjectHandle, pin: UnsafeMutablePointer<UInt8>, pinLength: Int,
-                    contextLogin: Bool, digest: [UInt8], count: Int) throws -> UInt64 {
-        var input = digest
-        var nanoseconds: UInt64 = 0
-        let value = session.withRawSession { functions, handle in
-            secure_baseline_sign_loop(functions, handle, key, pin, UInt(pinLength), contextLogin ? 1 : 0,
-                                      &input, UInt(input.count), count, &nanoseconds)
-        }
-        try check("baseline sign loop", value)
-        return nanoseconds
-    }
-}
-
-/// The C baseline for the token operations of one ledger append, for the ledger benchmark.
-enum RawAppendLoop {
-    static func run(session: SessionHandle, key: ObjectHandle, pin: UnsafeMutablePointer<UInt8>, pinLength: Int,
-                    contextLogin: Bool, digest: [UInt8], identity: [AttributeValue], create: [AttributeValue],
-                    count: Int) throws -> (nanoseconds: UInt64, calls: UInt64) {
-        var input = digest
-        var nanoseconds: UInt64 = 0, calls: UInt64 = 0
-        let identityOwner = Template(identity), createOwner = Template(create)
-        var identityAttributes = identityOwner.attributes, createAttributes = createOwner.attributes
-        let value = session.withRawSession { functions, handle in
-            secure_baseline_append_loop(functions, handle, key, pin, UInt(pinLength), contextLogin ? 1 : 0,
-                                        &input, UInt(input.count), &identityAttributes, UInt(identityAttributes.count),
-                                        &createAttributes, UInt(createAttributes.count), count, &nanoseconds, &calls)
-        }
-        try check("baseline append loop", value)
-        return (nanoseconds, calls)
-    }
 }

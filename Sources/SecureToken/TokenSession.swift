@@ -531,43 +531,24 @@ public final class TokenSession: @unchecked Sendable {
 
     // MARK: Benchmark
 
-    /// Runs the C baseline loop (C_SignInit → C_Login(context) → C_Sign) `count` times on this session
-    /// and returns the nanoseconds it took. This is the token's own limit for the signing benchmark.
-    public func rawSignLoop(key: TokenKey, digest: [UInt8], count: Int) throws -> UInt64 {
+    /// Runs `loop`, a benchmark's C baseline loop (SecureBench's, over CPKCS11Baseline), on this session
+    /// with `key`: under the session's lock, as every wallet call is, with the key's handle found the same
+    /// way. The raw handles and the PIN's bytes are valid only inside `loop`. Anything but CKR_OK that the
+    /// loop returns is thrown with its C name, reported as `function`.
+    @_spi(Benchmark) public func withRawSigningSession(key: TokenKey, function: String,
+                                                       _ loop: (RawSigningSession) -> UInt) throws {
         try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id
             let (handle, alwaysAuthenticate) = try findPrivateKeyLocked(session, uri)
             guard let pin = heldPIN else { throw TokenError(.pinUnavailable, "the token is locked") }
-            return try pin.withBytes { bytes, length in
-                try RawSignLoop.run(session: session, key: handle, pin: bytes, pinLength: length,
-                                    contextLogin: alwaysAuthenticate, digest: digest, count: count)
+            let value = try pin.withBytes { bytes, length in
+                session.withRawSession { functions, sessionHandle in
+                    loop(RawSigningSession(functionList: functions, session: sessionHandle, key: handle,
+                                           needsContextLogin: alwaysAuthenticate, pin: bytes, pinByteCount: length))
+                }
             }
-        }
-    }
-
-    /// Runs the C baseline of one ledger append's token operations `count` times on this session: the
-    /// checkpoint signature with its per-signature login, then the anchor's replacement (find the old
-    /// private CKO_DATA object of `application` and `label`, create the new one holding `value`, destroy
-    /// the old), the same calls in the same order as `sign` and `replaceDataObject` make. Returns the
-    /// loop's nanoseconds and the PKCS#11 calls it made. Use a label no wallet uses.
-    public func rawAppendLoop(key: TokenKey, digest: [UInt8], application: String, label: String, value: [UInt8],
-                              count: Int) throws -> (nanoseconds: UInt64, calls: UInt64) {
-        try withSession { session in
-            var uri = PKCS11URI()
-            uri.id = key.id
-            let (handle, alwaysAuthenticate) = try findPrivateKeyLocked(session, uri)
-            let identity: [AttributeValue] = [.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
-                                              .bytes(Attribute.application, Array(application.utf8)),
-                                              .bytes(Attribute.label, Array(label.utf8))]
-            let create = identity + [.bool(Attribute.private, true), .bool(Attribute.modifiable, true),
-                                     .bytes(Attribute.value, value)]
-            guard let pin = heldPIN else { throw TokenError(.pinUnavailable, "the token is locked") }
-            return try pin.withBytes { bytes, length in
-                try RawAppendLoop.run(session: session, key: handle, pin: bytes, pinLength: length,
-                                      contextLogin: alwaysAuthenticate, digest: digest, identity: identity,
-                                      create: create, count: count)
-            }
+            try check(function, value)
         }
     }
 
@@ -601,4 +582,21 @@ enum ECPoint {
             throw TokenError(.keyRefused, "CKA_EC_POINT has \(point.count) bytes; expected 65 (raw) or 67 (DER OCTET STRING)")
         }
     }
+}
+
+/// What a benchmark's C baseline loop needs to run on a token session, handed out only inside
+/// `TokenSession.withRawSigningSession`: keep none of it past that closure.
+@_spi(Benchmark) public struct RawSigningSession {
+    /// The module's `CK_FUNCTION_LIST *`, untyped so that no C type leaves SecureToken.
+    public let functionList: OpaquePointer
+    /// The session's `CK_SESSION_HANDLE`.
+    public let session: UInt
+    /// The signing key's `CK_OBJECT_HANDLE`.
+    public let key: UInt
+    /// Whether each signature needs `C_Login(CKU_CONTEXT_SPECIFIC)` first (the key's CKA_ALWAYS_AUTHENTICATE).
+    public let needsContextLogin: Bool
+    /// The held PIN's bytes, for that login.
+    public let pin: UnsafeMutablePointer<UInt8>
+    /// How many bytes `pin` holds.
+    public let pinByteCount: Int
 }

@@ -59,7 +59,6 @@ let topHelp = """
       audit verify FILE                           check an audit bundle with no token
       sign --key URI FILE                         a DER signature of FILE on stdout (label secure-file-v1)
       verify --pubkey PEM --sig SIG FILE          check a signature with OpenSSL only; no token needed
-      bench sign [--json]                         the signing benchmark (build with -c release)
 
     PINs: every command that logs in takes --pin-source SPEC, where SPEC is prompt (the default on a
     terminal), file:PATH, env:VAR or fd:N. A key URI's pin-source and pin-value are honoured too;
@@ -86,7 +85,6 @@ func run(_ words: [String]) -> ExitCode {
         case "keys": return try KeyCommands.run(Array(words.dropFirst()))
         case "sign": return try SignCommands.sign(Array(words.dropFirst()))
         case "verify": return try SignCommands.verify(Array(words.dropFirst()))
-        case "bench": return try BenchCommands.run(Array(words.dropFirst()))
         case "wallet": return try WalletCommands.run(Array(words.dropFirst()))
         case "budget": return try BudgetCommands.run(Array(words.dropFirst()))
         case "balance", "history", "ledger": return try LedgerCommands.run(words)

@@ -43,7 +43,7 @@ struct CLITests {
         let help = try Run.program(Run.secure, ["--help"])
         #expect(help.status == 0)
         #expect(help.output.contains("Exit codes"))
-        for command in [["token", "--help"], ["keys", "--help"], ["sign", "--help"], ["verify", "--help"], ["bench", "--help"]] {
+        for command in [["token", "--help"], ["keys", "--help"], ["sign", "--help"], ["verify", "--help"]] {
             let result = try Run.program(Run.secure, command)
             #expect(result.status == 0, "\(command)")
             #expect(result.output.contains("Usage"), "\(command)")

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 import SecureCore
+import SecureBench
 import SecureCrypto
 import SecureTestSupport
 import SecureToken
 @testable import SecurePeer
-@testable import SecureWallet
+@_spi(Benchmark) @testable import SecureWallet
 @testable import SecureStore
 
 @Suite("Wallet storage on SoftHSM and SQLCipher", .serialized)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times OpenSSL's ML-KEM through Python cryptography, for `secure bench kem`.
+"""Times OpenSSL's ML-KEM through Python cryptography, for `secure-bench kem`.
 
 Prints one JSON object: {"openssl": "<version>", "results": {"768": {"keygen": µs, "encaps": µs,
 "decaps": µs, "parse": µs}, "1024": {...}}}. Each figure is the median over repeats of timeit, minus

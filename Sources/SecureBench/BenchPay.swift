@@ -4,10 +4,10 @@ import SecureCore
 import SecureCrypto
 import SecurePeer
 import SecureWallet
-import SecureStore
+@_spi(Benchmark) import SecureStore
 import SecureToken
 
-/// `secure bench pay [--payments N] [--rounds R] [--per-payer K] [--json]`: peer payments on SoftHSM tokens
+/// `secure-bench pay [--payments N] [--rounds R] [--per-payer K] [--json]`: peer payments on SoftHSM tokens
 /// made for the run in a temporary folder, all measured in this run (docs/PERFORMANCE.md, "Payments").
 /// - one payment over loopback TCP (payer and payee in this process on two threads, each with its own
 ///   tokens, wallet and SQLCipher ledger), p50 and p99, against the sum of its irreducible parts measured
@@ -527,7 +527,7 @@ enum PayBench {
     }
 
     /// The irreducible parts, each measured raw: the token's operations on the raw token (the C sign loop
-    /// of `secure bench sign`, unlock and lock, the anchor's replacement), plain SQLCipher commits of the
+    /// of `secure-bench sign`, unlock and lock, the anchor's replacement), plain SQLCipher commits of the
     /// payment's sizes, and the handshake's primitives.
     static func measureParts(lab: PayBenchLab, commitSizes: [[Int]], anchorBytes: Int) throws -> Parts {
         var parts = Parts()

@@ -2,7 +2,7 @@ import Foundation
 import SecureChannel
 import SecureCrypto
 
-/// `secure bench channel [--json]`: the channel against its own parts, all measured in this run.
+/// `secure-bench channel [--json]`: the channel against its own parts, all measured in this run.
 /// - the handshake in process (both machines in one thread) against the sum of its primitives: two X-Wing
 ///   key generations, two encapsulations (each to a received 1,216-byte key, so including the key's
 ///   parse and checks, as X-Wing's Encaps(pk) defines it), two decapsulations, two HKDF derivations and

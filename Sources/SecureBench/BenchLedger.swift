@@ -3,20 +3,20 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
-import SecureStore
+@_spi(Benchmark) import SecureWallet
+@_spi(Benchmark) import SecureStore
 import SecureToken
 
-// `secure bench ledger`: the three comparisons of issue 4, each against a baseline measured in the same run.
+// `secure-bench ledger`: the three comparisons of issue 4, each against a baseline measured in the same run.
 //
-// Where the fixtures come from, and why this binary holds no software key: the append and open figures
-// need real wallets on SoftHSM (the token's ECDH unwraps the database key, the token key signs the latest
-// checkpoint), so they are built here, through `Wallet.create` and `Wallet.appendBatch`, which signs one
-// checkpoint per batch on the token. The verification fixture needs a signed checkpoint after every one of
-// 100,000 entries; on SoftHSM, with its per-signature login, that takes many minutes. The issue allows a
-// test-support signer for it, and the house rule is that production code holds no software signing key,
-// so that fixture is made by the separate `secure-bench-fixtures` executable (SecureTestSupport's
-// `VerifyFixture`), which this command runs when its cache lacks the fixture. All fixtures are cached in
+// Where the fixtures come from: the append and open figures need real wallets on SoftHSM (the token's ECDH
+// unwraps the database key, the token key signs the latest checkpoint), so they are built here, through
+// `Wallet.create` and `Wallet.appendBatch`, which signs one checkpoint per batch on the token. The
+// verification fixture needs a signed checkpoint after every one of 100,000 entries; on SoftHSM, with its
+// per-signature login, that takes many minutes. The issue allows a test-support signer for it, so that
+// fixture is made by `secure-bench fixtures verify` (the executable's `VerifyFixture`, with SecureTestSupport's
+// software signer, which SecureBench itself does not link), run by this command in a process of its own
+// when its cache lacks the fixture. All fixtures are cached in
 // `--fixtures DIR` (default .local/bench-fixtures, ignored by git), together with the SoftHSM tokens of the
 // wallets, so later runs only measure.
 
@@ -160,28 +160,23 @@ extension LedgerBench {
         return (wallet, session)
     }
 
-    /// The verification fixture's folder, built by `secure-bench-fixtures` when missing.
+    /// The verification fixture's folder, built by `secure-bench fixtures verify` when missing.
     func verifyFixture() throws -> (directory: String, buildSeconds: Double?) {
         let directory = fixtures + "/verify-\(verifyCount)"
         let mark = directory + "/complete"
         if FileManager.default.fileExists(atPath: mark) { return (directory, nil) }
         try? FileManager.default.removeItem(atPath: directory)
-        let here = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let builder = here.appendingPathComponent("secure-bench-fixtures").path
-        guard FileManager.default.isExecutableFile(atPath: builder) else {
-            throw UsageError("the verification fixture is not cached yet and \(builder) is missing; build it with "
-                + "`swift build -c release --product secure-bench-fixtures` (it holds the test-only software signer, "
-                + "which the secure binary must not contain)")
-        }
-        if !json { print("building fixture verify-\(verifyCount) with \(builder) (software-signed checkpoints)…") }
+        // This executable again, in a process of its own (see the top of this file).
+        let builder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        if !json { print("building fixture verify-\(verifyCount) with `secure-bench fixtures verify` (software-signed checkpoints)…") }
         let start = Self.now()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builder)
-        process.arguments = ["verify", directory, String(verifyCount)]
+        process.arguments = ["fixtures", "verify", directory, String(verifyCount)]
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw UsageError("secure-bench-fixtures failed (exit \(process.terminationStatus)); see its message above")
+            throw UsageError("`secure-bench fixtures verify` failed (exit \(process.terminationStatus)); see its message above")
         }
         try DurableFile.write(Array("\(verifyCount)\n".utf8), to: mark)
         return (directory, Self.milliseconds(since: start) / 1000)

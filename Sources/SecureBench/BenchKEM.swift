@@ -1,7 +1,7 @@
 import Foundation
 import SecureCrypto
 
-// `secure bench kem [--json]`: µs per operation for ML-KEM-512/768/1024 and X-Wing, and, in the same
+// `secure-bench kem [--json]`: µs per operation for ML-KEM-512/768/1024 and X-Wing, and, in the same
 // run, OpenSSL 4's ML-KEM through Python cryptography (scripts/oracles/mlkem_bench.py) with the ratios.
 // Run it from a release build; debug figures mean nothing.
 

@@ -3,33 +3,53 @@ import SecureCore
 import SecureCrypto
 import SecureToken
 
-/// `secure bench ...`: benchmarks that print each comparison against a baseline measured in the same
-/// run, as one line with both figures and `ratio N.NN`. Timing goals live here, never in tests.
-enum BenchCommands {
+/// `secure-bench ...`: benchmarks that print each comparison against a baseline measured in the same
+/// run, as one line with both figures and `ratio N.NN`. Timing goals live here, never in tests. They run
+/// from their own executable so that none of this code, nor the Python and SoftHSM labs it drives, is
+/// in the `secure` binary people install.
+public enum BenchCommands {
     static let help = """
+        secure-bench: the benchmarks of the secure wallet, each against a baseline measured in the same run.
+
         Usage:
-          secure bench sign [--count N] [--rounds R] [--json]
+          secure-bench sign [--count N] [--rounds R] [--json]
               The token's own limit (a C loop of C_SignInit → C_Login(context) → C_Sign) against SecureToken's
               sign path (domain hash, the same three calls, low-s, DER, OpenSSL verify), on a fresh SoftHSM
               token in a temporary folder. Build with -c release.
-          secure bench kem [--json]
+          secure-bench kem [--json]
               ML-KEM and X-Wing against OpenSSL 4 through Python's cryptography.
-          secure bench channel [--json]
+          secure-bench channel [--json]
               The post-quantum channel's handshake against its primitives, record throughput against
               OpenSSL's AES-256-GCM, and the loopback TCP handshake's p50 and p99.
-          secure bench pay [--payments N] [--rounds R] [--per-payer K] [--trace] [--json]
+          secure-bench pay [--payments N] [--rounds R] [--per-payer K] [--trace] [--json]
               One peer payment over loopback TCP on SoftHSM (p50, p99) against its token operations, durable
               commits and handshake primitives measured raw; 8 payers at once into one wallet; the tampered
               transfer, lost receipt and withdrawn request run by the pure machines. Build with -c release.
-          secure bench ledger [--quick] [--only append,verify,open] [--count N] [--rounds R] [--fixtures DIR] [--json]
+          secure-bench ledger [--quick] [--only append,verify,open] [--count N] [--rounds R] [--fixtures DIR] [--json]
               The ledger (issue 4): a wallet append against its raw token operations plus a plain durable
               insert; full verification of 100,000 entries on all cores against OpenSSL's verify rate; open
               to balance at 100,000 and 1,000,000 entries. Fixtures are cached in DIR (.local/bench-fixtures);
-              the first run builds them and needs secure-bench-fixtures beside secure (`swift build -c release`).
+              the first run builds them (the verification fixture with `secure-bench fixtures verify DIR COUNT`,
+              which it runs itself in a process of its own).
+
+        Exit codes: 0 success, 1 failure, 2 usage error.
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
+    /// Runs one benchmark command line (the words after `secure-bench`) and returns the exit code.
+    public static func run(_ words: [String]) -> Int32 {
+        do {
+            return try dispatch(words).rawValue
+        } catch let error as UsageError {
+            printError("secure-bench: \(error)")
+            return ExitCode.usage.rawValue
+        } catch {
+            printError("secure-bench: error: \(error)")
+            return ExitCode.failure.rawValue
+        }
+    }
+
+    static func dispatch(_ words: [String]) throws -> ExitCode {
+        guard let sub = words.first, sub != "help", sub != "-h", !words.contains("--help") else {
             print(help)
             return words.isEmpty ? .usage : .success
         }
@@ -53,14 +73,14 @@ enum BenchCommands {
             _ = try arguments.positionals(0, "no positional arguments")
             try runPayBenchmark(arguments)
             return .success
-        default: throw UsageError("unknown benchmark \"\(sub)\"; `secure bench --help` lists them")
+        default: throw UsageError("unknown benchmark \"\(sub)\"; `secure-bench --help` lists them")
         }
     }
 
     /// Warns when the figures come from a debug build, which is 60 to 130 times slower on tight loops.
     static func warnIfDebug() {
         #if DEBUG
-        printError("secure: warning: this is a debug build; benchmark figures are only meaningful with -c release")
+        printError("secure-bench: warning: this is a debug build; benchmark figures are only meaningful with -c release")
         #endif
     }
 

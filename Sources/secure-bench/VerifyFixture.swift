@@ -1,22 +1,24 @@
 import Dispatch
 import Foundation
 import SecureCore
+import SecureBench
 import SecureCrypto
-import SecureWallet
 import SecureStore
+import SecureTestSupport
 
-/// TEST SUPPORT ONLY. The ledger benchmark's verification fixture: a ledger of `count` entries, each
+/// The ledger benchmark's verification fixture: a ledger of `count` entries, each
 /// with its own signed checkpoint as a wallet's ledger has, whose wallet key is a `SoftwareSigner`.
 /// Signing that many checkpoints on SoftHSM (a per-signature login each) takes too long, and
 /// `LedgerVerifier` needs only the store and the wallet id, so no token is involved. The folder holds
-/// `ledger.db`, `database-key` (hex; a fixture holds no money) and `wallet-id` (hex). Run through the
-/// `secure-bench-fixtures` executable: the `secure` binary must not contain a software signing key.
-public enum VerifyFixture {
+/// `ledger.db`, `database-key` (hex; a fixture holds no money) and `wallet-id` (hex). It lives in the
+/// secure-bench executable, not in SecureBench, so that only this binary links the test-only signer; the
+/// ledger benchmark runs it as `secure-bench fixtures verify DIR COUNT` in a process of its own.
+enum VerifyFixture {
     /// Entries written per transaction; their checkpoints are signed in parallel before it.
     static let batchCount = 4_096
 
     /// Builds the fixture in `directory`, which must not hold a ledger yet.
-    public static func build(directory: String, count: Int, cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
+    static func build(directory: String, count: Int, cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
         precondition(count > Int(SyntheticHistory.firstPosition), "the fixture holds at least the inception event and the budget")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: nil)
         let signer = try SoftwareSigner(), next = try SoftwareSigner(), agreement = try SoftwareSigner()

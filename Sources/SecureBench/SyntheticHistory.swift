@@ -1,9 +1,9 @@
 import SecureCore
 import SecureCrypto
 
-// Ledger history for benchmark fixtures, and the batch append that loads it. Neither holds a key: the
-// history asks a `MessageSigner` for its vouchers' signatures (a token key in `secure bench ledger`, the
-// test-only software signer in `secure-bench-fixtures`), and the batch append signs on the wallet's token.
+// Ledger history for benchmark fixtures; SecureWallet's `@_spi(Benchmark)` batch append loads it. It holds
+// no key: it asks a `MessageSigner` for its vouchers' signatures (a token key in `secure-bench ledger`, the
+// test-only software signer in `secure-bench fixtures verify`).
 
 /// A deterministic stream of ordinary wallet history: a budget, then every `depositInterval`th entry a
 /// deposit of a signed issuer voucher, and otherwise payments out of 1.00 to 99.99 EUR to a few payees
@@ -83,45 +83,5 @@ public struct SyntheticHistory {
         z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
         z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
         return z ^ (z >> 31)
-    }
-}
-
-extension Wallet {
-    /// Appends drafts in order under one checkpoint: every entry is applied first (any refusal happens
-    /// before the token is asked for anything), then one checkpoint covering them all is signed on the
-    /// token, one transaction commits entries and checkpoint, and the anchor moves. For bulk loads such
-    /// as the ledger benchmark's fixtures; money moved by a person goes through `append`, one checkpoint
-    /// per entry. A failure before the commit changes nothing.
-    @discardableResult
-    public func appendBatch(_ drafts: [EntryDraft]) throws -> [LedgerEntry] {
-        if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
-        precondition(!drafts.isEmpty, "a batch appends at least one entry")
-        let time = max(clock(), state.lastTime)
-        var next = state
-        var nextPeaks = peaks
-        var entries: [LedgerEntry] = []
-        entries.reserveCapacity(drafts.count)
-        for draft in drafts {
-            let entry = try draft.entry(position: next.size, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
-                                        previousLink: next.head)
-            try next.apply(entry)
-            nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
-            entries.append(entry)
-        }
-        let checkpoint = try Checkpoint(walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
-                                        keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
-                                        time: time)
-        let signed = try checkpoint.sign(with: try signer)
-        try store.appendBatch(entries, checkpoint: signed.encoded, treePeaks: nextPeaks)
-        commit(state: next, peaks: nextPeaks, latest: signed)
-        // As in `append`: the batch is committed whatever happens now, so an anchor that cannot follow is
-        // recorded, not thrown; the next append or open moves it forward.
-        do {
-            try anchor.store(signed.encoded)
-            anchorLag = nil
-        } catch {
-            anchorLag = "\(error)"
-        }
-        return entries
     }
 }
