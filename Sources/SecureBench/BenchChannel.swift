@@ -13,6 +13,8 @@ import SecureCrypto
 /// Build with -c release; a debug build prints a warning first.
 func runChannelBenchmark(json: Bool) throws {
     BenchCommands.warnIfDebug()
+    let load = BenchCommands.loadAverage()
+    if !json { print("channel benchmark: load average \(load) at the start") }
     let rounds = 11
     var handshake: [Double] = [], primitives: [Double] = []
     for round in 0..<rounds {
@@ -52,7 +54,7 @@ func runChannelBenchmark(json: Bool) throws {
     let p50 = ChannelBench.percentile(tcp, 0.50), p99 = ChannelBench.percentile(tcp, 0.99)
 
     if json {
-        printJSON(["benchmark": "channel", "suite": "\(ChannelSuite.xwingAES256GCM)", "rounds": rounds,
+        printJSON(["benchmark": "channel", "loadAverage": load, "suite": "\(ChannelSuite.xwingAES256GCM)", "rounds": rounds,
                    "handshakeInProcess": ["channelMicroseconds": handshakeMedian, "primitivesMicroseconds": primitivesMedian,
                                           "ratio": handshakeMedian / primitivesMedian, "goalMax": 1.2],
                    "recordThroughput": throughput,

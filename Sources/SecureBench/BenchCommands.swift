@@ -84,6 +84,13 @@ public enum BenchCommands {
         #endif
     }
 
+    /// The load average (1, 5 and 15 minutes) from /proc/loadavg, or "?": every benchmark prints it at its
+    /// start, because on a shared machine it says how much the figures can be trusted.
+    static func loadAverage() -> String {
+        let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)
+        return text?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
@@ -95,6 +102,8 @@ public enum BenchCommands {
         let count = try arguments.integer("count", default: 300, max: 100_000)
         let rounds = try arguments.integer("rounds", default: 5, max: 100)
         warnIfDebug()
+        let load = loadAverage()
+        if !arguments.flag("json") { print("sign benchmark: load average \(load) at the start") }
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-bench-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -128,7 +137,7 @@ public enum BenchCommands {
         let ratio = oursMicroseconds / baselineMicroseconds
         let overhead = oursMicroseconds - baselineMicroseconds
         if arguments.flag("json") {
-            printJSON(["benchmark": "sign", "token": "SoftHSM \(token.model)", "signaturesPerRound": count, "rounds": rounds,
+            printJSON(["benchmark": "sign", "loadAverage": load, "token": "SoftHSM \(token.model)", "signaturesPerRound": count, "rounds": rounds,
                        "baselineMicrosecondsPerSignature": baselineMicroseconds, "secureMicrosecondsPerSignature": oursMicroseconds,
                        "ratio": ratio, "overheadMicrosecondsPerSignature": overhead,
                        "opensslVerifyMicroseconds": verifyMicroseconds,

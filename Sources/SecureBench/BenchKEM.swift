@@ -22,6 +22,8 @@ struct KEMBenchComparison: Codable {
 }
 
 struct KEMBenchReport: Codable {
+    /// The load average at the start of the run.
+    let loadAverage: String
     let figures: [KEMBenchFigure]
     let openssl: String?
     let comparisons: [KEMBenchComparison]
@@ -147,6 +149,8 @@ private func runOpenSSLBench() throws -> OpenSSLBench {
 
 /// Runs the KEM benchmark and prints it (a table, or JSON with `json`).
 func runKEMBenchmark(json: Bool) throws {
+    let load = BenchCommands.loadAverage()
+    if !json { print("kem benchmark: load average \(load) at the start") }
     var figures: [KEMBenchFigure] = []
     figures += try benchMLKEM(MLKEM512.self)
     figures += try benchMLKEM(MLKEM768.self)
@@ -179,7 +183,7 @@ func runKEMBenchmark(json: Bool) throws {
     if json {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let report = KEMBenchReport(figures: figures, openssl: opensslVersion, comparisons: comparisons, note: note)
+        let report = KEMBenchReport(loadAverage: load, figures: figures, openssl: opensslVersion, comparisons: comparisons, note: note)
         print(String(decoding: try encoder.encode(report), as: UTF8.self))
         return
     }

@@ -54,8 +54,7 @@ extension BenchCommands {
                                 rounds: try arguments.integer("rounds", default: quick ? 3 : 5, max: 100))
         warnIfDebug()
         try FileManager.default.createDirectory(atPath: bench.fixtures, withIntermediateDirectories: true, attributes: nil)
-        let loadFile = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)
-        let load = loadFile?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        let load = loadAverage()
         if !bench.json {
             print("ledger benchmark: \(bench.cores) cores, load average \(load) at the start; fixtures in \(bench.fixtures)")
         }

@@ -24,6 +24,8 @@ func runPayBenchmark(_ arguments: Arguments) throws {
     let rounds = try arguments.integer("rounds", default: 10, max: 100)
     let perPayer = try arguments.integer("per-payer", default: 5, max: 1_000)
     guard payments >= rounds else { throw UsageError("--payments must be at least --rounds") }
+    let load = BenchCommands.loadAverage()
+    if !arguments.flag("json") { print("pay benchmark: load average \(load) at the start") }
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-bench-pay-\(getpid())").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let lab = try PayBenchLab(directory: directory)
@@ -41,7 +43,8 @@ func runPayBenchmark(_ arguments: Arguments) throws {
     let crowd = try PayBench.manyPayers(payee: shop, payers: payers, perPayer: perPayer)
     let scenarios = try PayBench.machineScenarios(payer: payers[1], payee: shop)
     PayBench.report(
-        single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, json: arguments.flag("json"))
+        single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, loadAverage: load,
+        json: arguments.flag("json"))
 }
 
 // MARK: The wallets
@@ -764,18 +767,21 @@ enum PayBench {
     }
 
     static func report(
-        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, json: Bool
+        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, loadAverage: String,
+        json: Bool
     ) {
         let summary = Summary(single, crowd)
         if json {
-            reportJSON(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, summary)
+            reportJSON(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds,
+                       loadAverage: loadAverage, summary)
         } else {
             reportText(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, summary)
         }
     }
 
     static func reportJSON(
-        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, _ summary: Summary
+        single: SingleResult, crowd: CrowdResult, scenarios: ScenarioResult, setupSeconds: Double, loadAverage: String,
+        _ summary: Summary
     ) {
         let (p50, p99, sum, ratio, rate, medianPart) = (
             summary.p50, summary.p99, summary.sum, summary.ratio, summary.rate, summary.medianPart
@@ -788,7 +794,7 @@ enum PayBench {
             ]
         }
         printJSON([
-            "benchmark": "pay", "setupSeconds": setupSeconds,
+            "benchmark": "pay", "loadAverage": loadAverage, "setupSeconds": setupSeconds,
             "payment": [
                 "payments": single.milliseconds.count, "rounds": single.sums.count, "p50Milliseconds": p50,
                 "p99Milliseconds": p99, "partsMilliseconds": sum, "ratio": ratio, "goalMax": 1.5,
