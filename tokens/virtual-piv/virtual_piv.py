@@ -12,9 +12,16 @@ through pcscd. It implements enough of NIST SP 800-73-4 and of the YubiKey PIV e
 - GENERAL AUTHENTICATE: the 9B management key (3DES or AES, YubiKey's challenge-response), ECDSA P-256
   signatures and P-256 ECDH (tag 85) with the slot keys;
 - GENERATE ASYMMETRIC KEY PAIR (P-256 only) with the YubiKey PIN and touch policies. "PIN always" (9C's
-  default) is enforced: each use needs a VERIFY since the last use. Touch is recorded, never asked for;
+  default) is enforced: each use needs a VERIFY since the last use. A touch is a file: a key whose touch
+  policy asks for one holds its signature or ECDH until the file `touch` appears in the state folder, for
+  at most 15 s, and then fails with 6982 as a YubiKey does when nobody touches it;
 - the YubiKey instructions GET VERSION (FD), GET SERIAL (F8), GET METADATA (F7), ATTEST (F9), SET
-  MANAGEMENT KEY (FF).
+  MANAGEMENT KEY (FF), and IMPORT ASYMMETRIC KEY (FE, P-256 only). An imported key reports origin
+  "imported" in its metadata, and ATTEST refuses it (6A80), as a YubiKey does;
+- an attestation chain with one intermediate, as newer YubiKeys have: a test root CA signs an intermediate,
+  the intermediate signs the F9 certificate, and F9 signs each slot's attestation certificate. The root and
+  the intermediate are written to the state folder. They are test CAs, NOT Yubico's: nothing they sign
+  proves anything about real hardware.
 
 It connects to vsmartcard's vpcd reader driver inside pcscd, over loopback: vpcd listens, the card is the
 client. The vpcd protocol is a 2-byte big-endian length, then either one control byte (0 power off,
@@ -22,7 +29,7 @@ client. The vpcd protocol is a 2-byte big-endian length, then either one control
 
 Usage:
   virtual_piv.py init --state DIR --serial N [--pin PIN --puk PUK]   make a new card's state
-  virtual_piv.py run --state DIR --port P [--log FILE]               insert the card into vpcd's reader
+  virtual_piv.py run --state DIR --port P [--log FILE] [--touch-timeout S]   insert the card into vpcd's reader
   virtual_piv.py certify --public-key PEM --subject CN --out PEM --ca-dir DIR   a setup certificate
 """
 
@@ -79,6 +86,21 @@ SW_WRONG_P1P2 = b"\x6a\x86"
 SW_INS_UNKNOWN = b"\x6d\x00"
 SW_CONDITIONS = b"\x69\x85"
 SW_WRONG_LENGTH = b"\x67\x00"
+
+# Key origins in GET METADATA (tag 03) and touch policies (tag AB / the 2nd policy byte), as a YubiKey has them.
+ORIGIN_GENERATED, ORIGIN_IMPORTED = 1, 2
+TOUCH_NEVER, TOUCH_ALWAYS, TOUCH_CACHED = 1, 2, 3
+# A YubiKey gives up waiting for a touch after about 15 s and answers 6982; the card never waits longer.
+TOUCH_TIMEOUT_SECONDS_MAX = 15.0
+# A "cached" touch is good for 15 s after it was given (Yubico's PIV touch policy documentation).
+TOUCH_CACHE_SECONDS = 15.0
+TOUCH_FILE = "touch"  # in the state folder: a test makes it to touch the card; a signature consumes it
+TOUCH_WANTED_FILE = "touch-wanted"  # in the state folder while the card waits for a touch
+# The form factor extension (1.3.6.1.4.1.41482.3.9): 1 is a USB-A keychain key, like the YubiKey 5 NFC
+# whose ATR the card sends.
+FORM_FACTOR_USB_A_KEYCHAIN = 1
+ATTESTATION_ROOT_FILE = "attestation-root.pem"
+ATTESTATION_INTERMEDIATE_FILE = "attestation-intermediate.pem"
 
 
 class CardError(Exception):
@@ -179,18 +201,33 @@ def make_certificate(subject, issuer, public_key, signing_key, extensions=(), ca
     return builder.sign(signing_key, hashes.SHA256())
 
 
+def write_pem(path, certificate):
+    with open(path, "wb") as handle:
+        handle.write(certificate.public_bytes(serialization.Encoding.PEM))
+
+
 def init_state(directory, serial, pin, puk):
     """A fresh card: default-like PIN and PUK given by the caller, the YubiKey default management key,
-    no keys but the attestation key in F9, whose certificate a test CA (kept beside the state) signed."""
+    no keys but the attestation key in F9. Its certificate chains through a test intermediate to a test
+    root, as a YubiKey with firmware 5.7.4 or later chains through Yubico's intermediates. The root and the
+    intermediate are kept beside the state (their private keys are not kept: nothing else is signed)."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "secure test PIV attestation CA (NOT SECURE)")])
-    ca_cert = make_certificate(ca_name, ca_name, ca_key.public_key(), ca_key, ca=True)
+    root_key = ec.generate_private_key(ec.SECP256R1())
+    root_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                              "secure test PIV attestation root CA (NOT SECURE, NOT YUBICO)")])
+    root_cert = make_certificate(root_name, root_name, root_key.public_key(), root_key, ca=True)
+    intermediate_key = ec.generate_private_key(ec.SECP256R1())
+    intermediate_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                                      "secure test PIV attestation intermediate CA (NOT SECURE)")])
+    intermediate_cert = make_certificate(intermediate_name, root_name, intermediate_key.public_key(), root_key,
+                                         ca=True)
     attestation_key = ec.generate_private_key(ec.SECP256R1())
-    attestation_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "secure virtual PIV attestation %d" % serial)])
-    attestation_cert = make_certificate(attestation_name, ca_name, attestation_key.public_key(), ca_key, ca=True)
-    with open(os.path.join(directory, "attestation-ca.pem"), "wb") as handle:
-        handle.write(ca_cert.public_bytes(serialization.Encoding.PEM))
+    attestation_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                                     "secure virtual PIV attestation %d (NOT SECURE)" % serial)])
+    attestation_cert = make_certificate(attestation_name, intermediate_name, attestation_key.public_key(),
+                                        intermediate_key, ca=True)
+    write_pem(os.path.join(directory, ATTESTATION_ROOT_FILE), root_cert)
+    write_pem(os.path.join(directory, ATTESTATION_INTERMEDIATE_FILE), intermediate_cert)
     guid = secrets.token_bytes(16)
     # CHUID: FASC-N (all 9s style placeholder), GUID, expiry, empty signature (SP 800-73-4 part 1, 3.1.2).
     chuid = (tlv(0x30, bytes.fromhex("d4e739da739ced39ce739d836858210842108421c84210c3eb")) + tlv(0x34, guid)
@@ -204,7 +241,8 @@ def init_state(directory, serial, pin, puk):
         "pin": pad_pin(pin).hex(), "pin_tries_left": TRIES_MAX,
         "puk": pad_pin(puk).hex(), "puk_tries_left": TRIES_MAX,
         "management_key": DEFAULT_MANAGEMENT_KEY.hex(), "management_algorithm": ALGORITHM_3DES,
-        "keys": {"f9": {"algorithm": ALGORITHM_P256, "pin_policy": 1, "touch_policy": 1, "origin": 2,
+        "keys": {"f9": {"algorithm": ALGORITHM_P256, "pin_policy": 1, "touch_policy": TOUCH_NEVER,
+                        "origin": ORIGIN_IMPORTED,
                         "private_key": private_key_pem(attestation_key)}},
         "objects": {
             "5fc102": chuid.hex(), "5fc107": ccc.hex(),
@@ -218,11 +256,13 @@ def init_state(directory, serial, pin, puk):
 class Card:
     """One card: the persistent state, and the volatile security state of the current power-up."""
 
-    def __init__(self, directory, log=None, stall_file=None):
+    def __init__(self, directory, log=None, stall_file=None, touch_timeout=TOUCH_TIMEOUT_SECONDS_MAX):
         self.directory = directory
         self.state = load_state(directory)
         self.log = log
         self.stall_file = stall_file
+        self.touch_timeout = min(touch_timeout, TOUCH_TIMEOUT_SECONDS_MAX)
+        self.touched_at = {}  # slot -> monotonic time of its last touch, for the "cached" policy
         self.power_up()
 
     def power_up(self):
@@ -279,7 +319,7 @@ class Card:
             0xA4: self.select, 0xCB: self.get_data, 0xDB: self.put_data, 0x20: self.verify,
             0x24: self.change_reference, 0x2C: self.reset_retry_counter, 0x87: self.general_authenticate,
             0x47: self.generate, 0xFD: self.get_version, 0xF8: self.get_serial, 0xF7: self.get_metadata,
-            0xF9: self.attest, 0xFF: self.set_management_key,
+            0xF9: self.attest, 0xFF: self.set_management_key, 0xFE: self.import_key,
         }
         handler = handlers.get(ins)
         if handler is None:
@@ -384,7 +424,10 @@ class Card:
         key = self.slot_key(p2)
         if p1 != key["algorithm"] or p1 != ALGORITHM_P256:
             raise CardError(SW_WRONG_P1P2)
+        if 0x81 not in inner and 0x85 not in inner:
+            raise CardError(SW_WRONG_DATA)
         self.check_pin_policy(key)
+        self.wait_for_touch(p2, key)
         private_key = serialization.load_pem_private_key(key["private_key"].encode(), None)
         if 0x81 in inner:  # a signature of a digest the host computed
             digest = inner[0x81]
@@ -398,7 +441,35 @@ class Card:
             except ValueError:
                 raise CardError(SW_WRONG_DATA)
             return tlv(0x7C, tlv(0x82, private_key.exchange(ec.ECDH(), peer)))
-        raise CardError(SW_WRONG_DATA)
+        raise CardError(SW_WRONG_DATA)  # not reached: checked before the PIN and the touch
+
+    def wait_for_touch(self, slot, key):
+        """A touch is the file `touch` in the state folder. While the card waits for one, it keeps the file
+        `touch-wanted` there, so a test (or a person) can see that it waits. A touch is used up by the
+        operation it allows: the card removes the file. After the timeout (15 s at most, as a YubiKey)
+        the operation fails with 6982, security status not satisfied, which is what a YubiKey answers
+        when nobody touched it."""
+        policy = key.get("touch_policy", TOUCH_NEVER)
+        if policy == TOUCH_NEVER:
+            return
+        now = time.monotonic()
+        if policy == TOUCH_CACHED and now - self.touched_at.get(slot, -TOUCH_CACHE_SECONDS - 1) < TOUCH_CACHE_SECONDS:
+            return
+        touch_path = os.path.join(self.directory, TOUCH_FILE)
+        wanted_path = os.path.join(self.directory, TOUCH_WANTED_FILE)
+        with open(wanted_path, "w") as handle:
+            handle.write("slot %02x waits for a touch: create %s\n" % (slot, touch_path))
+        try:
+            deadline = now + self.touch_timeout
+            while not os.path.exists(touch_path):
+                if time.monotonic() >= deadline:
+                    raise CardError(SW_SECURITY)
+                time.sleep(0.02)
+            os.unlink(touch_path)
+            self.touched_at[slot] = time.monotonic()
+        finally:
+            if os.path.exists(wanted_path):
+                os.unlink(wanted_path)
 
     def maybe_stall(self):
         """For removal tests: while the stall file exists, a signature never finishes, so the test can
@@ -464,14 +535,27 @@ class Card:
         control = tlv_dict(fields[0][1])
         if control.get(0x80) != bytes([ALGORITHM_P256]):
             raise CardError(SW_WRONG_DATA)  # only P-256 keys live on this card
-        pin_policy = control.get(0xAA, b"\x00")[0] or DEFAULT_PIN_POLICY.get(p2, 2)
-        touch_policy = control.get(0xAB, b"\x00")[0] or 1
+        pin_policy, touch_policy = self.policies(p2, control)
         private_key = ec.generate_private_key(ec.SECP256R1())
-        self.state["keys"]["%02x" % p2] = {"algorithm": ALGORITHM_P256, "pin_policy": pin_policy,
-                                           "touch_policy": touch_policy, "origin": 1,
-                                           "private_key": private_key_pem(private_key)}
-        self.save()
+        self.store_key(p2, private_key, pin_policy, touch_policy, ORIGIN_GENERATED)
         return tlv(0x7F49, tlv(0x86, self.public_point(private_key)))
+
+    @staticmethod
+    def policies(slot, fields):
+        """The PIN policy (tag AA) and touch policy (tag AB) of a GENERATE or IMPORT; 0 or absent means
+        the slot's default. Values outside a YubiKey's (PIN 1-3, touch 1-3) are refused."""
+        pin_policy = fields.get(0xAA, b"\x00")
+        touch_policy = fields.get(0xAB, b"\x00")
+        if len(pin_policy) != 1 or len(touch_policy) != 1 or pin_policy[0] > 3 or touch_policy[0] > 3:
+            raise CardError(SW_WRONG_DATA)
+        return pin_policy[0] or DEFAULT_PIN_POLICY.get(slot, 2), touch_policy[0] or TOUCH_NEVER
+
+    def store_key(self, slot, private_key, pin_policy, touch_policy, origin):
+        self.state["keys"]["%02x" % slot] = {"algorithm": ALGORITHM_P256, "pin_policy": pin_policy,
+                                             "touch_policy": touch_policy, "origin": origin,
+                                             "private_key": private_key_pem(private_key)}
+        self.touched_at.pop(slot, None)
+        self.save()
 
     @staticmethod
     def public_point(private_key):
@@ -504,9 +588,11 @@ class Card:
     def attest(self, p1, p2, data):
         """An X.509 certificate for a key generated on the card, signed by the F9 attestation key, with
         YubiKey's extensions: firmware version, serial, PIN and touch policy, form factor."""
+        if p1 == 0xF9:
+            raise CardError(SW_WRONG_P1P2)
         key = self.slot_key(p1)
-        if key["origin"] != 1 or p1 == 0xF9:
-            raise CardError(SW_WRONG_DATA)  # only keys generated here can be attested
+        if key["origin"] != ORIGIN_GENERATED:
+            raise CardError(SW_WRONG_DATA)  # only keys generated here can be attested, as on a YubiKey
         attestation = self.state["keys"]["f9"]
         attestation_key = serialization.load_pem_private_key(attestation["private_key"].encode(), None)
         issuer_cert = x509.load_der_x509_certificate(tlv_dict(bytes.fromhex(self.state["objects"]["5fff01"]))[0x70])
@@ -515,12 +601,38 @@ class Card:
         yubico = "1.3.6.1.4.1.41482.3."
         extensions = [
             (x509.ObjectIdentifier(yubico + "3"), VERSION),
-            (x509.ObjectIdentifier(yubico + "7"), b"\x02\x04" + self.state["serial"].to_bytes(4, "big")),
+            (x509.ObjectIdentifier(yubico + "7"), der_integer(self.state["serial"])),
             (x509.ObjectIdentifier(yubico + "8"), bytes([key["pin_policy"], key["touch_policy"]])),
-            (x509.ObjectIdentifier(yubico + "9"), b"\x00"),
+            (x509.ObjectIdentifier(yubico + "9"), bytes([FORM_FACTOR_USB_A_KEYCHAIN])),
         ]
         certificate = make_certificate(subject, issuer_cert.subject, public_key, attestation_key, extensions)
         return certificate.public_bytes(serialization.Encoding.DER)
+
+    def import_key(self, p1, p2, data):
+        """Yubico's IMPORT ASYMMETRIC KEY: P1 the algorithm, P2 the slot, and for an EC key the private
+        scalar in tag 06, then the optional PIN policy (AA) and touch policy (AB), as yubico-piv-tool's
+        `-a import-key` sends them. Needs 9B authentication. The key's origin is "imported" from then on."""
+        if not self.management_authenticated:
+            raise CardError(SW_SECURITY)
+        if p2 not in KEY_SLOTS:
+            raise CardError(SW_WRONG_P1P2)
+        if p1 != ALGORITHM_P256:
+            raise CardError(SW_WRONG_P1P2)  # RSA, P-384 and the rest are not implemented here
+        fields = parse_tlv(data)
+        tags = [tag for tag, _ in fields]
+        if len(set(tags)) != len(tags) or not set(tags) <= {0x06, 0xAA, 0xAB}:
+            raise CardError(SW_WRONG_DATA)
+        values = dict(fields)
+        scalar = values.get(0x06, b"")
+        if len(scalar) != 32:
+            raise CardError(SW_WRONG_DATA)
+        try:
+            private_key = ec.derive_private_key(int.from_bytes(scalar, "big"), ec.SECP256R1())
+        except ValueError:
+            raise CardError(SW_WRONG_DATA)  # zero, or not below the group order
+        pin_policy, touch_policy = self.policies(p2, values)
+        self.store_key(p2, private_key, pin_policy, touch_policy, ORIGIN_IMPORTED)
+        return b""
 
     def set_management_key(self, p1, p2, data):
         if not self.management_authenticated:
@@ -534,6 +646,12 @@ class Card:
         self.state["management_algorithm"] = algorithm
         self.save()
         return b""
+
+
+def der_integer(value):
+    """A non-negative integer as DER: tag 02, the shortest two's-complement big-endian bytes."""
+    body = value.to_bytes(value.bit_length() // 8 + 1, "big")
+    return bytes([0x02, len(body)]) + body
 
 
 def receive_exactly(connection, count):
@@ -622,6 +740,8 @@ def main():
     run.add_argument("--port", type=int, default=0x8C7B)
     run.add_argument("--log")
     run.add_argument("--stall-file", help="while this file exists, signatures stall (removal tests)")
+    run.add_argument("--touch-timeout", type=float, default=TOUCH_TIMEOUT_SECONDS_MAX,
+                     help="seconds a touch-policy key waits for the touch file (at most, and by default, 15)")
     certify_command = commands.add_parser("certify", help="issue a setup certificate for a card's public key")
     certify_command.add_argument("--public-key", required=True)
     certify_command.add_argument("--subject", required=True)
@@ -636,7 +756,10 @@ def main():
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     log = open(arguments.log, "a") if arguments.log else None
-    serve(Card(arguments.state, log, arguments.stall_file), arguments.host, arguments.port, log)
+    if not 0 < arguments.touch_timeout <= TOUCH_TIMEOUT_SECONDS_MAX:
+        raise SystemExit("--touch-timeout is more than 0 and at most %d seconds" % TOUCH_TIMEOUT_SECONDS_MAX)
+    card = Card(arguments.state, log, arguments.stall_file, arguments.touch_timeout)
+    serve(card, arguments.host, arguments.port, log)
 
 
 if __name__ == "__main__":
