@@ -74,7 +74,7 @@ struct CheckpointTests {
         #expect(!SignedCheckpoint(checkpoint: checkpoint, signature: fileSignature).isSelfConsistent)
     }
 
-    @Test("the encoding round-trips; truncations are short, extensions and flips never trap")
+    @Test("the encoding round-trips; truncations are short; an extension is trailing bytes; bit 2 flipped in any byte leaves no valid checkpoint")
     func encoding() throws {
         let signed = try CheckpointTests.ledger().checkpoint()
         let bytes = signed.encoded
@@ -191,12 +191,23 @@ struct ForkEvidenceTests {
         for length in 0..<bytes.count {
             #expect(try ForkEvidence.decode(Array(bytes.prefix(length))) == nil, "case length \(length)")
         }
-        for index in stride(from: 0, to: bytes.count, by: 3) {
+        var refused = 0, notProven = 0
+        var stillProven: [Int] = []
+        for index in bytes.indices {
             var flipped = bytes
             flipped[index] ^= 0x10
-            // A flip may leave a proof (in the second leaf's unsigned bytes, say) but must never trap.
-            _ = try? ForkEvidence.decode(flipped)?.verify()
+            do {
+                guard let decoded = try ForkEvidence.decode(flipped) else {
+                    refused += 1  // a length grew past the end
+                    continue
+                }
+                #expect(decoded != evidence, "a flip at byte \(index) decoded to the same evidence")
+                if decoded.verify().isProven { stillProven.append(index) } else { notProven += 1 }
+            } catch is FormatError {
+                refused += 1
+            }
         }
+        print("fork evidence flips: refused \(refused), not proven \(notProven), still proven at \(stillProven)")
         let typeA = ForkEvidence.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint())
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }
