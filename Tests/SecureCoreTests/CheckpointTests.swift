@@ -176,7 +176,7 @@ struct ForkEvidenceTests {
         #expect(reason(outOfRange.verify()) == .indexOutOfRange)
     }
 
-    @Test("evidence round-trips through its encoding; truncations are short and flips never trap or prove")
+    @Test("evidence round-trips through its encoding; truncations are short; bit 4 flipped in any byte is refused or proves nothing")
     func encoding() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 1)
         let evidence = ForkEvidence.conflictingLeaves(
@@ -207,7 +207,8 @@ struct ForkEvidenceTests {
                 refused += 1
             }
         }
-        print("fork evidence flips: refused \(refused), not proven \(notProven), still proven at \(stillProven)")
+        #expect(stillProven.isEmpty, "flips at bytes \(stillProven) still prove a fork")
+        #expect(refused > 0 && notProven > 0 && refused + notProven == bytes.count, "refused \(refused), not proven \(notProven)")
         let typeA = ForkEvidence.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint())
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }
