@@ -17,7 +17,8 @@ enum CK {
     static let keyTypeEC = CKK_EC, keyTypeGenericSecret = CKK_GENERIC_SECRET
     static let mechanismECKeyPairGen = CKM_EC_KEY_PAIR_GEN, mechanismECDSA = CKM_ECDSA
     static let mechanismECDH1Derive = CKM_ECDH1_DERIVE
-    static let keyTypeRSA = CKK_RSA, mechanismRSAKeyPairGen = CKM_RSA_PKCS_KEY_PAIR_GEN, mechanismRSAOAEP = CKM_RSA_PKCS_OAEP
+    static let keyTypeRSA = CKK_RSA, mechanismRSAKeyPairGen = CKM_RSA_PKCS_KEY_PAIR_GEN
+    static let mechanismRSAOAEP = CKM_RSA_PKCS_OAEP
     static let mechanismSHA256 = CKM_SHA256, mgf1SHA256 = CKG_MGF1_SHA256, oaepSourceDataSpecified = CKZ_DATA_SPECIFIED
     static let kdfNull = CKD_NULL
     static let sessionSerial = CKF_SERIAL_SESSION, sessionReadWrite = CKF_RW_SESSION
@@ -34,7 +35,8 @@ enum Attribute {
     static let decrypt = CKA_DECRYPT, wrap = CKA_WRAP, unwrap = CKA_UNWRAP, sign = CKA_SIGN
     static let signRecover = CKA_SIGN_RECOVER, verify = CKA_VERIFY, derive = CKA_DERIVE
     static let valueLength = CKA_VALUE_LEN, extractable = CKA_EXTRACTABLE, local = CKA_LOCAL
-    static let neverExtractable = CKA_NEVER_EXTRACTABLE, alwaysSensitive = CKA_ALWAYS_SENSITIVE, modifiable = CKA_MODIFIABLE
+    static let neverExtractable = CKA_NEVER_EXTRACTABLE, alwaysSensitive = CKA_ALWAYS_SENSITIVE
+    static let modifiable = CKA_MODIFIABLE
     static let ecParams = CKA_EC_PARAMS, ecPoint = CKA_EC_POINT, alwaysAuthenticate = CKA_ALWAYS_AUTHENTICATE
     static let modulus = CKA_MODULUS, modulusBits = CKA_MODULUS_BITS, publicExponent = CKA_PUBLIC_EXPONENT
 }
@@ -326,7 +328,10 @@ final class SessionHandle {
     func attribute(_ object: ObjectHandle, _ type: UInt) throws -> [UInt8]? {
         var probe = CK_ATTRIBUTE(type: type, pValue: nil, ulValueLen: 0)
         let first = module.list.C_GetAttributeValue(handle, object, &probe, 1)
-        if first == CKR_ATTRIBUTE_SENSITIVE || first == CKR_ATTRIBUTE_TYPE_INVALID || probe.ulValueLen == CK.unavailableInformation { return nil }
+        if first == CKR_ATTRIBUTE_SENSITIVE || first == CKR_ATTRIBUTE_TYPE_INVALID
+            || probe.ulValueLen == CK.unavailableInformation {
+            return nil
+        }
         try check("C_GetAttributeValue", first)
         var buffer = [UInt8](repeating: 0, count: Int(probe.ulValueLen))
         let value: UInt = buffer.withUnsafeMutableBytes { bytes in

@@ -74,7 +74,8 @@ struct CheckpointTests {
         #expect(!SignedCheckpoint(checkpoint: checkpoint, signature: fileSignature).isSelfConsistent)
     }
 
-    @Test("the encoding round-trips; truncations are short; an extension is trailing bytes; bit 2 flipped in any byte leaves no valid checkpoint")
+    @Test(
+        "round-trips; truncations are short; extensions refused; bit 2 flipped anywhere leaves no valid checkpoint")
     func encoding() throws {
         let signed = try CheckpointTests.ledger().checkpoint()
         let bytes = signed.encoded
@@ -176,7 +177,7 @@ struct ForkEvidenceTests {
         #expect(reason(outOfRange.verify()) == .indexOutOfRange)
     }
 
-    @Test("evidence round-trips through its encoding; truncations are short; bit 4 flipped in any byte is refused or proves nothing")
+    @Test("evidence round-trips; truncations are short; bit 4 flipped in any byte is refused or proves nothing")
     func encoding() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 1)
         let evidence = ForkEvidence.conflictingLeaves(
@@ -208,7 +209,8 @@ struct ForkEvidenceTests {
             }
         }
         #expect(stillProven.isEmpty, "flips at bytes \(stillProven) still prove a fork")
-        #expect(refused > 0 && notProven > 0 && refused + notProven == bytes.count, "refused \(refused), not proven \(notProven)")
+        #expect(refused > 0 && notProven > 0 && refused + notProven == bytes.count,
+                "refused \(refused), not proven \(notProven)")
         let typeA = ForkEvidence.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint())
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }

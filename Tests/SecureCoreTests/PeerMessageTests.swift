@@ -58,7 +58,7 @@ struct PeerMessageTests {
         ]
     }
 
-    @Test("every message round-trips; every truncation is short; an extension is refused; a top-bit flip in any byte is refused or another message")
+    @Test("every message round-trips; truncations short; extensions refused; top-bit flips refused or another message")
     func sweep() throws {
         for message in try PeerMessageTests.samples() {
             #expect(try PeerMessage.decode(message.encoded) == message, "\(message.name)")

@@ -85,6 +85,12 @@ struct TamperTests {
                    .integer(Int64(position))]).run()
     }
 
+    /// Overwrites entry `position`'s encoding only, leaving its id, link and leaf columns as they were.
+    static func setEncoded(_ store: LedgerStore, position: UInt64, _ bytes: [UInt8]) throws {
+        try store.database.prepare("UPDATE entries SET encoded = ? WHERE position = ?")
+            .bind([.blob(bytes), .integer(Int64(position))]).run()
+    }
+
     static func copy(_ entry: LedgerEntry, id: [UInt8]? = nil, category: String? = nil, note: String? = nil, time: Int64? = nil,
                      payload: [UInt8]? = nil, previous: [UInt8]? = nil, position: UInt64? = nil, counterparty: [UInt8]? = nil) throws -> LedgerEntry {
         try LedgerEntry(position: position ?? entry.position, id: id ?? entry.id, kind: entry.kind, flags: entry.flags, amount: entry.amount,
@@ -175,12 +181,12 @@ struct TamperTests {
         var flips = 0
         for position in 0..<size {
             let original = try #require(try store.entry(at: position)).encoded
-            let culprits = ["entry \(position) ", "entry \(position)'s ", "entry \(position + 1) ", "checkpoint \(position + 1) ",
-                            "checkpoint \(position + 1)'s "]
+            let culprits = ["entry \(position) ", "entry \(position)'s ", "entry \(position + 1) ",
+                            "checkpoint \(position + 1) ", "checkpoint \(position + 1)'s "]
             for offset in original.indices {
                 var bytes = original
                 bytes[offset] ^= 0x01
-                try store.database.prepare("UPDATE entries SET encoded = ? WHERE position = ?").bind([.blob(bytes), .integer(Int64(position))]).run()
+                try Self.setEncoded(store, position: position, bytes)
                 // A flip that breaks the encoding's framing makes the read itself throw, naming the entry.
                 let problem: String?
                 do {
@@ -192,7 +198,7 @@ struct TamperTests {
                         "flip at entry \(position) byte \(offset): \(problem ?? "went unnoticed")")
                 flips += 1
             }
-            try store.database.prepare("UPDATE entries SET encoded = ? WHERE position = ?").bind([.blob(original), .integer(Int64(position))]).run()
+            try Self.setEncoded(store, position: position, original)
         }
         #expect(flips > 500, "every byte of \(size) entries")
         #expect(try LedgerVerifier.verify(store, walletID: walletID).isValid, "the untouched ledger verifies")

@@ -139,7 +139,8 @@ struct WalletTests {
         let database = try #require(FileManager.default.contents(atPath: test.paths.database))
         // The database itself does not open with another key: SQLCipher cannot read its first page.
         #expect(throws: StoreError(.corrupted, "")) {
-            try LedgerStore.open(path: test.paths.database, key: other, expectedSalt: wrapped.databaseSalt, walletID: walletID)
+            try LedgerStore.open(path: test.paths.database, key: other, expectedSalt: wrapped.databaseSalt,
+                                 walletID: walletID)
         }
         // A wrapped-key file that hands the wallet's own token another key (its key-check matches that key)
         // gets as far as the database, which refuses it, and nothing is written.

@@ -29,7 +29,8 @@ struct ReturnValueTests {
         #expect(header.count > 80, "the header was read: \(header.count) CKR_ values")
         #expect(ReturnValue.entries.count > 60)
         for entry in ReturnValue.entries {
-            #expect(header[entry.name] == entry.value, "\(entry.name) is \(String(entry.value, radix: 16)) in the table")
+            let hex = String(entry.value, radix: 16)
+            #expect(header[entry.name] == entry.value, "\(entry.name) is 0x\(hex) in the table")
             #expect(ReturnValue.name(entry.value) == entry.name)
             #expect(!entry.sentence.isEmpty)
         }

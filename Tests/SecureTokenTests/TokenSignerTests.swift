@@ -174,7 +174,8 @@ struct TokenSignerTests {
             let session = try fresh.session()
             _ = try session.sign(digest: digest, key: key)
             held.append(session)
-            #expect(fresh.token.probedOpenSessionCountForTesting() == before + count, "\(count) held sessions are counted")
+            let counted = fresh.token.probedOpenSessionCountForTesting()
+            #expect(counted == before + count, "\(count) held sessions are counted, not \(counted)")
         }
         for session in held { session.close() }
         held = []
