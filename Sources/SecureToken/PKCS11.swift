@@ -8,40 +8,45 @@ import Synchronization
 typealias ObjectHandle = UInt
 typealias SlotID = UInt
 
-/// PKCS#11 constants used by the wallet, by their C names (PKCS#11 2.40).
+/// PKCS#11 constants used by the wallet: the header's own constants (p11-kit's pkcs11.h, PKCS#11 2.40),
+/// so no number is copied by hand.
 enum CK {
-    static let userSO: UInt = 0, user: UInt = 1, contextSpecific: UInt = 2
-    static let classPublicKey: UInt = 2, classPrivateKey: UInt = 3, classData: UInt = 0, classSecretKey: UInt = 4
-    static let keyTypeEC: UInt = 3, keyTypeGenericSecret: UInt = 0x10
-    static let mechanismECKeyPairGen: UInt = 0x1040, mechanismECDSA: UInt = 0x1041
-    static let mechanismECDH1Derive: UInt = 0x1050
-    static let keyTypeRSA: UInt = 0x0, mechanismRSAKeyPairGen: UInt = 0x0, mechanismRSAOAEP: UInt = 0x9
-    static let mechanismSHA256: UInt = 0x250, mgf1SHA256: UInt = 0x2, oaepSourceDataSpecified: UInt = 0x1
-    static let kdfNull: UInt = 1
-    static let sessionSerial: UInt = 0x4, sessionReadWrite: UInt = 0x2
-    static let osLockingOK: UInt = 0x2
+    static let userSO = CKU_SO, user = CKU_USER, contextSpecific = CKU_CONTEXT_SPECIFIC
+    static let classPublicKey = CKO_PUBLIC_KEY, classPrivateKey = CKO_PRIVATE_KEY, classData = CKO_DATA
+    static let classSecretKey = CKO_SECRET_KEY
+    static let keyTypeEC = CKK_EC, keyTypeGenericSecret = CKK_GENERIC_SECRET
+    static let mechanismECKeyPairGen = CKM_EC_KEY_PAIR_GEN, mechanismECDSA = CKM_ECDSA
+    static let mechanismECDH1Derive = CKM_ECDH1_DERIVE
+    static let keyTypeRSA = CKK_RSA, mechanismRSAKeyPairGen = CKM_RSA_PKCS_KEY_PAIR_GEN
+    static let mechanismRSAOAEP = CKM_RSA_PKCS_OAEP
+    static let mechanismSHA256 = CKM_SHA256, mgf1SHA256 = CKG_MGF1_SHA256, oaepSourceDataSpecified = CKZ_DATA_SPECIFIED
+    static let kdfNull = CKD_NULL
+    static let sessionSerial = CKF_SERIAL_SESSION, sessionReadWrite = CKF_RW_SESSION
+    static let osLockingOK = CKF_OS_LOCKING_OK
+    /// CK_UNAVAILABLE_INFORMATION, ~0; the header spells it as a cast Swift does not import.
     static let unavailableInformation = UInt.max
 }
 
-/// Attribute types, by their C names.
+/// Attribute types: the header's CKA_ constants.
 enum Attribute {
-    static let `class`: UInt = 0x0, token: UInt = 0x1, `private`: UInt = 0x2, label: UInt = 0x3
-    static let application: UInt = 0x10, value: UInt = 0x11
-    static let keyType: UInt = 0x100, id: UInt = 0x102, sensitive: UInt = 0x103, encrypt: UInt = 0x104
-    static let decrypt: UInt = 0x105, wrap: UInt = 0x106, unwrap: UInt = 0x107, sign: UInt = 0x108
-    static let signRecover: UInt = 0x109, verify: UInt = 0x10a, derive: UInt = 0x10c
-    static let valueLength: UInt = 0x161, extractable: UInt = 0x162, local: UInt = 0x163
-    static let neverExtractable: UInt = 0x164, alwaysSensitive: UInt = 0x165, modifiable: UInt = 0x170
-    static let ecParams: UInt = 0x180, ecPoint: UInt = 0x181, alwaysAuthenticate: UInt = 0x202
-    static let modulus: UInt = 0x120, modulusBits: UInt = 0x121, publicExponent: UInt = 0x122
+    static let `class` = CKA_CLASS, token = CKA_TOKEN, `private` = CKA_PRIVATE, label = CKA_LABEL
+    static let application = CKA_APPLICATION, value = CKA_VALUE
+    static let keyType = CKA_KEY_TYPE, id = CKA_ID, sensitive = CKA_SENSITIVE, encrypt = CKA_ENCRYPT
+    static let decrypt = CKA_DECRYPT, wrap = CKA_WRAP, unwrap = CKA_UNWRAP, sign = CKA_SIGN
+    static let signRecover = CKA_SIGN_RECOVER, verify = CKA_VERIFY, derive = CKA_DERIVE
+    static let valueLength = CKA_VALUE_LEN, extractable = CKA_EXTRACTABLE, local = CKA_LOCAL
+    static let neverExtractable = CKA_NEVER_EXTRACTABLE, alwaysSensitive = CKA_ALWAYS_SENSITIVE
+    static let modifiable = CKA_MODIFIABLE
+    static let ecParams = CKA_EC_PARAMS, ecPoint = CKA_EC_POINT, alwaysAuthenticate = CKA_ALWAYS_AUTHENTICATE
+    static let modulus = CKA_MODULUS, modulusBits = CKA_MODULUS_BITS, publicExponent = CKA_PUBLIC_EXPONENT
 }
 
-/// Token flags, by their C names.
+/// Token flags: the header's CKF_ constants.
 enum TokenFlag {
-    static let loginRequired: UInt = 0x4, userPINInitialized: UInt = 0x8
-    static let protectedAuthenticationPath: UInt = 0x100, tokenInitialized: UInt = 0x400
-    static let userPINCountLow: UInt = 0x10000, userPINFinalTry: UInt = 0x20000
-    static let userPINLocked: UInt = 0x40000, userPINToBeChanged: UInt = 0x80000
+    static let loginRequired = CKF_LOGIN_REQUIRED, userPINInitialized = CKF_USER_PIN_INITIALIZED
+    static let protectedAuthenticationPath = CKF_PROTECTED_AUTHENTICATION_PATH, tokenInitialized = CKF_TOKEN_INITIALIZED
+    static let userPINCountLow = CKF_USER_PIN_COUNT_LOW, userPINFinalTry = CKF_USER_PIN_FINAL_TRY
+    static let userPINLocked = CKF_USER_PIN_LOCKED, userPINToBeChanged = CKF_USER_PIN_TO_BE_CHANGED
 }
 
 /// One attribute value for a template.
@@ -150,7 +155,7 @@ final class Module: @unchecked Sendable {
             let value = functions.pointee.C_Initialize(&arguments)
             switch value {
             case ReturnValue.ok: initializedHere = true
-            case 0x191: initializedHere = false  // CKR_CRYPTOKI_ALREADY_INITIALIZED: someone else owns it
+            case ReturnValue.cryptokiAlreadyInitialized: initializedHere = false  // someone else owns it
             default: throw pkcs11Error("C_Initialize of \(name)", value)
             }
         }
@@ -232,11 +237,14 @@ final class Module: @unchecked Sendable {
         try check("C_CloseAllSessions", functions.pointee.C_CloseAllSessions(slot))
     }
 
-    /// How many session handles up to `handleMax` the module says are open (C_GetSessionInfo succeeds),
-    /// for tokens such as SoftHSM that do not report ulSessionCount. Tests use it to find leaks.
-    func probeOpenSessions(handleMax: UInt) -> Int {
+    /// How many session handles up to `handleMax` the module says are open on `slot` (C_GetSessionInfo
+    /// succeeds and names the slot), for tokens such as SoftHSM that do not report ulSessionCount. Tests
+    /// use it to find leaks; counting one slot keeps other tests' tokens on the same module out of it.
+    func probeOpenSessions(_ slot: SlotID, handleMax: UInt) -> Int {
         var info = CK_SESSION_INFO()
-        return (1...handleMax).filter { functions.pointee.C_GetSessionInfo($0, &info) == ReturnValue.ok }.count
+        return (1...handleMax).filter {
+            functions.pointee.C_GetSessionInfo($0, &info) == ReturnValue.ok && info.slotID == slot
+        }.count
     }
 
     /// The function list, for the C baseline benchmark in this module only.
@@ -320,7 +328,10 @@ final class SessionHandle {
     func attribute(_ object: ObjectHandle, _ type: UInt) throws -> [UInt8]? {
         var probe = CK_ATTRIBUTE(type: type, pValue: nil, ulValueLen: 0)
         let first = module.list.C_GetAttributeValue(handle, object, &probe, 1)
-        if first == 0x11 || first == 0x12 || probe.ulValueLen == CK.unavailableInformation { return nil }
+        if first == CKR_ATTRIBUTE_SENSITIVE || first == CKR_ATTRIBUTE_TYPE_INVALID
+            || probe.ulValueLen == CK.unavailableInformation {
+            return nil
+        }
         try check("C_GetAttributeValue", first)
         var buffer = [UInt8](repeating: 0, count: Int(probe.ulValueLen))
         let value: UInt = buffer.withUnsafeMutableBytes { bytes in

@@ -35,7 +35,8 @@ public enum PINState: String, Sendable, Codable {
             throw TokenError(.pinUnavailable, "the token \"\(tokenLabel)\" has no user PIN set; initialize it with the token's own tool")
         case .locked:
             throw TokenError(.pinLocked, "the user PIN of \"\(tokenLabel)\" is locked after too many wrong tries; "
-                + (unblockAdvice ?? UnblockAdvice.generic) + ", then try again", returnValueName: "CKR_PIN_LOCKED")
+                + (unblockAdvice ?? UnblockAdvice.generic) + ", then try again",
+                             returnValueName: ReturnValue.name(ReturnValue.pinLocked))
         case .finalTry:
             guard confirmedFinalTry else {
                 throw TokenError(.pinFinalTry, "the token \"\(tokenLabel)\" has ONE PIN try left; a wrong PIN now locks it. "
@@ -133,8 +134,9 @@ public final class Token: @unchecked Sendable {
             && same(uri.slotManufacturer, slotInfo.slotManufacturer)
     }
 
-    /// Loses every session on the token, as a removal would. For tests of recovery from lost sessions.
-    public func dropAllSessionsForTesting() throws { try module.closeAllSessions(slot) }
+    /// Loses every session on the token, as a removal would. For tests of recovery from lost sessions
+    /// (`@testable import`); internal, so no production caller can drop a token's sessions.
+    func dropAllSessionsForTesting() throws { try module.closeAllSessions(slot) }
 }
 
 /// The process's loaded modules. Each module is loaded and initialized at most once per process.
@@ -293,8 +295,9 @@ extension Token {
         }
     }
 
-    /// Open sessions of this process on the module, counted by probing handles (tests only).
-    public func probedOpenSessionCountForTesting(handleMax: UInt = 100_000) -> Int {
-        module.probeOpenSessions(handleMax: handleMax)
+    /// Open sessions of this process on this token, counted by probing handles (tests only, through
+    /// `@testable import`).
+    func probedOpenSessionCountForTesting(handleMax: UInt = 100_000) -> Int {
+        module.probeOpenSessions(slot, handleMax: handleMax)
     }
 }

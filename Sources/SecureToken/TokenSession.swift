@@ -145,15 +145,15 @@ public final class TokenSession: @unchecked Sendable {
         let fresh = try token.module.openSession(token.slot, readWrite: true)
         let value = try fresh.login(userType: CK.user, pin: pin)
         switch value {
-        case ReturnValue.ok, 0x100:  // CKR_USER_ALREADY_LOGGED_IN: another session of ours holds the login
+        case ReturnValue.ok, ReturnValue.userAlreadyLoggedIn:  // another session of ours holds the login
             break
-        case 0xa0:
+        case ReturnValue.pinIncorrect:
             pin.discard()
             throw pkcs11Error("C_Login", value)
-        case 0xa4:  // CKR_PIN_LOCKED: the wrong PIN that locked it, or a token that sets no flags (a TPM)
+        case ReturnValue.pinLocked:  // the wrong PIN that locked it, or a token that sets no flags (a TPM)
             pin.discard()
             throw TokenError(.pinLocked, "the user PIN of \"\(token.label)\" is locked; \(token.unblockAdvice), then try again",
-                             returnValueName: "CKR_PIN_LOCKED")
+                             returnValueName: ReturnValue.name(ReturnValue.pinLocked))
         default:
             throw pkcs11Error("C_Login", value)
         }
@@ -229,8 +229,9 @@ public final class TokenSession: @unchecked Sendable {
             do {
                 (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
                                                                               privateTemplate: privateTemplate)
-            } catch let error as TokenError where ["CKR_GENERAL_ERROR", "CKR_TEMPLATE_INCONSISTENT",
-                                                   "CKR_ATTRIBUTE_VALUE_INVALID"].contains(error.returnValueName) {
+            } catch let error as TokenError where [ReturnValue.generalError, ReturnValue.templateInconsistent,
+                                                   ReturnValue.attributeValueInvalid].map(ReturnValue.name)
+                                                   .contains(error.returnValueName) {
                 (publicHandle, privateHandle) = try session.generateECKeyPair(
                     publicTemplate: withoutNegativeUsages(publicTemplate), privateTemplate: withoutNegativeUsages(privateTemplate))
             }
@@ -421,11 +422,11 @@ public final class TokenSession: @unchecked Sendable {
         var restarted = false
         while true {
             let initValue = session.signInitECDSA(handle)
-            if initValue == 0x90 {
+            if initValue == ReturnValue.operationActive {
                 // CKR_OPERATION_ACTIVE: a TPM token leaves a failed operation behind; only a new session clears it.
                 loseSessionLocked()
                 throw TokenError(.pkcs11, "C_SignInit: an earlier operation was still active on the session; "
-                    + "the session was reopened, retry", returnValueName: "CKR_OPERATION_ACTIVE")
+                    + "the session was reopened, retry", returnValueName: ReturnValue.name(ReturnValue.operationActive))
             }
             try check("C_SignInit", initValue)
             var contextLoginSucceeded = false
@@ -437,7 +438,7 @@ public final class TokenSession: @unchecked Sendable {
                 switch loginValue {
                 case ReturnValue.ok:
                     contextLoginSucceeded = true
-                case 0x100:
+                case ReturnValue.userAlreadyLoggedIn:
                     // CKR_USER_ALREADY_LOGGED_IN: the token does not enforce the per-signature login.
                     guard policy.allowUnenforcedPIN else {
                         loseSessionLocked()  // a new session ends the sign operation that C_SignInit began
@@ -445,9 +446,9 @@ public final class TokenSession: @unchecked Sendable {
                             + "signature (its per-signature C_Login says the user is already logged in), so after one "
                             + "login anything in this process could sign; nothing was signed. Pass "
                             + "--allow-unenforced-pin to use it anyway without that guarantee",
-                            returnValueName: "CKR_USER_ALREADY_LOGGED_IN")
+                            returnValueName: ReturnValue.name(ReturnValue.userAlreadyLoggedIn))
                     }
-                case 0xa0:
+                case ReturnValue.pinIncorrect:
                     pin.discard()
                     loseSessionLocked()
                     throw pkcs11Error("C_Login (per-signature)", loginValue)
@@ -457,7 +458,7 @@ public final class TokenSession: @unchecked Sendable {
                 }
             }
             let (signValue, signature) = session.sign(digest, signatureByteCount: 2 * P256.scalarByteCount)
-            if signValue == 0x101 && contextLoginSucceeded && !restarted {
+            if signValue == ReturnValue.userNotLoggedIn && contextLoginSucceeded && !restarted {
                 // CKR_USER_NOT_LOGGED_IN after a good context login: start over once from C_SignInit.
                 restarted = true
                 continue
@@ -557,7 +558,9 @@ public final class TokenSession: @unchecked Sendable {
     public var moduleCallCount: Int { token.module.callCount }
 
     /// Runs C_SignInit and C_Sign without the per-signature login, for the test that the token enforces it.
-    public func signWithoutContextLoginForTesting(key: TokenKey, digest: [UInt8]) throws {
+    /// Internal (tests reach it through `@testable import`): a public way to sign without the login
+    /// would undo what the login is for.
+    func signWithoutContextLoginForTesting(key: TokenKey, digest: [UInt8]) throws {
         try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id

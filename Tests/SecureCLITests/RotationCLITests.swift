@@ -91,16 +91,63 @@ struct RotationCLITests {
         #expect(try Run.program(Self.python, [Self.oracle, world.directory + "/bad.json"]).status == 1)
     }
 
+    static let softHSM = "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so"
+
+    /// The CKA_IDs of the private keys on a world's token, as pkcs11-tool (OpenSC, a PKCS#11 client
+    /// independent of the wallet) lists them after logging in. The slot is found by the exact label:
+    /// pkcs11-tool's --token-label also matches a longer label that starts with it ("alice-bk").
+    static func privateKeyIDs(_ world: World, token: String) throws -> Set<String> {
+        func tool(_ arguments: [String]) throws -> [Substring] {
+            let result = try Run.program("/usr/bin/pkcs11-tool", ["--module", softHSM] + arguments,
+                                         environment: world.environment, directory: world.directory)
+            guard result.status == 0 else { throw CLITests.CLIFailure("pkcs11-tool \(arguments): \(result.stderr)") }
+            return result.output.split(separator: "\n")
+        }
+        var slot: String?, slots: [String: String] = [:]
+        for line in try tool(["--list-token-slots"]) {
+            if line.hasPrefix("Slot "), let open = line.firstIndex(of: "("), let close = line.firstIndex(of: ")") {
+                slot = String(line[line.index(after: open)..<close])
+            } else if line.contains("token label"), let slot, let colon = line.firstIndex(of: ":") {
+                slots[line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)] = slot
+            }
+        }
+        guard let id = slots[token] else { throw CLITests.CLIFailure("no token labelled \(token) in \(slots)") }
+        let pin = try String(contentsOfFile: world.directory + "/toks/\(token).pin", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let listing = try tool(["--slot", id, "--login", "--pin", pin, "--list-objects", "--type", "privkey"])
+        return Set(listing.compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            return words.first == "ID:" && words.count == 2 ? String(words[1]) : nil
+        })
+    }
+
     @Test func destroyOldNeedsConfirmation() throws {
         let world = try World()
+        let tokens = ["alice", "alice-bk"]
+        func keys() throws -> Set<String> {
+            try tokens.reduce(into: Set<String>()) { all, token in
+                all.formUnion(try Self.privateKeyIDs(world, token: token).map { "\(token)/\($0)" })
+            }
+        }
+        let before = try keys()
+        #expect(before.count >= 2, "the wallet's keys are on its tokens: \(before)")
         let refused = try Run.program(Run.secure, ["keys", "rotate", "--destroy-old", "--backup-pin-source", "file:toks/alice-bk.pin"]
                                       + world.wallet("alice"), environment: world.environment.merging(["TERM": "dumb"]) { $1 },
                                       directory: world.directory)
         #expect(refused.status == 2 && refused.stderr.contains("confirmation"), "\(refused.stderr)")
+        #expect(try keys() == before, "a refused --destroy-old touches no key")
         let done = try world.run(["keys", "rotate", "--destroy-old", "--yes", "--json", "--backup-pin-source", "file:toks/alice-bk.pin"]
                                  + world.wallet("alice"))
         #expect(done.status == 0, "\(done.stderr)")
         let result = try JSONSerialization.jsonObject(with: Data(done.stdout)) as? [String: Any]
-        #expect(result?["destroyed"] as? Int == 2)
+        // The token's own listing, not the command's count, says what is gone.
+        let after = try keys()
+        let gone = before.subtracting(after)
+        #expect(gone.count == 2, "the retired keys are gone from the tokens: \(gone)")
+        #expect(result?["destroyed"] as? Int == gone.count)
+        #expect(!after.isEmpty && after.count + gone.count > before.count, "the new keys are there: \(after)")
+        // The wallet still signs and verifies with the keys that are left.
+        #expect(try world.run(["ledger", "verify"] + world.wallet("alice")).status == 0)
+        #expect(try world.run(["budget", "set", "food", "10.00 EUR"] + world.wallet("alice")).status == 0)
     }
 }

@@ -21,23 +21,32 @@ struct ManInTheMiddleTests {
         #expect(aliceSees.channelBinding != bobSees.channelBinding)
     }
 
-    /// The man in the middle must commit toward Bob before he sees Bob's contribution, and must send his
-    /// contribution to Alice before she reveals hers; so every SAS he could make Bob see is fixed by his
-    /// commitment and Bob's fresh randomness. Here he tries many contributions toward Alice after seeing
-    /// only her commitment: Alice's SAS changes with each, and none can be steered towards Bob's.
+    /// The man in the middle must commit toward Bob before he sees Bob's contribution. Were he free to pick
+    /// his contribution after Bob's hello, each choice would give Bob another SAS, and he could grind for the
+    /// one Alice sees. Here he commits with one contribution and, after Bob's hello, reveals another (a reveal
+    /// that is well formed and completes a handshake with its own commitment): Bob refuses every one as a
+    /// commitment mismatch. Without the commitment check Bob would go on and the handshake would fail later
+    /// (or not at all), so this test fails.
     @Test func commitmentFixesTheSASBeforeTheRevealIsKnown() throws {
-        var towardBob = Initiator(privateKey: fixedKey(60), random: fixedRandom(60))
-        var bob = Responder(privateKey: fixedKey(2), random: fixedRandom(2))
-        let bobSAS = try #require(try drive(&towardBob, &bob).responder).summary.sas
-        var aliceSASes: Set<[UInt8]> = []
+        var committed = Initiator(privateKey: fixedKey(60), random: fixedRandom(60))
+        var honestBob = Responder(privateKey: fixedKey(2), random: fixedRandom(2))
+        let bobSAS = try #require(try drive(&committed, &honestBob).responder).summary.sas
+        var steered: Set<[UInt8]> = [bobSAS.value]
         for attempt in UInt8(0)..<8 {
-            var alice = Initiator(privateKey: fixedKey(1), random: fixedRandom(1))
-            var towardAlice = Responder(privateKey: fixedKey(50), random: fixedRandom(attempt))
-            let sas = try #require(try drive(&alice, &towardAlice).initiator).summary.sas
-            aliceSASes.insert(sas.value)
-            #expect(sas.digits != bobSAS.digits, "attempt \(attempt)")
+            // The reveal he would like to send: another contribution, run against a twin of Bob (same key,
+            // same hello), where it completes and gives Bob another SAS.
+            var chosen = Initiator(privateKey: fixedKey(60), random: fixedRandom(100 &+ attempt))
+            var twinOfBob = Responder(privateKey: fixedKey(2), random: fixedRandom(2))
+            let alternative = try drive(&chosen, &twinOfBob)
+            steered.insert(try #require(alternative.responder, "attempt \(attempt)").summary.sas.value)
+            // Sent in place of the reveal that matches his commitment, it is refused.
+            var towardBob = Initiator(privateKey: fixedKey(60), random: fixedRandom(60))
+            var bob = Responder(privateKey: fixedKey(2), random: fixedRandom(2))
+            #expect(throws: ChannelError(.commitmentMismatch, ""), "attempt \(attempt)") {
+                _ = try drive(&towardBob, &bob) { index, body in index == 2 ? alternative.messages[2] : body }
+            }
         }
-        #expect(aliceSASes.count == 8)
+        #expect(steered.count == 9, "each reveal would have given Bob another SAS")
     }
 
     /// Everything after the reveal (the ciphertexts, hence the shared secrets, transcript and MACs) may be

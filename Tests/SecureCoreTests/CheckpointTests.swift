@@ -74,7 +74,8 @@ struct CheckpointTests {
         #expect(!SignedCheckpoint(checkpoint: checkpoint, signature: fileSignature).isSelfConsistent)
     }
 
-    @Test("the encoding round-trips; truncations are short, extensions and flips never trap")
+    @Test(
+        "round-trips; truncations are short; extensions refused; bit 2 flipped anywhere leaves no valid checkpoint")
     func encoding() throws {
         let signed = try CheckpointTests.ledger().checkpoint()
         let bytes = signed.encoded
@@ -176,7 +177,7 @@ struct ForkEvidenceTests {
         #expect(reason(outOfRange.verify()) == .indexOutOfRange)
     }
 
-    @Test("evidence round-trips through its encoding; truncations are short and flips never trap or prove")
+    @Test("evidence round-trips; truncations are short; bit 4 flipped in any byte is refused or proves nothing")
     func encoding() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 1)
         let evidence = ForkEvidence.conflictingLeaves(
@@ -191,12 +192,25 @@ struct ForkEvidenceTests {
         for length in 0..<bytes.count {
             #expect(try ForkEvidence.decode(Array(bytes.prefix(length))) == nil, "case length \(length)")
         }
-        for index in stride(from: 0, to: bytes.count, by: 3) {
+        var refused = 0, notProven = 0
+        var stillProven: [Int] = []
+        for index in bytes.indices {
             var flipped = bytes
             flipped[index] ^= 0x10
-            // A flip may leave a proof (in the second leaf's unsigned bytes, say) but must never trap.
-            _ = try? ForkEvidence.decode(flipped)?.verify()
+            do {
+                guard let decoded = try ForkEvidence.decode(flipped) else {
+                    refused += 1  // a length grew past the end
+                    continue
+                }
+                #expect(decoded != evidence, "a flip at byte \(index) decoded to the same evidence")
+                if decoded.verify().isProven { stillProven.append(index) } else { notProven += 1 }
+            } catch is FormatError {
+                refused += 1
+            }
         }
+        #expect(stillProven.isEmpty, "flips at bytes \(stillProven) still prove a fork")
+        #expect(refused > 0 && notProven > 0 && refused + notProven == bytes.count,
+                "refused \(refused), not proven \(notProven)")
         let typeA = ForkEvidence.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint())
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }

@@ -58,7 +58,7 @@ struct PeerMessageTests {
         ]
     }
 
-    @Test("every message round-trips; every truncation is short; every extension and flip is safe")
+    @Test("every message round-trips; truncations short; extensions refused; top-bit flips refused or another message")
     func sweep() throws {
         for message in try PeerMessageTests.samples() {
             #expect(try PeerMessage.decode(message.encoded) == message, "\(message.name)")

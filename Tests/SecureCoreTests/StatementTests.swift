@@ -76,7 +76,7 @@ struct VoucherTests {
         #expect(wallet.balance() == Fixture.eur(0))
     }
 
-    @Test("voucher encodings: truncations are short, extensions refused, flips never trap")
+    @Test("voucher encodings: truncations are short, extensions refused, top-bit flips refused or another value")
     func encoding() throws {
         let issuer = try SoftwareSigner()
         let signed = try Voucher(
@@ -249,7 +249,8 @@ struct TransferTests {
         #expect(fileDraft.flags == .withoutProximity)
     }
 
-    @Test("transfer, receipt and refusal encodings: truncations short, extensions refused, flips never trap")
+    @Test(
+        "transfer, receipt, refusal encodings: truncations short, extensions refused, top-bit flips refused or differ")
     func encodings() throws {
         var (payer, payee) = try TransferTests.wallets()
         let transfer = try payer.pay(payee.walletID, units: 100, proximity: .spatialProof(digest: Fixture.bytes(1, 32)),

@@ -96,10 +96,12 @@ struct TestWallet {
     }
 }
 
-/// Every strict prefix of a valid encoding decodes to nil or throws; every extension throws; and no byte
-/// flip traps. `decode` must accept the full encoding.
-func sweepEncoding<T>(_ bytes: [UInt8], _ name: String, decode: ([UInt8]) throws -> T?) {
-    #expect((try? decode(bytes)) != nil, "\(name): the full encoding decodes")
+/// Every strict prefix of a valid encoding decodes to nil or throws; every extension throws; and the top
+/// bit of every byte flipped is refused (a `FormatError`, or nil when a length grew past the end) or
+/// decodes to another value: no two encodings give one value. `decode` must accept the full encoding.
+func sweepEncoding<T: Equatable>(_ bytes: [UInt8], _ name: String, decode: ([UInt8]) throws -> T?) {
+    let original = try? decode(bytes)
+    #expect(original != nil, "\(name): the full encoding decodes")
     for length in 0..<bytes.count {
         let result = Result { try decode(Array(bytes.prefix(length))) }
         if case .success(let value) = result, value != nil {
@@ -110,6 +112,11 @@ func sweepEncoding<T>(_ bytes: [UInt8], _ name: String, decode: ([UInt8]) throws
     for index in bytes.indices {
         var flipped = bytes
         flipped[index] ^= 0x80
-        _ = try? decode(flipped)
+        do {
+            let decoded = try decode(flipped)
+            #expect(decoded == nil || decoded != original, "\(name): a flip at byte \(index) decoded to the same value")
+        } catch {
+            #expect(error is FormatError, "\(name): a flip at byte \(index) threw \(error)")
+        }
     }
 }

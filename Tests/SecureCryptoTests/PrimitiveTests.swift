@@ -108,10 +108,12 @@ struct AESGCMTests {
 
     @Test func everyFlippedBitIsRefused() {
         for index in 0..<sealed.count {
-            var tampered = sealed
-            tampered[index] ^= 0x01
-            #expect(throws: CryptoError(.authenticationFailed, "")) {
-                try AES256GCM.open(tampered, key: key, nonce: nonce, associatedData: associatedData)
+            for bit in 0..<8 {
+                var tampered = sealed
+                tampered[index] ^= 1 << bit
+                #expect(throws: CryptoError(.authenticationFailed, ""), "byte \(index) bit \(bit)") {
+                    try AES256GCM.open(tampered, key: key, nonce: nonce, associatedData: associatedData)
+                }
             }
         }
         #expect(throws: CryptoError(.authenticationFailed, "")) {

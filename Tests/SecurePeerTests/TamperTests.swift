@@ -27,15 +27,52 @@ struct TamperTests {
         return (test, store)
     }
 
-    /// Whether the tampered wallet is caught: it fails to open, opens locked, or fails verification.
-    static func isDetected(_ test: TestWallet) -> Bool {
+    /// How a tampered wallet was caught. Every test names the one outcome it expects, so a wallet that
+    /// fails for some other reason (a token error, a bug in the test's own tampering) does not pass.
+    enum Outcome: Equatable, CustomStringConvertible {
+        /// Opening threw an error with this code (the case name of the error's `code`).
+        case refused(code: String)
+        /// The wallet opened locked, for this reason.
+        case locked(WalletLockReason)
+        /// The wallet opened unlocked and `ledger verify` found these problems.
+        case failsVerification(problems: [String])
+        /// Nothing noticed.
+        case undetected
+
+        var description: String {
+            switch self {
+            case .refused(let code): return "refused to open (\(code))"
+            case .locked(let reason): return "locked: \(reason)"
+            case .failsVerification(let problems): return "fails verification: \(problems)"
+            case .undetected: return "undetected"
+            }
+        }
+
+        /// The first problem `ledger verify` reported, if that is how the wallet was caught.
+        var firstProblem: String? {
+            if case .failsVerification(let problems) = self { return problems.first }
+            return nil
+        }
+    }
+
+    /// The code of a thrown error by its case name (`corrupted`), whichever error type carries it.
+    static func codeName(_ error: any Error) -> String {
+        guard let code = Mirror(reflecting: error).children.first(where: { $0.label == "code" })?.value else {
+            return "\(type(of: error)): \(error)"
+        }
+        return "\(code)"
+    }
+
+    /// Reopens the tampered wallet and says how it was caught.
+    static func outcome(_ test: TestWallet) -> Outcome {
         do {
             let wallet = try test.reopen()
             defer { test.close() }
-            if wallet.lockReason != nil { return true }
-            return !(try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID).isValid)
+            if let reason = wallet.lockReason { return .locked(reason) }
+            let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)
+            return report.isValid ? .undetected : .failsVerification(problems: report.problems)
         } catch {
-            return true
+            return .refused(code: codeName(error))
         }
     }
 
@@ -48,6 +85,12 @@ struct TamperTests {
                    .integer(Int64(position))]).run()
     }
 
+    /// Overwrites entry `position`'s encoding only, leaving its id, link and leaf columns as they were.
+    static func setEncoded(_ store: LedgerStore, position: UInt64, _ bytes: [UInt8]) throws {
+        try store.database.prepare("UPDATE entries SET encoded = ? WHERE position = ?")
+            .bind([.blob(bytes), .integer(Int64(position))]).run()
+    }
+
     static func copy(_ entry: LedgerEntry, id: [UInt8]? = nil, category: String? = nil, note: String? = nil, time: Int64? = nil,
                      payload: [UInt8]? = nil, previous: [UInt8]? = nil, position: UInt64? = nil, counterparty: [UInt8]? = nil) throws -> LedgerEntry {
         try LedgerEntry(position: position ?? entry.position, id: id ?? entry.id, kind: entry.kind, flags: entry.flags, amount: entry.amount,
@@ -56,7 +99,11 @@ struct TamperTests {
                         previousLink: previous ?? entry.previousLink)
     }
 
-    @Test("changing one field of an entry is detected", arguments: ["id", "category", "note", "time", "payload", "link", "counterparty"])
+    /// A changed entry 2 still matches the tree peaks kept in the database, so the wallet opens; `ledger
+    /// verify` replays the chain and stops at the first entry that breaks it: entry 2 itself when its link
+    /// to entry 1 changed, otherwise entry 3, whose link to entry 2 no longer matches.
+    @Test("changing one field of an entry fails verification at that entry or the next",
+          arguments: ["id", "category", "note", "time", "payload", "link", "counterparty"])
     func changeOneField(_ field: String) throws {
         let (test, store) = try Self.prepared("field-\(field)")
         try Self.rewrite(store, position: 2) { entry in
@@ -73,30 +120,36 @@ struct TamperTests {
             default: return try Self.copy(entry, counterparty: [1, 2, 3])
             }
         }
-        #expect(Self.isDetected(test))
+        let outcome = Self.outcome(test)
+        let culprit = field == "link" ? "entry 2 " : "entry 3 "
+        #expect(outcome.firstProblem?.hasPrefix(culprit + "breaks a ledger rule") == true, "\(field): \(outcome)")
     }
 
-    @Test func deletedRowIsDetected() throws {
+    @Test func deletedRowFailsVerificationAtTheGap() throws {
+        // The tree peaks kept in the database do not change, so the wallet opens; the replay finds the gap.
         let (test, store) = try Self.prepared("delete")
         try store.database.execute("DELETE FROM entries WHERE position = 2")
-        #expect(Self.isDetected(test))
+        let outcome = Self.outcome(test)
+        #expect(outcome.firstProblem == "entry 2 does not decode or is out of place", "\(outcome)")
     }
 
-    @Test func reorderedRowsAreDetected() throws {
+    @Test func reorderedRowsFailVerificationAtTheFirst() throws {
         let (test, store) = try Self.prepared("reorder")
         let two = try #require(try store.entry(at: 2)), three = try #require(try store.entry(at: 3))
         try Self.rewrite(store, position: 2) { _ in try Self.copy(three, position: 2) }
         try Self.rewrite(store, position: 3) { _ in try Self.copy(two, position: 3) }
-        #expect(Self.isDetected(test))
+        let outcome = Self.outcome(test)
+        #expect(outcome.firstProblem?.hasPrefix("entry 2 breaks a ledger rule") == true, "\(outcome)")
     }
 
-    @Test func truncationIsDetected() throws {
+    @Test func truncationIsRefusedAsCorrupted() throws {
+        // The tree peaks kept in the database still cover 5 entries; the entries and checkpoints cover 3.
         let (test, store) = try Self.prepared("truncate")
         try store.database.execute("DELETE FROM entries WHERE position >= 3; DELETE FROM checkpoints WHERE size > 3")
-        #expect(Self.isDetected(test))
+        #expect(Self.outcome(test) == .refused(code: "corrupted"))
     }
 
-    @Test func truncationWithRewrittenPeaksIsDetected() throws {
+    @Test func truncationWithRewrittenPeaksLocksBehindTheAnchor() throws {
         let (test, store) = try Self.prepared("truncate-peaks")
         try store.database.execute("DELETE FROM entries WHERE position >= 3; DELETE FROM checkpoints WHERE size > 3")
         let peaks = MerkleTree(leafHashes: try store.leafHashes(to: 3))
@@ -104,33 +157,51 @@ struct TamperTests {
         for index in 0..<UInt64(3) { range.append(leafHash: peaks.leafHash(at: index)) }
         try store.database.prepare("UPDATE meta SET value = ? WHERE name = 'merkle-peaks'").bind([.blob(LedgerStore.encodePeaks(range))]).run()
         // The database is now a consistent older ledger; only the anchor on the token can tell.
-        #expect(Self.isDetected(test))
+        #expect(Self.outcome(test) == .locked(.behindAnchor(databaseSize: 3, anchorSize: 5)))
     }
 
-    @Test func forgedCheckpointIsDetected() throws {
+    @Test func forgedCheckpointIsRefusedAsCorrupted() throws {
         let (test, store) = try Self.prepared("forged")
         let latest = try #require(try store.latestCheckpoint())
         var bytes = latest.encoded
         bytes[bytes.count - 5] ^= 1
         try store.database.prepare("UPDATE checkpoints SET encoded = ? WHERE size = ?").bind([.blob(bytes), .integer(Int64(latest.size))]).run()
-        #expect(Self.isDetected(test))
+        #expect(Self.outcome(test) == .refused(code: "corrupted"))
     }
 
-    @Test func everyFieldEveryEntryAllCaught() throws {
-        // Exhaustive over positions: a single flipped byte in any entry's encoding (outside entry 0's
-        // signed event, which is checked on its own) is caught.
+    /// Every byte of every entry, entry 0's signed inception event included, flipped one at a time: `ledger
+    /// verify` on the raw database stops at the flipped entry (or, when the flip breaks its framing, fails to
+    /// read it), at the next one (whose link to it no longer matches), or at the checkpoint right after it
+    /// (the last entry has no next one).
+    @Test("a flip of any byte of any entry fails verification at that entry, the next, or its checkpoint")
+    func everyByteOfEveryEntryFlipped() throws {
         let (test, store) = try Self.prepared("flip")
+        let walletID = try WalletMetadata.load(test.paths).walletIDBytes
         let size = try store.size()
-        for position in 1..<size {
+        var flips = 0
+        for position in 0..<size {
             let original = try #require(try store.entry(at: position)).encoded
-            for offset in stride(from: 0, to: original.count, by: max(1, original.count / 12)) {
+            let culprits = ["entry \(position) ", "entry \(position)'s ", "entry \(position + 1) ",
+                            "checkpoint \(position + 1) ", "checkpoint \(position + 1)'s "]
+            for offset in original.indices {
                 var bytes = original
                 bytes[offset] ^= 0x01
-                try store.database.prepare("UPDATE entries SET encoded = ? WHERE position = ?").bind([.blob(bytes), .integer(Int64(position))]).run()
-                #expect(Self.isDetected(test), "flip at entry \(position) byte \(offset) went unnoticed")
-                try store.database.prepare("UPDATE entries SET encoded = ? WHERE position = ?").bind([.blob(original), .integer(Int64(position))]).run()
+                try Self.setEncoded(store, position: position, bytes)
+                // A flip that breaks the encoding's framing makes the read itself throw, naming the entry.
+                let problem: String?
+                do {
+                    problem = try LedgerVerifier.verify(store, walletID: walletID).problems.first
+                } catch {
+                    problem = "\(error)"
+                }
+                #expect(problem.map { problem in culprits.contains { problem.hasPrefix($0) } } == true,
+                        "flip at entry \(position) byte \(offset): \(problem ?? "went unnoticed")")
+                flips += 1
             }
+            try Self.setEncoded(store, position: position, original)
         }
-        #expect(!Self.isDetected(test), "the untouched ledger verifies")
+        #expect(flips > 500, "every byte of \(size) entries")
+        #expect(try LedgerVerifier.verify(store, walletID: walletID).isValid, "the untouched ledger verifies")
+        #expect(Self.outcome(test) == .undetected, "and opens unlocked")
     }
 }

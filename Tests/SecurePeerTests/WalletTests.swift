@@ -132,12 +132,31 @@ struct WalletTests {
         let key = try test.databaseKey()
         test.close()
         let other = SecretBytes(randomCount: 32)
-        let wrapped = try WrappedKeyFile(encoded: Array(FileManager.default.contents(atPath: test.paths.wrappedKey)!))
+        let original = try #require(FileManager.default.contents(atPath: test.paths.wrappedKey))
+        let wrapped = try WrappedKeyFile(encoded: Array(original))
         #expect(ConstantTime.equal(WrappedKeyFile.keyCheck(of: key), wrapped.keyCheck))
         #expect(!ConstantTime.equal(WrappedKeyFile.keyCheck(of: other), wrapped.keyCheck))
-        // The backup token's key-agreement key unwraps the same key; the main token's signing key is not a recipient.
+        let walletID = try WalletMetadata.load(test.paths).walletIDBytes
+        let database = try #require(FileManager.default.contents(atPath: test.paths.database))
+        // The database itself does not open with another key: SQLCipher cannot read its first page.
+        #expect(throws: StoreError(.corrupted, "")) {
+            try LedgerStore.open(path: test.paths.database, key: other, expectedSalt: wrapped.databaseSalt,
+                                 walletID: walletID)
+        }
+        // A wrapped-key file that hands the wallet's own token another key (its key-check matches that key)
+        // gets as far as the database, which refuses it, and nothing is written.
+        var impostor = WrappedKeyFile(walletID: walletID, key: other, databaseSalt: wrapped.databaseSalt)
+        for recipient in wrapped.recipients { try impostor.wrap(other, to: recipient.recipientKey) }
+        try Data(impostor.encoded).write(to: URL(fileURLWithPath: test.paths.wrappedKey))
+        #expect(throws: StoreError(.corrupted, "")) { try test.reopen() }
+        #expect(FileManager.default.contents(atPath: test.paths.database) == database, "a wrong key wrote nothing")
+        // The missing file is named as missing.
         try FileManager.default.removeItem(atPath: test.paths.wrappedKey)
         #expect(throws: StoreError(.wrappedKeyMissing, "")) { try test.reopen() }
+        // The right file opens the same database again.
+        try original.write(to: URL(fileURLWithPath: test.paths.wrappedKey))
+        #expect(try test.reopen().lockReason == nil)
+        test.close()
     }
 
     @Test func wrongTokenIsRefused() throws {

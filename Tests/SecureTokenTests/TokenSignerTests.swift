@@ -163,11 +163,23 @@ struct TokenSignerTests {
         let setup = try fresh.session()
         let key = try setup.generateKey(label: "k", usage: .sign)
         setup.close()
-        // SoftHSM does not report ulSessionCount, so the module is asked about every handle instead.
-        // Other tests run in parallel on other tokens of the same module, so this test runs its
-        // sessions serially and compares against a count taken while none of its own is open.
+        // SoftHSM does not report ulSessionCount, so the module is asked about every handle instead, and
+        // only sessions on this token's slot count: other tests use other tokens of the same module.
         let before = fresh.token.probedOpenSessionCountForTesting()
+        #expect(before == 0, "no session of this token is open yet")
         let digest = [UInt8](repeating: 9, count: 32)
+        // The positive control: sessions left open (leaked, for as long as they are held) are seen, one by one.
+        var held: [TokenSession] = []
+        for count in 1...3 {
+            let session = try fresh.session()
+            _ = try session.sign(digest: digest, key: key)
+            held.append(session)
+            let counted = fresh.token.probedOpenSessionCountForTesting()
+            #expect(counted == before + count, "\(count) held sessions are counted, not \(counted)")
+        }
+        for session in held { session.close() }
+        held = []
+        #expect(fresh.token.probedOpenSessionCountForTesting() == before, "closed sessions are gone")
         for _ in 0..<10 {
             let session = try fresh.session()
             for _ in 0..<200 { _ = try session.sign(digest: digest, key: key) }
@@ -176,7 +188,7 @@ struct TokenSignerTests {
         // Public reads open and close their own sessions too.
         for _ in 0..<100 { _ = try fresh.token.publicKeys() }
         let after = fresh.token.probedOpenSessionCountForTesting()
-        #expect(after <= before, "open sessions grew from \(before) to \(after)")
+        #expect(after == before, "open sessions went from \(before) to \(after)")
     }
 
     @Test func ecdhOnTheTokenMatchesBothSides() throws {
