@@ -1,3 +1,5 @@
+import SecureCrypto
+
 import Foundation
 
 /// The span a budget's limit applies to.
@@ -150,7 +152,7 @@ public enum BudgetVerdict: Hashable, Sendable {
 }
 
 /// An error in a budget's definition or use. Equality is by code.
-public struct BudgetError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct BudgetError: CodedError {
     /// Stable codes for the kinds of failure.
     public enum Code: String, Sendable {
         case invalidCategory = "invalid-category"
@@ -162,15 +164,14 @@ public struct BudgetError: Error, Equatable, CustomStringConvertible, Sendable {
     /// What kind of failure this is.
     public let code: Code
     /// A sentence a person can act on.
-    public let detail: String
+    public let message: String
 
     /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
-        self.detail = detail
+        self.message = message
     }
 
-    public var description: String { detail }
-
-    public static func == (lhs: BudgetError, rhs: BudgetError) -> Bool { lhs.code == rhs.code }
+    /// A budget is defined by the user's arguments, so a bad one is a usage error.
+    public var kind: FailureKind { .usage }
 }

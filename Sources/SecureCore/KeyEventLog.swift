@@ -228,7 +228,7 @@ public struct RetiredKeySignature: Hashable, Sendable {
 }
 
 /// Why a key event or log was refused. Equal by code.
-public struct KeyEventError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct KeyEventError: CodedError, Hashable {
     public enum Code: String, Sendable {
         case notInception = "not-inception", wrongWallet = "wrong-wallet", wrongSequence = "wrong-sequence"
         case brokenChain = "broken-chain", uncommittedKey = "uncommitted-key", badSignature = "bad-signature"
@@ -243,7 +243,8 @@ public struct KeyEventError: Error, Hashable, Sendable, CustomStringConvertible 
         self.message = message
     }
 
-    public var description: String { message }
-    public static func == (lhs: KeyEventError, rhs: KeyEventError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// A refused key event exits 1.
+    public var kind: FailureKind { .failure }
 }

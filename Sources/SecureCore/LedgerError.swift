@@ -1,6 +1,8 @@
+import SecureCrypto
+
 /// An error from a ledger rule: an entry that may not be appended, or a chain that does not hold
 /// together. Equality is by code. A failed `apply` leaves the state it was called on unchanged.
-public struct LedgerError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct LedgerError: CodedError {
     /// Stable codes for the kinds of failure.
     public enum Code: String, Sendable {
         /// An entry's fields break the rules of its kind.
@@ -38,15 +40,14 @@ public struct LedgerError: Error, Equatable, CustomStringConvertible, Sendable {
     /// What kind of failure this is.
     public let code: Code
     /// A sentence a person can act on.
-    public let detail: String
+    public let message: String
 
     /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
-        self.detail = detail
+        self.message = message
     }
 
-    public var description: String { detail }
-
-    public static func == (lhs: LedgerError, rhs: LedgerError) -> Bool { lhs.code == rhs.code }
+    /// A ledger rule the wallet broke is not one of the failures the command line names, so it exits 1.
+    public var kind: FailureKind { .failure }
 }

@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// A non-negative amount: a count of minor units of one currency. There is no floating point here and
 /// no trapping arithmetic: every operation that could overflow or go below zero throws instead.
 ///
@@ -75,7 +77,7 @@ extension Money: Comparable {
 }
 
 /// An error in an amount: its text, its arithmetic or its currency. Equality is by code.
-public struct MoneyError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct MoneyError: CodedError {
     /// Stable codes for the kinds of failure.
     public enum Code: String, Sendable {
         case empty = "empty"
@@ -97,17 +99,16 @@ public struct MoneyError: Error, Equatable, CustomStringConvertible, Sendable {
     /// What kind of failure this is.
     public let code: Code
     /// A sentence a person can act on.
-    public let detail: String
+    public let message: String
 
     /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
-        self.detail = detail
+        self.message = message
     }
 
-    public var description: String { detail }
-
-    public static func == (lhs: MoneyError, rhs: MoneyError) -> Bool { lhs.code == rhs.code }
+    /// Amounts come from the user's arguments, so a bad one is a usage error.
+    public var kind: FailureKind { .usage }
 }
 
 extension Money {

@@ -1,8 +1,8 @@
 internal import CLibCrypto
 
-/// An error from a cryptographic operation. Equality is by code; the detail carries OpenSSL's error
+/// An error from a cryptographic operation. Equality is by code; the message carries OpenSSL's error
 /// queue where OpenSSL was the cause, so a person can look the failure up.
-public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct CryptoError: CodedError {
     /// Stable codes for the kinds of failure callers tell apart.
     public enum Code: String, Sendable {
         case openSSL = "openssl"
@@ -18,17 +18,15 @@ public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
     /// What kind of failure this is.
     public let code: Code
     /// A sentence for a person, with OpenSSL's queue appended where there was one.
-    public let detail: String
+    public let message: String
 
     /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
-        self.detail = detail
+        self.message = message
     }
 
-    public var description: String { detail }
 
-    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
 
     /// Drains OpenSSL's thread-local error queue into an error, so the queue never leaks into a later call.
     static func openSSL(_ what: String, code: Code = .openSSL) -> CryptoError {
@@ -46,4 +44,7 @@ public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
 
     /// Empties OpenSSL's error queue when a failure was expected and handled.
     static func clearOpenSSLQueue() { ERR_clear_error() }
+
+    /// Cryptographic failures exit 1.
+    public var kind: FailureKind { .failure }
 }

@@ -22,7 +22,7 @@ public struct SignatureLabel: Hashable, Sendable, CustomStringConvertible {
     /// The digest a token signs for this label and payload: SHA-256(label ‖ 0x00 ‖ payload).
     public func digest(of payload: [UInt8]) -> [UInt8] {
         var hasher = SHA256.Hasher()
-        hasher.update(Array(rawValue.utf8) + [0])
+        hasher.update(DomainLabel.bytes(rawValue))
         hasher.update(payload)
         return hasher.finalize()
     }

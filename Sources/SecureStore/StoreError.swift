@@ -1,5 +1,7 @@
+import SecureCrypto
+
 /// An error from the wallet's storage. Equality is by code; the message says what to do.
-public struct StoreError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct StoreError: CodedError {
     /// Stable codes; the CLI maps each to a documented exit code.
     public enum Code: String, Sendable {
         case walletBusy = "wallet-busy"
@@ -27,7 +29,13 @@ public struct StoreError: Error, Equatable, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    public var description: String { message }
-
-    public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }
+    /// The documented exit code's kind for each code.
+    public var kind: FailureKind {
+        switch code {
+        case .walletBusy: .walletBusy
+        case .walletMissing, .wrappedKeyMissing, .walletExists: .walletMissing
+        case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew: .integrity
+        case .io, .sqlite, .anchorUnavailable: .failure
+        }
+    }
 }

@@ -299,7 +299,7 @@ public final class Wallet {
 }
 
 /// An error of the wallet's own rules (as opposed to the token's or the store's).
-public struct WalletError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct WalletError: CodedError {
     public enum Code: String, Sendable {
         case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
         case refused, notFound = "not-found"
@@ -313,9 +313,14 @@ public struct WalletError: Error, Equatable, CustomStringConvertible, Sendable {
         self.message = message
     }
 
-    public var description: String { message }
-
-    public static func == (lhs: WalletError, rhs: WalletError) -> Bool { lhs.code == rhs.code }
+    /// The documented exit code's kind for each code.
+    public var kind: FailureKind {
+        switch code {
+        case .locked, .verificationFailed, .keyMismatch: .integrity
+        case .invalidInput: .usage
+        case .refused, .notFound: .refused
+        }
+    }
 }
 
 extension Wallet {
