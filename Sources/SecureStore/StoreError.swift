@@ -3,7 +3,7 @@ import SecureCrypto
 /// An error from the wallet's storage. Equality is by code; the message says what to do.
 public struct StoreError: CodedError {
     /// Stable codes; the CLI maps each to a documented exit code.
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
         case walletBusy = "wallet-busy"
         case walletMissing = "wallet-missing"
         case walletExists = "wallet-exists"

@@ -300,7 +300,7 @@ public final class Wallet {
 
 /// An error of the wallet's own rules (as opposed to the token's or the store's).
 public struct WalletError: CodedError {
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
         case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
         case refused, notFound = "not-found"
     }

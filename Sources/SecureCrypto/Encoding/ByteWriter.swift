@@ -45,8 +45,6 @@ package struct ByteWriter {
     /// or one whose length an earlier field gave.
     package mutating func write(raw field: [UInt8]) { bytes.append(contentsOf: field) }
 
-    /// A domain-separation label: its ASCII bytes, then a zero byte (see `DomainLabel`).
-    package mutating func write(label: String) { bytes.append(contentsOf: DomainLabel.bytes(label)) }
 
     /// One length byte, then the field.
     package mutating func write(prefixed8 field: [UInt8], max: Int) {
