@@ -29,23 +29,15 @@ public enum RangingSource: UInt8, Hashable, Sendable, CaseIterable {
 }
 
 /// An error in ranging: too few samples, too wide a spread, or an unreadable sample line.
-public struct RangingError: CodedError {
-    /// Stable codes.
-    public enum Code: String, Sendable {
-        case tooFewSamples = "too-few-samples"
-        case tooManySamples = "too-many-samples"
-        case spreadTooWide = "spread-too-wide"
-        case readingOutOfRange = "reading-out-of-range"
-        case malformedLine = "malformed-line"
-    }
+public typealias RangingError = CodedFailure<RangingErrorCode>
 
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
+/// Stable codes for `RangingError`.
+public enum RangingErrorCode: String, FailureCode {
+    case tooFewSamples = "too-few-samples"
+    case tooManySamples = "too-many-samples"
+    case spreadTooWide = "spread-too-wide"
+    case readingOutOfRange = "reading-out-of-range"
+    case malformedLine = "malformed-line"
 
     /// Ranging failures exit 1.
     public var kind: FailureKind { .failure }

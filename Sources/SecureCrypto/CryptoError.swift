@@ -2,32 +2,24 @@ internal import CLibCrypto
 
 /// An error from a cryptographic operation. Equality is by code; the message carries OpenSSL's error
 /// queue where OpenSSL was the cause, so a person can look the failure up.
-public struct CryptoError: CodedError {
-    /// Stable codes for the kinds of failure callers tell apart.
-    public enum Code: String, Sendable {
-        case openSSL = "openssl"
-        case invalidKey = "invalid-key"
-        case invalidSignature = "invalid-signature"
-        case invalidLength = "invalid-length"
-        case invalidEncoding = "invalid-encoding"
-        case authenticationFailed = "authentication-failed"
-        case randomFailed = "random-failed"
-        case invalidCiphertext = "invalid-ciphertext"
-    }
+public typealias CryptoError = CodedFailure<CryptoErrorCode>
 
-    /// What kind of failure this is.
-    public let code: Code
-    /// A sentence for a person, with OpenSSL's queue appended where there was one.
-    public let message: String
+/// Stable codes for `CryptoError`: the kinds of failure callers tell apart.
+public enum CryptoErrorCode: String, FailureCode {
+    case openSSL = "openssl"
+    case invalidKey = "invalid-key"
+    case invalidSignature = "invalid-signature"
+    case invalidLength = "invalid-length"
+    case invalidEncoding = "invalid-encoding"
+    case authenticationFailed = "authentication-failed"
+    case randomFailed = "random-failed"
+    case invalidCiphertext = "invalid-ciphertext"
 
-    /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
+    /// Cryptographic failures exit 1.
+    public var kind: FailureKind { .failure }
+}
 
-
-
+extension CryptoError {
     /// Drains OpenSSL's thread-local error queue into an error, so the queue never leaks into a later call.
     static func openSSL(_ what: String, code: Code = .openSSL) -> CryptoError {
         var reasons: [String] = []
@@ -44,7 +36,4 @@ public struct CryptoError: CodedError {
 
     /// Empties OpenSSL's error queue when a failure was expected and handled.
     static func clearOpenSSLQueue() { ERR_clear_error() }
-
-    /// Cryptographic failures exit 1.
-    public var kind: FailureKind { .failure }
 }
