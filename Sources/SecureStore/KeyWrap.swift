@@ -167,20 +167,9 @@ public struct WrappedKeyFile: Equatable, Sendable {
         }
         let shared = try unwrapper.sharedSecret(with: recipient.ephemeralKey)
         let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipient.recipientKey, ephemeral: recipient.ephemeralKey)
-        let opened: [UInt8]
-        do {
-            opened = try AES256GCM.open(recipient.sealed, key: kek, nonce: recipient.nonce,
-                                        associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey,
-                                                                            ephemeral: recipient.ephemeralKey))
-        } catch {
-            throw StoreError(.wrongKey, "the wrapped database key does not open with this token's key; the key file "
-                + "is damaged or belongs to another wallet")
-        }
-        let key = SecretBytes(opened)
-        guard ConstantTime.equal(Self.keyCheck(of: key), keyCheck) else {
-            throw StoreError(.wrongKey, "the unwrapped key does not match the key-check value")
-        }
-        return key
+        return try openChecked(recipient.sealed, kek: kek, nonce: recipient.nonce,
+                               associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey,
+                                                                   ephemeral: recipient.ephemeralKey))
     }
 
     static func keyEncryptionKey(_ shared: SecretBytes, walletID: [UInt8], recipient: P256.PublicKey,

@@ -299,23 +299,16 @@ public final class Wallet {
 }
 
 /// An error of the wallet's own rules (as opposed to the token's or the store's).
-public struct WalletError: CodedError {
-    public enum Code: String, Sendable, CaseIterable {
-        case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
-        case refused, notFound = "not-found"
-    }
+public typealias WalletError = CodedFailure<WalletErrorCode>
 
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
+/// Stable codes for `WalletError`.
+public enum WalletErrorCode: String, FailureCode, CaseIterable {
+    case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
+    case refused, notFound = "not-found"
 
     /// The documented exit code's kind for each code.
     public var kind: FailureKind {
-        switch code {
+        switch self {
         case .locked, .verificationFailed, .keyMismatch: .integrity
         case .invalidInput: .usage
         case .refused, .notFound: .refused
