@@ -98,7 +98,9 @@ public struct Contribution: Equatable, Sendable {
         guard keyCount >= 1, Int(keyCount) <= ChannelLimits.publicKeyByteCountMax else {
             throw ChannelError(.malformed, "a contribution's public key is \(keyCount) bytes; 1 to \(ChannelLimits.publicKeyByteCountMax) are allowed")
         }
-        guard let key = reader.readFixed(Int(keyCount)), let random = reader.readFixed(randomByteCount) else { return nil }
+        guard let key = reader.readFixed(Int(keyCount)), let random = reader.readFixed(randomByteCount) else {
+            return nil
+        }
         return Contribution(version: version, suites: suites, publicKey: key, random: random)
     }
 }

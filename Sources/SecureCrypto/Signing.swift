@@ -1,5 +1,3 @@
-import SecureCrypto
-
 /// A domain-separation label for signatures. Every signed payload in the wallet is hashed as
 /// SHA-256(label ‖ 0x00 ‖ payload), and no two uses share a label, so a signature made for one
 /// purpose can never be replayed as another.

@@ -155,7 +155,8 @@ public struct WrappedKeyFile: Equatable, Sendable {
     }
 
     static func associatedData(walletID: [UInt8], recipient: RSAPublicKey) -> [UInt8] {
-        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.rsaOAEP.rawValue] + walletID + SHA256.hash(recipient.spki)
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.rsaOAEP.rawValue] + walletID
+            + SHA256.hash(recipient.spki)
     }
 
     /// Unwraps the key with whichever recipient the unwrapper holds, and checks it against the key-check
@@ -179,7 +180,8 @@ public struct WrappedKeyFile: Equatable, Sendable {
     }
 
     static func associatedData(walletID: [UInt8], recipient: P256.PublicKey, ephemeral: P256.PublicKey) -> [UInt8] {
-        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.p256ECDH.rawValue] + walletID + recipient.x963 + ephemeral.x963
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.p256ECDH.rawValue] + walletID
+            + recipient.x963 + ephemeral.x963
     }
 
     // MARK: Encoding
@@ -216,16 +218,19 @@ public struct WrappedKeyFile: Equatable, Sendable {
         var reader = ByteReader(bytes)
         func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
         guard let magic = reader.readFixed(8), magic == Self.magic else { throw malformed("bad magic") }
-        guard let version = reader.readFixed(1), version == [Self.version] else { throw malformed("unknown version") }
+        guard let version = reader.readUInt8(), version == Self.version else { throw malformed("unknown version") }
         guard let walletID = reader.readFixed(32), let keyCheck = reader.readFixed(Self.keyCheckByteCount),
-              let salt = reader.readFixed(Self.saltByteCount), let count = reader.readFixed(1) else { throw malformed("truncated header") }
-        guard count[0] >= 1, Int(count[0]) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
+              let salt = reader.readFixed(Self.saltByteCount), let count = reader.readUInt8() else {
+            throw malformed("truncated header")
+        }
+        guard count >= 1, Int(count) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
         var recipients: [Recipient] = []
         var rsaRecipients: [RSARecipient] = []
-        for _ in 0..<Int(count[0]) {
-            guard let header = reader.readFixed(3) else { throw malformed("truncated recipient") }
-            guard let type = RecipientType(rawValue: header[0]) else { throw malformed("unknown recipient type \(header[0])") }
-            let length = Int(header[1]) << 8 | Int(header[2])
+        for _ in 0..<Int(count) {
+            guard let typeByte = reader.readUInt8(), let length = reader.readUInt16().map(Int.init) else {
+                throw malformed("truncated recipient")
+            }
+            guard let type = RecipientType(rawValue: typeByte) else { throw malformed("unknown recipient type \(typeByte)") }
             if type == .rsaOAEP {
                 guard let body = reader.readFixed(length) else { throw malformed("truncated recipient") }
                 rsaRecipients.append(try Self.decodeRSARecipient(body))
@@ -253,8 +258,8 @@ public struct WrappedKeyFile: Equatable, Sendable {
     private static func decodeRSARecipient(_ body: [UInt8]) throws -> RSARecipient {
         var reader = ByteReader(body)
         func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
-        guard let modulusLength = reader.readFixed(2), let modulus = reader.readFixed(Int(modulusLength[0]) << 8 | Int(modulusLength[1])),
-              let exponentLength = reader.readFixed(1), let exponent = reader.readFixed(Int(exponentLength[0])),
+        guard let modulusLength = reader.readUInt16(), let modulus = reader.readFixed(Int(modulusLength)),
+              let exponentLength = reader.readUInt8(), let exponent = reader.readFixed(Int(exponentLength)),
               let encryptedSeed = reader.readFixed(modulus.count), let nonce = reader.readFixed(AES256GCM.nonceByteCount),
               let sealed = reader.readFixed(48), reader.isAtEnd else {
             throw malformed("bad RSA recipient length")

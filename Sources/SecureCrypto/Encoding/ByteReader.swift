@@ -87,7 +87,8 @@ package struct ByteReader {
     package mutating func readVersion(_ expected: UInt8, of record: String) throws -> Bool {
         guard let version = readUInt8() else { return false }
         guard version == expected else {
-            throw FormatError(.unsupportedVersion, "\(record) version \(version) is not supported (expected \(expected))")
+            throw FormatError(
+                .unsupportedVersion, "\(record) version \(version) is not supported (expected \(expected))")
         }
         return true
     }
