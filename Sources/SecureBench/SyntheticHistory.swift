@@ -23,7 +23,7 @@ public struct SyntheticHistory {
     private let payerKey: P256.PublicKey
     private let issuer: MessageSigner
     private let payees: [[UInt8]]
-    private var random: UInt64
+    private var random: SeededRandom
     private var issuerSequence: UInt64 = 0
 
     /// The history of the wallet `walletID` whose signing key is `payerKey`; vouchers are signed by
@@ -32,7 +32,7 @@ public struct SyntheticHistory {
         self.walletID = walletID
         self.payerKey = payerKey
         self.issuer = issuer
-        random = seed
+        random = SeededRandom(seed: seed)
         payees = (0..<8).map { SHA256.hash(Array("payee-\($0)".utf8)) }
     }
 
@@ -68,20 +68,11 @@ public struct SyntheticHistory {
     }
 
     private mutating func payment() throws -> EntryDraft {
-        let value = next()
+        let value = random.next()
         let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: payerKey,
                                       payeeWalletID: payees[Int(value % 8)],
                                       amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
                                       proximity: .none, channelBinding: [])
         return order.debitDraft(category: Self.categories[Int((value >> 24) % 4)], note: Self.notes[Int((value >> 32) % 5)])
-    }
-
-    /// SplitMix64: reproducible amounts without pulling in test support.
-    private mutating func next() -> UInt64 {
-        random &+= 0x9e37_79b9_7f4a_7c15
-        var z = random
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

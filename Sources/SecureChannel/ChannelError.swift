@@ -1,6 +1,8 @@
+import SecureCrypto
+
 /// An error from the channel. Equality is by code, so tests and callers match on the kind of failure;
-/// the detail is a sentence for a person.
-public struct ChannelError: Error, Equatable, CustomStringConvertible, Sendable {
+/// the message is a sentence for a person.
+public struct ChannelError: CodedError {
     /// Stable codes for the kinds of failure callers tell apart.
     public enum Code: String, Sendable {
         /// A message or frame was cut short.
@@ -36,15 +38,16 @@ public struct ChannelError: Error, Equatable, CustomStringConvertible, Sendable 
     /// What kind of failure this is.
     public let code: Code
     /// A sentence for a person.
-    public let detail: String
+    public let message: String
 
     /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
+    public init(_ code: Code, _ message: String) {
         self.code = code
-        self.detail = detail
+        self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(detail)" }
+    public var description: String { "\(code.rawValue): \(message)" }
 
-    public static func == (lhs: ChannelError, rhs: ChannelError) -> Bool { lhs.code == rhs.code }
+    /// A broken channel is not one of the failures the command line names, so it exits 1.
+    public var kind: FailureKind { .failure }
 }

@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// Length-prefixed frames for stream transports: length(4, big-endian) ‖ body, 1 ≤ length ≤
 /// `ChannelLimits.frameByteCountMax`.
 public enum Frame {
@@ -7,10 +9,9 @@ public enum Frame {
     /// Prefixes a body with its length. The body comes from our own code, so an oversize one is our bug.
     public static func encode(_ body: [UInt8]) -> [UInt8] {
         precondition(!body.isEmpty && body.count <= ChannelLimits.frameByteCountMax, "a frame body of 1 to frameByteCountMax bytes")
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(headerByteCount + body.count)
-        bytes.appendUInt32(UInt32(body.count))
-        return bytes + body
+        var writer = ByteWriter(capacity: headerByteCount + body.count)
+        writer.write(prefixed32: body, max: ChannelLimits.frameByteCountMax)
+        return writer.bytes
     }
 
     /// Decodes the first frame of `bytes`: nil when it is not all there yet; throws when the length is 0

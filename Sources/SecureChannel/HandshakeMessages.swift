@@ -63,12 +63,13 @@ public struct Contribution: Equatable, Sendable {
 
     /// version(1) ‖ suite count(1) ‖ suites(2 each) ‖ key length(2) ‖ key ‖ random(16).
     public var encoded: [UInt8] {
-        var bytes: [UInt8] = [version, UInt8(suites.count)]
-        for suite in suites { bytes.appendUInt16(suite.rawValue) }
-        bytes.appendUInt16(UInt16(publicKey.count))
-        bytes += publicKey
-        bytes += random
-        return bytes
+        var writer = ByteWriter(capacity: 4 + 2 * suites.count + publicKey.count + random.count)
+        writer.write(version)
+        writer.write(UInt8(suites.count))
+        for suite in suites { writer.write(suite.rawValue) }
+        writer.write(prefixed16: publicKey, max: ChannelLimits.publicKeyByteCountMax)
+        writer.write(fixed: random, count: Self.randomByteCount)
+        return writer.bytes
     }
 
     /// Decodes a whole contribution (no trailing bytes): nil when short, throws when malformed.
@@ -80,11 +81,11 @@ public struct Contribution: Equatable, Sendable {
     }
 
     static func decode(_ reader: inout ByteReader) throws -> Contribution? {
-        guard let version = reader.readByte() else { return nil }
+        guard let version = reader.readUInt8() else { return nil }
         guard version == ChannelVersion.current else {
             throw ChannelError(.unsupportedVersion, "the peer speaks channel version \(version); this wallet speaks version \(ChannelVersion.current)")
         }
-        guard let suiteCount = reader.readByte() else { return nil }
+        guard let suiteCount = reader.readUInt8() else { return nil }
         guard suiteCount >= 1, Int(suiteCount) <= ChannelLimits.suiteCountMax else {
             throw ChannelError(.malformed, "a contribution lists \(suiteCount) suites; 1 to \(ChannelLimits.suiteCountMax) are allowed")
         }
@@ -97,7 +98,9 @@ public struct Contribution: Equatable, Sendable {
         guard keyCount >= 1, Int(keyCount) <= ChannelLimits.publicKeyByteCountMax else {
             throw ChannelError(.malformed, "a contribution's public key is \(keyCount) bytes; 1 to \(ChannelLimits.publicKeyByteCountMax) are allowed")
         }
-        guard let key = reader.readBytes(Int(keyCount)), let random = reader.readBytes(randomByteCount) else { return nil }
+        guard let key = reader.readFixed(Int(keyCount)), let random = reader.readFixed(randomByteCount) else {
+            return nil
+        }
         return Contribution(version: version, suites: suites, publicKey: key, random: random)
     }
 }
@@ -146,13 +149,16 @@ public enum HandshakeMessage: Equatable, Sendable {
         case .hello(let contribution):
             return [MessageKind.hello.rawValue] + contribution.encoded
         case .reveal(let contribution, let ciphertext):
-            var bytes = [MessageKind.reveal.rawValue] + contribution.encoded
-            bytes.appendUInt16(UInt16(ciphertext.count))
-            return bytes + ciphertext
+            var writer = ByteWriter()
+            writer.write(MessageKind.reveal.rawValue)
+            writer.write(raw: contribution.encoded)
+            writer.write(prefixed16: ciphertext, max: ChannelLimits.ciphertextByteCountMax)
+            return writer.bytes
         case .response(let ciphertext):
-            var bytes = [MessageKind.response.rawValue]
-            bytes.appendUInt16(UInt16(ciphertext.count))
-            return bytes + ciphertext
+            var writer = ByteWriter()
+            writer.write(MessageKind.response.rawValue)
+            writer.write(prefixed16: ciphertext, max: ChannelLimits.ciphertextByteCountMax)
+            return writer.bytes
         case .responderConfirm(let mac):
             return [MessageKind.responderConfirm.rawValue] + mac
         case .initiatorConfirm(let mac):
@@ -165,18 +171,18 @@ public enum HandshakeMessage: Equatable, Sendable {
     /// handshake message and throws `.unexpectedMessage`.
     public static func decode(_ bytes: [UInt8]) throws -> HandshakeMessage? {
         var reader = ByteReader(bytes)
-        guard let kindByte = reader.readByte() else { return nil }
+        guard let kindByte = reader.readUInt8() else { return nil }
         guard let kind = MessageKind(rawValue: kindByte) else {
             throw ChannelError(.malformed, String(format: "unknown message kind 0x%02x", kindByte))
         }
         let message: HandshakeMessage
         switch kind {
         case .commit:
-            guard let version = reader.readByte() else { return nil }
+            guard let version = reader.readUInt8() else { return nil }
             guard version == ChannelVersion.current else {
                 throw ChannelError(.unsupportedVersion, "the initiator speaks channel version \(version); this wallet speaks version \(ChannelVersion.current)")
             }
-            guard let commitment = reader.readBytes(digestByteCount) else { return nil }
+            guard let commitment = reader.readFixed(digestByteCount) else { return nil }
             message = .commit(version: version, commitment: commitment)
         case .hello:
             guard let contribution = try Contribution.decode(&reader) else { return nil }
@@ -189,10 +195,10 @@ public enum HandshakeMessage: Equatable, Sendable {
             guard let ciphertext = try readCiphertext(&reader) else { return nil }
             message = .response(ciphertext: ciphertext)
         case .responderConfirm:
-            guard let mac = reader.readBytes(digestByteCount) else { return nil }
+            guard let mac = reader.readFixed(digestByteCount) else { return nil }
             message = .responderConfirm(mac: mac)
         case .initiatorConfirm:
-            guard let mac = reader.readBytes(digestByteCount) else { return nil }
+            guard let mac = reader.readFixed(digestByteCount) else { return nil }
             message = .initiatorConfirm(mac: mac)
         case .record:
             throw ChannelError(.unexpectedMessage, "a record arrived before the handshake finished")
@@ -208,7 +214,7 @@ public enum HandshakeMessage: Equatable, Sendable {
         guard count >= 1, Int(count) <= ChannelLimits.ciphertextByteCountMax else {
             throw ChannelError(.malformed, "a ciphertext of \(count) bytes; 1 to \(ChannelLimits.ciphertextByteCountMax) are allowed")
         }
-        return reader.readBytes(Int(count))
+        return reader.readFixed(Int(count))
     }
 
     /// A name for error messages.

@@ -3,10 +3,10 @@ import SecureCrypto
 /// The channel's hash and key-derivation inputs, each under its own label. docs/PROTOCOL.md
 /// ("Secure channel") lists every byte.
 enum KeySchedule {
-    static let commitLabel = labelBytes("secure-channel-commit-v1")
-    static let transcriptLabel = labelBytes("secure-channel-transcript-v1")
-    static let keysLabel = labelBytes("secure-channel-keys-v1")
-    static let confirmLabel = labelBytes("secure-channel-confirm-v1")
+    static let commitLabel = DomainLabel.bytes("secure-channel-commit-v1")
+    static let transcriptLabel = DomainLabel.bytes("secure-channel-transcript-v1")
+    static let keysLabel = DomainLabel.bytes("secure-channel-keys-v1")
+    static let confirmLabel = DomainLabel.bytes("secure-channel-confirm-v1")
     /// The SAS label is the literal "secure-sas-v1" with no zero byte: SAS = SHA-256(label ‖
     /// commitment ‖ contribution_I ‖ contribution_R), exactly.
     static let sasLabel = Array("secure-sas-v1".utf8)
@@ -30,9 +30,9 @@ enum KeySchedule {
         var hasher = SHA256.Hasher()
         hasher.update(transcriptLabel)
         for message in messages {
-            var length: [UInt8] = []
-            length.appendUInt32(UInt32(message.count))
-            hasher.update(length)
+            var length = ByteWriter(capacity: 4)
+            length.write(UInt32(message.count))
+            hasher.update(length.bytes)
             hasher.update(message)
         }
         return hasher.finalize()

@@ -41,23 +41,26 @@ public struct RecordMessage: Equatable, Sendable {
 
     /// The wire encoding.
     public var encoded: [UInt8] {
-        var bytes: [UInt8] = [MessageKind.record.rawValue, type]
-        bytes.appendUInt64(counter)
-        return bytes + sealed
+        var writer = ByteWriter(capacity: 10 + sealed.count)
+        writer.write(MessageKind.record.rawValue)
+        writer.write(type)
+        writer.write(counter)
+        writer.write(raw: sealed)
+        return writer.bytes
     }
 
     /// Decodes one whole frame body. Returns nil when shorter than a header and a tag; throws on another
     /// kind of message or a ciphertext over the limit.
     public static func decode(_ bytes: [UInt8]) throws -> RecordMessage? {
         var reader = ByteReader(bytes)
-        guard let kind = reader.readByte() else { return nil }
+        guard let kind = reader.readUInt8() else { return nil }
         guard kind == MessageKind.record.rawValue else {
             if MessageKind(rawValue: kind) != nil {
                 throw ChannelError(.unexpectedMessage, "a handshake message arrived after the handshake finished")
             }
             throw ChannelError(.malformed, String(format: "unknown message kind 0x%02x", kind))
         }
-        guard let type = reader.readByte(), let counter = reader.readUInt64() else { return nil }
+        guard let type = reader.readUInt8(), let counter = reader.readUInt64() else { return nil }
         guard reader.remainingCount >= AES256GCM.tagByteCount else { return nil }
         guard reader.remainingCount <= ChannelLimits.recordPayloadByteCountMax + AES256GCM.tagByteCount else {
             throw ChannelError(.tooLarge, "a record of \(reader.remainingCount) sealed bytes is over the \(ChannelLimits.recordPayloadByteCountMax)-byte payload limit")
@@ -66,23 +69,26 @@ public struct RecordMessage: Equatable, Sendable {
     }
 }
 
-private let recordLabel = labelBytes("secure-channel-record-v1")
+private let recordLabel = DomainLabel.bytes("secure-channel-record-v1")
 
 /// "secure-channel-record-v1" ‖ 0x00 ‖ session id(16) ‖ direction(1) ‖ type(1) ‖ counter(8).
 private func associatedData(sessionId: [UInt8], direction: RecordDirection, type: UInt8, counter: UInt64) -> [UInt8] {
-    var bytes = recordLabel + sessionId
-    bytes.append(direction.rawValue)
-    bytes.append(type)
-    bytes.appendUInt64(counter)
-    return bytes
+    var writer = ByteWriter(capacity: recordLabel.count + sessionId.count + 10)
+    writer.write(raw: recordLabel)
+    writer.write(raw: sessionId)
+    writer.write(direction.rawValue)
+    writer.write(type)
+    writer.write(counter)
+    return writer.bytes
 }
 
 /// direction(1) ‖ 0x000000 ‖ counter(8). The key is per direction already; the direction byte makes a
 /// nonce collision across directions impossible even if the keys were ever equal.
 private func nonce(direction: RecordDirection, counter: UInt64) -> [UInt8] {
-    var bytes: [UInt8] = [direction.rawValue, 0, 0, 0]
-    bytes.appendUInt64(counter)
-    return bytes
+    var writer = ByteWriter(capacity: 12)
+    writer.write(raw: [direction.rawValue, 0, 0, 0])
+    writer.write(counter)
+    return writer.bytes
 }
 
 /// Seals our records, numbering them from 0. A pure value: the driver holds it under its send lock.

@@ -145,7 +145,7 @@ public final class SecureChannel: @unchecked Sendable {
 
     private func checkOpen(sending: Bool) throws {
         try stateLock.withLock {
-            if let failure { throw ChannelError(.closed, "the channel was closed after an error: \(failure.detail)") }
+            if let failure { throw ChannelError(.closed, "the channel was closed after an error: \(failure.message)") }
             if sending && sentClose { throw ChannelError(.closed, "the channel is closed") }
         }
     }

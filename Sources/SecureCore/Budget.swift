@@ -1,3 +1,5 @@
+import SecureCrypto
+
 import Foundation
 
 /// The span a budget's limit applies to.
@@ -150,27 +152,15 @@ public enum BudgetVerdict: Hashable, Sendable {
 }
 
 /// An error in a budget's definition or use. Equality is by code.
-public struct BudgetError: Error, Equatable, CustomStringConvertible, Sendable {
-    /// Stable codes for the kinds of failure.
-    public enum Code: String, Sendable {
-        case invalidCategory = "invalid-category"
-        case unknownTimeZone = "unknown-time-zone"
-        case timeOutOfRange = "time-out-of-range"
-        case currencyMismatch = "currency-mismatch"
-    }
+public typealias BudgetError = CodedFailure<BudgetErrorCode>
 
-    /// What kind of failure this is.
-    public let code: Code
-    /// A sentence a person can act on.
-    public let detail: String
+/// Stable codes for `BudgetError`: the kinds of failure.
+public enum BudgetErrorCode: String, FailureCode {
+    case invalidCategory = "invalid-category"
+    case unknownTimeZone = "unknown-time-zone"
+    case timeOutOfRange = "time-out-of-range"
+    case currencyMismatch = "currency-mismatch"
 
-    /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
-
-    public var description: String { detail }
-
-    public static func == (lhs: BudgetError, rhs: BudgetError) -> Bool { lhs.code == rhs.code }
+    /// A budget is defined by the user's arguments, so a bad one is a usage error.
+    public var kind: FailureKind { .usage }
 }

@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// The payload of a budget-change entry: a budget set (or replaced) or removed. The category lives in
 /// the entry's category field, so it is not repeated here. See docs/PROTOCOL.md, "Ledger entry encoding".
 public enum BudgetChange: Hashable, Sendable {
@@ -39,10 +41,7 @@ public enum BudgetChange: Hashable, Sendable {
     public static func decode(payload: [UInt8], category: String) throws -> BudgetChange {
         var reader = ByteReader(payload)
         func short() -> FormatError { FormatError(.invalidValue, "the budget change payload is truncated") }
-        guard let version = reader.readUInt8() else { throw short() }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "budget change version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "budget change") else { throw short() }
         guard let action = reader.readUInt8() else { throw short() }
         let change: BudgetChange
         switch action {
@@ -64,7 +63,7 @@ public enum BudgetChange: Hashable, Sendable {
                         category: category, limit: limit, window: window, isHardCap: flags == 1,
                         timeZoneIdentifier: String(decoding: zone, as: UTF8.self)))
             } catch let error as BudgetError {
-                throw FormatError(.invalidValue, error.detail)
+                throw FormatError(.invalidValue, error.message)
             }
         case 2:
             change = .remove(category: category)

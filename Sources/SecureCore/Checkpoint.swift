@@ -176,10 +176,7 @@ public struct Checkpoint: Hashable, Sendable {
     /// than a signature check costs, and a full verification decodes one checkpoint per entry.
     public static func decode(_ bytes: [UInt8], knownKey: P256.PublicKey? = nil) throws -> Checkpoint? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "checkpoint version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "checkpoint") else { return nil }
         guard let walletID = reader.readFixed(32), let point = reader.readFixed(P256.uncompressedPointByteCount),
             let keySequence = reader.readUInt64(), let keyEventPosition = reader.readUInt64(),
             let size = reader.readUInt64(), let root = reader.readFixed(32), let head = reader.readFixed(32),
@@ -257,10 +254,7 @@ public struct SignedCheckpoint: Hashable, Sendable {
     }
 
     static func decode(from reader: inout ByteReader, knownKey: P256.PublicKey? = nil) throws -> SignedCheckpoint? {
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "signed checkpoint version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "signed checkpoint") else { return nil }
         guard let body = try reader.readPrefixed16(max: checkpointByteCountMax, field: "checkpoint"),
             let der = try reader.readPrefixed8(max: signatureByteCountMax, field: "signature")
         else { return nil }

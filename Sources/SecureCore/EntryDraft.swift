@@ -117,10 +117,7 @@ public struct SignedStatement<Payload: SignedPayload>: Hashable, Sendable {
     }
 
     static func decode(from reader: inout ByteReader) throws -> SignedStatement? {
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "signed statement version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "signed statement") else { return nil }
         guard let body = try reader.readPrefixed32(max: Payload.encodedByteCountMax, field: "signed payload"),
             let der = try reader.readPrefixed8(max: signatureByteCountMax, field: "signature")
         else { return nil }

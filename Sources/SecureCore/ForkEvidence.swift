@@ -106,9 +106,8 @@ public enum ForkEvidence: Hashable, Sendable {
     /// checks shape only; `verify()` decides what the evidence proves.
     public static func decode(_ bytes: [UInt8]) throws -> ForkEvidence? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8(), let type = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "fork evidence version \(version) is not supported")
+        guard try reader.readVersion(encodingVersion, of: "fork evidence"), let type = reader.readUInt8() else {
+            return nil
         }
         let evidence: ForkEvidence
         switch type {

@@ -66,8 +66,7 @@ public struct KeyEvent: Hashable, Sendable {
     /// Decodes an event: nil on short input, a thrown error on malformed input.
     public static func decode(_ bytes: [UInt8]) throws -> KeyEvent? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else { throw FormatError(.unsupportedVersion, "key event version \(version) is unknown") }
+        guard try reader.readVersion(encodingVersion, of: "key event") else { return nil }
         guard let kindByte = reader.readUInt8() else { return nil }
         guard let kind = Kind(rawValue: kindByte) else { throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown") }
         guard let sequence = reader.readUInt64(), let previous = reader.readFixed(32), let signing = reader.readFixed(65),

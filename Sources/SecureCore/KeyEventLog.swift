@@ -228,22 +228,14 @@ public struct RetiredKeySignature: Hashable, Sendable {
 }
 
 /// Why a key event or log was refused. Equal by code.
-public struct KeyEventError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable {
-        case notInception = "not-inception", wrongWallet = "wrong-wallet", wrongSequence = "wrong-sequence"
-        case brokenChain = "broken-chain", uncommittedKey = "uncommitted-key", badSignature = "bad-signature"
-        case positionNotAfter = "position-not-after", reusedKey = "reused-key", tooLong = "too-long"
-    }
+public typealias KeyEventError = CodedFailure<KeyEventErrorCode>
 
-    public let code: Code
-    public let message: String
+/// Stable codes for `KeyEventError`.
+public enum KeyEventErrorCode: String, FailureCode {
+    case notInception = "not-inception", wrongWallet = "wrong-wallet", wrongSequence = "wrong-sequence"
+    case brokenChain = "broken-chain", uncommittedKey = "uncommitted-key", badSignature = "bad-signature"
+    case positionNotAfter = "position-not-after", reusedKey = "reused-key", tooLong = "too-long"
 
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-    public static func == (lhs: KeyEventError, rhs: KeyEventError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    /// A refused key event exits 1.
+    public var kind: FailureKind { .failure }
 }

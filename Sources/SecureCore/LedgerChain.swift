@@ -5,7 +5,7 @@ import SecureCrypto
 /// bytes. See docs/PROTOCOL.md, "Chain step".
 public enum LedgerChain {
     /// τ: the label and its terminating zero byte.
-    public static let label: [UInt8] = Array("secure-chain-v1".utf8) + [0]
+    public static let label: [UInt8] = DomainLabel.bytes("secure-chain-v1")
 
     /// h(−1), the link before entry 0.
     public static let genesisLink = [UInt8](repeating: 0, count: SHA256.byteCount)

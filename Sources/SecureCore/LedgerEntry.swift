@@ -255,11 +255,7 @@ extension LedgerEntry {
     }
 
     static func decode(from reader: inout ByteReader) throws -> LedgerEntry? {
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(
-                .unsupportedVersion, "ledger entry version \(version) is not supported (expected \(encodingVersion))")
-        }
+        guard try reader.readVersion(encodingVersion, of: "ledger entry") else { return nil }
         guard let position = reader.readUInt64(), let id = reader.readFixed(idByteCount),
             let kindByte = reader.readUInt8(), let flagByte = reader.readUInt8(),
             let amountTag = reader.readUInt8()
@@ -299,9 +295,9 @@ extension LedgerEntry {
                 category: try utf8(category, "category"), counterparty: counterparty, note: try utf8(note, "note"),
                 time: time, statement: statement, payload: payload, previousLink: previousLink)
         } catch let error as LedgerError {
-            throw FormatError(.invalidValue, error.detail)
+            throw FormatError(.invalidValue, error.message)
         } catch let error as BudgetError {
-            throw FormatError(.invalidValue, error.detail)
+            throw FormatError(.invalidValue, error.message)
         }
     }
 

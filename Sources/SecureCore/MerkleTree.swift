@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// An append-only Merkle tree that keeps every complete subtree hash: level 0 holds the leaf hashes,
 /// level l the hashes of the aligned subtrees of 2^l leaves. Append is O(log n) amortised O(1) hashes,
 /// the root of any size is O(log n) hashes, and each proof O(log² n) at worst (O(log n) node reads).

@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// A non-negative amount: a count of minor units of one currency. There is no floating point here and
 /// no trapping arithmetic: every operation that could overflow or go below zero throws instead.
 ///
@@ -75,39 +77,27 @@ extension Money: Comparable {
 }
 
 /// An error in an amount: its text, its arithmetic or its currency. Equality is by code.
-public struct MoneyError: Error, Equatable, CustomStringConvertible, Sendable {
-    /// Stable codes for the kinds of failure.
-    public enum Code: String, Sendable {
-        case empty = "empty"
-        case layout = "layout"
-        case negative = "negative"
-        case leadingPlus = "leading-plus"
-        case exponent = "exponent"
-        case notANumber = "not-a-number"
-        case malformedAmount = "malformed-amount"
-        case tooManyDecimals = "too-many-decimals"
-        case overflow = "overflow"
-        case missingCurrency = "missing-currency"
-        case malformedCurrency = "malformed-currency"
-        case unknownCurrency = "unknown-currency"
-        case currencyMismatch = "currency-mismatch"
-        case negativeResult = "negative-result"
-    }
+public typealias MoneyError = CodedFailure<MoneyErrorCode>
 
-    /// What kind of failure this is.
-    public let code: Code
-    /// A sentence a person can act on.
-    public let detail: String
+/// Stable codes for `MoneyError`: the kinds of failure.
+public enum MoneyErrorCode: String, FailureCode {
+    case empty = "empty"
+    case layout = "layout"
+    case negative = "negative"
+    case leadingPlus = "leading-plus"
+    case exponent = "exponent"
+    case notANumber = "not-a-number"
+    case malformedAmount = "malformed-amount"
+    case tooManyDecimals = "too-many-decimals"
+    case overflow = "overflow"
+    case missingCurrency = "missing-currency"
+    case malformedCurrency = "malformed-currency"
+    case unknownCurrency = "unknown-currency"
+    case currencyMismatch = "currency-mismatch"
+    case negativeResult = "negative-result"
 
-    /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
-
-    public var description: String { detail }
-
-    public static func == (lhs: MoneyError, rhs: MoneyError) -> Bool { lhs.code == rhs.code }
+    /// Amounts come from the user's arguments, so a bad one is a usage error.
+    public var kind: FailureKind { .usage }
 }
 
 extension Money {

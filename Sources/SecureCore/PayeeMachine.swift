@@ -135,7 +135,7 @@ public struct PayeeMachine {
             policy: context.rangingPolicy)
         {
             throw PeerProtocolError(
-                detail: "the payer's measurement is refused: \(refusal)",
+                message: "the payer's measurement is refused: \(refusal)",
                 actions: fail(PeerCommon.failureReason(refusal), offerID: offer.offerID))
         }
         return PayerClaim(measurement: message.measurement, consistencyProof: message.consistencyProof)
@@ -413,9 +413,9 @@ public struct PayeeMachine {
     }
 
     private mutating func violation(_ detail: String) -> PeerProtocolError {
-        if isFinished { return PeerProtocolError(detail: detail, actions: []) }
+        if isFinished { return PeerProtocolError(message: detail, actions: []) }
         let message = failureMessage(.protocolViolation, offerID)
-        return PeerProtocolError(detail: detail, actions: finish(.failed(.protocolViolation, byPeer: false), before: [message]))
+        return PeerProtocolError(message: detail, actions: finish(.failed(.protocolViolation, byPeer: false), before: [message]))
     }
 
     private func unasked(_ answer: String) -> [PeerAction] {

@@ -214,7 +214,7 @@ public struct PayerMachine {
             policy: context.rangingPolicy)
         {
             throw PeerProtocolError(
-                detail: "the payee's measurement is refused: \(refusal)",
+                message: "the payee's measurement is refused: \(refusal)",
                 actions: fail(PeerCommon.failureReason(refusal), offerID: deal.offer.offerID))
         }
         return message.measurement
@@ -446,7 +446,7 @@ public struct PayerMachine {
 
     /// Ends the session on a message the protocol does not allow; after the debit, as unconfirmed.
     private mutating func violation(_ detail: String) -> PeerProtocolError {
-        if isFinished { return PeerProtocolError(detail: detail, actions: []) }
+        if isFinished { return PeerProtocolError(message: detail, actions: []) }
         let outcome: PeerOutcome
         switch state {
         case .committing, .awaitingReceipt: outcome = .unconfirmed(transferID: transferID)
@@ -455,7 +455,7 @@ public struct PayerMachine {
             outcome = .failed(.protocolViolation, byPeer: false)
         }
         let message = PeerAction.send(.failure(PeerFailure(offerID: offerID, reason: .protocolViolation)))
-        return PeerProtocolError(detail: detail, actions: finish(outcome, before: [message]))
+        return PeerProtocolError(message: detail, actions: finish(outcome, before: [message]))
     }
 
     /// A driver answer the machine did not ask for: ignored once the session ended, else our bug.

@@ -25,61 +25,45 @@ public enum PeerMessage: Hashable, Sendable {
     /// what a peer can make us buffer. SecurePeer splits messages over channel records.
     public static let encodedByteCountMax = 262_144
 
-    /// The type byte.
-    var type: UInt8 {
+    /// Every message body, each declaring its own type byte and name (see `PeerMessageBody`): the one table
+    /// the decoder reads. A type byte listed twice is our bug and traps when the table is first used.
+    static let bodyTypes: [UInt8: any PeerMessageBody.Type] = Dictionary(
+        uniqueKeysWithValues: ([
+            PeerHello.self, PaymentRequest.self, PaymentOffer.self, OfferReply.self, MeasurementMessage.self,
+            ReadyMessage.self, TransferMessage.self, ReceiptMessage.self, RefusalMessage.self, EvidenceMessage.self,
+            KeyEventsMessage.self, PeerFailure.self,
+        ] as [any PeerMessageBody.Type]).map { ($0.messageType, $0) })
+
+    /// The message's body.
+    var body: any PeerMessageBody {
         switch self {
-        case .hello: 1
-        case .request: 2
-        case .offer: 3
-        case .reply: 4
-        case .measurement: 5
-        case .ready: 6
-        case .transfer: 7
-        case .receipt: 8
-        case .refusal: 9
-        case .evidence: 10
-        case .keyEvents: 11
-        case .failure: 12
+        case .hello(let body): body
+        case .request(let body): body
+        case .offer(let body): body
+        case .reply(let body): body
+        case .measurement(let body): body
+        case .ready(let body): body
+        case .transfer(let body): body
+        case .receipt(let body): body
+        case .refusal(let body): body
+        case .evidence(let body): body
+        case .keyEvents(let body): body
+        case .failure(let body): body
         }
     }
 
+    /// The type byte.
+    var type: UInt8 { Swift.type(of: body).messageType }
+
     /// A short name for logs and errors.
-    public var name: String {
-        switch self {
-        case .hello: "hello"
-        case .request: "request"
-        case .offer: "offer"
-        case .reply: "reply"
-        case .measurement: "measurement"
-        case .ready: "ready"
-        case .transfer: "transfer"
-        case .receipt: "receipt"
-        case .refusal: "refusal"
-        case .evidence: "evidence"
-        case .keyEvents: "keyEvents"
-        case .failure: "failure"
-        }
-    }
+    public var name: String { Swift.type(of: body).messageName }
 
     /// The canonical encoding.
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 512)
         writer.write(PeerMessage.encodingVersion)
         writer.write(type)
-        switch self {
-        case .hello(let body): body.encode(into: &writer)
-        case .request(let body): body.encode(into: &writer)
-        case .offer(let body): body.encode(into: &writer)
-        case .reply(let body): body.encode(into: &writer)
-        case .measurement(let body): body.encode(into: &writer)
-        case .ready(let body): body.encode(into: &writer)
-        case .transfer(let body): body.encode(into: &writer)
-        case .receipt(let body): body.encode(into: &writer)
-        case .refusal(let body): body.encode(into: &writer)
-        case .evidence(let body): body.encode(into: &writer)
-        case .keyEvents(let body): body.encode(into: &writer)
-        case .failure(let body): body.encode(into: &writer)
-        }
+        body.encode(into: &writer)
         precondition(writer.bytes.count <= PeerMessage.encodedByteCountMax, "a message over its limit")
         return writer.bytes
     }
@@ -90,35 +74,46 @@ public enum PeerMessage: Hashable, Sendable {
             throw FormatError(.fieldTooLong, "a peer message of \(bytes.count) bytes exceeds \(encodedByteCountMax)")
         }
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "peer message version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "peer message") else { return nil }
         guard let type = reader.readUInt8() else { return nil }
-        let message: PeerMessage?
-        switch type {
-        case 1: message = try PeerHello.decode(from: &reader).map(PeerMessage.hello)
-        case 2: message = try PaymentRequest.decode(from: &reader).map(PeerMessage.request)
-        case 3: message = try PaymentOffer.decode(from: &reader).map(PeerMessage.offer)
-        case 4: message = try OfferReply.decode(from: &reader).map(PeerMessage.reply)
-        case 5: message = try MeasurementMessage.decode(from: &reader).map(PeerMessage.measurement)
-        case 6: message = try ReadyMessage.decode(from: &reader).map(PeerMessage.ready)
-        case 7: message = try TransferMessage.decode(from: &reader).map(PeerMessage.transfer)
-        case 8: message = try ReceiptMessage.decode(from: &reader).map(PeerMessage.receipt)
-        case 9: message = try RefusalMessage.decode(from: &reader).map(PeerMessage.refusal)
-        case 10: message = try EvidenceMessage.decode(from: &reader).map(PeerMessage.evidence)
-        case 11: message = try KeyEventsMessage.decode(from: &reader).map(PeerMessage.keyEvents)
-        case 12: message = try PeerFailure.decode(from: &reader).map(PeerMessage.failure)
-        default: throw FormatError(.invalidValue, "peer message type \(type) is not known")
+        guard let bodyType = bodyTypes[type] else {
+            throw FormatError(.invalidValue, "peer message type \(type) is not known")
         }
-        guard let message else { return nil }
+        guard let message = try bodyType.decodeMessage(from: &reader) else { return nil }
         try reader.expectEnd("\(message.name) message")
         return message
     }
 }
 
+/// One kind of peer message: its type byte, its name, its body's encoding and decoding, and the case of
+/// `PeerMessage` that carries it. Each message declares all of these in one place, beside its fields.
+protocol PeerMessageBody: Sendable {
+    /// The type byte that follows the version byte.
+    static var messageType: UInt8 { get }
+    /// A short name for logs and errors.
+    static var messageName: String { get }
+    /// The body's canonical encoding.
+    func encode(into writer: inout ByteWriter)
+    /// Decodes a body: nil when the bytes end early, throws when they are malformed.
+    static func decode(from reader: inout ByteReader) throws -> Self?
+    /// The message that carries this body.
+    var peerMessage: PeerMessage { get }
+}
+
+extension PeerMessageBody {
+    /// Decodes a body and wraps it in its message.
+    static func decodeMessage(from reader: inout ByteReader) throws -> PeerMessage? {
+        try decode(from: &reader)?.peerMessage
+    }
+}
+
 /// The first message each side sends.
-public struct PeerHello: Hashable, Sendable {
+public struct PeerHello: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 1.
+    static let messageType: UInt8 = 1
+    static let messageName = "hello"
+    var peerMessage: PeerMessage { .hello(self) }
+
     /// The sender's current signing key.
     public let walletKey: P256.PublicKey
     /// A name chosen by the key's owner; it proves nothing on its own.
@@ -220,7 +215,12 @@ public struct PeerHello: Hashable, Sendable {
 }
 
 /// Payee → payer: "please pay me this", with an optional note.
-public struct PaymentRequest: Hashable, Sendable {
+public struct PaymentRequest: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 2.
+    static let messageType: UInt8 = 2
+    static let messageName = "request"
+    var peerMessage: PeerMessage { .request(self) }
+
     /// The request id; an offer that answers it carries the same id.
     public let requestID: [UInt8]
     /// The amount asked for.
@@ -250,7 +250,12 @@ public struct PaymentRequest: Hashable, Sendable {
 }
 
 /// Payer → payee, after the payer's budget check and approval: "I will pay this".
-public struct PaymentOffer: Hashable, Sendable {
+public struct PaymentOffer: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 3.
+    static let messageType: UInt8 = 3
+    static let messageName = "offer"
+    var peerMessage: PeerMessage { .offer(self) }
+
     /// The offer id: the request id when it answers a request, else fresh random bytes.
     public let offerID: [UInt8]
     /// The amount offered.
@@ -286,7 +291,12 @@ private func checkOfferFields(_ id: [UInt8], _ amount: Money, _ note: String) th
 }
 
 /// Payee → payer: accepted (after the payee's approval) or declined.
-public struct OfferReply: Hashable, Sendable {
+public struct OfferReply: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 4.
+    static let messageType: UInt8 = 4
+    static let messageName = "reply"
+    var peerMessage: PeerMessage { .reply(self) }
+
     public let offerID: [UInt8]
     /// Whether the payee accepted.
     public let accepted: Bool
@@ -321,7 +331,12 @@ public struct OfferReply: Hashable, Sendable {
 
 /// A signed measurement; the payer's also carries the consistency proof from the checkpoint size the payee
 /// holds to the payer's `hello` checkpoint.
-public struct MeasurementMessage: Hashable, Sendable {
+public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 5.
+    static let messageType: UInt8 = 5
+    static let messageName = "measurement"
+    var peerMessage: PeerMessage { .measurement(self) }
+
     public let offerID: [UInt8]
     public let measurement: SignedMeasurement
     /// RFC 9162 consistency proof; nil in the payee's message, and in the payer's when the payee holds none.
@@ -366,7 +381,12 @@ public struct MeasurementMessage: Hashable, Sendable {
 
 /// Payee → payer: proof and limits are good for exactly this amount; the payee has persisted its ready
 /// record.
-public struct ReadyMessage: Hashable, Sendable {
+public struct ReadyMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 6.
+    static let messageType: UInt8 = 6
+    static let messageName = "ready"
+    var peerMessage: PeerMessage { .ready(self) }
+
     public let offerID: [UInt8]
     public let amount: Money
 
@@ -391,7 +411,12 @@ public struct ReadyMessage: Hashable, Sendable {
 }
 
 /// Payer → payee: the signed transfer and the spatial proof it names.
-public struct TransferMessage: Hashable, Sendable {
+public struct TransferMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 7.
+    static let messageType: UInt8 = 7
+    static let messageName = "transfer"
+    var peerMessage: PeerMessage { .transfer(self) }
+
     public let offerID: [UInt8]
     public let transfer: SignedTransfer
     public let spatialProof: SpatialProof
@@ -420,7 +445,12 @@ public struct TransferMessage: Hashable, Sendable {
 }
 
 /// Payee → payer: the countersigned receipt.
-public struct ReceiptMessage: Hashable, Sendable {
+public struct ReceiptMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 8.
+    static let messageType: UInt8 = 8
+    static let messageName = "receipt"
+    var peerMessage: PeerMessage { .receipt(self) }
+
     public let offerID: [UInt8]
     public let receipt: SignedReceipt
 
@@ -446,7 +476,12 @@ public struct ReceiptMessage: Hashable, Sendable {
 }
 
 /// Payee → payer: the signed refusal of a validly signed transfer that failed a check.
-public struct RefusalMessage: Hashable, Sendable {
+public struct RefusalMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 9.
+    static let messageType: UInt8 = 9
+    static let messageName = "refusal"
+    var peerMessage: PeerMessage { .refusal(self) }
+
     public let offerID: [UInt8]
     public let refusal: SignedRefusal
 
@@ -472,7 +507,12 @@ public struct RefusalMessage: Hashable, Sendable {
 }
 
 /// Fork evidence, asked for by digest and handed over one piece per message.
-public enum EvidenceMessage: Hashable, Sendable {
+public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 10.
+    static let messageType: UInt8 = 10
+    static let messageName = "evidence"
+    var peerMessage: PeerMessage { .evidence(self) }
+
     /// "Send me these": digests taken from the other side's `hello`.
     case request([[UInt8]])
     /// One piece of evidence; the receiver verifies it offline before keeping it.
@@ -524,7 +564,12 @@ public enum EvidenceMessage: Hashable, Sendable {
 
 /// Key-event logs, asked for by wallet id and sent one page at a time, so a log of any length up to
 /// `KeyEventLog.eventCountMax` crosses the channel in bounded messages.
-public enum KeyEventsMessage: Hashable, Sendable {
+public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 11.
+    static let messageType: UInt8 = 11
+    static let messageName = "keyEvents"
+    var peerMessage: PeerMessage { .keyEvents(self) }
+
     /// "Send me the page of this wallet's key-event log that starts at sequence `from`."
     case request(walletID: [UInt8], from: UInt32)
     /// One page of a wallet's signed key events: sequences `from`, `from + 1`, … of a log `total` events long.
@@ -636,7 +681,12 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
 }
 
 /// One side tells the other it stops, optionally naming the offer.
-public struct PeerFailure: Hashable, Sendable {
+public struct PeerFailure: Hashable, Sendable, PeerMessageBody {
+    /// Type byte 12.
+    static let messageType: UInt8 = 12
+    static let messageName = "failure"
+    var peerMessage: PeerMessage { .failure(self) }
+
     public let offerID: [UInt8]?
     public let reason: PeerFailureReason
 

@@ -182,10 +182,7 @@ public struct ReadyRecord: Hashable, Sendable {
     /// Decodes a stored record: nil when short, throws when malformed.
     public static func decode(_ bytes: [UInt8]) throws -> ReadyRecord? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "ready record version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "ready record") else { return nil }
         guard let offerID = reader.readFixed(PeerMessage.offerIDByteCount), let nonce = reader.readFixed(32),
             let amount = try Money.decode(from: &reader), let walletID = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
@@ -325,10 +322,21 @@ public enum PeerWait: String, Hashable, Sendable {
 
 /// A message the protocol does not allow in the machine's state. The machine has already ended the
 /// session; the driver carries out `actions` (a failure message and the finish) and closes the channel.
-public struct PeerProtocolError: Error, CustomStringConvertible, Sendable {
-    public let detail: String
+public struct PeerProtocolError: CodedError {
+    /// Stable codes; there is one kind of violation, and the sentence says which message broke which rule.
+    public enum Code: String, Sendable {
+        /// The peer sent a message the protocol does not allow here, or one that fails its checks.
+        case violation = "protocol-violation"
+    }
+
+    /// Always `.violation`.
+    public var code: Code { .violation }
+    /// A sentence for a person.
+    public let message: String
+    /// What the driver carries out: the failure message to the peer and the finish.
     public let actions: [PeerAction]
-    public var description: String { detail }
+    /// A broken protocol exits 1.
+    public var kind: FailureKind { .failure }
 }
 
 /// The checks both machines make on a peer's `hello`, and the side messages any live session answers.

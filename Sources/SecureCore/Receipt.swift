@@ -86,10 +86,7 @@ public struct Receipt: DatedPayload {
 
     public static func decode(_ bytes: [UInt8]) throws -> Receipt? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "receipt version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "receipt") else { return nil }
         guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
             let payer = reader.readFixed(32), let payee = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
@@ -233,10 +230,7 @@ public struct Refusal: DatedPayload {
 
     public static func decode(_ bytes: [UInt8]) throws -> Refusal? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "refusal version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "refusal") else { return nil }
         guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
             let payer = reader.readFixed(32), let payee = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),

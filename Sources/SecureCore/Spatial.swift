@@ -6,7 +6,7 @@ import SecureCrypto
 /// "Spatial proof".
 public enum SessionNonce {
     /// τ: the label and its terminating zero byte.
-    public static let label: [UInt8] = Array("secure-session-nonce-v1".utf8) + [0]
+    public static let label: [UInt8] = DomainLabel.bytes("secure-session-nonce-v1")
     /// Each wallet contributes 16 random bytes: 128 bits from either side alone make N unpredictable.
     public static let contributionByteCount = 16
 
@@ -29,27 +29,18 @@ public enum RangingSource: UInt8, Hashable, Sendable, CaseIterable {
 }
 
 /// An error in ranging: too few samples, too wide a spread, or an unreadable sample line.
-public struct RangingError: Error, Equatable, CustomStringConvertible, Sendable {
-    /// Stable codes.
-    public enum Code: String, Sendable {
-        case tooFewSamples = "too-few-samples"
-        case tooManySamples = "too-many-samples"
-        case spreadTooWide = "spread-too-wide"
-        case readingOutOfRange = "reading-out-of-range"
-        case malformedLine = "malformed-line"
-    }
+public typealias RangingError = CodedFailure<RangingErrorCode>
 
-    public let code: Code
-    public let detail: String
+/// Stable codes for `RangingError`.
+public enum RangingErrorCode: String, FailureCode {
+    case tooFewSamples = "too-few-samples"
+    case tooManySamples = "too-many-samples"
+    case spreadTooWide = "spread-too-wide"
+    case readingOutOfRange = "reading-out-of-range"
+    case malformedLine = "malformed-line"
 
-    public init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
-
-    public var description: String { detail }
-
-    public static func == (lhs: RangingError, rhs: RangingError) -> Bool { lhs.code == rhs.code }
+    /// Ranging failures exit 1.
+    public var kind: FailureKind { .failure }
 }
 
 /// One wallet's ranging reduced to integers: the median distance and the p10–p90 spread, in millimetres.
@@ -233,10 +224,7 @@ public struct Measurement: DatedPayload {
 
     public static func decode(_ bytes: [UInt8]) throws -> Measurement? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "measurement version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "measurement") else { return nil }
         guard let nonce = reader.readFixed(32), let offerID = reader.readFixed(PeerMessage.offerIDByteCount),
             let roleByte = reader.readUInt8(), let payer = reader.readFixed(P256.uncompressedPointByteCount),
             let payee = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
@@ -255,7 +243,7 @@ public struct Measurement: DatedPayload {
         do {
             summary = try RangingSummary(medianMillimetres: median, spreadMillimetres: spread, sampleCount: count)
         } catch let error as RangingError {
-            throw FormatError(.invalidValue, "the signed summary breaks a limit: \(error.detail)")
+            throw FormatError(.invalidValue, "the signed summary breaks a limit: \(error.message)")
         }
         return try Measurement(
             nonce: nonce, offerID: offerID, signerRole: role, payerKey: try decodeKey(payer, "payer key"),
@@ -381,10 +369,7 @@ public struct SpatialProof: Hashable, Sendable {
     }
 
     static func decode(from reader: inout ByteReader) throws -> SpatialProof? {
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "spatial proof version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "spatial proof") else { return nil }
         guard let payer = try SignedMeasurement.decode(from: &reader),
             let payee = try SignedMeasurement.decode(from: &reader)
         else { return nil }
@@ -451,10 +436,11 @@ public struct SimulatedRanging: RangingSampleSource {
     public let distanceMillimetres: UInt32
     /// The largest deviation from it, in millimetres.
     public let jitterMillimetres: UInt32
-    private var state: UInt64
+    /// Simulated noise; the same seed gives the same samples.
+    private var random: SeededRandom
 
     public init(seed: UInt64, distanceMillimetres: UInt32, jitterMillimetres: UInt32 = 30) {
-        state = seed
+        random = SeededRandom(seed: seed)
         self.distanceMillimetres = min(distanceMillimetres, RangingSummary.readingMillimetresMax)
         self.jitterMillimetres = jitterMillimetres
     }
@@ -462,19 +448,10 @@ public struct SimulatedRanging: RangingSampleSource {
     public mutating func samples(count: Int) -> [UInt32] {
         (0..<max(count, 0)).map { _ in
             let width = UInt64(jitterMillimetres) * 2 + 1
-            let offset = Int64(next() % width) - Int64(jitterMillimetres)
+            let offset = Int64(random.next() % width) - Int64(jitterMillimetres)
             let value = Int64(distanceMillimetres) + offset
             return UInt32(min(max(value, 0), Int64(RangingSummary.readingMillimetresMax)))
         }
-    }
-
-    /// SplitMix64 (Steele, Lea and Flood 2014): tiny, seeded and good enough for simulated noise.
-    private mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
     }
 }
 

@@ -86,10 +86,7 @@ public struct TransferOrder: Hashable, Sendable {
     /// Decodes an order that fills `bytes` exactly: nil when short, throws when malformed.
     public static func decode(_ bytes: [UInt8]) throws -> TransferOrder? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "transfer order version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "transfer order") else { return nil }
         guard let transferID = reader.readFixed(16), let payer = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let payee = reader.readFixed(32),
             let amount = try Money.decode(from: &reader), let tag = reader.readUInt8()
@@ -182,10 +179,7 @@ public struct Transfer: SignedPayload {
 
     public static func decode(_ bytes: [UInt8]) throws -> Transfer? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "transfer version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "transfer") else { return nil }
         guard let orderBytes = try reader.readPrefixed16(max: TransferOrder.encodedByteCountMax, field: "order"),
             let checkpoint = try SignedCheckpoint.decode(from: &reader),
             let leaf = try reader.readPrefixed16(max: debitLeafByteCountMax, field: "debit leaf"),

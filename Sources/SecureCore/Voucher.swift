@@ -53,10 +53,7 @@ public struct Voucher: SignedPayload {
 
     public static func decode(_ bytes: [UInt8]) throws -> Voucher? {
         var reader = ByteReader(bytes)
-        guard let version = reader.readUInt8() else { return nil }
-        guard version == encodingVersion else {
-            throw FormatError(.unsupportedVersion, "voucher version \(version) is not supported")
-        }
+        guard try reader.readVersion(encodingVersion, of: "voucher") else { return nil }
         guard let point = reader.readFixed(P256.uncompressedPointByteCount), let recipient = reader.readFixed(32),
             let amount = try Money.decode(from: &reader), let voucherID = reader.readFixed(idByteCount),
             let sequence = reader.readUInt64()

@@ -44,3 +44,31 @@ extension CodedError {
     /// The stable code as text, for `--json` and logs.
     public var codeName: String { code.rawValue }
 }
+
+/// A stable error code that knows which exit code's kind it has: the one thing each error type declares.
+public protocol FailureCode: RawRepresentable, Hashable, Sendable where RawValue == String {
+    /// What kind of failure this code is.
+    var kind: FailureKind { get }
+}
+
+/// The one error struct: a code and a sentence. Error types without fields of their own are aliases of it
+/// (`LedgerError = CodedFailure<LedgerErrorCode>`), so each declares only its codes and their kinds; the
+/// code type keeps them apart, so `catch let error as LedgerError` catches ledger errors only.
+public struct CodedFailure<Code: FailureCode>: CodedError, Hashable {
+    /// What kind of failure this is.
+    public let code: Code
+    /// A sentence a person can act on.
+    public let message: String
+
+    /// Makes an error with a code and a sentence.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The code's kind.
+    public var kind: FailureKind { code.kind }
+
+    /// Hashes the code only, as equality compares the code only.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

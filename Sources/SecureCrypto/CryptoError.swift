@@ -1,35 +1,25 @@
 internal import CLibCrypto
 
-/// An error from a cryptographic operation. Equality is by code; the detail carries OpenSSL's error
+/// An error from a cryptographic operation. Equality is by code; the message carries OpenSSL's error
 /// queue where OpenSSL was the cause, so a person can look the failure up.
-public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
-    /// Stable codes for the kinds of failure callers tell apart.
-    public enum Code: String, Sendable {
-        case openSSL = "openssl"
-        case invalidKey = "invalid-key"
-        case invalidSignature = "invalid-signature"
-        case invalidLength = "invalid-length"
-        case invalidEncoding = "invalid-encoding"
-        case authenticationFailed = "authentication-failed"
-        case randomFailed = "random-failed"
-        case invalidCiphertext = "invalid-ciphertext"
-    }
+public typealias CryptoError = CodedFailure<CryptoErrorCode>
 
-    /// What kind of failure this is.
-    public let code: Code
-    /// A sentence for a person, with OpenSSL's queue appended where there was one.
-    public let detail: String
+/// Stable codes for `CryptoError`: the kinds of failure callers tell apart.
+public enum CryptoErrorCode: String, FailureCode {
+    case openSSL = "openssl"
+    case invalidKey = "invalid-key"
+    case invalidSignature = "invalid-signature"
+    case invalidLength = "invalid-length"
+    case invalidEncoding = "invalid-encoding"
+    case authenticationFailed = "authentication-failed"
+    case randomFailed = "random-failed"
+    case invalidCiphertext = "invalid-ciphertext"
 
-    /// Makes an error with a code and a sentence.
-    public init(_ code: Code, _ detail: String) {
-        self.code = code
-        self.detail = detail
-    }
+    /// Cryptographic failures exit 1.
+    public var kind: FailureKind { .failure }
+}
 
-    public var description: String { detail }
-
-    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
-
+extension CryptoError {
     /// Drains OpenSSL's thread-local error queue into an error, so the queue never leaks into a later call.
     static func openSSL(_ what: String, code: Code = .openSSL) -> CryptoError {
         var reasons: [String] = []

@@ -1,5 +1,3 @@
-import SecureCrypto
-
 /// A domain-separation label for signatures. Every signed payload in the wallet is hashed as
 /// SHA-256(label ‖ 0x00 ‖ payload), and no two uses share a label, so a signature made for one
 /// purpose can never be replayed as another.
@@ -22,7 +20,7 @@ public struct SignatureLabel: Hashable, Sendable, CustomStringConvertible {
     /// The digest a token signs for this label and payload: SHA-256(label ‖ 0x00 ‖ payload).
     public func digest(of payload: [UInt8]) -> [UInt8] {
         var hasher = SHA256.Hasher()
-        hasher.update(Array(rawValue.utf8) + [0])
+        hasher.update(DomainLabel.bytes(rawValue))
         hasher.update(payload)
         return hasher.finalize()
     }

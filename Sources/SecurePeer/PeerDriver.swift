@@ -183,7 +183,7 @@ public final class PeerDriver {
                 return try payee.receive(message)
             }
         } catch let error as PeerProtocolError {
-            interface.event("protocol", ["error": error.detail], "the other side broke the protocol: \(error.detail)")
+            interface.event("protocol", ["error": error.message], "the other side broke the protocol: \(error.message)")
             return error.actions
         } catch {
             return protocolViolation("\(error)")

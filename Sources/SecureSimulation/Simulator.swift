@@ -646,7 +646,7 @@ public final class Simulator {
         do {
             end.queue += try end.receive(message)
         } catch let error as PeerProtocolError {
-            note("s\(session.number) \(role(end)) protocol: \(error.detail.prefix(60))")
+            note("s\(session.number) \(role(end)) protocol: \(error.message.prefix(60))")
             end.queue += error.actions
         }
         try settle(end, in: session)

@@ -150,12 +150,13 @@ public struct WrappedKeyFile: Equatable, Sendable {
     }
 
     static func keyEncryptionKey(seed: SecretBytes, walletID: [UInt8], recipient: RSAPublicKey) throws -> SecretBytes {
-        let info = Array("secure-wrap-rsa-v1".utf8) + [0, version] + walletID + SHA256.hash(recipient.spki)
+        let info = DomainLabel.bytes("secure-wrap-rsa-v1") + [version] + walletID + SHA256.hash(recipient.spki)
         return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: seed, salt: [], info: info, outputByteCount: 32))
     }
 
     static func associatedData(walletID: [UInt8], recipient: RSAPublicKey) -> [UInt8] {
-        Array("secure-wrap-v1".utf8) + [0, version, RecipientType.rsaOAEP.rawValue] + walletID + SHA256.hash(recipient.spki)
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.rsaOAEP.rawValue] + walletID
+            + SHA256.hash(recipient.spki)
     }
 
     /// Unwraps the key with whichever recipient the unwrapper holds, and checks it against the key-check
@@ -167,73 +168,75 @@ public struct WrappedKeyFile: Equatable, Sendable {
         }
         let shared = try unwrapper.sharedSecret(with: recipient.ephemeralKey)
         let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipient.recipientKey, ephemeral: recipient.ephemeralKey)
-        let opened: [UInt8]
-        do {
-            opened = try AES256GCM.open(recipient.sealed, key: kek, nonce: recipient.nonce,
-                                        associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey,
-                                                                            ephemeral: recipient.ephemeralKey))
-        } catch {
-            throw StoreError(.wrongKey, "the wrapped database key does not open with this token's key; the key file "
-                + "is damaged or belongs to another wallet")
-        }
-        let key = SecretBytes(opened)
-        guard ConstantTime.equal(Self.keyCheck(of: key), keyCheck) else {
-            throw StoreError(.wrongKey, "the unwrapped key does not match the key-check value")
-        }
-        return key
+        return try openChecked(recipient.sealed, kek: kek, nonce: recipient.nonce,
+                               associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey,
+                                                                   ephemeral: recipient.ephemeralKey))
     }
 
     static func keyEncryptionKey(_ shared: SecretBytes, walletID: [UInt8], recipient: P256.PublicKey,
                                  ephemeral: P256.PublicKey) throws -> SecretBytes {
-        let info = Array("secure-wrap-p256-v1".utf8) + [0, version] + walletID + recipient.x963 + ephemeral.x963
+        let info = DomainLabel.bytes("secure-wrap-p256-v1") + [version] + walletID + recipient.x963 + ephemeral.x963
         return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: shared, salt: [], info: info, outputByteCount: 32))
     }
 
     static func associatedData(walletID: [UInt8], recipient: P256.PublicKey, ephemeral: P256.PublicKey) -> [UInt8] {
-        Array("secure-wrap-v1".utf8) + [0, version, RecipientType.p256ECDH.rawValue] + walletID + recipient.x963 + ephemeral.x963
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.p256ECDH.rawValue] + walletID
+            + recipient.x963 + ephemeral.x963
     }
 
     // MARK: Encoding
 
     /// The file's bytes.
     public var encoded: [UInt8] {
-        var bytes = Self.magic + [Self.version] + walletID + keyCheck + databaseSalt
-            + [UInt8(recipients.count + rsaRecipients.count)]
+        var writer = ByteWriter()
+        writer.write(raw: Self.magic)
+        writer.write(Self.version)
+        writer.write(fixed: walletID, count: 32)
+        writer.write(fixed: keyCheck, count: Self.keyCheckByteCount)
+        writer.write(fixed: databaseSalt, count: Self.saltByteCount)
+        writer.write(UInt8(recipients.count + rsaRecipients.count))
         func append(_ type: RecipientType, _ body: [UInt8]) {
-            bytes += [type.rawValue, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
+            writer.write(type.rawValue)
+            writer.write(prefixed16: body, max: Int(UInt16.max))
         }
         for recipient in recipients {
             append(recipient.type, recipient.recipientKey.x963 + recipient.ephemeralKey.x963 + recipient.nonce + recipient.sealed)
         }
         for recipient in rsaRecipients {
             let key = recipient.recipientKey
-            append(.rsaOAEP, [UInt8(key.modulus.count >> 8), UInt8(key.modulus.count & 0xff)] + key.modulus
-                + [UInt8(key.publicExponent.count)] + key.publicExponent + recipient.encryptedSeed + recipient.nonce + recipient.sealed)
+            var body = ByteWriter()
+            body.write(prefixed16: key.modulus, max: Int(UInt16.max))
+            body.write(prefixed8: key.publicExponent, max: Int(UInt8.max))
+            body.write(raw: recipient.encryptedSeed + recipient.nonce + recipient.sealed)
+            append(.rsaOAEP, body.bytes)
         }
-        return bytes
+        return writer.bytes
     }
 
     /// Parses the file; any deviation from the format is `.malformed`, never a trap.
     public init(encoded bytes: [UInt8]) throws {
         var reader = ByteReader(bytes)
         func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
-        guard let magic = reader.take(8), magic == Self.magic else { throw malformed("bad magic") }
-        guard let version = reader.take(1), version == [Self.version] else { throw malformed("unknown version") }
-        guard let walletID = reader.take(32), let keyCheck = reader.take(Self.keyCheckByteCount),
-              let salt = reader.take(Self.saltByteCount), let count = reader.take(1) else { throw malformed("truncated header") }
-        guard count[0] >= 1, Int(count[0]) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
+        guard let magic = reader.readFixed(8), magic == Self.magic else { throw malformed("bad magic") }
+        guard let version = reader.readUInt8(), version == Self.version else { throw malformed("unknown version") }
+        guard let walletID = reader.readFixed(32), let keyCheck = reader.readFixed(Self.keyCheckByteCount),
+              let salt = reader.readFixed(Self.saltByteCount), let count = reader.readUInt8() else {
+            throw malformed("truncated header")
+        }
+        guard count >= 1, Int(count) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
         var recipients: [Recipient] = []
         var rsaRecipients: [RSARecipient] = []
-        for _ in 0..<Int(count[0]) {
-            guard let header = reader.take(3) else { throw malformed("truncated recipient") }
-            guard let type = RecipientType(rawValue: header[0]) else { throw malformed("unknown recipient type \(header[0])") }
-            let length = Int(header[1]) << 8 | Int(header[2])
+        for _ in 0..<Int(count) {
+            guard let typeByte = reader.readUInt8(), let length = reader.readUInt16().map(Int.init) else {
+                throw malformed("truncated recipient")
+            }
+            guard let type = RecipientType(rawValue: typeByte) else { throw malformed("unknown recipient type \(typeByte)") }
             if type == .rsaOAEP {
-                guard let body = reader.take(length) else { throw malformed("truncated recipient") }
+                guard let body = reader.readFixed(length) else { throw malformed("truncated recipient") }
                 rsaRecipients.append(try Self.decodeRSARecipient(body))
                 continue
             }
-            guard length == 65 + 65 + 12 + 48, let body = reader.take(length) else { throw malformed("bad recipient length") }
+            guard length == 65 + 65 + 12 + 48, let body = reader.readFixed(length) else { throw malformed("bad recipient length") }
             do {
                 recipients.append(Recipient(type: type, recipientKey: try P256.PublicKey(x963: Array(body[0..<65])),
                                             ephemeralKey: try P256.PublicKey(x963: Array(body[65..<130])),
@@ -255,31 +258,15 @@ public struct WrappedKeyFile: Equatable, Sendable {
     private static func decodeRSARecipient(_ body: [UInt8]) throws -> RSARecipient {
         var reader = ByteReader(body)
         func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
-        guard let modulusLength = reader.take(2), let modulus = reader.take(Int(modulusLength[0]) << 8 | Int(modulusLength[1])),
-              let exponentLength = reader.take(1), let exponent = reader.take(Int(exponentLength[0])),
-              let encryptedSeed = reader.take(modulus.count), let nonce = reader.take(AES256GCM.nonceByteCount),
-              let sealed = reader.take(48), reader.isAtEnd else {
+        guard let modulusLength = reader.readUInt16(), let modulus = reader.readFixed(Int(modulusLength)),
+              let exponentLength = reader.readUInt8(), let exponent = reader.readFixed(Int(exponentLength)),
+              let encryptedSeed = reader.readFixed(modulus.count), let nonce = reader.readFixed(AES256GCM.nonceByteCount),
+              let sealed = reader.readFixed(48), reader.isAtEnd else {
             throw malformed("bad RSA recipient length")
         }
         guard modulus.first != 0, exponent.first != 0, let key = try? RSAPublicKey(modulus: modulus, publicExponent: exponent) else {
             throw malformed("an RSA recipient key is not a valid 2048- to 4096-bit public key")
         }
         return RSARecipient(recipientKey: key, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed)
-    }
-}
-
-/// Reads fixed-size pieces from bytes; nil when too short.
-struct ByteReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var isAtEnd: Bool { offset == bytes.count }
-
-    mutating func take(_ count: Int) -> [UInt8]? {
-        guard count >= 0, bytes.count - offset >= count else { return nil }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
     }
 }

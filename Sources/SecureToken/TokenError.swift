@@ -1,7 +1,9 @@
+import SecureCrypto
+
 /// An error from a token, a module, a PIN source or a URI. Equality is by code. PKCS#11 failures keep
 /// the C name of their return value (`CKR_PIN_INCORRECT`) so a person can look it up, and every error
 /// carries a sentence saying what to do.
-public struct TokenError: Error, Equatable, CustomStringConvertible, Sendable {
+public struct TokenError: CodedError {
     /// Stable codes. The CLI maps each to a documented exit code.
     public enum Code: String, Sendable, CaseIterable {
         case pinIncorrect = "pin-incorrect"
@@ -39,5 +41,15 @@ public struct TokenError: Error, Equatable, CustomStringConvertible, Sendable {
         return "\(message) [\(name)]"
     }
 
-    public static func == (lhs: TokenError, rhs: TokenError) -> Bool { lhs.code == rhs.code }
+    /// The documented exit code's kind for each code.
+    public var kind: FailureKind {
+        switch code {
+        case .pinIncorrect, .pinUnavailable: .wrongPIN
+        case .pinLocked, .pinFinalTry: .pinLocked
+        case .moduleNotFound, .tokenNotFound, .tokenRemoved, .unsupported: .tokenMissing
+        case .keyNotFound, .keyRefused, .ambiguous: .keyRefused
+        case .invalidURI: .usage
+        case .pkcs11, .signatureCheckFailed: .failure
+        }
+    }
 }

@@ -299,23 +299,21 @@ public final class Wallet {
 }
 
 /// An error of the wallet's own rules (as opposed to the token's or the store's).
-public struct WalletError: Error, Equatable, CustomStringConvertible, Sendable {
-    public enum Code: String, Sendable {
-        case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
-        case refused, notFound = "not-found"
+public typealias WalletError = CodedFailure<WalletErrorCode>
+
+/// Stable codes for `WalletError`.
+public enum WalletErrorCode: String, FailureCode, CaseIterable {
+    case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
+    case refused, notFound = "not-found"
+
+    /// The documented exit code's kind for each code.
+    public var kind: FailureKind {
+        switch self {
+        case .locked, .verificationFailed, .keyMismatch: .integrity
+        case .invalidInput: .usage
+        case .refused, .notFound: .refused
+        }
     }
-
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-
-    public static func == (lhs: WalletError, rhs: WalletError) -> Bool { lhs.code == rhs.code }
 }
 
 extension Wallet {

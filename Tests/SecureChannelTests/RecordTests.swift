@@ -105,8 +105,8 @@ struct RecordTests {
         }
         #expect(out == bodies)
         #expect(errorCode { _ = try Frame.decode([0, 0, 0, 0][...]) } == .malformed)
-        var tooLong: [UInt8] = []
-        tooLong.appendUInt32(UInt32(ChannelLimits.frameByteCountMax + 1))
-        #expect(errorCode { _ = try Frame.decode(tooLong[...]) } == .tooLarge, "refused from the header alone")
+        var tooLong = ByteWriter()
+        tooLong.write(UInt32(ChannelLimits.frameByteCountMax + 1))
+        #expect(errorCode { _ = try Frame.decode(tooLong.bytes[...]) } == .tooLarge, "refused from the header alone")
     }
 }

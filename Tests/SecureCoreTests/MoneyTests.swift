@@ -46,7 +46,7 @@ struct MoneyTests {
                 _ = try MoneyText.parse(text)
                 Issue.record("case \(text) parsed")
             } catch let error as MoneyError {
-                #expect(error.detail.count > 20, "case \(text): \(error.detail)")
+                #expect(error.message.count > 20, "case \(text): \(error.message)")
             } catch {
                 Issue.record("case \(text): unexpected \(error)")
             }

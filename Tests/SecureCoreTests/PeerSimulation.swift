@@ -141,7 +141,7 @@ struct PeerSimulation {
         do {
             if toPayee { try payeeDo(payeeMachine.receive(message)) } else { try payerDo(payerMachine.receive(message)) }
         } catch let error as PeerProtocolError {
-            protocolErrors.append(error.detail)
+            protocolErrors.append(error.message)
             if toPayee { try payeeDo(error.actions) } else { try payerDo(error.actions) }
         }
     }

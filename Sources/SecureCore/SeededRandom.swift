@@ -1,6 +1,7 @@
 /// A deterministic random number generator (SplitMix64, Steele, Lea and Flood 2014) for seeded
-/// simulations and property tests: a failure prints its seed, and the seed replays it exactly.
-/// Not for keys or nonces.
+/// simulations, simulated ranging, benchmark fixtures and property tests: a failure prints its seed, and
+/// the seed replays it exactly. The one copy in the package, so every seeded sequence is the same function
+/// of its seed. Not for keys or nonces.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
