@@ -13,6 +13,8 @@ public struct StoreError: Error, Equatable, CustomStringConvertible, Sendable {
         case io
         case sqlite
         case schemaTooNew = "schema-too-new"
+        /// An older schema, which only a writing command upgrades; a reading command says so.
+        case schemaOutdated = "schema-outdated"
         case anchorUnavailable = "anchor-unavailable"
     }
 

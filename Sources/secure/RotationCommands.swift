@@ -46,7 +46,7 @@ extension KeyCommands {
                 throw UsageError("--destroy-old needs confirmation: type \"destroy\" at the prompt, or pass --yes")
             }
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         defer { (wallet.token as? TokenSession)?.close() }
         guard let backup = try openBackup(arguments, wallet: wallet, required: true) else { return .usage }
         defer { backup.close() }
@@ -68,7 +68,7 @@ extension KeyCommands {
     static func audit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
         guard let main = wallet.token as? TokenSession else { preconditionFailure("the CLI opens wallets on real tokens") }
         let backup = arguments.value("backup-token") == nil ? nil : try openBackup(arguments, wallet: wallet, required: true)
@@ -112,18 +112,6 @@ enum AuditCommands {
         The format is in docs/PROTOCOL.md ("Audit bundles").
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        switch sub {
-        case "export": return try export(Array(words.dropFirst()))
-        case "verify": return try verify(Array(words.dropFirst()))
-        default: throw UsageError("unknown audit command \"\(sub)\"; `secure audit --help` lists them")
-        }
-    }
-
     static func export(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["out", "from", "to"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
@@ -133,7 +121,7 @@ enum AuditCommands {
             guard let value = UInt64(text) else { throw UsageError("--\(name) must be an entry position") }
             return value
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
         let bytes = try AuditBundleFile.export(wallet, from: try number("from") ?? 0, to: try number("to"))
         try DurableFile.write(bytes, to: out)
