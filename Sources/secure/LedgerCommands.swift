@@ -16,7 +16,7 @@ enum LedgerCommands {
                                                       checkpoint's signature and state, and the anchor.
                                                       --accept-rollback leaves a rollback lock: it re-anchors and
                                                       records a signed statement that you did
-          secure ledger repair [--json]               (writes) upgrade an older schema; move an anchor a crash left
+          secure ledger repair                        (writes) upgrade an older schema; move an anchor a crash left
                                                       behind forward; write the anchor an interrupted init missed
           secure ledger prove --entry ID [--out FILE] an inclusion proof of an entry (hex id) in the latest checkpoint
           secure ledger consistency --from N --to M [--out FILE]
