@@ -69,8 +69,9 @@ struct CLITests {
         let lines = help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let commandLines = lines.filter { $0.hasPrefix("  ") && $0.dropFirst(2).first?.isLowercase == true }
         let names = commandLines.map { line in
-            line.dropFirst(2).split(separator: " ").prefix { !$0.hasPrefix("-") && $0 == $0.lowercased() && $0.first?.isLetter == true }
-                .joined(separator: " ")
+            // The call ends where the summary's column gap begins; the name is its leading lowercase words.
+            String(line.dropFirst(2)).components(separatedBy: "  ")[0].split(separator: " ")
+                .prefix { $0 == $0.lowercased() && $0.first?.isLetter == true }.joined(separator: " ")
         }
         #expect(names.count >= 30, "\(names)")
         for expected in ["balance", "history", "pending", "budget show", "receive", "pay", "retry", "ledger repair",
