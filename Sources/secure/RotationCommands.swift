@@ -20,8 +20,8 @@ extension KeyCommands {
         """
 
     /// The backup token's session: --backup-token, else the one recorded at init; its own PIN source.
-    static func openBackup(_ arguments: Arguments, wallet: Wallet, required: Bool) throws -> TokenSession? {
-        guard let text = arguments.value("backup-token") ?? wallet.metadata.backupToken else {
+    static func openBackup(_ arguments: Arguments, recorded: String?, required: Bool) throws -> TokenSession? {
+        guard let text = arguments.value("backup-token") ?? recorded else {
             if required { throw UsageError("--backup-token is required: the committed next key is on the backup token") }
             return nil
         }
@@ -46,10 +46,12 @@ extension KeyCommands {
                 throw UsageError("--destroy-old needs confirmation: type \"destroy\" at the prompt, or pass --yes")
             }
         }
+        // Both PINs are read before the wallet takes its lock: the backup token's first, as it is opened first.
+        let (_, recorded) = try recordedWallet(arguments)
+        guard let backup = try openBackup(arguments, recorded: recorded?.backupToken, required: true) else { return .usage }
+        defer { backup.close() }
         let wallet = try openWallet(arguments, .appending)
         defer { (wallet.token as? TokenSession)?.close() }
-        guard let backup = try openBackup(arguments, wallet: wallet, required: true) else { return .usage }
-        defer { backup.close() }
         let result = try wallet.rotate(backup: backup, destroyOld: destroyOld)
         let event = wallet.keyEvent.event
         if arguments.flag("json") {
@@ -71,7 +73,8 @@ extension KeyCommands {
         let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
         guard let main = wallet.token as? TokenSession else { preconditionFailure("the CLI opens wallets on real tokens") }
-        let backup = arguments.value("backup-token") == nil ? nil : try openBackup(arguments, wallet: wallet, required: true)
+        let backup = arguments.value("backup-token") == nil ? nil
+            : try openBackup(arguments, recorded: wallet.metadata.backupToken, required: true)
         defer { backup?.close() }
         let rows = try KeyAudit.audit(tokens: [main] + (backup.map { [$0] } ?? []), log: wallet.keyLog,
                                       recipients: try wallet.databaseKeyRecipients())

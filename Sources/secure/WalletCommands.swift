@@ -14,11 +14,7 @@ let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-p
 /// wallet then takes its lock, after the PIN was read. A command that only reads opens it `.reading`: no
 /// lock, a read-only snapshot, and anything that needs a repair is reported with the command that makes it.
 func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet {
-    let paths = WalletPaths(directory: arguments.value("wallet"))
-    guard FileManager.default.fileExists(atPath: paths.metadata) else {
-        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
-    }
-    let recorded = try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata)))
+    let (paths, recorded) = try recordedWallet(arguments)
     guard let tokenText = arguments.value("token") ?? recorded?.token else {
         throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
     }
@@ -32,6 +28,15 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
     }
     if let repair = wallet.repairNeeded { printError("secure: note: \(repair)") }
     return wallet
+}
+
+/// The wallet folder a command names and its recorded metadata (nil when unreadable), or "no wallet".
+func recordedWallet(_ arguments: Arguments) throws -> (WalletPaths, WalletMetadata?) {
+    let paths = WalletPaths(directory: arguments.value("wallet"))
+    guard FileManager.default.fileExists(atPath: paths.metadata) else {
+        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
+    }
+    return (paths, try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata))))
 }
 
 /// Builds an entry id: 16 random bytes.
