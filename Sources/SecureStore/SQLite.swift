@@ -6,7 +6,8 @@ import SecureCrypto
 
 /// SQLite result codes the store tells apart.
 enum SQLiteCode {
-    static let ok: Int32 = 0, busy: Int32 = 5, locked: Int32 = 6, readOnly: Int32 = 8, corrupt: Int32 = 11, notADatabase: Int32 = 26
+    static let ok: Int32 = 0, busy: Int32 = 5, locked: Int32 = 6, readOnly: Int32 = 8, corrupt: Int32 = 11
+    static let notADatabase: Int32 = 26
     static let row: Int32 = 100, done: Int32 = 101, constraint: Int32 = 19
 }
 
@@ -107,7 +108,8 @@ final class Database {
             return StoreError(.walletBusy, "the database is busy: \(message)")
         case SQLiteCode.readOnly:
             // Our bug if it happens: a reading command's wallet was asked to write.
-            return StoreError(.sqlite, "the wallet was opened for reading and cannot write (SQLITE_READONLY): \(message)")
+            return StoreError(.sqlite, "the wallet was opened for reading and cannot write (SQLITE_READONLY): "
+                + message)
         default:
             return StoreError(.sqlite, "SQLite error \(code): \(message)")
         }

@@ -93,9 +93,10 @@ extension Wallet {
                     + "entries in between verify; if this stays, `secure ledger repair` moves the anchor forward"
             }
         }
+        let signer = signingKey.map { TokenSigner(token: session, key: $0) }
         let wallet = Wallet(paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
-                            anchor: anchor, signer: signingKey.map { TokenSigner(token: session, key: $0) }, state: state,
-                            peaks: peaks, latest: latest, lockReason: lockReason, clock: clock)
+                            anchor: anchor, signer: signer, state: state, peaks: peaks, latest: latest,
+                            lockReason: lockReason, clock: clock)
         wallet.repairNeeded = repairNeeded
         return wallet
     }

@@ -22,7 +22,8 @@ enum ExitCode: Int32, CaseIterable {
         case .verification: return "a signature, proof, bundle or evidence that does not verify"
         case .wallet: return "no wallet where one was expected, or one where none may be"
         case .busy: return "wallet busy: another secure process is changing it"
-        case .integrity: return "integrity: wrong key, corrupted or foreign database, rollback lock, failed verification"
+        case .integrity:
+            return "integrity: wrong key, corrupted or foreign database, rollback lock, failed verification"
         case .refused: return "refused: budget, balance, policy, or a statement the wallet will not record"
         case .pending: return "a payment was sent but not confirmed yet (`secure pending`, `secure retry`)"
         }
