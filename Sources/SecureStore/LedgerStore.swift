@@ -64,6 +64,50 @@ public final class LedgerStore: @unchecked Sendable {
     /// Opens an existing database with its key. Failures say which: corruption (the salt matches but the
     /// file cannot be read), another wallet's database (the salt differs), or a missing file.
     public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: [UInt8]) throws -> LedgerStore {
+        try checkFile(path, expectedSalt: expectedSalt)
+        let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
+        try store.explainCorruption {
+            try store.configure()
+            try store.migrate()
+        }
+        guard try store.walletID() == walletID else {
+            throw StoreError(.foreignDatabase, "\(path) belongs to another wallet")
+        }
+        return store
+    }
+
+    /// Opens an existing database for reading only, as one WAL snapshot: a read transaction begins here
+    /// and lasts as long as the store, so every read sees the ledger as it was at this moment while a
+    /// writer in another process goes on appending. It takes no lock and writes nothing: no pragma that
+    /// writes, no migration (a file on an older schema must be opened by a writing command first), and
+    /// SQLite never checkpoints on closing a read-only connection.
+    public static func openForReading(path: String, key: SecretBytes, expectedSalt: [UInt8],
+                                      walletID: [UInt8]) throws -> LedgerStore {
+        try checkFile(path, expectedSalt: expectedSalt)
+        let store = LedgerStore(database: try Database(path: path, key: key, create: false, readOnly: true), path: path)
+        try store.explainCorruption {
+            // A deferred BEGIN takes its snapshot at the first read, which is the key check just after it.
+            try store.database.execute("BEGIN")
+            _ = try store.database.prepare("SELECT count(*) FROM sqlite_master").step()
+        }
+        let statement = try store.database.prepare("PRAGMA user_version")
+        _ = try statement.step()
+        let version = statement.integer(0)
+        guard version <= Self.schemaVersion else {
+            throw StoreError(.schemaTooNew, "the ledger was written by a newer secure (schema \(version)); upgrade secure")
+        }
+        guard version == Self.schemaVersion else {
+            throw StoreError(.schemaOutdated, "the ledger is on schema \(version), which this secure reads only after "
+                + "upgrading it; `secure ledger repair` upgrades it")
+        }
+        guard try store.walletID() == walletID else {
+            throw StoreError(.foreignDatabase, "\(path) belongs to another wallet")
+        }
+        return store
+    }
+
+    /// The checks before a database is opened: it exists, and its salt is this wallet's.
+    private static func checkFile(_ path: String, expectedSalt: [UInt8]) throws {
         guard FileManager.default.fileExists(atPath: path) else {
             throw StoreError(.walletMissing, "the ledger database \(path) is missing; restore it from a backup. "
                 + "The wallet is never silently recreated")
@@ -73,19 +117,17 @@ public final class LedgerStore: @unchecked Sendable {
             throw StoreError(.foreignDatabase, "\(path) is not this wallet's database (its salt differs from the one recorded "
                 + "with the wrapped key); was another wallet's file copied here?")
         }
-        let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
+    }
+
+    /// Runs the first reads of an open, saying what a corrupted file means.
+    private func explainCorruption(_ body: () throws -> Void) throws {
         do {
-            try store.configure()
-            try store.migrate()
+            try body()
         } catch let error as StoreError where error.code == .corrupted {
             throw StoreError(.corrupted, "the ledger database \(path) is corrupted: the key is right (it matches the key-check "
                 + "value) and the file is this wallet's (its salt matches), but SQLCipher cannot read it. Restore a backup, "
                 + "then `secure ledger verify`")
         }
-        guard try store.walletID() == walletID else {
-            throw StoreError(.foreignDatabase, "\(path) belongs to another wallet")
-        }
-        return store
     }
 
     /// The first 16 bytes of a database file: SQLCipher's random salt.

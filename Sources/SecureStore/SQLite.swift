@@ -6,7 +6,8 @@ import SecureCrypto
 
 /// SQLite result codes the store tells apart.
 enum SQLiteCode {
-    static let ok: Int32 = 0, busy: Int32 = 5, locked: Int32 = 6, corrupt: Int32 = 11, notADatabase: Int32 = 26
+    static let ok: Int32 = 0, busy: Int32 = 5, locked: Int32 = 6, readOnly: Int32 = 8, corrupt: Int32 = 11
+    static let notADatabase: Int32 = 26
     static let row: Int32 = 100, done: Int32 = 101, constraint: Int32 = 19
 }
 
@@ -17,9 +18,15 @@ final class Database {
 
     /// Opens (or creates) a database file and gives SQLCipher the raw 256-bit key. The key goes in as
     /// SQLCipher's raw-key form x'…' so no passphrase derivation runs; the hex copy is wiped after.
-    init(path: String, key: SecretBytes, create: Bool) throws {
+    /// `readOnly` opens with SQLITE_OPEN_READONLY: every write fails with SQLITE_READONLY, and closing never
+    /// checkpoints the WAL into the file (checked on SQLite 3.15.2 / SQLCipher 3.4.1). Reading a WAL
+    /// database still needs its -shm file, which SQLite opens read-write (creating it, and an empty -wal,
+    /// when no writer left them): the folder must be writable, as a wallet's always is.
+    init(path: String, key: SecretBytes, create: Bool, readOnly: Bool = false) throws {
+        precondition(!(create && readOnly), "a database is created read-write")
         var pointer: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
+        let flags = access | SQLITE_OPEN_NOMUTEX
         let opened = sqlite3_open_v2(path, &pointer, flags, nil)
         guard opened == SQLITE_OK, let pointer else {
             if let pointer { sqlite3_close_v2(pointer) }
@@ -99,6 +106,10 @@ final class Database {
             return StoreError(.corrupted, "the database is corrupted (SQLITE_CORRUPT): \(message)")
         case SQLiteCode.busy, SQLiteCode.locked:
             return StoreError(.walletBusy, "the database is busy: \(message)")
+        case SQLiteCode.readOnly:
+            // Our bug if it happens: a reading command's wallet was asked to write.
+            return StoreError(.sqlite, "the wallet was opened for reading and cannot write (SQLITE_READONLY): "
+                + message)
         default:
             return StoreError(.sqlite, "SQLite error \(code): \(message)")
         }

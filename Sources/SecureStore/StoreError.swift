@@ -16,6 +16,8 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
     case io
     case sqlite
     case schemaTooNew = "schema-too-new"
+    /// An older schema, which only a writing command upgrades; a reading command says so.
+    case schemaOutdated = "schema-outdated"
     case anchorUnavailable = "anchor-unavailable"
 
     /// The documented exit code's kind for each code.
@@ -23,7 +25,7 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
         switch self {
         case .walletBusy: .walletBusy
         case .walletMissing, .wrappedKeyMissing, .walletExists: .walletMissing
-        case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew: .integrity
+        case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew, .schemaOutdated: .integrity
         case .io, .sqlite, .anchorUnavailable: .failure
         }
     }

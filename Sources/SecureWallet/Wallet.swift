@@ -30,7 +30,8 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
 
 /// One wallet: its ledger, its token and its anchor. This is where the wallet steps run (budget check,
 /// PIN, sign, append) for every way money moves, so `spend`, `deposit`, `accept` and the peer protocol
-/// share one code path. One process holds a wallet at a time (`WalletLock`).
+/// share one code path. A wallet opened for appending holds the wallet's lock (`WalletLock`), so one
+/// process appends at a time; a wallet opened for reading holds no lock and reads one WAL snapshot.
 public final class Wallet {
     public let paths: WalletPaths
     public internal(set) var metadata: WalletMetadata
@@ -40,7 +41,8 @@ public final class Wallet {
     /// The wallet's verified key-event log, read from the ledger's key-event entries.
     public internal(set) var keyLog: KeyEventLog
     public let token: WalletToken
-    let lock: WalletLock
+    /// The one-writer lock, held while this wallet is open for appending; nil when it is open for reading.
+    let lock: WalletLock?
     let store: LedgerStore
     let anchor: AnchorStorage
     var tokenSigner: MessageSigner?
@@ -63,6 +65,11 @@ public final class Wallet {
     public internal(set) var lockReason: WalletLockReason?
     /// Why the anchor could not follow the last commit, while it lags behind the database.
     public internal(set) var anchorLag: String?
+    /// What a wallet opened for reading found that an open for appending would repair (it never repairs
+    /// anything itself), with the command that does it; nil when nothing needs it.
+    public internal(set) var repairNeeded: String?
+    /// Whether this wallet was opened for reading: it holds no lock and cannot append.
+    public var isReadOnly: Bool { lock == nil }
     /// Fork evidence the last `accept` found against the payer (also kept in the ledger's evidence table).
     public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
@@ -73,7 +80,7 @@ public final class Wallet {
     /// The signing key in force.
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
 
-    init(paths: WalletPaths, metadata: WalletMetadata, keyLog: KeyEventLog, token: WalletToken, lock: WalletLock,
+    init(paths: WalletPaths, metadata: WalletMetadata, keyLog: KeyEventLog, token: WalletToken, lock: WalletLock?,
                  store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
                  peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
         self.paths = paths
@@ -244,6 +251,7 @@ public final class Wallet {
     @discardableResult
     public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry,
                        outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil) throws -> LedgerEntry {
+        precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
         let time = max(clock(), state.lastTime)
         let entry = try build(state.size, state.head, time)

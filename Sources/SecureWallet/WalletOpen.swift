@@ -4,17 +4,36 @@ import SecureCrypto
 import SecureStore
 import SecureToken
 
+/// How a wallet is opened: by a command that appends (or otherwise writes), or by one that only reads.
+public enum WalletAccess: Sendable {
+    /// Takes the wallet's lock (a second appending process gets "wallet busy" at once), upgrades an older
+    /// schema, and repairs what a crash left: an anchor behind a database that provably extends it, or an
+    /// anchor that an interrupted `wallet init` never wrote.
+    case appending
+    /// Takes no lock and writes nothing, neither the database nor the anchor: the database opens
+    /// read-only as one WAL snapshot, so a writer in another process (a `secure receive` in a session) never
+    /// blocks it. What an appending open would repair is reported in `repairNeeded` instead.
+    case reading
+}
+
 extension Wallet {
+    /// How many times a reading open reads the anchor before giving up: a writer replaces the token's
+    /// anchor object by creating the new one and destroying the old, so a reader in another process can
+    /// find a handle that is gone by the time it reads it. Three reads cover that race; a token that
+    /// fails three times in a row is reported.
+    static let anchorReadAttemptsMax = 3
+
     /// Opens a wallet with its token: unwraps the database key on the token (ECDH), opens the database,
     /// reads the latest signed checkpoint (no replay: balances come from its snapshot) and compares it
     /// with the anchor. A database behind the anchor, or different at the anchor's size, opens locked;
-    /// one ahead of it by entries that verify moves the anchor forward.
-    /// Take the lock first (`lock`) when the token is not opened yet: then a second process is told the
-    /// wallet is busy before it touches the token.
-    public static func open(paths: WalletPaths, lock heldLock: WalletLock? = nil, token session: WalletToken,
+    /// one ahead of it by entries that verify moves the anchor forward (when appending).
+    ///
+    /// The wallet's lock is taken here, for `.appending` only, after the token session was opened by the
+    /// caller: the PIN has been read by then, so a PIN prompt never holds the wallet.
+    public static func open(paths: WalletPaths, token session: WalletToken, access: WalletAccess = .appending,
                             clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
-        let lock = try heldLock ?? WalletLock(path: paths.lock)
+        let lock = access == .appending ? try WalletLock(path: paths.lock) : nil
         let walletID = metadata.walletIDBytes
         guard let wrappedBytes = FileManager.default.contents(atPath: paths.wrappedKey) else {
             throw StoreError(.wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; without it the "
@@ -26,7 +45,21 @@ extension Wallet {
         }
         let agreementKey = try keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
         let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreementKey))
-        let store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt, walletID: walletID)
+        let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
+        let store: LedgerStore
+        var anchorBytes: [UInt8]?
+        switch access {
+        case .appending:
+            store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
+                                         walletID: walletID)
+        case .reading:
+            // The anchor is read before the snapshot is taken. A writer commits before it moves the anchor, so
+            // the snapshot is then at least as new as the anchor, and a writer's progress is never mistaken for
+            // a rollback.
+            anchorBytes = try loadAnchorForReading(anchor)
+            store = try LedgerStore.openForReading(path: paths.database, key: databaseKey,
+                                                   expectedSalt: wrapped.databaseSalt, walletID: walletID)
+        }
         let keyLog = try keyEventLog(store, walletID: walletID)
         let current = keyLog.current
         let signingKey = try signingKeyInForce(session, metadata: metadata, log: keyLog)
@@ -40,11 +73,40 @@ extension Wallet {
             throw StoreError(.corrupted, "the ledger's entries do not match its latest signed checkpoint; run `secure ledger verify`")
         }
         let state = try resumedState(store, latest.checkpoint)
-        let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
-        let lockReason = try checkAnchor(anchor, store: store, latest: latest, log: keyLog)
-        return Wallet(paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
-                      anchor: anchor, signer: signingKey.map { TokenSigner(token: session, key: $0) }, state: state,
-                      peaks: peaks, latest: latest, lockReason: lockReason, clock: clock)
+        let lockReason: WalletLockReason?
+        var repairNeeded: String?
+        switch access {
+        case .appending:
+            lockReason = try checkAnchor(anchor, store: store, latest: latest, log: keyLog)
+        case .reading:
+            switch try compareAnchor(anchorBytes, store: store, latest: latest, log: keyLog) {
+            case .consistent: lockReason = nil
+            case .lock(let reason): lockReason = reason
+            case .neverWritten:
+                lockReason = nil
+                repairNeeded = "the anchor was never written (`secure wallet init` stopped before it); "
+                    + "`secure ledger repair` writes it"
+            case .behind(let anchoredSize):
+                lockReason = nil
+                repairNeeded = "the anchor is at entry \(anchoredSize) and the database at \(latest.checkpoint.size): "
+                    + "another secure process is between a commit and its anchor update, or one stopped there. The "
+                    + "entries in between verify; if this stays, `secure ledger repair` moves the anchor forward"
+            }
+        }
+        let signer = signingKey.map { TokenSigner(token: session, key: $0) }
+        let wallet = Wallet(paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
+                            anchor: anchor, signer: signer, state: state, peaks: peaks, latest: latest,
+                            lockReason: lockReason, clock: clock)
+        wallet.repairNeeded = repairNeeded
+        return wallet
+    }
+
+    /// Reads the anchor, retrying a failed read a bounded number of times (see `anchorReadAttemptsMax`).
+    private static func loadAnchorForReading(_ anchor: AnchorStorage) throws -> [UInt8]? {
+        for _ in 1..<anchorReadAttemptsMax {
+            if let bytes = try? anchor.load() { return bytes }
+        }
+        return try anchor.load()
     }
 
     static func keyOnToken(_ session: WalletToken, idHex: String, what: String) throws -> TokenKey {
@@ -83,43 +145,61 @@ extension Wallet {
         return LedgerState(resumingAt: checkpoint, budgets: Array(budgets.values), lastTime: last.time, index: store)
     }
 
+    /// What comparing the database with the anchor found.
+    enum AnchorFinding: Equatable {
+        /// The anchor is the latest checkpoint.
+        case consistent
+        /// The wallet must lock.
+        case lock(WalletLockReason)
+        /// No anchor, and the ledger holds only entry 0: an init that stopped before its first anchor write.
+        case neverWritten
+        /// The anchor is at an earlier size and the database provably extends it: a crash (or, seen by a
+        /// reader, a writer) between a commit and the anchor update.
+        case behind(anchoredSize: UInt64)
+    }
+
     /// Compares the database with the anchor. Returns why the wallet must lock, or nil after moving the
-    /// anchor forward to a database that provably extends it.
+    /// anchor forward to a database that provably extends it (or writing the one an interrupted init missed).
     static func checkAnchor(_ anchor: AnchorStorage, store: LedgerStore, latest: SignedCheckpoint,
                             log: KeyEventLog) throws -> WalletLockReason? {
-        guard let bytes = try anchor.load() else {
-            if latest.checkpoint.size == 1 {  // an init that stopped before its first anchor write
-                try anchor.store(latest.encoded)
-                return nil
-            }
-            return .anchorMissing
+        switch try compareAnchor(try anchor.load(), store: store, latest: latest, log: log) {
+        case .consistent: return nil
+        case .lock(let reason): return reason
+        case .neverWritten, .behind:
+            try anchor.store(latest.encoded)
+            return nil
+        }
+    }
+
+    /// Compares the database with the anchor's bytes, reading only.
+    static func compareAnchor(_ bytes: [UInt8]?, store: LedgerStore, latest: SignedCheckpoint,
+                              log: KeyEventLog) throws -> AnchorFinding {
+        guard let bytes else {
+            return latest.checkpoint.size == 1 ? .neverWritten : .lock(.anchorMissing)
         }
         // The anchor may predate a rotation (a crash between commit and anchor update): any key in force
         // when it was signed will do.
         guard let anchored = try? SignedCheckpoint.decode(bytes), log.check(anchored) == .inForce else {
-            return .anchorMissing
+            return .lock(.anchorMissing)
         }
         let anchoredSize = anchored.checkpoint.size
         guard anchoredSize <= latest.checkpoint.size else {
-            return .behindAnchor(databaseSize: latest.checkpoint.size, anchorSize: anchoredSize)
+            return .lock(.behindAnchor(databaseSize: latest.checkpoint.size, anchorSize: anchoredSize))
         }
         if anchoredSize == latest.checkpoint.size {
             // The usual case, and O(1): the anchor is the latest checkpoint.
             let same = anchored.checkpoint.root == latest.checkpoint.root && anchored.checkpoint.head == latest.checkpoint.head
-            return same ? nil : .divergent(size: anchoredSize)
+            return same ? .consistent : .lock(.divergent(size: anchoredSize))
         }
         let leaves = try store.leafHashes(from: 0, to: anchoredSize)
         let tree = MerkleTree(leafHashes: leaves)
         guard tree.root() == anchored.checkpoint.root, try store.entry(at: anchoredSize - 1)?.link == anchored.checkpoint.head else {
-            return .divergent(size: anchoredSize)
+            return .lock(.divergent(size: anchoredSize))
         }
-        if anchoredSize < latest.checkpoint.size {
-            // What a crash between commit and anchor update leaves: the newer entries chain on and the latest
-            // checkpoint, signed by the wallet key, covers them. Move the anchor forward.
-            try verifyChain(store, from: anchoredSize - 1, to: latest.checkpoint.size)
-            try anchor.store(latest.encoded)
-        }
-        return nil
+        // What a crash between commit and anchor update leaves: the newer entries chain on and the latest
+        // checkpoint, signed by the wallet key, covers them.
+        try verifyChain(store, from: anchoredSize - 1, to: latest.checkpoint.size)
+        return .behind(anchoredSize: anchoredSize)
     }
 
     /// Checks that entries [from, to) link to each other.

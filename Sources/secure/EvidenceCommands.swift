@@ -11,26 +11,23 @@ enum EvidenceCommands {
           two different leaves. Exit code 0 when the evidence proves a fork, 7 when it does not.
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        if words.first == "export", !words.contains("--help") {
-            let arguments = try Arguments(Array(words.dropFirst()), options: walletOptions.union(["out"]), flags: walletFlags)
-            let out = try arguments.required("out")
-            let wallet = try openWallet(arguments)
-            let held = try wallet.ledger.evidence()
-            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-            for bytes in held {
-                let path = out + "/" + Hex.encode(SHA256.hash(bytes).prefix(8)) + ".evidence"
-                if !FileManager.default.fileExists(atPath: path) { try writeOutput(bytes, to: path) }
-                print(path)
-            }
-            if held.isEmpty { printError("secure: this wallet holds no fork evidence") }
-            return .success
+    static func export(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions.union(["out"]), flags: walletFlags)
+        let out = try arguments.required("out")
+        let wallet = try openWallet(arguments, .reading)
+        let held = try wallet.ledger.evidence()
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        for bytes in held {
+            let path = out + "/" + Hex.encode(SHA256.hash(bytes).prefix(8)) + ".evidence"
+            if !FileManager.default.fileExists(atPath: path) { try writeOutput(bytes, to: path) }
+            print(path)
         }
-        guard words.first == "verify", !words.contains("--help") else {
-            print(help)
-            return words.isEmpty || words.contains("--help") ? (words.isEmpty ? .usage : .success) : .usage
-        }
-        let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: [])
+        if held.isEmpty { printError("secure: this wallet holds no fork evidence") }
+        return .success
+    }
+
+    static func verify(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: [], flags: [])
         let path = try arguments.positionals(1, "one evidence FILE")[0]
         let bytes = try readFile(path, what: "the evidence")
         guard let evidence = try? ForkEvidence.decode(bytes) else {

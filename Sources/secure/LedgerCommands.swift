@@ -16,6 +16,8 @@ enum LedgerCommands {
                                                       checkpoint's signature and state, and the anchor.
                                                       --accept-rollback leaves a rollback lock: it re-anchors and
                                                       records a signed statement that you did
+          secure ledger repair                        (writes) upgrade an older schema; move an anchor a crash left
+                                                      behind forward; write the anchor an interrupted init missed
           secure ledger prove --entry ID [--out FILE] an inclusion proof of an entry (hex id) in the latest checkpoint
           secure ledger consistency --from N --to M [--out FILE]
                                                       a consistency proof between the checkpoints of sizes N and M
@@ -24,34 +26,10 @@ enum LedgerCommands {
         Common options: --wallet DIR, --pin-source SPEC, --token URI.
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        if words.contains("--help") {
-            print(help)
-            return .success
-        }
-        switch words[0] {
-        case "balance": return try balance(Array(words.dropFirst()))
-        case "history": return try history(Array(words.dropFirst()))
-        default: break
-        }
-        guard words.count > 1 else {
-            print(help)
-            return .usage
-        }
-        let rest = Array(words.dropFirst(2))
-        switch words[1] {
-        case "verify": return try verify(rest)
-        case "prove": return try prove(rest)
-        case "consistency": return try consistency(rest)
-        case "verify-proof": return try verifyProof(rest)
-        default: throw UsageError("unknown ledger command \"\(words[1])\"; `secure ledger --help` lists them")
-        }
-    }
-
     static func balance(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         let balances = wallet.state.balances.values.sorted { $0.currency.code < $1.currency.code }
         if arguments.flag("json") {
             printJSON(["balances": balances.map(MoneyText.format), "entries": wallet.size, "locked": wallet.lockReason != nil])
@@ -67,7 +45,7 @@ enum LedgerCommands {
     static func history(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         let dayFormat = DateFormatter()
         dayFormat.dateFormat = "yyyy-MM-dd"
         let timeFormat = DateFormatter()
@@ -119,7 +97,7 @@ enum LedgerCommands {
     static func verify(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(["accept-rollback"]))
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, arguments.flag("accept-rollback") ? .appending : .reading)
         let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)
         if arguments.flag("accept-rollback"), let lock = wallet.lockReason {
             guard report.isValid else {
@@ -154,13 +132,29 @@ enum LedgerCommands {
 }
 
 extension LedgerCommands {
+    /// Opens the wallet for appending, which repairs what reading commands only report: it upgrades an
+    /// older schema, moves an anchor that a crash left behind forward over entries that verify, and writes
+    /// the first anchor an interrupted `wallet init` missed. A rollback lock is not repaired here.
+    static func repair(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments, .appending)
+        if let lock = wallet.lockReason {
+            printError("secure: the wallet is LOCKED and `ledger repair` does not lift it: \(lock)")
+            return .integrity
+        }
+        print("wallet \(Hex.encode(wallet.walletID)): \(wallet.size) entries; the anchor on the \(wallet.anchorKind) "
+            + "is at the latest checkpoint")
+        return .success
+    }
+
     static func prove(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["entry", "out"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         guard let id = Hex.decode(try arguments.required("entry")), id.count == LedgerEntry.idByteCount else {
             throw UsageError("--entry takes an entry id: 32 hex digits, as `secure history --json` shows")
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         try write(try LedgerProof.inclusion(of: id, in: wallet), arguments)
         return .success
     }
@@ -171,7 +165,7 @@ extension LedgerCommands {
         guard let from = UInt64(try arguments.required("from")), let to = UInt64(try arguments.required("to")) else {
             throw UsageError("--from and --to take checkpoint sizes (whole numbers)")
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         try write(try LedgerProof.consistency(from: from, to: to, in: wallet), arguments)
         return .success
     }

@@ -70,30 +70,6 @@ enum MoneyCommands {
           secure pending [--json]                     payments out without a receipt or reversal
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        if words.contains("--help") {
-            print(help)
-            return .success
-        }
-        let rest = Array(words.dropFirst())
-        switch words[0] {
-        case "issuer":
-            guard let sub = rest.first else { print(help); return .usage }
-            switch sub {
-            case "init": return try issuerInit(Array(rest.dropFirst()))
-            case "trust": return try issuerTrust(Array(rest.dropFirst()))
-            default: throw UsageError("unknown issuer command \"\(sub)\"")
-            }
-        case "mint": return try mint(rest)
-        case "deposit": return try deposit(rest)
-        case "spend": return try spend(rest)
-        case "accept": return try accept(rest)
-        case "reverse": return try reverse(rest)
-        case "confirm": return try confirm(rest)
-        default: return try pending(rest)
-        }
-    }
-
     static func issuerInit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: sessionOptions.union(["token", "label"]), flags: sessionFlags)
         _ = try arguments.positionals(0, "no positional arguments")
@@ -110,7 +86,7 @@ enum MoneyCommands {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         let path = try arguments.positionals(1, "one issuer PEM file")[0]
         let key = try P256.PublicKey(pem: String(decoding: try readFile(path, what: "the issuer key"), as: UTF8.self))
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         try wallet.trust(issuer: key)
         print("trusting issuer \(Hex.encode(key.fingerprint))")
         return .success
@@ -143,7 +119,7 @@ enum MoneyCommands {
             printError("secure: \(path) is not a voucher (truncated or malformed); nothing was recorded")
             return .verification
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         let (message, code) = describe(try wallet.deposit(voucher), what: "voucher")
         (code == .success ? { print($0) } : printError)(message)
         return code
@@ -160,7 +136,7 @@ enum MoneyCommands {
         try Budget.validateCategory(category)
         let out = try arguments.required("out")
         guard !FileManager.default.fileExists(atPath: out) else { throw UsageError("\(out) exists; it is never overwritten") }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         do {
             if case .alert(let usage) = try wallet.checkSpend(amount: amount, category: category, overrideBudget: arguments.flag("override-budget")) {
                 printError("secure: budget alert: \(usage.category) will be above 80% of \(MoneyText.format(usage.limit)) this window")
@@ -184,7 +160,7 @@ enum MoneyCommands {
             printError("secure: \(path) is not a transfer (truncated or malformed); nothing was recorded")
             return .verification
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
         let (message, code) = describe(outcome, what: "transfer")
         (code == .success ? { print($0) } : printError)(message)
@@ -216,7 +192,7 @@ enum MoneyCommands {
             printError("secure: \(path) is not a refusal; nothing was recorded")
             return .verification
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         let (message, code) = describe(try wallet.applyRefusal(refusal, payeeKeys: [payeeKey]), what: "refusal")
         (code == .success ? { print($0) } : printError)(message)
         return code
@@ -230,7 +206,7 @@ enum MoneyCommands {
             printError("secure: \(path) is not a receipt; nothing was recorded")
             return .verification
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         try wallet.confirm(receipt, payeeKeys: [payeeKey])
         print("payment \(Hex.encode(receipt.payload.transferID)) confirmed by the payee's receipt")
         return .success
@@ -239,7 +215,7 @@ enum MoneyCommands {
     static func pending(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         let rows = try wallet.pendingTransfers().map { item -> [String: Any] in
             ["transferID": Hex.encode(item.transfer.payload.order.transferID), "amount": MoneyText.format(item.transfer.payload.order.amount),
              "payee": Hex.encode(item.transfer.payload.order.payeeWalletID), "position": item.entry.position]

@@ -132,22 +132,6 @@ enum PeerCommands {
                                                            "distance", "ranging-file", "count", "seed"])
     static let flags: Set<String> = walletFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        if words.contains("--help") {
-            print(help)
-            return .success
-        }
-        let arguments = try Arguments(Array(words.dropFirst()), options: options, flags: flags)
-        switch words[0] {
-        case "receive": return try receive(arguments)
-        case "pay": return try pay(arguments, retrying: nil)
-        default:
-            let pending = try arguments.positionals(arguments.positional.count <= 1 ? arguments.positional.count : 1,
-                                                    "at most one TRANSFER_ID")
-            return try pay(arguments, retrying: .some(pending.first))
-        }
-    }
-
     static func address(_ text: String?) throws -> (host: String, port: UInt16) {
         let value = text ?? "127.0.0.1:7464"
         let parts = value.split(separator: ":", omittingEmptySubsequences: false)
@@ -174,7 +158,7 @@ enum PeerCommands {
 
     /// Opens the wallet with its PIN, then locks the token until an approval needs it again.
     static func openLockedWallet(_ arguments: Arguments) throws -> (Wallet, TerminalPerson) {
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         wallet.token.lock()
         let person = TerminalPerson(arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.token.label)
         if let lock = wallet.lockReason { throw WalletError(.locked, "the wallet is locked: \(lock)") }
@@ -189,6 +173,25 @@ enum PeerCommands {
         }
     }
 
+    static func receive(_ words: [String]) throws -> ExitCode {
+        try receive(try Arguments(words, options: options, flags: flags))
+    }
+
+    static func pay(_ words: [String]) throws -> ExitCode {
+        try pay(try Arguments(words, options: options, flags: flags), retrying: nil)
+    }
+
+    static func retry(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: options, flags: flags)
+        let pending = try arguments.positionals(arguments.positional.count <= 1 ? arguments.positional.count : 1,
+                                                "at most one TRANSFER_ID")
+        return try pay(arguments, retrying: .some(pending.first))
+    }
+
+    /// `secure receive` opens the wallet for appending and holds its lock while it listens: its sessions
+    /// append credits from the wallet state it opened with, so no other process may append meanwhile (a
+    /// `secure spend` gets "wallet busy"). Reading commands take no lock, so they run while it listens and
+    /// while a session appends, and each sees the ledger before or after a credit.
     static func receive(_ arguments: Arguments) throws -> ExitCode {
         _ = try arguments.positionals(0, "no positional arguments")
         let (host, port) = try address(arguments.value("listen"))

@@ -20,8 +20,8 @@ extension KeyCommands {
         """
 
     /// The backup token's session: --backup-token, else the one recorded at init; its own PIN source.
-    static func openBackup(_ arguments: Arguments, wallet: Wallet, required: Bool) throws -> TokenSession? {
-        guard let text = arguments.value("backup-token") ?? wallet.metadata.backupToken else {
+    static func openBackup(_ arguments: Arguments, recorded: String?, required: Bool) throws -> TokenSession? {
+        guard let text = arguments.value("backup-token") ?? recorded else {
             if required { throw UsageError("--backup-token is required: the committed next key is on the backup token") }
             return nil
         }
@@ -46,10 +46,12 @@ extension KeyCommands {
                 throw UsageError("--destroy-old needs confirmation: type \"destroy\" at the prompt, or pass --yes")
             }
         }
-        let wallet = try openWallet(arguments)
-        defer { (wallet.token as? TokenSession)?.close() }
-        guard let backup = try openBackup(arguments, wallet: wallet, required: true) else { return .usage }
+        // Both PINs are read before the wallet takes its lock: the backup token's first, as it is opened first.
+        let (_, recorded) = try recordedWallet(arguments)
+        guard let backup = try openBackup(arguments, recorded: recorded?.backupToken, required: true) else { return .usage }
         defer { backup.close() }
+        let wallet = try openWallet(arguments, .appending)
+        defer { (wallet.token as? TokenSession)?.close() }
         let result = try wallet.rotate(backup: backup, destroyOld: destroyOld)
         let event = wallet.keyEvent.event
         if arguments.flag("json") {
@@ -68,10 +70,11 @@ extension KeyCommands {
     static func audit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
         guard let main = wallet.token as? TokenSession else { preconditionFailure("the CLI opens wallets on real tokens") }
-        let backup = arguments.value("backup-token") == nil ? nil : try openBackup(arguments, wallet: wallet, required: true)
+        let backup = arguments.value("backup-token") == nil ? nil
+            : try openBackup(arguments, recorded: wallet.metadata.backupToken, required: true)
         defer { backup?.close() }
         let rows = try KeyAudit.audit(tokens: [main] + (backup.map { [$0] } ?? []), log: wallet.keyLog,
                                       recipients: try wallet.databaseKeyRecipients())
@@ -112,18 +115,6 @@ enum AuditCommands {
         The format is in docs/PROTOCOL.md ("Audit bundles").
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        switch sub {
-        case "export": return try export(Array(words.dropFirst()))
-        case "verify": return try verify(Array(words.dropFirst()))
-        default: throw UsageError("unknown audit command \"\(sub)\"; `secure audit --help` lists them")
-        }
-    }
-
     static func export(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["out", "from", "to"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
@@ -133,7 +124,7 @@ enum AuditCommands {
             guard let value = UInt64(text) else { throw UsageError("--\(name) must be an entry position") }
             return value
         }
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
         let bytes = try AuditBundleFile.export(wallet, from: try number("from") ?? 0, to: try number("to"))
         try DurableFile.write(bytes, to: out)

@@ -59,18 +59,6 @@ enum TokenCommands {
               written to DIR/LABEL.pin (mode 0600). Prints the token URI. Then: export SOFTHSM2_CONF=DIR/softhsm2.conf
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        switch sub {
-        case "list": return try list(Array(words.dropFirst()))
-        case "init-demo": return try initDemo(Array(words.dropFirst()))
-        default: throw UsageError("unknown token command \"\(sub)\"; `secure token --help` lists them")
-        }
-    }
-
     static func list(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: ["token", "module-args"], flags: ["json"])
         _ = try arguments.positionals(0, "no positional arguments")
@@ -142,22 +130,6 @@ enum KeyCommands {
           --allow-unenforced-pin (a token that does not enforce the PIN per signature: NSS softokn),
           --allow-unproven-origin (a token that does not mark its generated keys CKA_LOCAL: NSS softokn)
         """
-
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        let rest = Array(words.dropFirst())
-        switch sub {
-        case "generate": return try generate(rest)
-        case "list": return try list(rest)
-        case "export": return try export(rest)
-        case "rotate": return try rotate(rest)
-        case "audit": return try audit(rest)
-        default: throw UsageError("unknown keys command \"\(sub)\"; `secure keys --help` lists them")
-        }
-    }
 
     static func generate(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: sessionOptions.union(["token", "label", "usage"]),

@@ -10,24 +10,33 @@ let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args"
 let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-pin", "allow-unproven-origin"]
 
 /// Opens the wallet a command names: --wallet DIR (or the XDG default), its recorded token (or --token),
-/// and a PIN from --pin-source.
-func openWallet(_ arguments: Arguments) throws -> Wallet {
-    let paths = WalletPaths(directory: arguments.value("wallet"))
-    guard FileManager.default.fileExists(atPath: paths.metadata) else {
-        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
-    }
-    let recorded = try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata)))
+/// and a PIN from --pin-source. A command that appends (or writes in any way) opens it `.appending`: the
+/// wallet then takes its lock, after the PIN was read. A command that only reads opens it `.reading`: no
+/// lock, a read-only snapshot, and anything that needs a repair is reported with the command that makes it.
+func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet {
+    let (paths, recorded) = try recordedWallet(arguments)
     guard let tokenText = arguments.value("token") ?? recorded?.token else {
         throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
     }
-    let lock = try WalletLock(path: paths.lock)
     let session = try openSession(arguments, uri: try parseURI(tokenText, arguments))
+    let wallet: Wallet
     do {
-        return try Wallet.open(paths: paths, lock: lock, token: session)
+        wallet = try Wallet.open(paths: paths, token: session, access: access)
     } catch {
         session.close()
         throw error
     }
+    if let repair = wallet.repairNeeded { printError("secure: note: \(repair)") }
+    return wallet
+}
+
+/// The wallet folder a command names and its recorded metadata (nil when unreadable), or "no wallet".
+func recordedWallet(_ arguments: Arguments) throws -> (WalletPaths, WalletMetadata?) {
+    let paths = WalletPaths(directory: arguments.value("wallet"))
+    guard FileManager.default.fileExists(atPath: paths.metadata) else {
+        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
+    }
+    return (paths, try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata))))
 }
 
 /// Builds an entry id: 16 random bytes.
@@ -54,19 +63,6 @@ enum WalletCommands {
         Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
         and --token URI to override the token recorded at init.
         """
-
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        switch sub {
-        case "init": return try initialize(Array(words.dropFirst()))
-        case "show": return try show(Array(words.dropFirst()))
-        case "recover": return try recover(Array(words.dropFirst()))
-        default: throw UsageError("unknown wallet command \"\(sub)\"; `secure wallet --help` lists them")
-        }
-    }
 
     static func initialize(_ words: [String]) throws -> ExitCode {
         let keyOptions = ["signing-key", "agreement-key", "backup-next-key", "backup-agreement-key"]
@@ -154,7 +150,7 @@ enum WalletCommands {
     static func show(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(["card"]))
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         if arguments.flag("json") {
             printJSON(describe(wallet))
             return .success
@@ -187,18 +183,6 @@ enum BudgetCommands {
               Each budget with the open window's spending, as a bar with the 80% and 100% marks.
         """
 
-    static func run(_ words: [String]) throws -> ExitCode {
-        guard let sub = words.first, !words.contains("--help") else {
-            print(help)
-            return words.isEmpty ? .usage : .success
-        }
-        switch sub {
-        case "set": return try set(Array(words.dropFirst()))
-        case "show": return try show(Array(words.dropFirst()))
-        default: throw UsageError("unknown budget command \"\(sub)\"; `secure budget --help` lists them")
-        }
-    }
-
     static func set(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["window", "time-zone"]), flags: walletFlags.union(["hard-cap"]))
         let positional = try arguments.positionals(2, "CATEGORY and LIMIT, e.g. food \"200.00 EUR\"")
@@ -210,7 +194,7 @@ enum BudgetCommands {
         let zone = arguments.value("time-zone") ?? TimeZone.current.identifier
         let budget = try Budget(category: positional[0], limit: limit, window: window, isHardCap: arguments.flag("hard-cap"),
                                 timeZoneIdentifier: zone)
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .appending)
         try wallet.append { position, previous, time in
             try LedgerEntry(position: position, id: newEntryID(), kind: .budgetChange, amount: nil, category: budget.category,
                             time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
@@ -223,7 +207,7 @@ enum BudgetCommands {
     static func show(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let wallet = try openWallet(arguments)
+        let wallet = try openWallet(arguments, .reading)
         let budgets = wallet.state.budgets.values.sorted { $0.category < $1.category }
         var rows: [[String: Any]] = []
         for budget in budgets {

@@ -61,6 +61,33 @@ struct CLITests {
         #expect(missing.stderr.contains("--key is required"))
     }
 
+    /// `secure --help` comes from the command table that dispatch reads: every command it lists runs its
+    /// own `--help`, and every exit code 0–12 is listed with a meaning.
+    @Test func topHelpListsEveryCommandAndExitCode() throws {
+        let help = try Run.program(Run.secure, ["--help"]).output
+        #expect(help.range(of: #"[Ii]ssue \d"#, options: .regularExpression) == nil, "no issue numbers in user-facing help")
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let commandLines = lines.filter { $0.hasPrefix("  ") && $0.dropFirst(2).first?.isLowercase == true }
+        let names = commandLines.map { line in
+            // The call ends where the summary's column gap begins; the name is its leading lowercase words.
+            String(line.dropFirst(2)).components(separatedBy: "  ")[0].split(separator: " ")
+                .prefix { $0 == $0.lowercased() && $0.first?.isLetter == true }.joined(separator: " ")
+        }
+        #expect(names.count >= 30, "\(names)")
+        for expected in ["balance", "history", "pending", "budget show", "receive", "pay", "retry", "ledger repair",
+                         "audit export", "evidence verify", "wallet recover", "keys rotate"] {
+            #expect(names.contains(expected), "\(expected) is listed")
+        }
+        #expect(!names.contains("bench"))
+        for name in names {
+            let result = try Run.program(Run.secure, name.split(separator: " ").map(String.init) + ["--help"])
+            #expect(result.status == 0 && result.output.contains("Usage"), "secure \(name) --help")
+        }
+        let codes = lines.drop { $0 != "Exit codes:" }.dropFirst().prefix { !$0.isEmpty }
+            .compactMap { Int($0.split(separator: " ").first ?? "") }
+        #expect(codes == Array(0...12), "\(codes)")
+    }
+
     @Test func initGenerateExportSignVerify() throws {
         let demo = try Demo()
         let keyURI = try demo.generateKey()

@@ -201,4 +201,94 @@ struct PeerCLITests {
         let noSource = try world.run(["receive", "--listen", "127.0.0.1:1"] + world.wallet("bob"))
         #expect(noSource.status == 2 && noSource.stderr.contains("--allow-simulated-ranging"))
     }
+
+    /// Reading commands take no lock: `balance`, `history`, `pending` and `budget show` run while `secure
+    /// receive` is in a session on the same wallet, and each shows the ledger before or after the credit.
+    /// The payee is paced by its ranging FIFO: it has approved and is measuring, with the wallet open for
+    /// appending (its lock held), until the test writes the remaining readings. Meanwhile an appending
+    /// command still gets "wallet busy" (exit 9), and only after its PIN was checked.
+    @Test func readersRunWhileReceiveIsInASession() throws {
+        let world = try Self.funded()
+        #expect(try world.run(["budget", "set", "food", "10.00 EUR"] + world.wallet("bob")).status == 0)
+        let entriesBefore = try Self.historyCount(world)
+        try String(repeating: "410\n", count: 20).write(toFile: world.directory + "/alice-uwb.txt", atomically: true, encoding: .utf8)
+        let fifo = world.directory + "/bob-uwb"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let port = String(Int.random(in: 20_000..<40_000))
+        final class Box: @unchecked Sendable { var result: ProcessResult? }
+        let receiver = Box(), payer = Box()
+        let receiverDone = DispatchSemaphore(value: 0), payerDone = DispatchSemaphore(value: 0)
+        let receiveArguments = ["receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb"]
+            + world.wallet("bob")
+        Thread.detachNewThread {
+            receiver.result = try? world.run(receiveArguments)
+            receiverDone.signal()
+        }
+        Thread.detachNewThread {
+            for _ in 0..<50 {
+                Thread.sleep(forTimeInterval: 0.2)
+                payer.result = try? world.run(["pay", "--to", "127.0.0.1:" + port, "--yes", "--amount", "4.50 EUR",
+                                               "--category", "food", "--ranging-file", "alice-uwb.txt"] + world.wallet("alice"))
+                if let result = payer.result, !(result.stderr.contains("refused") && result.stderr.contains("connect")) { break }
+            }
+            payerDone.signal()
+        }
+        // Opening the FIFO for writing succeeds once the payee opens it to measure: it is then in the session.
+        var writer: Int32 = -1
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while writer < 0 && Date() < deadline {
+            writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if writer < 0 { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        try #require(writer >= 0, "the payee never started measuring")
+        func send(_ count: Int) { for _ in 0..<count { _ = "410\n".withCString { write(writer, $0, 4) } } }
+        send(3)
+
+        // The readers, then two appending attempts, while the payee waits for more readings. One after the
+        // other: SoftHSM's file store answers CKR_GENERAL_ERROR to a process that reads the token while another
+        // rewrites it (a failed login does), which is SoftHSM's limit, not the wallet's.
+        let commands: [[String]] = [["balance", "--json"], ["history", "--json"], ["pending", "--json"],
+                                    ["budget", "show", "--json"], ["budget", "set", "rent", "1.00 EUR"]]
+        var results = try commands.map { try world.run($0 + world.wallet("bob")) }
+        results.append(try world.run(["budget", "set", "rent", "1.00 EUR", "--wallet", "bob", "--pin-source", "file:toks/alice.pin"]))
+        // The ranging reader reads in chunks until a chunk is full or the stream ends: end it.
+        send(17)
+        close(writer)
+        receiverDone.wait()
+        payerDone.wait()
+        let (balance, history, pending, budget, busy, wrongPIN) = (results[0], results[1], results[2], results[3],
+                                                                   results[4], results[5])
+        let received = try #require(receiver.result)
+        let paid = try #require(payer.result)
+        #expect(received.status == 0, "\(received.output) \(received.stderr)")
+        #expect(paid.status == 0, "\(paid.output) \(paid.stderr)")
+        #expect(received.output.contains("\"event\":\"credit\""))
+
+        for reader in [balance, history, pending, budget] {
+            #expect(reader.status == 0, "\(reader.stderr)")
+            #expect(!reader.stderr.contains("busy"), "\(reader.stderr)")
+        }
+        let balances = try JSONSerialization.jsonObject(with: Data(balance.stdout)) as? [String: Any]
+        let shown = balances?["balances"] as? [String]
+        #expect(shown == [] || shown == ["4.50 EUR"], "before or after the credit: \(balance.output)")
+        let rows = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [[String: Any]]
+        #expect(rows?.count == entriesBefore || rows?.count == entriesBefore + 1, "\(history.output)")
+        #expect((try JSONSerialization.jsonObject(with: Data(pending.stdout)) as? [Any])?.isEmpty == true)
+        let budgets = try JSONSerialization.jsonObject(with: Data(budget.stdout)) as? [[String: Any]]
+        #expect(budgets?.first?["category"] as? String == "food" && budgets?.first?["spent"] as? String == "0.00 EUR",
+                "\(budget.output)")
+        // Two appending commands exclude each other; the lock is taken after the PIN is read and checked.
+        #expect(busy.status == 9 && busy.stderr.contains("busy"), "\(busy.status) \(busy.stderr)")
+        #expect(wrongPIN.status == 3, "a wrong PIN is reported before the lock is tried: \(wrongPIN.stderr)")
+
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
+        #expect(try Self.historyCount(world) == entriesBefore + 1)
+        #expect(try world.run(["budget", "set", "rent", "1.00 EUR"] + world.wallet("bob")).status == 0,
+                "the lock is free once receive ends")
+    }
+
+    static func historyCount(_ world: WalletCLITests.World) throws -> Int {
+        let history = try world.run(["history", "--json"] + world.wallet("bob"))
+        return (try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [Any])?.count ?? -1
+    }
 }

@@ -77,6 +77,50 @@ struct WalletTests {
         _ = try WalletLock(path: test.paths.lock)
     }
 
+    @Test func readingOpenTakesNoLockAndReadsOneSnapshot() throws {
+        let test = try TestWallet("snapshot")
+        try test.setBudget("a", "1.00 EUR")
+        let session = try test.main.session()
+        defer { session.close() }
+        // The appending wallet is open and holds the lock; a reader opens anyway.
+        let reader = try Wallet.open(paths: test.paths, token: session, access: .reading)
+        #expect(reader.isReadOnly && reader.size == 2)
+        #expect(throws: StoreError(.walletBusy, "")) { try Wallet.open(paths: test.paths, token: session) }
+        try test.setBudget("b", "2.00 EUR")
+        #expect(try reader.ledger.size() == 2, "a reader's snapshot does not move while the writer appends")
+        #expect(try reader.ledger.latestCheckpoint()?.size == 2)
+        let later = try Wallet.open(paths: test.paths, token: session, access: .reading)
+        #expect(later.size == 3 && later.state.budgets.count == 2)
+        // A reading wallet cannot write: the database is open read-only.
+        #expect(throws: StoreError(.sqlite, "")) { try reader.trust(issuer: reader.signingKey) }
+    }
+
+    @Test func readingOpenReportsARepairAndWritesNothing() throws {
+        let test = try TestWallet("readrepair")
+        try test.setBudget("a", "1.00 EUR")
+        let anchor = TokenAnchor(session: test.wallet!.token, walletID: test.wallet!.walletID)
+        let anchorBefore = try #require(try anchor.load())
+        try test.setBudget("b", "2.00 EUR")
+        try anchor.store(anchorBefore)  // a crash between the commit of entry 2 and its anchor update
+        let walletID = test.wallet!.walletID
+        test.close()
+        let databaseBefore = try Data(contentsOf: URL(fileURLWithPath: test.paths.database))
+        let session = try test.main.session()
+        do {
+            let reader = try Wallet.open(paths: test.paths, token: session, access: .reading)
+            #expect(reader.lockReason == nil && reader.size == 3)
+            #expect(reader.repairNeeded?.contains("secure ledger repair") == true, "\(reader.repairNeeded ?? "nil")")
+        }
+        let anchorAfterReading = try #require(try SignedCheckpoint.decode(try TokenAnchor(session: session, walletID: walletID).load()!))
+        #expect(anchorAfterReading.checkpoint.size == 2, "a reader never moves the anchor")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: test.paths.database)) == databaseBefore, "a reader never writes the file")
+        session.close()
+        let writer = try test.reopen()
+        #expect(writer.repairNeeded == nil)
+        let anchored = try SignedCheckpoint.decode(try TokenAnchor(session: writer.token, walletID: writer.walletID).load()!)!
+        #expect(anchored.checkpoint.size == 3, "an appending open repairs it")
+    }
+
     @Test func crashBetweenCommitAndAnchorMovesTheAnchorForward() throws {
         let test = try TestWallet("crash")
         try test.setBudget("a", "1.00 EUR")
