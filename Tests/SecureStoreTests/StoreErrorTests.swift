@@ -10,7 +10,7 @@ struct StoreErrorTests {
         let expected: [StoreError.Code: FailureKind] = [
             .walletBusy: .walletBusy, .walletMissing: .walletMissing, .wrappedKeyMissing: .walletMissing,
             .walletExists: .walletMissing, .wrongKey: .integrity, .corrupted: .integrity, .foreignDatabase: .integrity,
-            .malformed: .integrity, .schemaTooNew: .integrity, .io: .failure, .sqlite: .failure,
+            .malformed: .integrity, .schemaTooNew: .integrity, .schemaOutdated: .integrity, .io: .failure, .sqlite: .failure,
             .anchorUnavailable: .failure,
         ]
         for code in StoreError.Code.allCases {
