@@ -214,17 +214,13 @@ final class Auditor {
         simulated.anchorSizeSeen = simulated.restoredWithAnchor ? 0 : simulated.anchorSizeSeen
     }
 
-    /// A payee refused a transfer with a signed refusal.
-    func transferRefused(_ transfer: SignedTransfer, by payee: SimulatedWallet, reason: String) {
-        refusals.append((transfer.payload.order.transferID, payee.index, reason))
-    }
+    /// How many credits of this transfer the auditor has seen.
+    func creditCount(of transferID: [UInt8]) -> Int { transfers[transferID]?.credits ?? 0 }
 
     /// Every `ready` a payer received: (payer, channel binding, amount).
     private var readies: [(wallet: Int, binding: [UInt8], amount: Money)] = []
 
     func readyReceived(by wallet: Int, binding: [UInt8], amount: Money) { readies.append((wallet, binding, amount)) }
-
-    private var refusals: [(transferID: [UInt8], payee: Int, reason: String)] = []
 
     /// When one side's session ends.
     func checkSessionEnd(_ end: SessionEnd, in session: SimulatedSession) throws {
@@ -245,9 +241,22 @@ final class Auditor {
             }
         case .refusedTransfer(let reason) where payerHonest && payeeHonest:
             throw fail("transient-failures-retryable", "s\(session.number): an honest payee refused an honest transfer (\(reason))")
+        case .failed(.checkpointInconsistent, byPeer: false) where payerHonest && payeeHonest:
+            try checkPeerFollowed(end, in: session)
         case .failed, .paid, .unconfirmed, .received, .refusedTransfer:
             break
         }
+    }
+
+    /// An honest wallet called an honest peer's checkpoint inconsistent. That is a wrong verdict unless it
+    /// had not followed the peer's current key-event log (a log page lost or reordered by the simulated link,
+    /// which a real channel would have closed on): with the current log, an honest checkpoint is consistent.
+    private func checkPeerFollowed(_ end: SessionEnd, in session: SimulatedSession) throws {
+        let peer = simulator.wallets[session.other(end).walletIndex]
+        guard let wallet = simulator.wallets[end.walletIndex].wallet, let peerWallet = peer.wallet else { return }
+        guard try wallet.peerKeyLog(of: peer.walletID)?.head == peerWallet.keyLog.head else { return }
+        throw fail("honest-peers-agree", "s\(session.number): w\(end.walletIndex) follows w\(peer.index)'s key-event log "
+            + "(\(peerWallet.keyLog.events.count) events), yet called its checkpoint inconsistent")
     }
 
     // MARK: At the end

@@ -66,32 +66,7 @@ final class SimulatedWallet {
     }
 }
 
-/// SecureCore's signer seam on the simulated token, so token faults reach measurement signatures too.
-final class TokenBackedSigner: MessageSigner {
-    let token: WalletToken
-    let key: TokenKey
-
-    init(token: WalletToken, key: TokenKey) {
-        self.token = token
-        self.key = key
-    }
-
-    var publicKey: P256.PublicKey { key.publicKey }
-
-    func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
-        try token.sign(digest: label.digest(of: payload), key: key)
-    }
-}
-
 extension SimulatedWallet {
-    /// The wallet's signer, through its token.
-    func signer() throws -> MessageSigner {
-        guard let wallet else { throw SimulatedCrash(point: "signer of a wallet that is down") }
-        var uri = token.uri
-        uri.id = Hex.decode(wallet.metadata.signingKeyID)
-        return TokenBackedSigner(token: token, key: try token.key(uri))
-    }
-
     /// The anchor's checkpoint size as the token holds it (read without faults: this is the auditor's look).
     func anchoredSize() -> UInt64? {
         let label = "anchor-" + Hex.encode(walletID)

@@ -17,6 +17,9 @@ public final class Simulator {
     static let silenceMillisecondsMax: Int64 = 120_000
     static let traceLengthMax = 40
     static let amountMinorUnitsMax: Int64 = 3_000
+    /// Rotations stop once a wallet's log holds this many events: far below `KeyEventLog.eventCountMax`,
+    /// yet several pages of `KeyEventsMessage`, so peers follow logs page by page.
+    static let keyEventCountMax = 160
     /// SECURE_SIM_TRACE=1 prints every event as it happens (for replays; it does not change the run).
     static let echoTrace = ProcessInfo.processInfo.environment["SECURE_SIM_TRACE"] == "1"
 
@@ -122,14 +125,11 @@ public final class Simulator {
         // Timers that ran out fire first, as they would in the drivers' loops.
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
-                if let until = end.pinHeldUntil, clock.now >= until {
-                    wallets[end.walletIndex].token.lock()
-                    end.pinHeldUntil = nil
-                }
-                if end.wait != nil, end.currentWait == end.wait, clock.now >= end.deadline, end.queue.isEmpty {
+                end.actions?.releasePINIfExpired()
+                if let actions = end.actions, let wait = end.wait, end.currentWait == wait, clock.now >= end.deadline, !end.canAct {
                     stats.timeouts += 1
-                    note("s\(session.number) \(role(end)) timeout \(end.wait!.rawValue)")
-                    end.queue += end.mutate(payer: { $0.timeoutExpired() }, payee: { $0.timeoutExpired() })
+                    note("s\(session.number) \(role(end)) timeout \(wait.rawValue)")
+                    end.queue += actions.timeoutExpired()
                     try settle(end, in: session)
                     return
                 }
@@ -138,12 +138,12 @@ public final class Simulator {
         var choices: [() throws -> Void] = []
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
-                if !end.queue.isEmpty { choices.append { try self.act(end, in: session) } }
+                if end.canAct { choices.append { try self.act(end, in: session) } }
                 if end.inbox.contains(where: { $0.deliverAt <= self.clock.now }) {
                     choices.append { try self.deliver(to: end, in: session) }
                 }
                 let peer = session.other(end)
-                if peer.closed && end.inbox.isEmpty && end.queue.isEmpty && end.outcome == nil {
+                if peer.closed && end.inbox.isEmpty && !end.canAct && end.outcome == nil {
                     choices.append { try self.linkDropped(end, in: session) }
                 }
             }
@@ -273,10 +273,7 @@ public final class Simulator {
         simulated.restartAt = clock.now + Int64(random.next() % UInt64(Self.restartDelayMillisecondsMax))
         for session in sessions {
             for end in [session.payer, session.payee] where end.walletIndex == simulated.index && !end.closed {
-                end.closed = true
-                end.crashed = true
-                end.queue = []
-                end.inbox = []
+                end.close(crashed: true)
             }
         }
         endFinishedSessions()
@@ -318,7 +315,7 @@ public final class Simulator {
             note("s\(session.number) link drop")
             for end in [session.payer, session.payee] where !end.closed {
                 end.inbox = []
-                end.queue += end.mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() })
+                end.queue += end.actions?.linkDropped() ?? []
                 try settle(end, in: session)
             }
         case 4:
@@ -337,7 +334,7 @@ public final class Simulator {
             // The payee withdraws its request or stops waiting.
             guard let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else { return }
             note("s\(session.number) payee withdraws")
-            session.payee.queue += session.payee.mutate(payer: { _ in [] }, payee: { $0.withdraw() })
+            session.payee.queue += session.payee.actions?.withdraw() ?? []
             try settle(session.payee, in: session)
         case 7:
             let wallet = pick(wallets)
@@ -382,7 +379,8 @@ public final class Simulator {
             return
         }
         let wallet = pick(free)
-        switch random.next() % 12 {
+        if needsRotationResumed(wallet) { return try rotate(wallet) }
+        switch random.next() % 13 {
         case 0:
             mint(to: wallet)
         case 1, 2:
@@ -397,6 +395,8 @@ public final class Simulator {
             try spendToFile(wallet, free: free)
         case 10:
             try acceptFile(wallet)
+        case 12:
+            try rotate(wallet)
         default:
             mint(to: wallet)
         }
@@ -405,6 +405,7 @@ public final class Simulator {
     /// After the faults stop: deposit, accept and retry until nothing is pending.
     private func startHealingOperation(_ free: [SimulatedWallet]) throws {
         for wallet in free where wallet.isHonest {
+            if needsRotationResumed(wallet) { return try rotate(wallet) }
             if !wallet.vouchers.isEmpty { return try deposit(wallet) }
             if mailbox.contains(where: { $0.payee == wallet.index }) { return try acceptFile(wallet) }
             // Only payments a retry can resolve: a payee that is locked or restored is exempt (see `resolvable`).
@@ -412,6 +413,25 @@ public final class Simulator {
                 return try startRetry(wallet, free: free, among: pending)
             }
         }
+    }
+
+    /// Rotates the wallet's signing key (two key events, out through the backup token and home). Its peers
+    /// learn the new key only from its key-event log in their next session with it.
+    private func rotate(_ simulated: SimulatedWallet) throws {
+        guard let events = simulated.wallet?.keyLog.events.count,
+              events < Self.keyEventCountMax || needsRotationResumed(simulated) else { return }
+        guard let result = try walletStep(simulated, "rotate", { try $0.rotate(backup: simulated.backup, destroyOld: false) }) else {
+            return
+        }
+        stats.rotations += 1
+        note("w\(simulated.index) rotates: \(result.events.count) key events, \(events + result.events.count) in its log")
+    }
+
+    /// A crash between a rotation's two events leaves the key in force on the backup token, so the wallet
+    /// cannot sign until `rotate` runs again; the person does what the error says.
+    private func needsRotationResumed(_ simulated: SimulatedWallet) -> Bool {
+        guard let wallet = simulated.wallet, wallet.lockReason == nil else { return false }
+        return (try? wallet.signer) == nil
     }
 
     private func mint(to wallet: SimulatedWallet) {
@@ -521,11 +541,8 @@ public final class Simulator {
     // MARK: Peer sessions
 
     private func context(for simulated: SimulatedWallet, transcript: [UInt8], binding: [UInt8]) throws -> PeerSessionContext {
-        guard let wallet = simulated.wallet, let latest = wallet.latest else { throw SimulatedCrash(point: "context") }
-        let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
-        let hello = try PeerHello(walletKey: wallet.signingKey, displayName: simulated.name, rangingToken: random.bytes(16),
-                                  nonceContribution: random.bytes(SessionNonce.contributionByteCount), checkpoint: latest,
-                                  evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)))
+        guard let wallet = simulated.wallet else { throw SimulatedCrash(point: "context") }
+        let hello = try PeerActions.hello(wallet: wallet, displayName: simulated.name, randomBytes: { self.random.bytes($0) })
         return PeerSessionContext(transcriptHash: transcript, channelBinding: binding, hello: hello,
                                   rangingPolicy: RangingPolicy(allowsSimulated: true))
     }
@@ -580,14 +597,19 @@ public final class Simulator {
                       payeeMachine: PayeeMachine, transferID: [UInt8], binding: [UInt8], amount: Money) {
         sessionCount += 1
         stats.sessions += 1
-        let payerEnd = SessionEnd(walletIndex: payer.index, machine: .payer(payerMachine), helloSize: payer.wallet!.size)
-        let payeeEnd = SessionEnd(walletIndex: payee.index, machine: .payee(payeeMachine), helloSize: payee.wallet!.size)
+        let payerEnd = SessionEnd(walletIndex: payer.index, isPayer: true)
+        let payeeEnd = SessionEnd(walletIndex: payee.index, isPayer: false)
         let session = SimulatedSession(number: sessionCount, kind: kind, payer: payerEnd, payee: payeeEnd,
                                        transferID: transferID, payerSizeAtStart: payer.wallet!.size, binding: binding, amount: amount)
         payer.busy = true
         payee.busy = true
-        payerEnd.queue = payerEnd.mutate(payer: { $0.start() }, payee: { _ in [] })
-        payeeEnd.queue = payeeEnd.mutate(payer: { _ in [] }, payee: { $0.start() })
+        for (end, wallet, machine) in [(payerEnd, payer, PeerActions.Machine.payer(payerMachine)), (payeeEnd, payee, .payee(payeeMachine))] {
+            let actions = PeerActions(wallet: wallet.wallet!, machine: machine, helloSize: wallet.wallet!.latest!.checkpoint.size,
+                                      environment: SimulatedEnvironment(simulator: self, end: end, session: session))
+            actions.answersLookupBeforeKeyEvents = config.broken == .lookupBeforeKeyEvents
+            end.actions = actions
+            end.queue = actions.start()
+        }
         for end in [payerEnd, payeeEnd] {
             end.currentWait = end.wait
             end.deadline = clock.now + Int64(end.wait?.seconds ?? 0) * 1_000
@@ -602,9 +624,7 @@ public final class Simulator {
             end.deadline = clock.now + Int64(end.wait?.seconds ?? 0) * 1_000
         }
         if end.outcome != nil && end.queue.isEmpty && !end.closed {
-            end.closed = true
-            wallets[end.walletIndex].token.lock()
-            end.pinHeldUntil = nil
+            end.close(crashed: false)
             try auditor.checkSessionEnd(end, in: session)
         }
         endFinishedSessions()
@@ -621,7 +641,7 @@ public final class Simulator {
 
     private func linkDropped(_ end: SessionEnd, in session: SimulatedSession) throws {
         note("s\(session.number) \(role(end)) sees the link close")
-        end.queue += end.mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() })
+        end.queue += end.actions?.linkDropped() ?? []
         try settle(end, in: session)
     }
 
@@ -635,21 +655,51 @@ public final class Simulator {
             throw failure("codec", "a message the simulator sent does not decode")
         }
         if case .ready(let ready) = message {
-            end.readiesReceived.append((ready.offerID, ready.amount))
             auditor.readyReceived(by: end.walletIndex, binding: session.binding, amount: ready.amount)
         }
-        if case .hello(let hello) = message, end.peerKey == nil { end.peerKey = hello.walletKey }
         if config.broken == .debitBeforeReady, end.isPayer, case .reply(let reply) = message, reply.accepted {
             plantEarlyDebit(end, session)
         }
         note("s\(session.number) \(role(end)) <- \(Self.name(message))")
+        end.queue += end.actions?.deliver(message) ?? []
+        try settle(end, in: session)
+    }
+
+    /// One step of an end: carries out its next action through the real PeerActions, or hands it a message
+    /// that waited for the lookup. A simulated crash takes the wallet down.
+    func act(_ end: SessionEnd, in session: SimulatedSession) throws {
+        let simulated = wallets[end.walletIndex]
+        guard let actions = end.actions else { return }
+        if end.queue.isEmpty {
+            end.queue = actions.releaseHeldMessage()
+            return try settle(end, in: session)
+        }
+        let action = end.queue.removeFirst()
         do {
-            end.queue += try end.receive(message)
-        } catch let error as PeerProtocolError {
-            note("s\(session.number) \(role(end)) protocol: \(error.detail.prefix(60))")
-            end.queue += error.actions
+            guard simulated.isUp else { throw SimulatedCrash(point: "an action of a wallet that is down") }
+            end.queue += try actions.perform(action)
+        } catch let crashed as SimulatedCrash {
+            self.crash(simulated, "s\(session.number) \(crashed)")
+            return
         }
         try settle(end, in: session)
+    }
+
+    /// The planted `debitBeforeReady` bug: the payer debits as soon as the payee accepts the offer, before
+    /// any `ready`, with an order that names the session's channel and a made-up proof digest.
+    func plantEarlyDebit(_ end: SessionEnd, _ session: SimulatedSession) {
+        let simulated = wallets[end.walletIndex]
+        guard let wallet = simulated.wallet, session.kind != .retry, end.isPayer else { return }
+        do {
+            let order = try TransferOrder(transferID: session.transferID, payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+                                          payeeWalletID: wallets[session.payee.walletIndex].walletID, amount: session.amount,
+                                          proximity: .spatialProof(digest: random.bytes(32)), channelBinding: session.binding)
+            try simulated.unlockToken()
+            _ = try wallet.commitDebit(order: order, draft: order.debitDraft(category: "food"), message: nil)
+            note("s\(session.number) \(role(end)) planted debit before ready")
+        } catch {
+            note("s\(session.number) planted debit failed: \(error)")
+        }
     }
 
     static func name(_ message: PeerMessage) -> String {
