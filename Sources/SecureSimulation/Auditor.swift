@@ -35,6 +35,24 @@ final class Auditor {
     private var transfers: [[UInt8]: TransferBooks] = [:]
     /// Deposits seen by voucher id: a voucher is deposited at most once.
     private var deposits: [[UInt8]: Int] = [:]
+    /// Every voucher the issuer minted, by id, and their sum: conservation starts from these, not from the
+    /// deposits the ledgers recorded, so a lost or mis-recorded deposit shows.
+    private var minted: [[UInt8]: Int64] = [:]
+    private var mintedTotal: Int64 = 0
+    /// Minted vouchers that no ledger holds a deposit of (still with their wallet, or forgotten by a restore).
+    private var undeposited: Int64 = 0
+    /// Vouchers whose deposit the wallet reported done in this step; the ledger must show them.
+    private var depositsReported: [(voucherID: [UInt8], wallet: Int)] = []
+    /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
+    private var creditsSeen: [Int: [[UInt8]: [CreditSeen]]] = [:]
+
+    struct CreditSeen {
+        let transferID: [UInt8]
+        let debitPosition: UInt64?
+        let checkpointSize: UInt64
+        let checkpointRoot: [UInt8]
+        let checkpointHead: [UInt8]
+    }
 
     init(simulator: Simulator) {
         self.simulator = simulator
@@ -59,6 +77,11 @@ final class Auditor {
             }
             try checkAnchor(simulated)
         }
+        for (voucherID, index) in depositsReported where deposits[voucherID, default: 0] == 0 {
+            throw fail("deposit-recorded", "w\(index) reported the deposit of voucher \(Hex.encode(voucherID.prefix(6))) done, "
+                + "but its ledger holds no deposit of it")
+        }
+        depositsReported = []
         try checkConservation()
     }
 
@@ -110,13 +133,21 @@ final class Auditor {
             }
             transfers[transferID!] = books
             balances[index] += units
+            if let transfer { try checkDoubleSpend(transfer, payee: simulated) }
         case .reversal:
             transferID = entry.statement?.id
             transfers[transferID!, default: TransferBooks()].reversals += 1
             balances[index] += units
         case .deposit:
             transferID = entry.statement?.id  // the voucher id, kept so a restore can forget the deposit
-            if let id = entry.statement?.id { deposits[id, default: 0] += 1 }
+            guard let id = entry.statement?.id, let amount = minted[id] else {
+                throw fail("deposit-minted", "w\(index) recorded a deposit of \(units) for a voucher the issuer never minted")
+            }
+            guard amount == units else {
+                throw fail("deposit-minted", "w\(index) recorded \(units) for voucher \(Hex.encode(id.prefix(6))) minted for \(amount)")
+            }
+            deposits[id, default: 0] += 1
+            if deposits[id] == 1 { undeposited -= amount }
             balances[index] += units
         case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement:
             break
@@ -155,14 +186,11 @@ final class Auditor {
         simulated.anchorSizeSeen = size
     }
 
-    /// Money among all wallets: balances plus unconfirmed transfers equal the deposits, except for credits
-    /// whose debit vanished with a restore, which must all trace to restored wallets.
+    /// Money among all wallets: balances plus unconfirmed transfers plus minted vouchers no ledger holds
+    /// equal what the issuer minted, except for credits whose debit vanished with a restore, which must all
+    /// trace to restored wallets.
     private func checkConservation() throws {
         let total = balances.reduce(0, +)
-        var deposited: Int64 = 0
-        for entries in seen {
-            deposited += entries.filter { $0.kind == .deposit }.reduce(0) { $0 + $1.minorUnits }
-        }
         var inFlight: Int64 = 0
         var orphaned: Int64 = 0
         for books in transfers.values {
@@ -174,8 +202,9 @@ final class Auditor {
                 orphaned += books.minorUnits
             }
         }
-        guard total + inFlight == deposited + orphaned else {
-            throw fail("conservation", "balances \(total) + in flight \(inFlight) != deposits \(deposited) + traced excess \(orphaned)")
+        guard total + inFlight + undeposited == mintedTotal + orphaned else {
+            throw fail("conservation", "balances \(total) + in flight \(inFlight) + undeposited vouchers \(undeposited) "
+                + "!= minted \(mintedTotal) + traced excess \(orphaned)")
         }
         simulator.stats.excessTraced = orphaned
     }
@@ -206,12 +235,56 @@ final class Auditor {
             case .reversal: transfers[dropped.transferID!]?.reversals -= 1; balances[index] -= dropped.minorUnits
             case .deposit:
                 balances[index] -= dropped.minorUnits
-                if let id = dropped.transferID { deposits[id, default: 1] -= 1 }
+                if let id = dropped.transferID {
+                    deposits[id, default: 1] -= 1
+                    if deposits[id] == 0 { undeposited += minted[id] ?? 0 }
+                }
             case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
             }
         }
         seen[index].removeSubrange(size...)
         simulated.anchorSizeSeen = simulated.restoredWithAnchor ? 0 : simulated.anchorSizeSeen
+    }
+
+    /// The issuer minted a voucher.
+    func voucherMinted(_ voucher: SignedVoucher) {
+        let amount = voucher.payload.amount.minorUnits
+        minted[voucher.payload.voucherID] = amount
+        mintedTotal += amount
+        undeposited += amount
+    }
+
+    /// A wallet reported a voucher's deposit done (recorded or a duplicate); checked after the step.
+    func depositReported(_ voucher: SignedVoucher, by simulated: SimulatedWallet) {
+        depositsReported.append((voucher.payload.voucherID, simulated.index))
+    }
+
+    /// A double spend an honest payee could have caught with today's rules (Wallet.keepForkEvidence): it
+    /// credits a transfer while it holds another credit from the same payer whose debit sits at the same
+    /// position of the payer's ledger, or whose checkpoint has the same size but another root or head.
+    /// Such a payer forked its ledger (a restore with its anchor), and the payee must hold the evidence.
+    private func checkDoubleSpend(_ transfer: SignedTransfer, payee: SimulatedWallet) throws {
+        guard payee.isHonest else { return }
+        let payload = transfer.payload
+        let checkpoint = payload.checkpoint.checkpoint
+        let credit = CreditSeen(transferID: payload.order.transferID,
+                                debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
+                                checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head)
+        let payer = payload.order.payerWalletID
+        let earlier = creditsSeen[payee.index, default: [:]][payer, default: []]
+        creditsSeen[payee.index, default: [:]][payer, default: []].append(credit)
+        let conflicting = earlier.first { other in
+            guard other.transferID != credit.transferID else { return false }
+            if let position = credit.debitPosition, other.debitPosition == position { return true }
+            return other.checkpointSize == credit.checkpointSize
+                && (other.checkpointRoot != credit.checkpointRoot || other.checkpointHead != credit.checkpointHead)
+        }
+        guard let conflicting, let wallet = payee.wallet else { return }
+        simulator.stats.doubleSpendsDetectable += 1
+        guard try wallet.ledger.evidence().isEmpty else { return }
+        throw fail("double-spend-detected", "w\(payee.index) credited transfer \(Hex.encode(credit.transferID.prefix(6))) while it holds "
+            + "transfer \(Hex.encode(conflicting.transferID.prefix(6))) of the same payer at the same ledger position or "
+            + "checkpoint size, and holds no fork evidence")
     }
 
     /// How many credits of this transfer the auditor has seen.

@@ -83,7 +83,7 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
     // MARK: PeerInterface (the person)
 
     func decide(_ approval: Approval) -> PeerDecision {
-        if simulator.chance(50) {
+        if simulator.chance(200) {
             note("declines")
             return .decline
         }
@@ -91,7 +91,7 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
     }
 
     func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
-        simulator.chance(40) ? nil : "food"
+        simulator.chance(100) ? nil : "food"
     }
 
     func readPIN() throws -> PIN { try PIN("1234") }

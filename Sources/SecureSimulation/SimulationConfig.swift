@@ -90,6 +90,9 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var rotations = 0
     /// Sessions in which a wallet followed its peer's newer key-event log.
     public var keyLogsFollowed = 0
+    /// Credits by an honest payee of a transfer that today's rules show to be a double spend (each must
+    /// come with fork evidence).
+    public var doubleSpendsDetectable = 0
     public var excessTraced: Int64 = 0
     public var excessCoveredByEvidence: Int64 = 0
     public var entries: UInt64 = 0
@@ -101,6 +104,6 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
         return "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) "
             + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
-            + "excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
+            + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
     }
 }

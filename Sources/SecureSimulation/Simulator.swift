@@ -80,10 +80,27 @@ public final class Simulator {
             }
         }
         try auditor.checkFinal()
+        try checkWorkload()
         stats.steps = step
         stats.traceDigest = Hex.encode(traceHasher.digest())
         stats.entries = wallets.compactMap { $0.wallet?.size }.reduce(0, +)
         return stats
+    }
+
+    /// Paid payments a run of this many steps must make at least, so a run that moved no money between
+    /// peers cannot pass: one per 1,000 steps (seeds 1 to 8 made 1 to 7 in 1,500 steps).
+    var paidMinimum: Int { max(1, config.steps / 1_000) }
+
+    /// A run holds its invariants only meaningfully if it did what it is for: peers paid each other, and
+    /// (with faults) a wallet was restored from an old copy.
+    private func checkWorkload() throws {
+        let paid = stats.outcomes["paid"] ?? 0
+        guard paid >= paidMinimum else {
+            throw failure("workload", "only \(paid) sessions ended paid; a run of \(config.steps) steps needs \(paidMinimum)")
+        }
+        guard !config.faults || stats.restores >= 1 else {
+            throw failure("workload", "no wallet was restored from an old copy")
+        }
     }
 
     func runStep() throws {
@@ -153,6 +170,9 @@ public final class Simulator {
             choices.append { try self.restart(wallet) }
         }
         if config.faults && !healing && chance(150) { choices.append { try self.injectFault() } }
+        if config.faults && !healing && stats.restores == 0 && step > config.steps / 2 {
+            choices.append { try self.restoreOrSnapshot() }
+        }
         if choices.isEmpty || chance(20) {
             advanceClockToNextEvent()
             return
@@ -301,7 +321,7 @@ public final class Simulator {
     private func injectFault() throws {
         stats.linkFaults += 0
         switch random.next() % 10 {
-        case 0, 1:
+        case 0:
             let up = wallets.filter(\.isUp)
             if !up.isEmpty { crash(pick(up), "killed between steps") }
         case 2:
@@ -310,7 +330,8 @@ public final class Simulator {
             session.partitionedUntil = clock.now + Int64(random.next() % 30_000)
             note("s\(session.number) partition until +\(session.partitionedUntil - clock.now)ms")
         case 3:
-            guard let session = sessions.isEmpty ? nil : pick(sessions) else { return }
+            // Half as often as the other faults: a dropped link ends a session at once, and sessions must pay too.
+            guard chance(500), let session = sessions.isEmpty ? nil : pick(sessions) else { return }
             stats.linkFaults += 1
             note("s\(session.number) link drop")
             for end in [session.payer, session.payee] where !end.closed {
@@ -332,7 +353,9 @@ public final class Simulator {
             note("w\(wallet.index) clock skew \(wallet.skewMilliseconds)ms")
         case 6:
             // The payee withdraws its request or stops waiting.
-            guard let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else { return }
+            guard chance(500), let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else {
+                return
+            }
             note("s\(session.number) payee withdraws")
             session.payee.queue += session.payee.actions?.withdraw() ?? []
             try settle(session.payee, in: session)
@@ -348,10 +371,26 @@ public final class Simulator {
         }
     }
 
+    /// A run past half its steps that has not restored yet: restore a wallet that has grown since its old copy,
+    /// or take a copy to restore later.
+    private func restoreOrSnapshot() throws {
+        let grown = wallets.contains { wallet in
+            guard wallet.isUp, !wallet.busy, wallet.isHonest, let snapshot = wallet.snapshot else { return false }
+            return snapshot.size < wallet.wallet!.size
+        }
+        if grown {
+            return try restoreFault(forced: true)
+        }
+        guard !wallets.contains(where: { $0.snapshot != nil && $0.isHonest }),
+              let wallet = wallets.first(where: { $0.isUp && !$0.busy && $0.isHonest }) else { return }
+        try wallet.takeSnapshot(into: directory + "/snapshot-\(wallet.index)")
+        note("snapshot w\(wallet.index) at size \(wallet.snapshot!.size)")
+    }
+
     /// Restores a wallet from its old copy: the database alone (it must lock), or with the anchor too (the
     /// attack a wallet cannot see itself; its later double spends must be caught or traced).
-    private func restoreFault() throws {
-        guard chance(300) else { return }
+    private func restoreFault(forced: Bool = false) throws {
+        guard forced || chance(300) else { return }
         let eligible = wallets.filter { wallet in
             guard wallet.isUp, !wallet.busy, wallet.isHonest, let snapshot = wallet.snapshot else { return false }
             return snapshot.size < wallet.wallet!.size
@@ -404,8 +443,8 @@ public final class Simulator {
 
     /// After the faults stop: deposit, accept and retry until nothing is pending.
     private func startHealingOperation(_ free: [SimulatedWallet]) throws {
+        if let stuck = free.first(where: { $0.isHonest && needsRotationResumed($0) }) { return try rotate(stuck) }
         for wallet in free where wallet.isHonest {
-            if needsRotationResumed(wallet) { return try rotate(wallet) }
             if !wallet.vouchers.isEmpty { return try deposit(wallet) }
             if mailbox.contains(where: { $0.payee == wallet.index }) { return try acceptFile(wallet) }
             // Only payments a retry can resolve: a payee that is locked or restored is exempt (see `resolvable`).
@@ -441,6 +480,7 @@ public final class Simulator {
         let voucher = try! Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
                                    voucherID: random.bytes(16), issuerSequence: issuerSequence).sign(with: issuer)
         wallet.vouchers.append(voucher)
+        auditor.voucherMinted(voucher)
         note("mint \(amount) to w\(wallet.index)")
     }
 
@@ -472,6 +512,7 @@ public final class Simulator {
         switch outcome {
         case .recorded, .duplicate:
             simulated.vouchers.removeFirst()
+            auditor.depositReported(voucher, by: simulated)
             stats.deposits += 1
             note("w\(simulated.index) deposit \(voucher.payload.amount) \(outcomeName(outcome))")
         case .conflict, .refused, .policyRefusal, .dropped:
