@@ -52,6 +52,9 @@ final class Auditor {
         let checkpointSize: UInt64
         let checkpointRoot: [UInt8]
         let checkpointHead: [UInt8]
+        /// The key that signed the payer's checkpoint: evidence across a rotation needs the payer's key-event
+        /// log, which today's rules do not use (issue 12 extends them).
+        let checkpointKey: [UInt8]
     }
 
     init(simulator: Simulator) {
@@ -64,7 +67,11 @@ final class Auditor {
 
     // MARK: After every step
 
+    /// A violation seen in the middle of a step (where nothing can throw), raised after it.
+    var violation: SimulationFailure?
+
     func checkAfterStep() throws {
+        if let violation { throw violation }
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { continue }
             try scan(simulated, wallet)
@@ -260,8 +267,9 @@ final class Auditor {
     }
 
     /// A double spend an honest payee could have caught with today's rules (Wallet.keepForkEvidence): it
-    /// credits a transfer while it holds another credit from the same payer whose debit sits at the same
-    /// position of the payer's ledger, or whose checkpoint has the same size but another root or head.
+    /// credits a transfer while it holds another credit from the same payer, with a checkpoint signed by the
+    /// same key, whose debit sits at the same position of the payer's ledger, or whose checkpoint has the
+    /// same size but another root or head.
     /// Such a payer forked its ledger (a restore with its anchor), and the payee must hold the evidence.
     private func checkDoubleSpend(_ transfer: SignedTransfer, payee: SimulatedWallet) throws {
         guard payee.isHonest else { return }
@@ -269,12 +277,13 @@ final class Auditor {
         let checkpoint = payload.checkpoint.checkpoint
         let credit = CreditSeen(transferID: payload.order.transferID,
                                 debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
-                                checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head)
+                                checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head,
+                                checkpointKey: checkpoint.walletKey.fingerprint)
         let payer = payload.order.payerWalletID
         let earlier = creditsSeen[payee.index, default: [:]][payer, default: []]
         creditsSeen[payee.index, default: [:]][payer, default: []].append(credit)
         let conflicting = earlier.first { other in
-            guard other.transferID != credit.transferID else { return false }
+            guard other.transferID != credit.transferID, other.checkpointKey == credit.checkpointKey else { return false }
             if let position = credit.debitPosition, other.debitPosition == position { return true }
             return other.checkpointSize == credit.checkpointSize
                 && (other.checkpointRoot != credit.checkpointRoot || other.checkpointHead != credit.checkpointHead)

@@ -22,6 +22,9 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
     unowned let session: SimulatedSession
     /// The payee's ledger size before `accept`, for the planted non-idempotent accept.
     private var sizeBeforeCredit: UInt64 = 0
+    /// The peer's key-event log came garbled (pages reordered or duplicated by the simulated link, which a
+    /// real channel would close on) or was refused: the lookup then goes on with the log as known before.
+    private var keyLogGarbled = false
 
     init(simulator: Simulator, end: SessionEnd, session: SimulatedSession) {
         self.simulator = simulator
@@ -52,8 +55,12 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
 
     func crashPoint(_ point: PeerCrashPoint, of action: PeerAction) throws {
         if point == .afterCredit, case .credit(let task) = action { try plantRepeatedCredit(task) }
-        if simulator.config.faults && !simulator.healing && simulator.chance(20) { throw SimulatedCrash(point: point.rawValue) }
-        if point == .afterDebit, simulator.config.broken == .refusalAfterDebit, simulator.chance(300) { throw PlantedRefusal() }
+        // The windows where a payment is in flight (debited, credited, not yet confirmed) are hit more often.
+        let inFlight = point == .afterDebit || point == .afterCredit || point == .beforeReceipt
+        if simulator.config.faults && !simulator.healing && simulator.chance(inFlight ? 80 : 20) {
+            throw SimulatedCrash(point: point.rawValue)
+        }
+        if point == .afterDebit, simulator.config.broken == .refusalAfterDebit { throw PlantedRefusal() }
         if point == .beforeCredit { sizeBeforeCredit = simulated.wallet?.size ?? 0 }
     }
 
@@ -67,23 +74,18 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
         }
     }
 
-    /// The planted `nonIdempotentAccept` bug: a re-delivered transfer (accept appended nothing, and the
-    /// auditor has seen its credit) is credited again, under a fresh statement id.
+    /// The planted `nonIdempotentAccept` bug on a peer credit: accept appended nothing for a transfer whose
+    /// credit the auditor has seen (a re-delivery), and the driver credits it again.
     private func plantRepeatedCredit(_ task: CreditTask) throws {
         guard simulator.config.broken == .nonIdempotentAccept, let wallet = simulated.wallet, wallet.size == sizeBeforeCredit,
               simulator.auditor.creditCount(of: task.transfer.payload.order.transferID) > 0 else { return }
-        let order = task.transfer.payload.order
-        let statement = try StatementReference(signer: order.payerKey.fingerprint, id: simulator.random.bytes(16),
-                                               payloadDigest: SHA256.hash(task.transfer.payload.encoded))
-        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID,
-                                              statement: statement, payload: task.transfer.encoded))
-        note("planted second credit")
+        try simulator.plantSecondCredit(task.transfer, in: wallet)
     }
 
     // MARK: PeerInterface (the person)
 
     func decide(_ approval: Approval) -> PeerDecision {
-        if simulator.chance(200) {
+        if simulator.chance(100) {
             note("declines")
             return .decline
         }
@@ -107,12 +109,26 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
             if fields["error"] != nil { simulator.stats.tokenFaults += 1 }
             note("pin \(fields["error"].map { String($0.prefix(50)) } ?? "")")
         case "keyEvents":
-            if fields["outcome"] == "followed" { simulator.stats.keyLogsFollowed += 1 }
+            if fields["outcome"] == "followed" { simulator.stats.keyLogsFollowed += 1 } else { keyLogGarbled = true }
             note("key events \(fields["outcome"] ?? "?")")
         case "debit", "credit", "refused", "reversal", "protocol", "receipt":
             note("\(name) " + fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.prefix(40))" }.joined(separator: " "))
+        case "peer":
+            if !keyLogGarbled { checkPeerLogFollowed() }
         default:
             break
         }
+    }
+
+    /// Rotate then pay: an honest wallet looks an honest peer up only once it follows the peer's current
+    /// key-event log (the head its hello named), or it checks the peer's checkpoint against retired keys.
+    private func checkPeerLogFollowed() {
+        let peer = simulator.wallets[session.other(end).walletIndex]
+        guard simulated.isHonest, peer.isHonest, let wallet = simulated.wallet, let peerWallet = peer.wallet,
+              let known = try? wallet.peerKeyLog(of: peer.walletID) as KeyEventLog??,
+              known?.head != peerWallet.keyLog.head else { return }
+        simulator.auditor.violation = simulator.failure(
+            "peer-key-log-followed", "s\(session.number): w\(end.walletIndex) looked up w\(peer.index) knowing "
+                + "\(known?.events.count ?? 0) of its \(peerWallet.keyLog.events.count) key events")
     }
 }

@@ -257,14 +257,15 @@ public final class Simulator {
             let roll = random.next() % 1000
             switch operation {
             case .unlock:
-                if roll < 15 { return .wrongPIN }
-                if roll < 20 { return .pinLocked }
+                if roll < 8 { return .wrongPIN }
+                if roll < 10 { return .pinLocked }
             case .generateKey, .findKey, .listKeys, .derive, .sign, .readObjects, .writeObject, .destroyObjects:
                 break
             }
-            if roll < 30 { return .deviceRemoved }
-            if roll < 40 { return .sessionHandleInvalid }
-            if roll < 60 { return .slow(milliseconds: Int64(random.next() % 3_000)) }
+            // A session makes about ten token calls: at these rates most sessions meet none, many runs meet each.
+            if roll < 15 { return .deviceRemoved }
+            if roll < 20 { return .sessionHandleInvalid }
+            if roll < 40 { return .slow(milliseconds: Int64(random.next() % 3_000)) }
             return nil
         }
     }
@@ -275,7 +276,7 @@ public final class Simulator {
         var hooks = WalletFaultHooks()
         hooks.anchorBeforeCommit = config.broken == .anchorBeforeCommit
         hooks.beforeCommit = { [unowned self] in
-            if config.faults, !healing, chance(15) { throw SimulatedCrash(point: "before the commit") }
+            if config.faults, !healing, chance(30) { throw SimulatedCrash(point: "before the commit") }
         }
         hooks.afterCommit = { [unowned self] in
             if config.faults, !healing, chance(25) { throw SimulatedCrash(point: "between the commit and the anchor") }
@@ -430,7 +431,7 @@ public final class Simulator {
             try startPeerSession(.request, payer: wallet, free: free)
         case 8:
             try startRetry(wallet, free: free)
-        case 9:
+        case 9, 11:
             try spendToFile(wallet, free: free)
         case 10:
             try acceptFile(wallet)
@@ -536,13 +537,20 @@ public final class Simulator {
     private func acceptFile(_ payee: SimulatedWallet) throws {
         guard let slot = mailbox.firstIndex(where: { $0.payee == payee.index }) else { return }
         let transfer = mailbox[slot].transfer
-        guard let outcome = try walletStep(payee, "accept FILE", {
-            try $0.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+        guard let outcome = try walletStep(payee, "accept FILE", { wallet in
+            let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+            if case .duplicate = outcome, config.broken == .nonIdempotentAccept { try plantSecondCredit(transfer, in: wallet) }
+            return outcome
         }) else { return }
         note("w\(payee.index) accept file: \(outcomeName(outcome))")
         switch outcome {
         case .recorded, .duplicate:
-            mailbox.remove(at: slot)
+            // Now and then the person accepts the same file again later (a re-delivery): accept is idempotent.
+            if case .recorded = outcome, chance(500) {
+                note("w\(payee.index) keeps the file to accept it again")
+            } else {
+                mailbox.remove(at: slot)
+            }
             // The receipt goes back to the payer by file too; it is best-effort here (a lost receipt leaves the
             // file transfer listed by `pending`, which is all the protocol promises).
             if case .recorded(let entry) = outcome, let payerIndex = wallets.firstIndex(where: { $0.walletID == transfer.payload.order.payerWalletID }),
@@ -556,6 +564,17 @@ public final class Simulator {
             }
             mailbox.remove(at: slot)
         }
+    }
+
+    /// The planted `nonIdempotentAccept` bug: a re-delivered transfer is credited again, under a fresh
+    /// statement id.
+    func plantSecondCredit(_ transfer: SignedTransfer, in wallet: Wallet) throws {
+        let order = transfer.payload.order
+        let statement = try StatementReference(signer: order.payerKey.fingerprint, id: random.bytes(16),
+                                               payloadDigest: SHA256.hash(transfer.payload.encoded))
+        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID,
+                                              statement: statement, payload: transfer.encoded))
+        note("planted second credit")
     }
 
     func outcomeName(_ outcome: StatementOutcome) -> String {
@@ -591,7 +610,9 @@ public final class Simulator {
     private func startPeerSession(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, free: [SimulatedWallet]) throws {
         let payees = free.filter { $0 !== payer }
         guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
-        let payee = pick(payees)
+        // Half the payments go to w0 when it is free, as to a shop: its payers meet it again after their
+        // rotations, so it checks their checkpoints against their rotated key-event logs.
+        let payee = payees.first(where: { $0.index == 0 }).flatMap { shop in chance(500) ? shop : nil } ?? pick(payees)
         // Now and then more than the balance, so the refusal path runs.
         let limit = chance(100) ? balance.minorUnits * 2 : min(balance.minorUnits, Self.amountMinorUnitsMax)
         let amount = Self.euros(1 + Int64(random.next() % UInt64(limit)))
@@ -771,7 +792,7 @@ public final class Simulator {
             note("s\(session.number) drop \(Self.name(message))")
             return
         }
-        let delay = faulty && chance(50) ? Int64(random.next() % 25_000) : Int64(random.next() % 50)
+        let delay = faulty && chance(20) ? Int64(random.next() % 25_000) : Int64(random.next() % 50)
         let bytes = message.encoded
         peer.inbox.append((clock.now + delay, bytes))
         if faulty && chance(10) {

@@ -42,7 +42,7 @@ struct SimulationTests {
         (BrokenVariant.nonIdempotentAccept, "transfer-at-most-once"),
         (BrokenVariant.anchorBeforeCommit, "honest-wallet-opens"),
         (BrokenVariant.refusalAfterDebit, "refusal-zero-debit"),
-        (BrokenVariant.lookupBeforeKeyEvents, "honest-peers-agree"),
+        (BrokenVariant.lookupBeforeKeyEvents, "peer-key-log-followed"),
     ])
     func brokenVariantIsCaught(variant: BrokenVariant, invariant: String) throws {
         for seed in Self.variantSeeds {
