@@ -43,6 +43,11 @@ public final class PeerActions {
     /// Protocol messages that arrived while the lookup waits for the peer's key events, in arrival order.
     /// The machine is still looking the peer up, so they are handed to it once the lookup is answered.
     private var heldMessages: [PeerMessage] = []
+    /// The peer's key-event log as this wallet knew it when the hello came, while no newer log was followed
+    /// since: the lookup then need not read and verify it again.
+    private var knownPeerLog: (walletID: [UInt8], log: KeyEventLog?)?
+    /// The peer's key-event log the lookup answered the machine with (nil: none known).
+    public private(set) var lookedUpKeyLog: KeyEventLog?
     /// When the PIN's hold ends, on the environment's clock; nil while this session holds no token.
     public private(set) var pinHeldUntil: Int64?
     /// A planted bug for the simulator's broken variant (nil in production): the lookup is answered at once
@@ -336,6 +341,7 @@ public final class PeerActions {
     private func askForKeyEventsIfNewer(_ hello: PeerHello) throws {
         guard let head = hello.keyEventHead else { return }
         let known = try walletLock.withLock { try wallet.peerKeyLog(of: hello.walletID) }
+        knownPeerLog = (hello.walletID, known)
         if known?.head != head {
             keyEventFetch = KeyEventFetch(walletID: hello.walletID)
             try environment.send(.keyEvents(.request(walletID: hello.walletID, from: 0)))
@@ -357,6 +363,7 @@ public final class PeerActions {
             try environment.send(.keyEvents(.request(walletID: walletID, from: UInt32(fetch.events.count))))
             return []
         }
+        knownPeerLog = nil
         let outcome = try walletLock.withLock { try wallet.followKeyEvents(of: walletID, events: fetch.events) }
         switch outcome {
         case .followed: person.event("keyEvents", ["outcome": "followed"], "followed the peer's key-event log")
@@ -382,7 +389,13 @@ public final class PeerActions {
         }
         let held = try walletLock.withLock { try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID) }
             .flatMap { try? SignedCheckpoint.decode($0.encoded) }
-        let keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
+        let keyLog: KeyEventLog?
+        if let known = knownPeerLog, known.walletID == identity.walletID {
+            keyLog = known.log
+        } else {
+            keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
+        }
+        lookedUpKeyLog = keyLog
         environment.person.event("peer", ["fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
                                           "walletID": Hex.encode(identity.walletID)],
                                  "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)")

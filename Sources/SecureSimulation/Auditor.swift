@@ -222,7 +222,9 @@ final class Auditor {
     func checkOpened(_ simulated: SimulatedWallet) throws {
         guard let wallet = simulated.wallet else { return }
         if simulated.restoredDatabaseOnly {
-            guard wallet.lockReason != nil else {
+            // The anchor catches an old copy only if it moved past it; a token fault can leave it behind
+            // (`anchorLag`), and then the copy is indistinguishable from the wallet as the anchor knows it.
+            guard wallet.lockReason != nil || !simulated.anchorAheadOfRestore else {
                 throw fail("restored-caught", "w\(simulated.index) opened an old copy of its database without locking")
             }
             simulator.stats.lockedByRestore += 1

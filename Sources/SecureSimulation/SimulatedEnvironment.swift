@@ -124,9 +124,9 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
     /// key-event log (the head its hello named), or it checks the peer's checkpoint against retired keys.
     private func checkPeerLogFollowed() {
         let peer = simulator.wallets[session.other(end).walletIndex]
-        guard simulated.isHonest, peer.isHonest, let wallet = simulated.wallet, let peerWallet = peer.wallet,
-              let known = try? wallet.peerKeyLog(of: peer.walletID) as KeyEventLog??,
-              known?.head != peerWallet.keyLog.head else { return }
+        guard simulated.isHonest, peer.isHonest, let peerWallet = peer.wallet, let actions = end.actions else { return }
+        let known = actions.lookedUpKeyLog
+        guard known?.head != peerWallet.keyLog.head else { return }
         simulator.auditor.violation = simulator.failure(
             "peer-key-log-followed", "s\(session.number): w\(end.walletIndex) looked up w\(peer.index) knowing "
                 + "\(known?.events.count ?? 0) of its \(peerWallet.keyLog.events.count) key events")

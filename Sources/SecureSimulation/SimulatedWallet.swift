@@ -39,6 +39,8 @@ final class SimulatedWallet {
     var restoredWithAnchor = false
     /// Restored from an old copy of the database alone: must have locked.
     var restoredDatabaseOnly = false
+    /// When restored, the token's anchor was past the old copy (so the copy must be caught).
+    var anchorAheadOfRestore = false
     /// Vouchers minted to it and not yet deposited.
     var vouchers: [SignedVoucher] = []
     /// An old copy of the folder and of the token's objects, for the restore fault.

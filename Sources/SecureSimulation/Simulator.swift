@@ -19,7 +19,7 @@ public final class Simulator {
     static let amountMinorUnitsMax: Int64 = 3_000
     /// Rotations stop once a wallet's log holds this many events: far below `KeyEventLog.eventCountMax`,
     /// yet several pages of `KeyEventsMessage`, so peers follow logs page by page.
-    static let keyEventCountMax = 160
+    static let keyEventCountMax = 130
     /// SECURE_SIM_TRACE=1 prints every event as it happens (for replays; it does not change the run).
     static let echoTrace = ProcessInfo.processInfo.environment["SECURE_SIM_TRACE"] == "1"
 
@@ -402,6 +402,7 @@ public final class Simulator {
         let wallet = pick(eligible)
         stats.restores += 1
         note("restore w\(wallet.index) to size \(wallet.snapshot!.size)\(withAnchor ? " with its anchor" : "")")
+        wallet.anchorAheadOfRestore = (wallet.anchoredSize() ?? 0) > wallet.snapshot!.size
         wallet.wallet = nil
         try wallet.restoreSnapshot(withAnchor: withAnchor)
         if withAnchor { wallet.restoredWithAnchor = true } else { wallet.restoredDatabaseOnly = true }
@@ -436,7 +437,7 @@ public final class Simulator {
         case 10:
             try acceptFile(wallet)
         case 12:
-            try rotate(wallet)
+            if chance(500) { try rotate(wallet) } else { mint(to: wallet) }
         default:
             mint(to: wallet)
         }
