@@ -87,16 +87,17 @@ public final class Simulator {
         return stats
     }
 
-    /// Paid payments a run of this many steps must make at least, so a run that moved no money between
-    /// peers cannot pass: one per 1,000 steps (seeds 1 to 8 made 1 to 7 in 1,500 steps).
-    var paidMinimum: Int { max(1, config.steps / 1_000) }
+    /// Paid payments a run must make at least, so a run that moved no money between peers cannot pass.
+    /// Most seeds of 3,000 steps make 5 to 20; a few in a hundred make only 1 or 2 (a wallet restored early
+    /// stays locked, or the faults pile up), so the floor is one: `secure-sim` prints the lowest per seed.
+    static let paidMinimum = 1
 
     /// A run holds its invariants only meaningfully if it did what it is for: peers paid each other, and
     /// (with faults) a wallet was restored from an old copy.
     private func checkWorkload() throws {
         let paid = stats.outcomes["paid"] ?? 0
-        guard paid >= paidMinimum else {
-            throw failure("workload", "only \(paid) sessions ended paid; a run of \(config.steps) steps needs \(paidMinimum)")
+        guard paid >= Self.paidMinimum else {
+            throw failure("workload", "only \(paid) sessions ended paid; a run needs \(Self.paidMinimum)")
         }
         guard !config.faults || stats.restores >= 1 else {
             throw failure("workload", "no wallet was restored from an old copy")

@@ -1,6 +1,7 @@
 // secure-sim: runs the deterministic simulator (issue 7) over seeds. See docs/SIMULATION.md.
 //   secure-sim --seed S [--steps N] [--wallets W] [--no-faults]                  replay one seed
-//   secure-sim --seeds N [--first S] [--budget SECONDS] [--steps N] [--jobs J]   run seeds S, S+1, ... until N or the budget
+//   secure-sim --seeds N [--first S] [--budget SECONDS] [--until-steps T] [--steps N] [--jobs J]
+//       run seeds S, S+1, ... until N seeds ran, the budget is spent, or T steps are done (checked between seeds)
 // Seeds run on `--jobs` threads (default: one per core). Each seed is its own Simulator with its own files and
 // its own seeded random source, so a seed replays to the same trace whichever thread ran it and beside what.
 import Foundation
@@ -16,6 +17,7 @@ let steps = value("--steps").flatMap(Int.init) ?? 3_000
 let walletCount = value("--wallets").flatMap(Int.init) ?? 4
 let faults = !arguments.contains("--no-faults")
 let budget = value("--budget").flatMap(Double.init)
+let stepsWanted = value("--until-steps").flatMap(Int.init)
 let seeds: [UInt64]
 if let seed = value("--seed").flatMap(UInt64.init) {
     seeds = [seed]
@@ -45,6 +47,7 @@ final class Batch: @unchecked Sendable {
         mutex.withLock {
             guard !broken, next < seeds.count else { return nil }
             if let budget, Date().timeIntervalSince(started) > budget { return nil }
+            if let stepsWanted, totalSteps >= stepsWanted { return nil }
             defer { next += 1 }
             return seeds[next]
         }
@@ -108,4 +111,7 @@ let workload = batch.paid.isEmpty ? "" : String(format: "; paid %d (at least %d 
 print(String(format: "secure-sim: %d seeds from %llu on %d threads, %d steps in %.1f s (%.0f steps/s)%@, %@", batch.seedsRun,
              seeds.first ?? 0, threadCount, batch.totalSteps, seconds, Double(batch.totalSteps) / max(seconds, 0.001),
              workload, verdict))
+if let stepsWanted, batch.totalSteps < stepsWanted {
+    print("secure-sim: the budget ran out after \(batch.totalSteps) of the \(stepsWanted) steps wanted")
+}
 if !batch.failedSeeds.isEmpty { exit(1) }
