@@ -8,8 +8,8 @@ import SecureWallet
 
 /// Runs one peer payment session over an open SecureChannel: the loop (records in, timers, link failures)
 /// and the channel. What the pure payer or payee machine asks for is carried out by `PeerActions`, the same
-/// code the simulator and the benchmarks drive; this driver is its environment for a real channel, the
-/// system clock, the terminal person, real ranging and the process's token holds.
+/// code the simulator and the benchmarks drive; this driver gives it a `ChannelEnvironment`: the channel,
+/// the system clock, the person, real ranging and the process's token holds.
 public final class PeerDriver {
     /// What this side does in the session.
     public enum Role: Sendable {
