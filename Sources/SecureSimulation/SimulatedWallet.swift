@@ -24,7 +24,8 @@ final class SimulatedWallet {
     let index: Int
     let name: String
     let paths: WalletPaths
-    let token: SimulatedToken
+    /// The wallet's token; a new one after a recovery (the old one was lost).
+    var token: SimulatedToken
     let backup: SimulatedToken
     /// The open wallet; nil while the process is down (crashed, not yet restarted).
     var wallet: Wallet?

@@ -82,6 +82,8 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var crashes = 0
     public var restarts = 0
     public var restores = 0
+    /// Wallets recovered onto a new token after losing theirs.
+    public var recoveries = 0
     public var lockedByRestore = 0
     public var tokenFaults = 0
     public var linkFaults = 0
@@ -102,7 +104,7 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var description: String {
         let outcomeText = outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) "
-            + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) locked=\(lockedByRestore) "
+            + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
             + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
     }

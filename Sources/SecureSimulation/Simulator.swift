@@ -368,9 +368,37 @@ public final class Simulator {
             note("snapshot w\(wallet.index) at size \(wallet.snapshot!.size)")
         case 8:
             try restoreFault()
+        case 9:
+            try recoverFault()
         default:
             break
         }
+    }
+
+    /// The wallet's token is lost: its process ends, and the person recovers the wallet onto a new token with
+    /// the backup token (`Wallet.recover`). It reads at once and spends again after a rotation to a key on
+    /// the new token, which it makes before anything else (`needsRotationResumed`).
+    private func recoverFault() throws {
+        guard chance(200) else { return }
+        // Not between a rotation's two hops: the key committed to for the home hop is on the lost token, so
+        // no rotation could complete and the wallet could never spend again (a finding: see SIMULATION.md).
+        let eligible = wallets.filter { $0.isUp && !$0.busy && $0.isHonest && !$0.isLocked && !needsRotationResumed($0) }
+        guard !eligible.isEmpty else { return }
+        let simulated = pick(eligible)
+        stats.recoveries += 1
+        simulated.wallet = nil
+        simulated.token.lock()
+        let newToken = SimulatedToken(label: "sim-\(simulated.index)-recovered-\(stats.recoveries)")
+        try newToken.unlock(pin: try PIN("1234"), confirmFinalTry: false)
+        try Wallet.recover(paths: simulated.paths, backup: simulated.backup, newToken: newToken, newTokenURI: newToken.uri)
+        newToken.lock()
+        simulated.token = newToken
+        installFaults(simulated)
+        // The old copy's token objects were on the lost token; the anchor starts again on the new one.
+        simulated.snapshot = nil
+        simulated.anchorSizeSeen = simulated.anchoredSize() ?? 0
+        simulated.restartAt = clock.now
+        note("w\(simulated.index) lost its token; recovered onto \(newToken.label) with its backup token")
     }
 
     /// A run past half its steps that has not restored yet: restore a wallet that has grown since its old copy,
@@ -469,11 +497,13 @@ public final class Simulator {
         note("w\(simulated.index) rotates: \(result.events.count) key events, \(events + result.events.count) in its log")
     }
 
-    /// A crash between a rotation's two events leaves the key in force on the backup token, so the wallet
-    /// cannot sign until `rotate` runs again; the person does what the error says.
+    /// A rotation stopped between its two events (a crash or a token fault) leaves the key in force on the
+    /// backup token: the log then holds an even number of events (the inception, then two a rotation), and
+    /// after a crash the wallet cannot sign at all. A recovered wallet has no signing key until it rotates.
+    /// Either way the person runs `rotate` again before anything else, as the error tells them.
     private func needsRotationResumed(_ simulated: SimulatedWallet) -> Bool {
         guard let wallet = simulated.wallet, wallet.lockReason == nil else { return false }
-        return (try? wallet.signer) == nil
+        return wallet.keyLog.events.count % 2 == 0 || (try? wallet.signer) == nil
     }
 
     private func mint(to wallet: SimulatedWallet) {
