@@ -14,51 +14,53 @@ extension PayBench {
         var detail = ""
     }
 
-    /// The seed suite's three cases, run by the pure machines against each other in this thread with the
-    /// real wallets doing every wallet step (the same Wallet calls PeerDriver makes, on SoftHSM): a tampered
-    /// transfer then its retry, a lost receipt then its retry, and a withdrawn request. No channel, no
-    /// threads, no waits: a message nobody answers ends the wait at once, as the machines' tests do.
+    /// The seed suite's three cases, run by two PeerActions (the code PeerDriver runs) against each other in
+    /// this thread with the real wallets doing every wallet step on SoftHSM: a tampered transfer then its
+    /// retry, a lost receipt then its retry, and a withdrawn request. No channel, no threads, no waits: a
+    /// message nobody answers ends the wait at once, as the machines' tests do.
     static func machineScenarios(payer: BenchWallet, payee: BenchWallet) throws -> ScenarioResult {
         var result = ScenarioResult()
         _ = (payer.token.take(), payee.token.take())
         let start = ChannelBench.now()
         var problems: [String] = []
 
-        var tampered = try MachinePair(payer: payer, payee: payee, request: nil)
-        tampered.tamper = { toPayee, message in
+        let tampered = try MachinePair(payer: payer, payee: payee, request: nil)
+        tampered.link.tamper = { toPayee, message in
             guard toPayee, case .transfer(let sent) = message else { return message }
             let forged = SignedTransfer(payload: sent.transfer.payload, signature: sent.spatialProof.payer.signature)
             return .transfer(
                 try! TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
         }
         try tampered.run()
-        if !tampered.payerMachine.outcome.isUnconfirmed { problems.append("tampered: \(tampered.outcomes)") }
-        var retried = try MachinePair(payer: payer, payee: payee, retrying: tampered.pending)
+        if !tampered.payerActions.outcome.isUnconfirmed { problems.append("tampered: \(tampered.outcomes)") }
+        let retried = try MachinePair(payer: payer, payee: payee, retrying: tampered.link.pending)
         try retried.run()
-        if !retried.payerMachine.outcome.isPaid { problems.append("tampered retry: \(retried.outcomes)") }
+        if !retried.payerActions.outcome.isPaid { problems.append("tampered retry: \(retried.outcomes)") }
 
-        var lost = try MachinePair(payer: payer, payee: payee, request: nil)
-        lost.tamper = { toPayee, message in
+        let lost = try MachinePair(payer: payer, payee: payee, request: nil)
+        lost.link.tamper = { toPayee, message in
             if !toPayee, case .receipt = message { return nil }
             return message
         }
         try lost.run()
-        if !lost.payerMachine.outcome.isUnconfirmed || !lost.payeeMachine.outcome.isReceived {
+        if !lost.payerActions.outcome.isUnconfirmed || !lost.payeeActions.outcome.isReceived {
             problems.append("lost receipt: \(lost.outcomes)")
         }
-        var again = try MachinePair(payer: payer, payee: payee, retrying: lost.pending)
+        let again = try MachinePair(payer: payer, payee: payee, retrying: lost.link.pending)
         try again.run()
-        if !again.payerMachine.outcome.isPaid { problems.append("lost receipt retry: \(again.outcomes)") }
+        if !again.payerActions.outcome.isPaid { problems.append("lost receipt retry: \(again.outcomes)") }
 
         let request = try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount),
                                          note: "Coffee")
-        var withdrawn = try MachinePair(payer: payer, payee: payee, request: request)
-        withdrawn.pauseAfter = 2  // both hellos are in; the request is on its way
+        let withdrawn = try MachinePair(payer: payer, payee: payee, request: request)
+        // Both hellos are in and the request is on its way (the two wallets follow each other's key-event
+        // logs since the sessions above, so no log is fetched first).
+        withdrawn.link.pauseAfter = 2
         try withdrawn.run()
-        try withdrawn.payeeDo(withdrawn.payeeMachine.withdraw())
-        withdrawn.pauseAfter = nil
+        try withdrawn.carryOut(withdrawn.payeeActions.withdraw(), by: withdrawn.payeeActions)
+        withdrawn.link.pauseAfter = nil
         try withdrawn.pump()
-        if withdrawn.payerMachine.outcome != .failed(.withdrawn, byPeer: true) {
+        if withdrawn.payerActions.outcome != .failed(.withdrawn, byPeer: true) {
             problems.append("withdrawn: \(withdrawn.outcomes)")
         }
 
@@ -70,23 +72,17 @@ extension PayBench {
     }
 }
 
-/// A payer machine and a payee machine over an in-order queue of encoded messages, with each action
-/// carried out on a real wallet the way PeerDriver carries it out.
+/// A payer's and a payee's PeerActions over an in-order queue of encoded messages: every action is
+/// carried out by the same code as in PeerDriver, on the real wallets.
 struct MachinePair {
     let payer: BenchWallet, payee: BenchWallet
-    var payerMachine: PayerMachine
-    var payeeMachine: PayeeMachine
-    private let payerHelloSize: UInt64
-    var queue: [(toPayee: Bool, bytes: [UInt8])] = []
-    var delivered = 0
-    var pauseAfter: Int?
-    /// Changes or (returning nil) loses a message in transit.
-    var tamper: (_ toPayee: Bool, _ message: PeerMessage) -> PeerMessage? = { $1 }
-    /// The payer's pending transfer, after its debit.
-    var pending: TransferMessage?
+    let payerActions: PeerActions
+    let payeeActions: PeerActions
+    let link = MachineLink()
 
     var outcomes: String {
-        "payer \(String(describing: payerMachine.outcome)), payee \(String(describing: payeeMachine.outcome))"
+        "payer \(String(describing: payerActions.outcome)), payee \(String(describing: payeeActions.outcome))"
+            + (link.errors.isEmpty ? "" : "; errors: " + link.errors.joined(separator: "; "))
     }
 
     init(payer: BenchWallet, payee: BenchWallet, request: PaymentRequest?, retrying: TransferMessage? = nil) throws {
@@ -97,13 +93,11 @@ struct MachinePair {
         func context(_ wallet: BenchWallet) throws -> PeerSessionContext {
             PeerSessionContext(
                 transcriptHash: transcript, channelBinding: binding,
-                hello: try PeerHello(
-                    walletKey: wallet.wallet.signingKey, displayName: wallet.name,
-                    rangingToken: SystemRandom.bytes(16), nonceContribution: SystemRandom.bytes(16),
-                    checkpoint: wallet.wallet.latest!),
+                hello: try PeerActions.hello(wallet: wallet.wallet, displayName: wallet.name,
+                                             randomBytes: { SystemRandom.bytes($0) }),
                 rangingPolicy: PayBench.policy)
         }
-        payerHelloSize = payer.wallet.size
+        let payerMachine: PayerMachine
         if let retrying {
             payerMachine = PayerMachine(retrying: retrying, context: try context(payer))
         } else if request != nil {
@@ -112,7 +106,13 @@ struct MachinePair {
             payerMachine = PayerMachine(
                 paying: try PayBench.intent(), context: try context(payer), transferID: SystemRandom.bytes(16))
         }
-        payeeMachine = PayeeMachine(context: try context(payee), request: request)
+        payerActions = PeerActions(
+            wallet: payer.wallet, machine: .payer(payerMachine), helloSize: payer.wallet.latest!.checkpoint.size,
+            environment: MachineSide(link: link, toPayee: true, person: payer.person, distance: 400))
+        payeeActions = PeerActions(
+            wallet: payee.wallet, machine: .payee(PayeeMachine(context: try context(payee), request: request)),
+            helloSize: payee.wallet.latest!.checkpoint.size,
+            environment: MachineSide(link: link, toPayee: false, person: payee.person, distance: 450))
     }
 
     init(payer: BenchWallet, payee: BenchWallet, retrying: TransferMessage?) throws {
@@ -122,141 +122,87 @@ struct MachinePair {
         try self.init(payer: payer, payee: payee, request: nil, retrying: retrying)
     }
 
-    mutating func run() throws {
-        try payerDo(payerMachine.start())
-        try payeeDo(payeeMachine.start())
+    func run() throws {
+        try carryOut(payerActions.start(), by: payerActions)
+        try carryOut(payeeActions.start(), by: payeeActions)
         try pump()
     }
 
-    /// Delivers messages in order; when none is left and a side still waits, its wait runs out.
-    mutating func pump() throws {
+    /// Carries out actions in order, and the actions they answer with, as PeerDriver's loop does.
+    func carryOut(_ actions: [PeerAction], by side: PeerActions) throws {
+        var queue = actions
         while true {
-            while let (toPayee, bytes) = queue.first, delivered != pauseAfter {
-                queue.removeFirst()
-                delivered += 1
-                guard let message = try PeerMessage.decode(bytes) else {
-                    preconditionFailure("a truncated message in the queue")
-                }
-                do {
-                    if toPayee {
-                        try payeeDo(payeeMachine.receive(message))
-                    } else {
-                        try payerDo(payerMachine.receive(message))
-                    }
-                } catch let error as PeerProtocolError {
-                    if toPayee { try payeeDo(error.actions) } else { try payerDo(error.actions) }
-                }
+            while !queue.isEmpty { queue += try side.perform(queue.removeFirst()) }
+            guard side.hasReleasableMessage else { return }
+            queue = side.releaseHeldMessage()
+        }
+    }
+
+    /// Delivers messages in order; when none is left and a side still waits, its wait runs out.
+    func pump() throws {
+        while true {
+            while let (toPayee, bytes) = link.queue.first, link.delivered != link.pauseAfter {
+                link.queue.removeFirst()
+                link.delivered += 1
+                let side = toPayee ? payeeActions : payerActions
+                try carryOut(side.deliver(bytes: bytes), by: side)
             }
-            if delivered == pauseAfter || (payerMachine.outcome != nil && payeeMachine.outcome != nil) { break }
-            if payerMachine.outcome == nil { try payerDo(payerMachine.timeoutExpired()) }
-            if payeeMachine.outcome == nil { try payeeDo(payeeMachine.timeoutExpired()) }
+            if link.delivered == link.pauseAfter || (payerActions.outcome != nil && payeeActions.outcome != nil) { break }
+            if payerActions.outcome == nil { try carryOut(payerActions.timeoutExpired(), by: payerActions) }
+            if payeeActions.outcome == nil { try carryOut(payeeActions.timeoutExpired(), by: payeeActions) }
         }
-        if payerMachine.outcome != nil { payer.token.lock() }
-        if payeeMachine.outcome != nil { payee.token.lock() }
+        if payerActions.outcome != nil { payerActions.finishSession() }
+        if payeeActions.outcome != nil { payeeActions.finishSession() }
+    }
+}
+
+/// The in-order queue between the two sides, and what the scenarios change or learn on it.
+final class MachineLink {
+    var queue: [(toPayee: Bool, bytes: [UInt8])] = []
+    var delivered = 0
+    var pauseAfter: Int?
+    /// Changes or (returning nil) loses a message in transit.
+    var tamper: (_ toPayee: Bool, _ message: PeerMessage) -> PeerMessage? = { $1 }
+    /// The payer's pending transfer as it sent it, after its debit (before any tampering).
+    var pending: TransferMessage?
+    /// Failures the sides reported (a token or storage error ends a side as a local failure).
+    var errors: [String] = []
+}
+
+/// PeerActions' environment for one side of a MachinePair: the queue, the system clock, seeded ranging at
+/// a fixed distance, and the token locked when the side lets go (one session per wallet at a time).
+final class MachineSide: PeerEnvironment {
+    let link: MachineLink
+    let toPayee: Bool
+    let person: PeerInterface
+    let distance: UInt32
+
+    init(link: MachineLink, toPayee: Bool, person: PeerInterface, distance: UInt32) {
+        self.link = link
+        self.toPayee = toPayee
+        self.person = person
+        self.distance = distance
     }
 
-    private mutating func send(_ message: PeerMessage, toPayee: Bool) {
-        if let changed = tamper(toPayee, message) { queue.append((toPayee, changed.encoded)) }
+    func send(_ message: PeerMessage) throws {
+        if toPayee, case .transfer(let transfer) = message { link.pending = transfer }
+        if let changed = link.tamper(toPayee, message) { link.queue.append((toPayee, changed.encoded)) }
     }
 
-    private static func unlock(_ wallet: BenchWallet) throws {
-        if !wallet.token.isUnlocked {
-            try wallet.token.unlock(pin: try wallet.person.readPIN(), confirmFinalTry: false)
-        }
-    }
+    func now() -> Int64 { Wallet.systemClock() }
 
-    private static func measure(
-        _ wallet: BenchWallet, _ task: MeasurementTask, distance: UInt32
-    ) throws -> SignedMeasurement {
+    func rangingSamples(show: (UInt32) -> Void) throws -> (source: RangingSource, samples: [UInt32]) {
         var ranging = SimulatedRanging(seed: UInt64(distance), distanceMillimetres: distance)
-        let summary = try RangingSummary(samples: ranging.samples(count: 16))
-        return try task.context.measurement(role: task.role, summary: summary, source: .simulated).sign(
-            with: wallet.signer)
+        return (.simulated, ranging.samples(count: 16))
     }
 
-    private static func record(_ wallet: Wallet, _ identity: PeerIdentity) throws -> PeerRecord {
-        PeerRecord(
-            heldCheckpoint: try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID)
-                .flatMap { try? SignedCheckpoint.decode($0.encoded) })
-    }
+    func holdToken(_ token: WalletToken) {}
+    func releaseToken(_ token: WalletToken) { token.lock() }
+    func lockTokenIfUnheld(_ token: WalletToken) { token.lock() }
 
-    mutating func payerDo(_ actions: [PeerAction]) throws {
-        let wallet = payer.wallet
-        for action in actions {
-            switch action {
-            case .send(let message): send(message, toPayee: true)
-            case .lookUpPeer(let identity): try payerDo(payerMachine.peerLookedUp(try Self.record(wallet, identity)))
-            case .chooseCategory: try payerDo(payerMachine.categoryChosen("bench"))
-            case .checkPayment(let amount, let category):
-                try payerDo(
-                    payerMachine.paymentChecked(
-                        try PaymentCheck.evaluate(
-                            state: wallet.state, amount: amount, category: category,
-                            time: Wallet.systemClock())))
-            case .askApproval:
-                try Self.unlock(payer)
-                try payerDo(payerMachine.userApproved())
-            case .measure(let task):
-                let signed = try Self.measure(payer, task, distance: 400)
-                let proof = try task.consistencyFromSize.map { from in
-                    from >= 1 && from <= payerHelloSize
-                        ? try wallet.ledger.consistencyProof(oldSize: from, newSize: payerHelloSize) : []
-                }
-                try payerDo(payerMachine.measured(signed, consistencyProof: proof))
-            case .commitDebit(let task):
-                let (_, transfer) = try wallet.commitDebit(
-                    order: task.order, draft: task.draft, expectedPosition: task.position,
-                    message: { PeerMessage.transfer(task.pending($0)).encoded })
-                pending = task.pending(transfer)
-                try payerDo(payerMachine.debitCommitted(transfer))
-            case .keepReceipt(let receipt, _): try wallet.confirm(receipt, payeeKeys: [payee.wallet.signingKey])
-            case .appendReversal(let refusal, _):
-                try Self.unlock(payer)
-                _ = try wallet.applyRefusal(refusal, payeeKeys: [payee.wallet.signingKey])
-            case .cancelApproval, .provideEvidence, .keepEvidence, .provideKeyEvents, .keepKeyEvents, .finish: break
-            case .persistReadyRecord, .loadReadyRecord, .credit: preconditionFailure("a payee action reached the payer")
-            }
-        }
-    }
-
-    mutating func payeeDo(_ actions: [PeerAction]) throws {
-        let wallet = payee.wallet
-        for action in actions {
-            switch action {
-            case .send(let message): send(message, toPayee: false)
-            case .lookUpPeer(let identity): try payeeDo(payeeMachine.peerLookedUp(try Self.record(wallet, identity)))
-            case .askApproval:
-                try Self.unlock(payee)
-                try payeeDo(payeeMachine.userApproved())
-            case .measure(let task): try payeeDo(payeeMachine.measured(try Self.measure(payee, task, distance: 450)))
-            case .persistReadyRecord(let record):
-                try wallet.ledger.storeReadyRecord(offerID: record.offerID, record: record.encoded)
-                try payeeDo(payeeMachine.readyPersisted())
-            case .loadReadyRecord(let offerID):
-                try payeeDo(
-                    payeeMachine.readyRecordLoaded(
-                        try wallet.ledger.readyRecord(offerID: offerID).flatMap { try ReadyRecord.decode($0) }))
-            case .credit(let task): try payeeDo(try credit(task))
-            case .cancelApproval, .provideEvidence, .keepEvidence, .provideKeyEvents, .keepKeyEvents, .finish: break
-            case .chooseCategory, .checkPayment, .commitDebit, .keepReceipt, .appendReversal:
-                preconditionFailure("a payer action reached the payee")
-            }
-        }
-    }
-
-    private mutating func credit(_ task: CreditTask) throws -> [PeerAction] {
-        try Self.unlock(payee)
-        let outcome = try payee.wallet.accept(task.transfer, policy: task.policy, peerFailure: task.peerFailure)
-        switch outcome {
-        // A recorded credit, or a re-delivery answered with the original credit (as PeerDriver does).
-        case .recorded(let entry),
-            .duplicate(let entry) where entry.kind == .paymentIn:
-            return payeeMachine.credited(try payee.wallet.receipt(for: task.transfer, creditPosition: entry.position))
-        case .refused(_, _, let refusal?):
-            return payeeMachine.refused(refusal)
-        case .duplicate, .conflict, .refused, .policyRefusal, .dropped:
-            return payeeMachine.creditFailed(.transferInvalid)
-        }
+    func failed(_ error: Error, during action: PeerAction) throws {
+        link.errors.append("\(error)")
+        person.event("error", ["error": "\(error)"], "\(error)")
     }
 }
 

@@ -32,7 +32,7 @@ public enum P256 {
             guard point.count == P256.uncompressedPointByteCount, point[0] == 0x04 else {
                 throw CryptoError(.invalidKey, "a P-256 public key must be a 65-byte uncompressed point starting 0x04, got \(point.count) bytes")
             }
-            backing = try EVPPublicKey(spki: P256.spkiPrefix + point)
+            backing = try P256KeyCache.shared.key(x963: point)
             x963 = point
         }
 
@@ -63,7 +63,10 @@ public enum P256 {
         /// signature cannot be altered without changing its meaning.
         public func isValidSignature(_ signature: ECDSASignature, digest: [UInt8]) -> Bool {
             guard digest.count == SHA256.byteCount, !signature.isHighS else { return false }
-            return backing.verify(der: signature.der, digest: digest)
+            let der = signature.der
+            return P256VerifiedSignatures.shared.isValid(key: x963, digest: digest, der: der) {
+                backing.verify(der: der, digest: digest)
+            }
         }
 
         /// A verifier for many signatures by this key on one thread: it sets up OpenSSL's verify

@@ -35,6 +35,27 @@ final class Auditor {
     private var transfers: [[UInt8]: TransferBooks] = [:]
     /// Deposits seen by voucher id: a voucher is deposited at most once.
     private var deposits: [[UInt8]: Int] = [:]
+    /// Every voucher the issuer minted, by id, and their sum: conservation starts from these, not from the
+    /// deposits the ledgers recorded, so a lost or mis-recorded deposit shows.
+    private var minted: [[UInt8]: Int64] = [:]
+    private var mintedTotal: Int64 = 0
+    /// Minted vouchers that no ledger holds a deposit of (still with their wallet, or forgotten by a restore).
+    private var undeposited: Int64 = 0
+    /// Vouchers whose deposit the wallet reported done in this step; the ledger must show them.
+    private var depositsReported: [(voucherID: [UInt8], wallet: Int)] = []
+    /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
+    private var creditsSeen: [Int: [[UInt8]: [CreditSeen]]] = [:]
+
+    struct CreditSeen {
+        let transferID: [UInt8]
+        let debitPosition: UInt64?
+        let checkpointSize: UInt64
+        let checkpointRoot: [UInt8]
+        let checkpointHead: [UInt8]
+        /// The key that signed the payer's checkpoint: evidence across a rotation needs the payer's key-event
+        /// log, which today's rules do not use (issue 12 extends them).
+        let checkpointKey: [UInt8]
+    }
 
     init(simulator: Simulator) {
         self.simulator = simulator
@@ -46,7 +67,11 @@ final class Auditor {
 
     // MARK: After every step
 
+    /// A violation seen in the middle of a step (where nothing can throw), raised after it.
+    var violation: SimulationFailure?
+
     func checkAfterStep() throws {
+        if let violation { throw violation }
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { continue }
             try scan(simulated, wallet)
@@ -59,6 +84,11 @@ final class Auditor {
             }
             try checkAnchor(simulated)
         }
+        for (voucherID, index) in depositsReported where deposits[voucherID, default: 0] == 0 {
+            throw fail("deposit-recorded", "w\(index) reported the deposit of voucher \(Hex.encode(voucherID.prefix(6))) done, "
+                + "but its ledger holds no deposit of it")
+        }
+        depositsReported = []
         try checkConservation()
     }
 
@@ -110,13 +140,21 @@ final class Auditor {
             }
             transfers[transferID!] = books
             balances[index] += units
+            if let transfer { try checkDoubleSpend(transfer, payee: simulated) }
         case .reversal:
             transferID = entry.statement?.id
             transfers[transferID!, default: TransferBooks()].reversals += 1
             balances[index] += units
         case .deposit:
             transferID = entry.statement?.id  // the voucher id, kept so a restore can forget the deposit
-            if let id = entry.statement?.id { deposits[id, default: 0] += 1 }
+            guard let id = entry.statement?.id, let amount = minted[id] else {
+                throw fail("deposit-minted", "w\(index) recorded a deposit of \(units) for a voucher the issuer never minted")
+            }
+            guard amount == units else {
+                throw fail("deposit-minted", "w\(index) recorded \(units) for voucher \(Hex.encode(id.prefix(6))) minted for \(amount)")
+            }
+            deposits[id, default: 0] += 1
+            if deposits[id] == 1 { undeposited -= amount }
             balances[index] += units
         case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement:
             break
@@ -155,14 +193,11 @@ final class Auditor {
         simulated.anchorSizeSeen = size
     }
 
-    /// Money among all wallets: balances plus unconfirmed transfers equal the deposits, except for credits
-    /// whose debit vanished with a restore, which must all trace to restored wallets.
+    /// Money among all wallets: balances plus unconfirmed transfers plus minted vouchers no ledger holds
+    /// equal what the issuer minted, except for credits whose debit vanished with a restore, which must all
+    /// trace to restored wallets.
     private func checkConservation() throws {
         let total = balances.reduce(0, +)
-        var deposited: Int64 = 0
-        for entries in seen {
-            deposited += entries.filter { $0.kind == .deposit }.reduce(0) { $0 + $1.minorUnits }
-        }
         var inFlight: Int64 = 0
         var orphaned: Int64 = 0
         for books in transfers.values {
@@ -174,8 +209,9 @@ final class Auditor {
                 orphaned += books.minorUnits
             }
         }
-        guard total + inFlight == deposited + orphaned else {
-            throw fail("conservation", "balances \(total) + in flight \(inFlight) != deposits \(deposited) + traced excess \(orphaned)")
+        guard total + inFlight + undeposited == mintedTotal + orphaned else {
+            throw fail("conservation", "balances \(total) + in flight \(inFlight) + undeposited vouchers \(undeposited) "
+                + "!= minted \(mintedTotal) + traced excess \(orphaned)")
         }
         simulator.stats.excessTraced = orphaned
     }
@@ -186,7 +222,9 @@ final class Auditor {
     func checkOpened(_ simulated: SimulatedWallet) throws {
         guard let wallet = simulated.wallet else { return }
         if simulated.restoredDatabaseOnly {
-            guard wallet.lockReason != nil else {
+            // The anchor catches an old copy only if it moved past it; a token fault can leave it behind
+            // (`anchorLag`), and then the copy is indistinguishable from the wallet as the anchor knows it.
+            guard wallet.lockReason != nil || !simulated.anchorAheadOfRestore else {
                 throw fail("restored-caught", "w\(simulated.index) opened an old copy of its database without locking")
             }
             simulator.stats.lockedByRestore += 1
@@ -206,7 +244,10 @@ final class Auditor {
             case .reversal: transfers[dropped.transferID!]?.reversals -= 1; balances[index] -= dropped.minorUnits
             case .deposit:
                 balances[index] -= dropped.minorUnits
-                if let id = dropped.transferID { deposits[id, default: 1] -= 1 }
+                if let id = dropped.transferID {
+                    deposits[id, default: 1] -= 1
+                    if deposits[id] == 0 { undeposited += minted[id] ?? 0 }
+                }
             case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
             }
         }
@@ -214,17 +255,56 @@ final class Auditor {
         simulated.anchorSizeSeen = simulated.restoredWithAnchor ? 0 : simulated.anchorSizeSeen
     }
 
-    /// A payee refused a transfer with a signed refusal.
-    func transferRefused(_ transfer: SignedTransfer, by payee: SimulatedWallet, reason: String) {
-        refusals.append((transfer.payload.order.transferID, payee.index, reason))
+    /// The issuer minted a voucher.
+    func voucherMinted(_ voucher: SignedVoucher) {
+        let amount = voucher.payload.amount.minorUnits
+        minted[voucher.payload.voucherID] = amount
+        mintedTotal += amount
+        undeposited += amount
     }
+
+    /// A wallet reported a voucher's deposit done (recorded or a duplicate); checked after the step.
+    func depositReported(_ voucher: SignedVoucher, by simulated: SimulatedWallet) {
+        depositsReported.append((voucher.payload.voucherID, simulated.index))
+    }
+
+    /// A double spend an honest payee could have caught with today's rules (Wallet.keepForkEvidence): it
+    /// credits a transfer while it holds another credit from the same payer, with a checkpoint signed by the
+    /// same key, whose debit sits at the same position of the payer's ledger, or whose checkpoint has the
+    /// same size but another root or head.
+    /// Such a payer forked its ledger (a restore with its anchor), and the payee must hold the evidence.
+    private func checkDoubleSpend(_ transfer: SignedTransfer, payee: SimulatedWallet) throws {
+        guard payee.isHonest else { return }
+        let payload = transfer.payload
+        let checkpoint = payload.checkpoint.checkpoint
+        let credit = CreditSeen(transferID: payload.order.transferID,
+                                debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
+                                checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head,
+                                checkpointKey: checkpoint.walletKey.fingerprint)
+        let payer = payload.order.payerWalletID
+        let earlier = creditsSeen[payee.index, default: [:]][payer, default: []]
+        creditsSeen[payee.index, default: [:]][payer, default: []].append(credit)
+        let conflicting = earlier.first { other in
+            guard other.transferID != credit.transferID, other.checkpointKey == credit.checkpointKey else { return false }
+            if let position = credit.debitPosition, other.debitPosition == position { return true }
+            return other.checkpointSize == credit.checkpointSize
+                && (other.checkpointRoot != credit.checkpointRoot || other.checkpointHead != credit.checkpointHead)
+        }
+        guard let conflicting, let wallet = payee.wallet else { return }
+        simulator.stats.doubleSpendsDetectable += 1
+        guard try wallet.ledger.evidence().isEmpty else { return }
+        throw fail("double-spend-detected", "w\(payee.index) credited transfer \(Hex.encode(credit.transferID.prefix(6))) while it holds "
+            + "transfer \(Hex.encode(conflicting.transferID.prefix(6))) of the same payer at the same ledger position or "
+            + "checkpoint size, and holds no fork evidence")
+    }
+
+    /// How many credits of this transfer the auditor has seen.
+    func creditCount(of transferID: [UInt8]) -> Int { transfers[transferID]?.credits ?? 0 }
 
     /// Every `ready` a payer received: (payer, channel binding, amount).
     private var readies: [(wallet: Int, binding: [UInt8], amount: Money)] = []
 
     func readyReceived(by wallet: Int, binding: [UInt8], amount: Money) { readies.append((wallet, binding, amount)) }
-
-    private var refusals: [(transferID: [UInt8], payee: Int, reason: String)] = []
 
     /// When one side's session ends.
     func checkSessionEnd(_ end: SessionEnd, in session: SimulatedSession) throws {
@@ -245,9 +325,22 @@ final class Auditor {
             }
         case .refusedTransfer(let reason) where payerHonest && payeeHonest:
             throw fail("transient-failures-retryable", "s\(session.number): an honest payee refused an honest transfer (\(reason))")
+        case .failed(.checkpointInconsistent, byPeer: false) where payerHonest && payeeHonest:
+            try checkPeerFollowed(end, in: session)
         case .failed, .paid, .unconfirmed, .received, .refusedTransfer:
             break
         }
+    }
+
+    /// An honest wallet called an honest peer's checkpoint inconsistent. That is a wrong verdict unless it
+    /// had not followed the peer's current key-event log (a log page lost or reordered by the simulated link,
+    /// which a real channel would have closed on): with the current log, an honest checkpoint is consistent.
+    private func checkPeerFollowed(_ end: SessionEnd, in session: SimulatedSession) throws {
+        let peer = simulator.wallets[session.other(end).walletIndex]
+        guard let wallet = simulator.wallets[end.walletIndex].wallet, let peerWallet = peer.wallet else { return }
+        guard try wallet.peerKeyLog(of: peer.walletID)?.head == peerWallet.keyLog.head else { return }
+        throw fail("honest-peers-agree", "s\(session.number): w\(end.walletIndex) follows w\(peer.index)'s key-event log "
+            + "(\(peerWallet.keyLog.events.count) events), yet called its checkpoint inconsistent")
     }
 
     // MARK: At the end

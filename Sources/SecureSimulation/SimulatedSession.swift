@@ -7,18 +7,15 @@ import SecureStore
 import SecureTestSupport
 import SecureToken
 
-/// One side of a simulated peer session: the real SecureCore machine, the actions it asked for and not yet
-/// carried out, and the messages on their way to it. This mirrors `PeerDriver` action by action (see
-/// PeerDriver.performThrowing); the differences are the clock (simulated), the link (a message queue with
-/// faults instead of a SecureChannel) and that each action is one scheduler step.
+/// One side of a simulated peer session: the real `PeerActions` (the same code `secure pay` runs) with
+/// its machine, the actions it returned and not yet carried out, and the messages on their way to it.
+/// What differs from `PeerDriver` is the environment (`SimulatedEnvironment`): the clock is simulated, the
+/// link is a message queue with faults instead of a SecureChannel, and each action is one scheduler step.
 final class SessionEnd {
-    enum Machine {
-        case payer(PayerMachine)
-        case payee(PayeeMachine)
-    }
-
     let walletIndex: Int
-    var machine: Machine
+    let isPayer: Bool
+    /// The end's PeerActions; nil once the end is closed (its wallet may be reopened meanwhile).
+    var actions: PeerActions?
     var queue: [PeerAction] = []
     /// Messages on the way to this end: when they may arrive, and their bytes.
     var inbox: [(deliverAt: Int64, bytes: [UInt8])] = []
@@ -31,59 +28,29 @@ final class SessionEnd {
     /// as a stopped process resumes; its timers have run out meanwhile and fire when it wakes.
     var silent = false
     var silentUntil: Int64 = 0
-    var peerKey: P256.PublicKey?
-    var pinHeldUntil: Int64?
-    var helloSize: UInt64
-    /// The checkpoint of the peer this wallet held when the session started (from `lookUpPeer`).
-    var heldPeerCheckpoint: SignedCheckpoint?
-    /// Amounts of `ready` messages this end received, by offer id (the payer's right to debit).
-    var readiesReceived: [(offerID: [UInt8], amount: Money)] = []
+    /// How the end's session ended, kept when its actions are let go.
+    private var finalOutcome: PeerOutcome?
 
-    init(walletIndex: Int, machine: Machine, helloSize: UInt64) {
+    init(walletIndex: Int, isPayer: Bool) {
         self.walletIndex = walletIndex
-        self.machine = machine
-        self.helloSize = helloSize
+        self.isPayer = isPayer
     }
 
-    var outcome: PeerOutcome? {
-        switch machine {
-        case .payer(let payer): payer.outcome
-        case .payee(let payee): payee.outcome
-        }
-    }
+    var outcome: PeerOutcome? { actions?.outcome ?? finalOutcome }
+    var wait: PeerWait? { actions?.wait }
+    var pinHeldUntil: Int64? { actions?.pinHeldUntil }
+    /// Whether a step of this end can run now: an action, or a message held for the lookup that is answered.
+    var canAct: Bool { !queue.isEmpty || actions?.hasReleasableMessage == true }
 
-    var wait: PeerWait? {
-        switch machine {
-        case .payer(let payer): payer.wait
-        case .payee(let payee): payee.wait
-        }
-    }
-
-    var isPayer: Bool {
-        if case .payer = machine { return true }
-        return false
-    }
-
-    func mutate(payer: (inout PayerMachine) -> [PeerAction], payee: (inout PayeeMachine) -> [PeerAction]) -> [PeerAction] {
-        switch machine {
-        case .payer(var value):
-            defer { machine = .payer(value) }
-            return payer(&value)
-        case .payee(var value):
-            defer { machine = .payee(value) }
-            return payee(&value)
-        }
-    }
-
-    func receive(_ message: PeerMessage) throws -> [PeerAction] {
-        switch machine {
-        case .payer(var value):
-            defer { machine = .payer(value) }
-            return try value.receive(message)
-        case .payee(var value):
-            defer { machine = .payee(value) }
-            return try value.receive(message)
-        }
+    /// Closes the end: the token is let go (locked), the actions and their wallet are dropped.
+    func close(crashed: Bool) {
+        finalOutcome = outcome
+        if !crashed { actions?.finishSession() }
+        actions = nil
+        closed = true
+        self.crashed = crashed
+        queue = []
+        if crashed { inbox = [] }
     }
 }
 

@@ -24,7 +24,8 @@ final class SimulatedWallet {
     let index: Int
     let name: String
     let paths: WalletPaths
-    let token: SimulatedToken
+    /// The wallet's token; a new one after a recovery (the old one was lost).
+    var token: SimulatedToken
     let backup: SimulatedToken
     /// The open wallet; nil while the process is down (crashed, not yet restarted).
     var wallet: Wallet?
@@ -39,6 +40,8 @@ final class SimulatedWallet {
     var restoredWithAnchor = false
     /// Restored from an old copy of the database alone: must have locked.
     var restoredDatabaseOnly = false
+    /// When restored, the token's anchor was past the old copy (so the copy must be caught).
+    var anchorAheadOfRestore = false
     /// Vouchers minted to it and not yet deposited.
     var vouchers: [SignedVoucher] = []
     /// An old copy of the folder and of the token's objects, for the restore fault.
@@ -66,32 +69,7 @@ final class SimulatedWallet {
     }
 }
 
-/// SecureCore's signer seam on the simulated token, so token faults reach measurement signatures too.
-final class TokenBackedSigner: MessageSigner {
-    let token: WalletToken
-    let key: TokenKey
-
-    init(token: WalletToken, key: TokenKey) {
-        self.token = token
-        self.key = key
-    }
-
-    var publicKey: P256.PublicKey { key.publicKey }
-
-    func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
-        try token.sign(digest: label.digest(of: payload), key: key)
-    }
-}
-
 extension SimulatedWallet {
-    /// The wallet's signer, through its token.
-    func signer() throws -> MessageSigner {
-        guard let wallet else { throw SimulatedCrash(point: "signer of a wallet that is down") }
-        var uri = token.uri
-        uri.id = Hex.decode(wallet.metadata.signingKeyID)
-        return TokenBackedSigner(token: token, key: try token.key(uri))
-    }
-
     /// The anchor's checkpoint size as the token holds it (read without faults: this is the auditor's look).
     func anchoredSize() -> UInt64? {
         let label = "anchor-" + Hex.encode(walletID)

@@ -50,6 +50,9 @@ enum BrokenVariant: String, CaseIterable, Sendable {
     case anchorBeforeCommit
     /// The payer commits the debit and then ends the session as refused (a refusal check after the debit).
     case refusalAfterDebit
+    /// Rotate then pay: the driver answers the lookup at once with the peer's key-event log as known before,
+    /// instead of holding the session until the peer's rotated log is followed.
+    case lookupBeforeKeyEvents
 }
 
 /// An invariant that failed, with what the run needs to be replayed.
@@ -79,11 +82,19 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var crashes = 0
     public var restarts = 0
     public var restores = 0
+    /// Wallets recovered onto a new token after losing theirs.
+    public var recoveries = 0
     public var lockedByRestore = 0
     public var tokenFaults = 0
     public var linkFaults = 0
     public var timeouts = 0
     public var retries = 0
+    public var rotations = 0
+    /// Sessions in which a wallet followed its peer's newer key-event log.
+    public var keyLogsFollowed = 0
+    /// Credits by an honest payee of a transfer that today's rules show to be a double spend (each must
+    /// come with fork evidence).
+    public var doubleSpendsDetectable = 0
     public var excessTraced: Int64 = 0
     public var excessCoveredByEvidence: Int64 = 0
     public var entries: UInt64 = 0
@@ -93,8 +104,8 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var description: String {
         let outcomeText = outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) "
-            + "retries=\(retries) crashes=\(crashes) restarts=\(restarts) restores=\(restores) locked=\(lockedByRestore) "
+            + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
-            + "excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
+            + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
     }
 }

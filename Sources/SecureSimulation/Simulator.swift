@@ -17,6 +17,9 @@ public final class Simulator {
     static let silenceMillisecondsMax: Int64 = 120_000
     static let traceLengthMax = 40
     static let amountMinorUnitsMax: Int64 = 3_000
+    /// Rotations stop once a wallet's log holds this many events: far below `KeyEventLog.eventCountMax`,
+    /// yet several pages of `KeyEventsMessage`, so peers follow logs page by page.
+    static let keyEventCountMax = 130
     /// SECURE_SIM_TRACE=1 prints every event as it happens (for replays; it does not change the run).
     static let echoTrace = ProcessInfo.processInfo.environment["SECURE_SIM_TRACE"] == "1"
 
@@ -77,10 +80,28 @@ public final class Simulator {
             }
         }
         try auditor.checkFinal()
+        try checkWorkload()
         stats.steps = step
         stats.traceDigest = Hex.encode(traceHasher.digest())
         stats.entries = wallets.compactMap { $0.wallet?.size }.reduce(0, +)
         return stats
+    }
+
+    /// Paid payments a run must make at least, so a run that moved no money between peers cannot pass.
+    /// Most seeds of 3,000 steps make 5 to 20; a few in a hundred make only 1 or 2 (a wallet restored early
+    /// stays locked, or the faults pile up), so the floor is one: `secure-sim` prints the lowest per seed.
+    static let paidMinimum = 1
+
+    /// A run holds its invariants only meaningfully if it did what it is for: peers paid each other, and
+    /// (with faults) a wallet was restored from an old copy.
+    private func checkWorkload() throws {
+        let paid = stats.outcomes["paid"] ?? 0
+        guard paid >= Self.paidMinimum else {
+            throw failure("workload", "only \(paid) sessions ended paid; a run needs \(Self.paidMinimum)")
+        }
+        guard !config.faults || stats.restores >= 1 else {
+            throw failure("workload", "no wallet was restored from an old copy")
+        }
     }
 
     func runStep() throws {
@@ -122,14 +143,11 @@ public final class Simulator {
         // Timers that ran out fire first, as they would in the drivers' loops.
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
-                if let until = end.pinHeldUntil, clock.now >= until {
-                    wallets[end.walletIndex].token.lock()
-                    end.pinHeldUntil = nil
-                }
-                if end.wait != nil, end.currentWait == end.wait, clock.now >= end.deadline, end.queue.isEmpty {
+                end.actions?.releasePINIfExpired()
+                if let actions = end.actions, let wait = end.wait, end.currentWait == wait, clock.now >= end.deadline, !end.canAct {
                     stats.timeouts += 1
-                    note("s\(session.number) \(role(end)) timeout \(end.wait!.rawValue)")
-                    end.queue += end.mutate(payer: { $0.timeoutExpired() }, payee: { $0.timeoutExpired() })
+                    note("s\(session.number) \(role(end)) timeout \(wait.rawValue)")
+                    end.queue += actions.timeoutExpired()
                     try settle(end, in: session)
                     return
                 }
@@ -138,12 +156,12 @@ public final class Simulator {
         var choices: [() throws -> Void] = []
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
-                if !end.queue.isEmpty { choices.append { try self.act(end, in: session) } }
+                if end.canAct { choices.append { try self.act(end, in: session) } }
                 if end.inbox.contains(where: { $0.deliverAt <= self.clock.now }) {
                     choices.append { try self.deliver(to: end, in: session) }
                 }
                 let peer = session.other(end)
-                if peer.closed && end.inbox.isEmpty && end.queue.isEmpty && end.outcome == nil {
+                if peer.closed && end.inbox.isEmpty && !end.canAct && end.outcome == nil {
                     choices.append { try self.linkDropped(end, in: session) }
                 }
             }
@@ -153,6 +171,9 @@ public final class Simulator {
             choices.append { try self.restart(wallet) }
         }
         if config.faults && !healing && chance(150) { choices.append { try self.injectFault() } }
+        if config.faults && !healing && stats.restores == 0 && step > config.steps / 2 {
+            choices.append { try self.restoreOrSnapshot() }
+        }
         if choices.isEmpty || chance(20) {
             advanceClockToNextEvent()
             return
@@ -237,14 +258,15 @@ public final class Simulator {
             let roll = random.next() % 1000
             switch operation {
             case .unlock:
-                if roll < 15 { return .wrongPIN }
-                if roll < 20 { return .pinLocked }
+                if roll < 8 { return .wrongPIN }
+                if roll < 10 { return .pinLocked }
             case .generateKey, .findKey, .listKeys, .derive, .sign, .readObjects, .writeObject, .destroyObjects:
                 break
             }
-            if roll < 30 { return .deviceRemoved }
-            if roll < 40 { return .sessionHandleInvalid }
-            if roll < 60 { return .slow(milliseconds: Int64(random.next() % 3_000)) }
+            // A session makes about ten token calls: at these rates most sessions meet none, many runs meet each.
+            if roll < 15 { return .deviceRemoved }
+            if roll < 20 { return .sessionHandleInvalid }
+            if roll < 40 { return .slow(milliseconds: Int64(random.next() % 3_000)) }
             return nil
         }
     }
@@ -255,7 +277,7 @@ public final class Simulator {
         var hooks = WalletFaultHooks()
         hooks.anchorBeforeCommit = config.broken == .anchorBeforeCommit
         hooks.beforeCommit = { [unowned self] in
-            if config.faults, !healing, chance(15) { throw SimulatedCrash(point: "before the commit") }
+            if config.faults, !healing, chance(30) { throw SimulatedCrash(point: "before the commit") }
         }
         hooks.afterCommit = { [unowned self] in
             if config.faults, !healing, chance(25) { throw SimulatedCrash(point: "between the commit and the anchor") }
@@ -273,10 +295,7 @@ public final class Simulator {
         simulated.restartAt = clock.now + Int64(random.next() % UInt64(Self.restartDelayMillisecondsMax))
         for session in sessions {
             for end in [session.payer, session.payee] where end.walletIndex == simulated.index && !end.closed {
-                end.closed = true
-                end.crashed = true
-                end.queue = []
-                end.inbox = []
+                end.close(crashed: true)
             }
         }
         endFinishedSessions()
@@ -304,7 +323,7 @@ public final class Simulator {
     private func injectFault() throws {
         stats.linkFaults += 0
         switch random.next() % 10 {
-        case 0, 1:
+        case 0:
             let up = wallets.filter(\.isUp)
             if !up.isEmpty { crash(pick(up), "killed between steps") }
         case 2:
@@ -313,12 +332,13 @@ public final class Simulator {
             session.partitionedUntil = clock.now + Int64(random.next() % 30_000)
             note("s\(session.number) partition until +\(session.partitionedUntil - clock.now)ms")
         case 3:
-            guard let session = sessions.isEmpty ? nil : pick(sessions) else { return }
+            // Half as often as the other faults: a dropped link ends a session at once, and sessions must pay too.
+            guard chance(500), let session = sessions.isEmpty ? nil : pick(sessions) else { return }
             stats.linkFaults += 1
             note("s\(session.number) link drop")
             for end in [session.payer, session.payee] where !end.closed {
                 end.inbox = []
-                end.queue += end.mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() })
+                end.queue += end.actions?.linkDropped() ?? []
                 try settle(end, in: session)
             }
         case 4:
@@ -335,9 +355,11 @@ public final class Simulator {
             note("w\(wallet.index) clock skew \(wallet.skewMilliseconds)ms")
         case 6:
             // The payee withdraws its request or stops waiting.
-            guard let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else { return }
+            guard chance(500), let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else {
+                return
+            }
             note("s\(session.number) payee withdraws")
-            session.payee.queue += session.payee.mutate(payer: { _ in [] }, payee: { $0.withdraw() })
+            session.payee.queue += session.payee.actions?.withdraw() ?? []
             try settle(session.payee, in: session)
         case 7:
             let wallet = pick(wallets)
@@ -346,15 +368,59 @@ public final class Simulator {
             note("snapshot w\(wallet.index) at size \(wallet.snapshot!.size)")
         case 8:
             try restoreFault()
+        case 9:
+            try recoverFault()
         default:
             break
         }
     }
 
+    /// The wallet's token is lost: its process ends, and the person recovers the wallet onto a new token with
+    /// the backup token (`Wallet.recover`). It reads at once and spends again after a rotation to a key on
+    /// the new token, which it makes before anything else (`needsRotationResumed`).
+    private func recoverFault() throws {
+        guard chance(200) else { return }
+        // Not between a rotation's two hops: the key committed to for the home hop is on the lost token, so
+        // no rotation could complete and the wallet could never spend again (a finding: see SIMULATION.md).
+        let eligible = wallets.filter { $0.isUp && !$0.busy && $0.isHonest && !$0.isLocked && !needsRotationResumed($0) }
+        guard !eligible.isEmpty else { return }
+        let simulated = pick(eligible)
+        stats.recoveries += 1
+        simulated.wallet = nil
+        simulated.token.lock()
+        let newToken = SimulatedToken(label: "sim-\(simulated.index)-recovered-\(stats.recoveries)")
+        try newToken.unlock(pin: try PIN("1234"), confirmFinalTry: false)
+        try Wallet.recover(paths: simulated.paths, backup: simulated.backup, newToken: newToken, newTokenURI: newToken.uri)
+        newToken.lock()
+        simulated.token = newToken
+        installFaults(simulated)
+        // The old copy's token objects were on the lost token; the anchor starts again on the new one.
+        simulated.snapshot = nil
+        simulated.anchorSizeSeen = simulated.anchoredSize() ?? 0
+        simulated.restartAt = clock.now
+        note("w\(simulated.index) lost its token; recovered onto \(newToken.label) with its backup token")
+    }
+
+    /// A run past half its steps that has not restored yet: restore a wallet that has grown since its old copy,
+    /// or take a copy to restore later.
+    private func restoreOrSnapshot() throws {
+        let grown = wallets.contains { wallet in
+            guard wallet.isUp, !wallet.busy, wallet.isHonest, let snapshot = wallet.snapshot else { return false }
+            return snapshot.size < wallet.wallet!.size
+        }
+        if grown {
+            return try restoreFault(forced: true)
+        }
+        guard !wallets.contains(where: { $0.snapshot != nil && $0.isHonest }),
+              let wallet = wallets.first(where: { $0.isUp && !$0.busy && $0.isHonest }) else { return }
+        try wallet.takeSnapshot(into: directory + "/snapshot-\(wallet.index)")
+        note("snapshot w\(wallet.index) at size \(wallet.snapshot!.size)")
+    }
+
     /// Restores a wallet from its old copy: the database alone (it must lock), or with the anchor too (the
     /// attack a wallet cannot see itself; its later double spends must be caught or traced).
-    private func restoreFault() throws {
-        guard chance(300) else { return }
+    private func restoreFault(forced: Bool = false) throws {
+        guard forced || chance(300) else { return }
         let eligible = wallets.filter { wallet in
             guard wallet.isUp, !wallet.busy, wallet.isHonest, let snapshot = wallet.snapshot else { return false }
             return snapshot.size < wallet.wallet!.size
@@ -365,6 +431,7 @@ public final class Simulator {
         let wallet = pick(eligible)
         stats.restores += 1
         note("restore w\(wallet.index) to size \(wallet.snapshot!.size)\(withAnchor ? " with its anchor" : "")")
+        wallet.anchorAheadOfRestore = (wallet.anchoredSize() ?? 0) > wallet.snapshot!.size
         wallet.wallet = nil
         try wallet.restoreSnapshot(withAnchor: withAnchor)
         if withAnchor { wallet.restoredWithAnchor = true } else { wallet.restoredDatabaseOnly = true }
@@ -382,7 +449,8 @@ public final class Simulator {
             return
         }
         let wallet = pick(free)
-        switch random.next() % 12 {
+        if needsRotationResumed(wallet) { return try rotate(wallet) }
+        switch random.next() % 13 {
         case 0:
             mint(to: wallet)
         case 1, 2:
@@ -393,10 +461,12 @@ public final class Simulator {
             try startPeerSession(.request, payer: wallet, free: free)
         case 8:
             try startRetry(wallet, free: free)
-        case 9:
+        case 9, 11:
             try spendToFile(wallet, free: free)
         case 10:
             try acceptFile(wallet)
+        case 12:
+            if chance(500) { try rotate(wallet) } else { mint(to: wallet) }
         default:
             mint(to: wallet)
         }
@@ -404,6 +474,7 @@ public final class Simulator {
 
     /// After the faults stop: deposit, accept and retry until nothing is pending.
     private func startHealingOperation(_ free: [SimulatedWallet]) throws {
+        if let stuck = free.first(where: { $0.isHonest && needsRotationResumed($0) }) { return try rotate(stuck) }
         for wallet in free where wallet.isHonest {
             if !wallet.vouchers.isEmpty { return try deposit(wallet) }
             if mailbox.contains(where: { $0.payee == wallet.index }) { return try acceptFile(wallet) }
@@ -414,6 +485,27 @@ public final class Simulator {
         }
     }
 
+    /// Rotates the wallet's signing key (two key events, out through the backup token and home). Its peers
+    /// learn the new key only from its key-event log in their next session with it.
+    private func rotate(_ simulated: SimulatedWallet) throws {
+        guard let events = simulated.wallet?.keyLog.events.count,
+              events < Self.keyEventCountMax || needsRotationResumed(simulated) else { return }
+        guard let result = try walletStep(simulated, "rotate", { try $0.rotate(backup: simulated.backup, destroyOld: false) }) else {
+            return
+        }
+        stats.rotations += 1
+        note("w\(simulated.index) rotates: \(result.events.count) key events, \(events + result.events.count) in its log")
+    }
+
+    /// A rotation stopped between its two events (a crash or a token fault) leaves the key in force on the
+    /// backup token: the log then holds an even number of events (the inception, then two a rotation), and
+    /// after a crash the wallet cannot sign at all. A recovered wallet has no signing key until it rotates.
+    /// Either way the person runs `rotate` again before anything else, as the error tells them.
+    private func needsRotationResumed(_ simulated: SimulatedWallet) -> Bool {
+        guard let wallet = simulated.wallet, wallet.lockReason == nil else { return false }
+        return wallet.keyLog.events.count % 2 == 0 || (try? wallet.signer) == nil
+    }
+
     private func mint(to wallet: SimulatedWallet) {
         guard wallet.vouchers.count < 4 else { return }
         issuerSequence += 1
@@ -421,6 +513,7 @@ public final class Simulator {
         let voucher = try! Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
                                    voucherID: random.bytes(16), issuerSequence: issuerSequence).sign(with: issuer)
         wallet.vouchers.append(voucher)
+        auditor.voucherMinted(voucher)
         note("mint \(amount) to w\(wallet.index)")
     }
 
@@ -452,6 +545,7 @@ public final class Simulator {
         switch outcome {
         case .recorded, .duplicate:
             simulated.vouchers.removeFirst()
+            auditor.depositReported(voucher, by: simulated)
             stats.deposits += 1
             note("w\(simulated.index) deposit \(voucher.payload.amount) \(outcomeName(outcome))")
         case .conflict, .refused, .policyRefusal, .dropped:
@@ -475,13 +569,20 @@ public final class Simulator {
     private func acceptFile(_ payee: SimulatedWallet) throws {
         guard let slot = mailbox.firstIndex(where: { $0.payee == payee.index }) else { return }
         let transfer = mailbox[slot].transfer
-        guard let outcome = try walletStep(payee, "accept FILE", {
-            try $0.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+        guard let outcome = try walletStep(payee, "accept FILE", { wallet in
+            let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+            if case .duplicate = outcome, config.broken == .nonIdempotentAccept { try plantSecondCredit(transfer, in: wallet) }
+            return outcome
         }) else { return }
         note("w\(payee.index) accept file: \(outcomeName(outcome))")
         switch outcome {
         case .recorded, .duplicate:
-            mailbox.remove(at: slot)
+            // Now and then the person accepts the same file again later (a re-delivery): accept is idempotent.
+            if case .recorded = outcome, chance(500) {
+                note("w\(payee.index) keeps the file to accept it again")
+            } else {
+                mailbox.remove(at: slot)
+            }
             // The receipt goes back to the payer by file too; it is best-effort here (a lost receipt leaves the
             // file transfer listed by `pending`, which is all the protocol promises).
             if case .recorded(let entry) = outcome, let payerIndex = wallets.firstIndex(where: { $0.walletID == transfer.payload.order.payerWalletID }),
@@ -495,6 +596,17 @@ public final class Simulator {
             }
             mailbox.remove(at: slot)
         }
+    }
+
+    /// The planted `nonIdempotentAccept` bug: a re-delivered transfer is credited again, under a fresh
+    /// statement id.
+    func plantSecondCredit(_ transfer: SignedTransfer, in wallet: Wallet) throws {
+        let order = transfer.payload.order
+        let statement = try StatementReference(signer: order.payerKey.fingerprint, id: random.bytes(16),
+                                               payloadDigest: SHA256.hash(transfer.payload.encoded))
+        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID,
+                                              statement: statement, payload: transfer.encoded))
+        note("planted second credit")
     }
 
     func outcomeName(_ outcome: StatementOutcome) -> String {
@@ -521,11 +633,8 @@ public final class Simulator {
     // MARK: Peer sessions
 
     private func context(for simulated: SimulatedWallet, transcript: [UInt8], binding: [UInt8]) throws -> PeerSessionContext {
-        guard let wallet = simulated.wallet, let latest = wallet.latest else { throw SimulatedCrash(point: "context") }
-        let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
-        let hello = try PeerHello(walletKey: wallet.signingKey, displayName: simulated.name, rangingToken: random.bytes(16),
-                                  nonceContribution: random.bytes(SessionNonce.contributionByteCount), checkpoint: latest,
-                                  evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)))
+        guard let wallet = simulated.wallet else { throw SimulatedCrash(point: "context") }
+        let hello = try PeerActions.hello(wallet: wallet, displayName: simulated.name, randomBytes: { self.random.bytes($0) })
         return PeerSessionContext(transcriptHash: transcript, channelBinding: binding, hello: hello,
                                   rangingPolicy: RangingPolicy(allowsSimulated: true))
     }
@@ -533,7 +642,9 @@ public final class Simulator {
     private func startPeerSession(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, free: [SimulatedWallet]) throws {
         let payees = free.filter { $0 !== payer }
         guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
-        let payee = pick(payees)
+        // Half the payments go to w0 when it is free, as to a shop: its payers meet it again after their
+        // rotations, so it checks their checkpoints against their rotated key-event logs.
+        let payee = payees.first(where: { $0.index == 0 }).flatMap { shop in chance(500) ? shop : nil } ?? pick(payees)
         // Now and then more than the balance, so the refusal path runs.
         let limit = chance(100) ? balance.minorUnits * 2 : min(balance.minorUnits, Self.amountMinorUnitsMax)
         let amount = Self.euros(1 + Int64(random.next() % UInt64(limit)))
@@ -580,14 +691,19 @@ public final class Simulator {
                       payeeMachine: PayeeMachine, transferID: [UInt8], binding: [UInt8], amount: Money) {
         sessionCount += 1
         stats.sessions += 1
-        let payerEnd = SessionEnd(walletIndex: payer.index, machine: .payer(payerMachine), helloSize: payer.wallet!.size)
-        let payeeEnd = SessionEnd(walletIndex: payee.index, machine: .payee(payeeMachine), helloSize: payee.wallet!.size)
+        let payerEnd = SessionEnd(walletIndex: payer.index, isPayer: true)
+        let payeeEnd = SessionEnd(walletIndex: payee.index, isPayer: false)
         let session = SimulatedSession(number: sessionCount, kind: kind, payer: payerEnd, payee: payeeEnd,
                                        transferID: transferID, payerSizeAtStart: payer.wallet!.size, binding: binding, amount: amount)
         payer.busy = true
         payee.busy = true
-        payerEnd.queue = payerEnd.mutate(payer: { $0.start() }, payee: { _ in [] })
-        payeeEnd.queue = payeeEnd.mutate(payer: { _ in [] }, payee: { $0.start() })
+        for (end, wallet, machine) in [(payerEnd, payer, PeerActions.Machine.payer(payerMachine)), (payeeEnd, payee, .payee(payeeMachine))] {
+            let actions = PeerActions(wallet: wallet.wallet!, machine: machine, helloSize: wallet.wallet!.latest!.checkpoint.size,
+                                      environment: SimulatedEnvironment(simulator: self, end: end, session: session))
+            actions.answersLookupBeforeKeyEvents = config.broken == .lookupBeforeKeyEvents
+            end.actions = actions
+            end.queue = actions.start()
+        }
         for end in [payerEnd, payeeEnd] {
             end.currentWait = end.wait
             end.deadline = clock.now + Int64(end.wait?.seconds ?? 0) * 1_000
@@ -602,9 +718,7 @@ public final class Simulator {
             end.deadline = clock.now + Int64(end.wait?.seconds ?? 0) * 1_000
         }
         if end.outcome != nil && end.queue.isEmpty && !end.closed {
-            end.closed = true
-            wallets[end.walletIndex].token.lock()
-            end.pinHeldUntil = nil
+            end.close(crashed: false)
             try auditor.checkSessionEnd(end, in: session)
         }
         endFinishedSessions()
@@ -621,7 +735,7 @@ public final class Simulator {
 
     private func linkDropped(_ end: SessionEnd, in session: SimulatedSession) throws {
         note("s\(session.number) \(role(end)) sees the link close")
-        end.queue += end.mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() })
+        end.queue += end.actions?.linkDropped() ?? []
         try settle(end, in: session)
     }
 
@@ -635,21 +749,51 @@ public final class Simulator {
             throw failure("codec", "a message the simulator sent does not decode")
         }
         if case .ready(let ready) = message {
-            end.readiesReceived.append((ready.offerID, ready.amount))
             auditor.readyReceived(by: end.walletIndex, binding: session.binding, amount: ready.amount)
         }
-        if case .hello(let hello) = message, end.peerKey == nil { end.peerKey = hello.walletKey }
         if config.broken == .debitBeforeReady, end.isPayer, case .reply(let reply) = message, reply.accepted {
             plantEarlyDebit(end, session)
         }
         note("s\(session.number) \(role(end)) <- \(Self.name(message))")
+        end.queue += end.actions?.deliver(message) ?? []
+        try settle(end, in: session)
+    }
+
+    /// One step of an end: carries out its next action through the real PeerActions, or hands it a message
+    /// that waited for the lookup. A simulated crash takes the wallet down.
+    func act(_ end: SessionEnd, in session: SimulatedSession) throws {
+        let simulated = wallets[end.walletIndex]
+        guard let actions = end.actions else { return }
+        if end.queue.isEmpty {
+            end.queue = actions.releaseHeldMessage()
+            return try settle(end, in: session)
+        }
+        let action = end.queue.removeFirst()
         do {
-            end.queue += try end.receive(message)
-        } catch let error as PeerProtocolError {
-            note("s\(session.number) \(role(end)) protocol: \(error.message.prefix(60))")
-            end.queue += error.actions
+            guard simulated.isUp else { throw SimulatedCrash(point: "an action of a wallet that is down") }
+            end.queue += try actions.perform(action)
+        } catch let crashed as SimulatedCrash {
+            self.crash(simulated, "s\(session.number) \(crashed)")
+            return
         }
         try settle(end, in: session)
+    }
+
+    /// The planted `debitBeforeReady` bug: the payer debits as soon as the payee accepts the offer, before
+    /// any `ready`, with an order that names the session's channel and a made-up proof digest.
+    func plantEarlyDebit(_ end: SessionEnd, _ session: SimulatedSession) {
+        let simulated = wallets[end.walletIndex]
+        guard let wallet = simulated.wallet, session.kind != .retry, end.isPayer else { return }
+        do {
+            let order = try TransferOrder(transferID: session.transferID, payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+                                          payeeWalletID: wallets[session.payee.walletIndex].walletID, amount: session.amount,
+                                          proximity: .spatialProof(digest: random.bytes(32)), channelBinding: session.binding)
+            try simulated.unlockToken()
+            _ = try wallet.commitDebit(order: order, draft: order.debitDraft(category: "food"), message: nil)
+            note("s\(session.number) \(role(end)) planted debit before ready")
+        } catch {
+            note("s\(session.number) planted debit failed: \(error)")
+        }
     }
 
     static func name(_ message: PeerMessage) -> String {
@@ -680,7 +824,7 @@ public final class Simulator {
             note("s\(session.number) drop \(Self.name(message))")
             return
         }
-        let delay = faulty && chance(50) ? Int64(random.next() % 25_000) : Int64(random.next() % 50)
+        let delay = faulty && chance(20) ? Int64(random.next() % 25_000) : Int64(random.next() % 50)
         let bytes = message.encoded
         peer.inbox.append((clock.now + delay, bytes))
         if faulty && chance(10) {

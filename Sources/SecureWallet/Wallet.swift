@@ -73,7 +73,7 @@ public final class Wallet {
     /// Fork evidence the last `accept` found against the payer (also kept in the ledger's evidence table).
     public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
-    let clock: @Sendable () -> Int64
+    package let clock: @Sendable () -> Int64
     /// Crash points for the simulator (SecureSimulation); nil in every production path.
     @_spi(Simulation) public var faultHooks: WalletFaultHooks?
 

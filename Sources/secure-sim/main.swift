@@ -1,6 +1,9 @@
 // secure-sim: runs the deterministic simulator (issue 7) over seeds. See docs/SIMULATION.md.
-//   secure-sim --seed S [--steps N] [--wallets W] [--no-faults]     replay one seed
-//   secure-sim --seeds N [--first S] [--budget SECONDS] [--steps N]  run seeds S, S+1, ... until N or the budget
+//   secure-sim --seed S [--steps N] [--wallets W] [--no-faults]                  replay one seed
+//   secure-sim --seeds N [--first S] [--budget SECONDS] [--until-steps T] [--steps N] [--jobs J]
+//       run seeds S, S+1, ... until N seeds ran, the budget is spent, or T steps are done (checked between seeds)
+// Seeds run on `--jobs` threads (default: one per core). Each seed is its own Simulator with its own files and
+// its own seeded random source, so a seed replays to the same trace whichever thread ran it and beside what.
 import Foundation
 import SecureSimulation
 
@@ -14,6 +17,7 @@ let steps = value("--steps").flatMap(Int.init) ?? 3_000
 let walletCount = value("--wallets").flatMap(Int.init) ?? 4
 let faults = !arguments.contains("--no-faults")
 let budget = value("--budget").flatMap(Double.init)
+let stepsWanted = value("--until-steps").flatMap(Int.init)
 let seeds: [UInt64]
 if let seed = value("--seed").flatMap(UInt64.init) {
     seeds = [seed]
@@ -22,34 +26,92 @@ if let seed = value("--seed").flatMap(UInt64.init) {
     let count = value("--seeds").flatMap(UInt64.init) ?? 10
     seeds = (0..<count).map { first &+ $0 }
 }
+/// More threads than cores only adds contention; SQLCipher and the signatures keep each thread busy.
+let jobs = max(1, min(value("--jobs").flatMap(Int.init) ?? ProcessInfo.processInfo.activeProcessorCount, 64))
+let verbose = seeds.count == 1 || arguments.contains("--verbose")
 
-let started = Date()
-var totalSteps = 0
-var seedsRun = 0
-var failedSeeds: [UInt64] = []
-for seed in seeds {
-    if let budget, Date().timeIntervalSince(started) > budget { break }
-    let config = SimulationConfig(seed: seed, steps: steps, walletCount: walletCount, faults: faults)
-    do {
-        let simulator = try Simulator(config)
-        let stats = try simulator.run()
-        totalSteps += stats.steps
-        seedsRun += 1
-        if seeds.count == 1 || arguments.contains("--verbose") { print("seed \(seed): \(stats)") }
-    } catch let failure as SimulationFailure {
-        // Every failing seed is reported; the run goes on so one batch shows them all.
-        FileHandle.standardError.write(Data((failure.description + "\n").utf8))
-        failedSeeds.append(seed)
-        seedsRun += 1
-    } catch {
-        FileHandle.standardError.write(Data("seed \(seed): the simulator itself failed: \(error)\n".utf8)
-            + Data("replay: scripts/simulate --seed \(seed) --steps \(steps) --wallets \(walletCount)\(faults ? "" : " --no-faults")\n".utf8))
-        exit(2)
+/// What the threads share: the next seed to run and the tallies, behind one lock.
+final class Batch: @unchecked Sendable {
+    private let mutex = NSLock()
+    private var next = 0
+    let started = Date()
+    var totalSteps = 0
+    var seedsRun = 0
+    var failedSeeds: [UInt64] = []
+    var paid: [Int] = []
+    var restores: [Int] = []
+    var broken = false
+
+    /// The next seed, or nil when all ran, the budget is spent or the simulator itself failed.
+    func take() -> UInt64? {
+        mutex.withLock {
+            guard !broken, next < seeds.count else { return nil }
+            if let budget, Date().timeIntervalSince(started) > budget { return nil }
+            if let stepsWanted, totalSteps >= stepsWanted { return nil }
+            defer { next += 1 }
+            return seeds[next]
+        }
+    }
+
+    func record(_ body: (Batch) -> Void) { mutex.withLock { body(self) } }
+}
+
+let batch = Batch()
+
+func runSeeds() {
+    while let seed = batch.take() {
+        let config = SimulationConfig(seed: seed, steps: steps, walletCount: walletCount, faults: faults)
+        do {
+            let stats = try Simulator(config).run()
+            batch.record { batch in
+                batch.totalSteps += stats.steps
+                batch.seedsRun += 1
+                batch.paid.append(stats.outcomes["paid"] ?? 0)
+                batch.restores.append(stats.restores)
+                if verbose { print("seed \(seed): \(stats)") }
+            }
+        } catch let failure as SimulationFailure {
+            // Every failing seed is reported; the run goes on so one batch shows them all.
+            batch.record { batch in
+                FileHandle.standardError.write(Data((failure.description + "\n").utf8))
+                batch.failedSeeds.append(seed)
+                batch.seedsRun += 1
+                batch.totalSteps += failure.step
+            }
+        } catch {
+            batch.record { batch in
+                FileHandle.standardError.write(Data("seed \(seed): the simulator itself failed: \(error)\n".utf8)
+                    + Data("replay: scripts/simulate --seed \(seed) --steps \(steps) --wallets \(walletCount)\(faults ? "" : " --no-faults")\n".utf8))
+                batch.broken = true
+            }
+        }
     }
 }
-let seconds = Date().timeIntervalSince(started)
-let verdict = failedSeeds.isEmpty ? "all invariants held" : "FAILED seeds: " + failedSeeds.map(String.init).joined(separator: " ")
-print(String(format: "secure-sim: %d seeds (%llu to %llu), %d steps in %.1f s (%.0f steps/s), %@", seedsRun, seeds.first ?? 0,
-             seeds.first.map { $0 &+ UInt64(max(seedsRun, 1) - 1) } ?? 0, totalSteps, seconds, Double(totalSteps) / max(seconds, 0.001),
-             verdict))
-if !failedSeeds.isEmpty { exit(1) }
+
+let threadCount = min(jobs, seeds.count)
+let finished = DispatchGroup()
+for _ in 0..<threadCount {
+    finished.enter()
+    let thread = Thread {
+        runSeeds()
+        finished.leave()
+    }
+    thread.stackSize = 8 << 20
+    thread.start()
+}
+finished.wait()
+if batch.broken { exit(2) }
+
+let seconds = Date().timeIntervalSince(batch.started)
+let verdict = batch.failedSeeds.isEmpty
+    ? "all invariants held" : "FAILED seeds: " + batch.failedSeeds.sorted().map(String.init).joined(separator: " ")
+let workload = batch.paid.isEmpty ? "" : String(format: "; paid %d (at least %d a seed), restores %d (at least %d a seed)",
+                                                 batch.paid.reduce(0, +), batch.paid.min() ?? 0,
+                                                 batch.restores.reduce(0, +), batch.restores.min() ?? 0)
+print(String(format: "secure-sim: %d seeds from %llu on %d threads, %d steps in %.1f s (%.0f steps/s)%@, %@", batch.seedsRun,
+             seeds.first ?? 0, threadCount, batch.totalSteps, seconds, Double(batch.totalSteps) / max(seconds, 0.001),
+             workload, verdict))
+if let stepsWanted, batch.totalSteps < stepsWanted {
+    print("secure-sim: the budget ran out after \(batch.totalSteps) of the \(stepsWanted) steps wanted")
+}
+if !batch.failedSeeds.isEmpty { exit(1) }

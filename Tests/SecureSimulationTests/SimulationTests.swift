@@ -15,6 +15,9 @@ struct SimulationTests {
         let stats = try run(SimulationConfig(seed: seed, steps: Self.steps))
         // A run that moved no money would hold every invariant trivially.
         #expect(stats.deposits > 0 && stats.sessions > 0 && stats.crashes > 0, "seed \(seed): \(stats)")
+        #expect((stats.outcomes["paid"] ?? 0) > 0 && stats.restores > 0, "seed \(seed): \(stats)")
+        // The invariants held across key rotations, and peers followed each other's rotated logs.
+        #expect(stats.rotations > 0 && stats.keyLogsFollowed > 0, "seed \(seed): \(stats)")
     }
 
     @Test func workloadWithoutFaultsPays() throws {
@@ -42,6 +45,7 @@ struct SimulationTests {
         (BrokenVariant.nonIdempotentAccept, "transfer-at-most-once"),
         (BrokenVariant.anchorBeforeCommit, "honest-wallet-opens"),
         (BrokenVariant.refusalAfterDebit, "refusal-zero-debit"),
+        (BrokenVariant.lookupBeforeKeyEvents, "peer-key-log-followed"),
     ])
     func brokenVariantIsCaught(variant: BrokenVariant, invariant: String) throws {
         for seed in Self.variantSeeds {

@@ -1,0 +1,557 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureStore
+import SecureToken
+import SecureWallet
+
+/// The one place that carries out what the pure payer and payee machines ask for: send, look up the peer
+/// (following its key-event log first), ask the person, check the payment on the wallet's clock, range and
+/// sign, persist, commit, credit, keep receipts, evidence and key events. `PeerDriver` (the CLI, over a
+/// SecureChannel), the simulator (SecureSimulation, over a seeded link) and the benchmarks drive it; what
+/// differs between them is a `PeerEnvironment`.
+///
+/// Callers feed it in arrival order: `start()`, then each message (`deliver`), timeout and link drop, and
+/// carry out every action returned with `perform`, feeding the actions that returns back in, in order.
+public final class PeerActions {
+    /// The machine of this side of the session.
+    public enum Machine {
+        case payer(PayerMachine)
+        case payee(PayeeMachine)
+    }
+
+    /// The PIN is held for the machine-speed steps after an approval, and never longer than this.
+    public static let pinHoldMillisecondsMax: Int64 = 60_000
+    /// While a lookup waits for the peer's key events, an honest peer sends at most its offer or request and
+    /// a failure; anything past this is a flood, and the session ends before any debit.
+    public static let heldMessageCountMax = 8
+
+    public let wallet: Wallet
+    let environment: PeerEnvironment
+    /// Serializes use of the wallet when one process serves several sessions at once.
+    let walletLock: NSLock
+    private var machine: Machine
+    /// The peer's wallet key, from its hello, for checking its receipts and refusals.
+    public private(set) var peerKey: P256.PublicKey?
+    /// The size of this wallet's checkpoint in its hello (consistency proofs run from the peer's held one to it).
+    private let helloSize: UInt64
+    /// The peer's key-event log while it arrives page by page. The lookup waits for the whole log
+    /// (`deferredLookup`), so the first session after a peer's rotation checks the peer's checkpoint against
+    /// the rotated log, not the one known before. The machine's lookup wait bounds it.
+    private var keyEventFetch: KeyEventFetch?
+    private var deferredLookup: PeerIdentity?
+    /// Protocol messages that arrived while the lookup waits for the peer's key events, in arrival order.
+    /// The machine is still looking the peer up, so they are handed to it once the lookup is answered.
+    private var heldMessages: [PeerMessage] = []
+    /// The peer's key-event log as this wallet knew it when the hello came, while no newer log was followed
+    /// since: the lookup then need not read and verify it again.
+    private var knownPeerLog: (walletID: [UInt8], log: KeyEventLog?)?
+    /// The peer's key-event log the lookup answered the machine with (nil: none known).
+    public private(set) var lookedUpKeyLog: KeyEventLog?
+    /// When the PIN's hold ends, on the environment's clock; nil while this session holds no token.
+    public private(set) var pinHeldUntil: Int64?
+    /// A planted bug for the simulator's broken variant (nil in production): the lookup is answered at once
+    /// with the key-event log as known before, instead of waiting for the peer's rotated log.
+    @_spi(Simulation) public var answersLookupBeforeKeyEvents = false
+
+    /// Prepares one side of a session. `helloSize` is the checkpoint size of this wallet's hello.
+    public init(wallet: Wallet, machine: Machine, helloSize: UInt64, environment: PeerEnvironment,
+                walletLock: NSLock = NSLock()) {
+        self.wallet = wallet
+        self.machine = machine
+        self.helloSize = helloSize
+        self.environment = environment
+        self.walletLock = walletLock
+    }
+
+    /// This wallet's hello: key, name, fresh tokens from `randomBytes`, latest checkpoint, evidence digests,
+    /// key-event head. The caller holds the wallet's lock.
+    public static func hello(wallet: Wallet, displayName: String, randomBytes: (Int) -> [UInt8]) throws -> PeerHello {
+        guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint") }
+        let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
+        return try PeerHello(walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
+                             nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
+                             evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
+                             keyEventHead: wallet.keyLog.head)
+    }
+
+    // MARK: The machine
+
+    /// How the session ended, once it has.
+    public var outcome: PeerOutcome? {
+        switch machine {
+        case .payer(let payer): payer.outcome
+        case .payee(let payee): payee.outcome
+        }
+    }
+
+    /// What the machine waits for; its driver restarts a timer whenever this changes.
+    public var wait: PeerWait? {
+        switch machine {
+        case .payer(let payer): payer.wait
+        case .payee(let payee): payee.wait
+        }
+    }
+
+    public var isPayer: Bool {
+        if case .payer = machine { return true }
+        return false
+    }
+
+    private func mutate(payer: (inout PayerMachine) -> [PeerAction], payee: (inout PayeeMachine) -> [PeerAction]) -> [PeerAction] {
+        switch machine {
+        case .payer(var machineValue):
+            defer { machine = .payer(machineValue) }
+            return payer(&machineValue)
+        case .payee(var machineValue):
+            defer { machine = .payee(machineValue) }
+            return payee(&machineValue)
+        }
+    }
+
+    public func start() -> [PeerAction] { mutate(payer: { $0.start() }, payee: { $0.start() }) }
+    public func timeoutExpired() -> [PeerAction] { mutate(payer: { $0.timeoutExpired() }, payee: { $0.timeoutExpired() }) }
+    public func linkDropped() -> [PeerAction] { mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() }) }
+    public func localFailure() -> [PeerAction] { mutate(payer: { $0.localFailure() }, payee: { $0.localFailure() }) }
+    /// The payee withdraws its request or stops waiting (payee only; a payer ignores it).
+    public func withdraw() -> [PeerAction] { mutate(payer: { _ in [] }, payee: { $0.withdraw() }) }
+
+    private func payerOnly(_ body: (inout PayerMachine) -> [PeerAction]) -> [PeerAction] {
+        mutate(payer: body, payee: { _ in preconditionFailure("a payer action reached the payee") })
+    }
+
+    private func payeeOnly(_ body: (inout PayeeMachine) -> [PeerAction]) -> [PeerAction] {
+        mutate(payer: { _ in preconditionFailure("a payee action reached the payer") }, payee: body)
+    }
+
+    // MARK: Messages
+
+    /// Decodes one whole message and delivers it; bytes that do not decode end the session.
+    public func deliver(bytes: [UInt8]) -> [PeerAction] {
+        let message: PeerMessage
+        do {
+            guard let decoded = try PeerMessage.decode(bytes) else { return protocolViolation("a truncated message") }
+            message = decoded
+        } catch {
+            return protocolViolation("a malformed message: \(error)")
+        }
+        return deliver(message)
+    }
+
+    /// Delivers one message: held while the lookup waits for the peer's key events, else to the machine.
+    public func deliver(_ message: PeerMessage) -> [PeerAction] {
+        // While the lookup waits for the peer's key events, the machine cannot take protocol messages yet;
+        // side messages (evidence, key events) still pass, or two rotated wallets would wait for each other.
+        if keyEventFetch != nil, !message.isSideMessage, !Self.isHello(message) {
+            guard heldMessages.count < Self.heldMessageCountMax else {
+                return protocolViolation("more than \(Self.heldMessageCountMax) messages while its key events were awaited")
+            }
+            heldMessages.append(message)
+            return []
+        }
+        if case .hello(let hello) = message, peerKey == nil {
+            peerKey = hello.walletKey
+            // Best effort: a failed request leaves the log as known, and the consistency check decides.
+            try? askForKeyEventsIfNewer(hello)
+        }
+        return handle(message)
+    }
+
+    /// A held message can go to the machine now (the lookup it waited for was answered).
+    public var hasReleasableMessage: Bool { keyEventFetch == nil && !heldMessages.isEmpty }
+
+    /// Hands the oldest held message to the machine; call while `hasReleasableMessage`.
+    public func releaseHeldMessage() -> [PeerAction] {
+        precondition(hasReleasableMessage, "no held message can be released")
+        return handle(heldMessages.removeFirst())
+    }
+
+    private static func isHello(_ message: PeerMessage) -> Bool {
+        if case .hello = message { return true }
+        return false
+    }
+
+    /// Hands one decoded message to the machine.
+    private func handle(_ message: PeerMessage) -> [PeerAction] {
+        do {
+            switch machine {
+            case .payer(var payer):
+                defer { machine = .payer(payer) }
+                return try payer.receive(message)
+            case .payee(var payee):
+                defer { machine = .payee(payee) }
+                return try payee.receive(message)
+            }
+        } catch let error as PeerProtocolError {
+            environment.person.event("protocol", ["error": error.message], "the other side broke the protocol: \(error.message)")
+            return error.actions
+        } catch {
+            return protocolViolation("\(error)")
+        }
+    }
+
+    private func protocolViolation(_ what: String) -> [PeerAction] {
+        environment.person.event("protocol", ["error": what], "received \(what); ending the session")
+        return localFailure()
+    }
+
+    // MARK: The token
+
+    /// Lets go of the token at the session's end: it locks when no other session of the process holds it.
+    public func finishSession() {
+        if pinHeldUntil != nil {
+            environment.releaseToken(wallet.token)
+        } else {
+            environment.lockTokenIfUnheld(wallet.token)
+        }
+        pinHeldUntil = nil
+    }
+
+    /// Wipes the PIN once its approval's time is up; later token steps then fail and the payment stays
+    /// retryable (pending), never lost.
+    public func releasePINIfExpired() {
+        if let until = pinHeldUntil, environment.now() >= until {
+            environment.releaseToken(wallet.token)
+            pinHeldUntil = nil
+            environment.person.event("pin", [:], "the PIN was wiped after \(Self.pinHoldMillisecondsMax / 1000) seconds")
+        }
+    }
+
+    /// A retried transfer was approved in its first session (the ready record is that approval), and a
+    /// reversal only returns the payer's own money: both may unlock the token without a new prompt.
+    private func unlockWithoutPrompt(_ why: String) throws {
+        guard pinHeldUntil == nil else { return }
+        // Hold first: then no other session of this process can lock the token between the check and the use.
+        environment.holdToken(wallet.token)
+        pinHeldUntil = environment.now() + Self.pinHoldMillisecondsMax
+        guard !wallet.token.isUnlocked else { return }
+        environment.person.event("pin", [:], "the token needs the PIN to \(why)")
+        try holdUnlocked()
+    }
+
+    /// Logs in with this approval's PIN (a wrong one is refused here, even while another session of this
+    /// process holds the token) and holds the token for this session until its end or the PIN's time is up.
+    private func holdUnlocked() throws {
+        if pinHeldUntil == nil { environment.holdToken(wallet.token) }
+        do {
+            try wallet.token.unlock(pin: try environment.person.readPIN(), confirmFinalTry: false)
+        } catch {
+            environment.releaseToken(wallet.token)
+            pinHeldUntil = nil
+            throw error
+        }
+        pinHeldUntil = environment.now() + Self.pinHoldMillisecondsMax
+    }
+
+    // MARK: Actions
+
+    /// Carries out one action and returns the machine's answer to it. A failure becomes the answer the
+    /// machine expects (a link drop, a local failure) after the environment has seen it; only what the
+    /// environment rethrows (a simulated crash) leaves this function.
+    public func perform(_ action: PeerAction) throws -> [PeerAction] {
+        do {
+            return try performThrowing(action)
+        } catch {
+            try environment.failed(error, during: action)
+            guard outcome == nil else { return [] }
+            // A message that cannot be sent means the link is gone; any other failure is in a step the
+            // machine asked for (a token, PIN or storage failure), which it expects as a local failure.
+            switch action {
+            case .send:
+                return linkDropped()
+            case .lookUpPeer, .chooseCategory, .checkPayment, .askApproval, .measure, .persistReadyRecord, .commitDebit,
+                 .loadReadyRecord, .credit:
+                return localFailure()
+            case .keepKeyEvents:
+                // The log could not be kept (storage); the lookup goes on with the log as known before.
+                return (try? endKeyEventFetch()) ?? localFailure()
+            case .cancelApproval, .keepReceipt, .appendReversal, .provideEvidence, .keepEvidence, .provideKeyEvents, .finish:
+                // Side work the machine did not wait for: the failure is reported, the session goes on.
+                return []
+            }
+        }
+    }
+
+    private func performThrowing(_ action: PeerAction) throws -> [PeerAction] {
+        let person = environment.person
+        switch action {
+        case .send(let message):
+            try environment.send(message)
+            return []
+        case .lookUpPeer(let identity): return try lookUp(identity)
+        case .chooseCategory(let request, let peer):
+            guard let category = person.chooseCategory(for: request, from: peer) else { return payerOnly { $0.userDeclined() } }
+            return payerOnly { $0.categoryChosen(category) }
+        case .checkPayment(let amount, let category):
+            // The wallet's clock, as `Wallet.append` dates the debit: budgets' periods agree with the entry.
+            let check = try walletLock.withLock {
+                try PaymentCheck.evaluate(state: wallet.state, amount: amount, category: category, time: wallet.clock())
+            }
+            return payerOnly { $0.paymentChecked(check) }
+        case .askApproval(let approval): return try approve(approval)
+        case .cancelApproval:
+            person.event("cancelled", [:], "the other side withdrew; nothing to approve")
+            return []
+        case .measure(let task): return try measure(task)
+        case .persistReadyRecord(let record):
+            try environment.crashPoint(.beforeReadyRecord, of: action)
+            try walletLock.withLock { try wallet.ledger.storeReadyRecord(offerID: record.offerID, record: record.encoded) }
+            try environment.crashPoint(.afterReadyRecord, of: action)
+            return payeeOnly { $0.readyPersisted() }
+        case .commitDebit(let task): return try commitDebit(task, action)
+        case .loadReadyRecord(let offerID):
+            let record = try walletLock.withLock { try wallet.ledger.readyRecord(offerID: offerID) }.flatMap { try ReadyRecord.decode($0) }
+            return payeeOnly { $0.readyRecordLoaded(record) }
+        case .credit(let task): return try credit(task, action)
+        case .keepReceipt(let receipt, _):
+            try environment.crashPoint(.beforeReceipt, of: action)
+            try walletLock.withLock { try wallet.confirm(receipt, payeeKeys: Set([peerKey].compactMap { $0 })) }
+            person.event("receipt", ["transferID": Hex.encode(receipt.payload.transferID)], "the payee's countersigned receipt is kept")
+            return []
+        case .appendReversal(let refusal, _):
+            try unlockWithoutPrompt("record the reversal of a refused payment")
+            try environment.crashPoint(.beforeReversal, of: action)
+            let outcome = try walletLock.withLock { try wallet.applyRefusal(refusal, payeeKeys: Set([peerKey].compactMap { $0 })) }
+            person.event("reversal", ["reason": "\(refusal.payload.reason)", "outcome": "\(outcome)"],
+                         "the payee refused the transfer (\(refusal.payload.reason)); the reversal credits it back: \(outcome)")
+            return []
+        case .provideEvidence(let digests): return try provideEvidence(digests)
+        case .keepEvidence(let evidence):
+            if evidence.verify().isProven { try walletLock.withLock { try wallet.ledger.storeEvidence(evidence.encoded) } }
+            return []
+        case .provideKeyEvents(let walletID, let from):
+            // Pages of the whole log, from the inception: a log is only checkable from its start.
+            if walletID == wallet.walletID,
+               let page = KeyEventsMessage.page(of: wallet.keyLog.events, walletID: walletID, from: from) {
+                try environment.send(.keyEvents(page))
+            }
+            return []
+        case .keepKeyEvents(let walletID, let from, let total, let events):
+            return try keepKeyEventPage(walletID: walletID, from: from, total: total, events: events)
+        case .finish(let outcome):
+            person.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
+            return []
+        }
+    }
+
+    // MARK: Key events and the lookup
+
+    /// Asks for the peer's key-event log when its hello names a head this wallet does not know. The log
+    /// arrives a page at a time and is kept when whole (`keepKeyEventPage`), through a valid chain only.
+    private func askForKeyEventsIfNewer(_ hello: PeerHello) throws {
+        guard let head = hello.keyEventHead else { return }
+        let known = try walletLock.withLock { try wallet.peerKeyLog(of: hello.walletID) }
+        knownPeerLog = (hello.walletID, known)
+        if known?.head != head {
+            keyEventFetch = KeyEventFetch(walletID: hello.walletID)
+            try environment.send(.keyEvents(.request(walletID: hello.walletID, from: 0)))
+        }
+    }
+
+    /// One page of the awaited log: asks for the next, or follows the whole log and answers the lookup
+    /// that waited for it. A page nobody asked for is ignored; a page that does not continue the log ends
+    /// the wait with the log as known before, and the checks that follow decide.
+    private func keepKeyEventPage(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
+        guard var fetch = keyEventFetch, fetch.walletID == walletID else { return [] }
+        let person = environment.person
+        guard fetch.accept(from: from, total: total, events: events) else {
+            person.event("keyEvents", ["outcome": "refused"], "the peer's key-event log came out of order; not followed")
+            return try endKeyEventFetch()
+        }
+        if !fetch.isComplete {
+            keyEventFetch = fetch
+            try environment.send(.keyEvents(.request(walletID: walletID, from: UInt32(fetch.events.count))))
+            return []
+        }
+        knownPeerLog = nil
+        let outcome = try walletLock.withLock { try wallet.followKeyEvents(of: walletID, events: fetch.events) }
+        switch outcome {
+        case .followed: person.event("keyEvents", ["outcome": "followed"], "followed the peer's key-event log")
+        case .refused(let error): person.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
+        case .conflict: person.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
+        }
+        return try endKeyEventFetch()
+    }
+
+    /// Whatever the outcome, the lookup that waited for the log goes on with what is now known.
+    private func endKeyEventFetch() throws -> [PeerAction] {
+        keyEventFetch = nil
+        guard let identity = deferredLookup else { return [] }
+        deferredLookup = nil
+        return try lookUp(identity)
+    }
+
+    private func lookUp(_ identity: PeerIdentity) throws -> [PeerAction] {
+        peerKey = identity.key
+        if keyEventFetch?.walletID == identity.walletID, !answersLookupBeforeKeyEvents {
+            deferredLookup = identity
+            return []
+        }
+        let held = try walletLock.withLock { try wallet.ledger.latestPeerCheckpoint(wallet: identity.walletID) }
+            .flatMap { try? SignedCheckpoint.decode($0.encoded) }
+        let keyLog: KeyEventLog?
+        if let known = knownPeerLog, known.walletID == identity.walletID {
+            keyLog = known.log
+        } else {
+            keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
+        }
+        lookedUpKeyLog = keyLog
+        environment.person.event("peer", ["fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
+                                          "walletID": Hex.encode(identity.walletID)],
+                                 "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)")
+        return mutate(payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
+                      payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
+    }
+
+    // MARK: The person, ranging and the ledger
+
+    private func approve(_ approval: Approval) throws -> [PeerAction] {
+        switch environment.person.decide(approval) {
+        case .decline:
+            return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
+        case .approve(let overriding):
+            do {
+                try holdUnlocked()
+            } catch {
+                environment.person.event("pin", ["error": "\(error)"], "the token refused: \(error)")
+                return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
+            }
+            return mutate(payer: { $0.userApproved(overridingBudget: overriding) }, payee: { $0.userApproved() })
+        }
+    }
+
+    private func measure(_ task: MeasurementTask) throws -> [PeerAction] {
+        let person = environment.person
+        let summary: RangingSummary
+        let source: RangingSource
+        do {
+            let taken = try environment.rangingSamples { millimetres in
+                person.event("distance", ["millimetres": "\(millimetres)"], String(format: "distance %.2f m", Double(millimetres) / 1000))
+            }
+            source = taken.source
+            summary = try RangingSummary(samples: taken.samples)
+        } catch let error as RangingError {
+            return mutate(payer: { $0.rangingFailed(error) }, payee: { $0.rangingFailed(error) })
+        }
+        let signed = try walletLock.withLock {
+            try task.context.measurement(role: task.role, summary: summary, source: source).sign(with: try wallet.signer)
+        }
+        person.event("measured", ["median": "\(summary.medianMillimetres)", "spread": "\(summary.spreadMillimetres)",
+                                  "source": "\(source)"],
+                     "measured \(summary.medianMillimetres) mm (spread \(summary.spreadMillimetres) mm, \(source)), signed on the token")
+        var proof: [[UInt8]]?
+        if let from = task.consistencyFromSize {
+            proof = from >= 1 && from <= helloSize
+                ? try walletLock.withLock { try wallet.ledger.consistencyProof(oldSize: from, newSize: helloSize) } : []
+        }
+        return mutate(payer: { $0.measured(signed, consistencyProof: proof) }, payee: { $0.measured(signed) })
+    }
+
+    private func commitDebit(_ task: DebitTask, _ action: PeerAction) throws -> [PeerAction] {
+        try environment.crashPoint(.beforeDebit, of: action)
+        let (debit, transfer) = try walletLock.withLock {
+            try wallet.commitDebit(order: task.order, draft: task.draft, expectedPosition: task.position,
+                                   message: { PeerMessage.transfer(task.pending($0)).encoded })
+        }
+        environment.person.event("debit", ["position": "\(debit.position)", "transferID": Hex.encode(task.order.transferID),
+                                           "amount": "\(task.order.amount)"],
+                                 "paid \(MoneyText.format(task.order.amount)): debit committed as entry \(debit.position); sending the signed transfer")
+        try environment.crashPoint(.afterDebit, of: action)
+        return payerOnly { $0.debitCommitted(transfer) }
+    }
+
+    private func credit(_ task: CreditTask, _ action: PeerAction) throws -> [PeerAction] {
+        let person = environment.person
+        try unlockWithoutPrompt("credit the payment approved earlier")
+        try environment.crashPoint(.beforeCredit, of: action)
+        let outcome = try walletLock.withLock {
+            try wallet.accept(task.transfer, policy: task.policy, peerFailure: task.peerFailure)
+        }
+        try environment.crashPoint(.afterCredit, of: action)
+        switch outcome {
+        // A new credit, or a re-delivery of a credited transfer (not of a refused one), gets a receipt.
+        case .recorded(let entry),
+             .duplicate(let entry) where entry.kind == .paymentIn:
+            let receipt = try walletLock.withLock {
+                try wallet.receipt(for: task.transfer, creditPosition: entry.position)
+            }
+            person.event("credit", ["position": "\(entry.position)", "amount": "\(task.transfer.payload.order.amount)"],
+                         "received \(MoneyText.format(task.transfer.payload.order.amount)) as entry \(entry.position); receipt sent")
+            return payeeOnly { $0.credited(receipt) }
+        case .refused(let reason, _, let refusal?):
+            person.event("refused", ["reason": "\(reason)"], "the transfer failed a check (\(reason)); a signed refusal is sent")
+            return payeeOnly { $0.refused(refusal) }
+        case .recorded, .duplicate, .conflict, .refused, .policyRefusal, .dropped:
+            person.event("refused", ["outcome": "\(outcome)"], "the transfer was not credited: \(outcome)")
+            return payeeOnly { $0.creditFailed(.transferInvalid) }
+        }
+    }
+
+    private func provideEvidence(_ digests: [[UInt8]]) throws -> [PeerAction] {
+        let wanted = Set(digests)
+        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(SHA256.hash(bytes)) {
+            if let evidence = try? ForkEvidence.decode(bytes) { try environment.send(.evidence(.item(evidence))) }
+        }
+        return []
+    }
+
+    // MARK: Names and sentences
+
+    /// The first and last two bytes of a key's fingerprint: "3F2A…9C1B".
+    public static func shortFingerprint(_ key: P256.PublicKey) -> String {
+        let hex = Hex.encode(key.fingerprint).uppercased()
+        return String(hex.prefix(4)) + "…" + String(hex.suffix(4))
+    }
+
+    /// One line about a receipt: who countersigned what.
+    public static func describe(_ receipt: SignedReceipt) -> String {
+        let payload = receipt.payload
+        return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(Hex.encode(payload.transferID)) of "
+            + "\(MoneyText.format(payload.amount)) (credit entry \(payload.creditPosition); payer checkpoint \(payload.checkpointSize) "
+            + "cosigned, digest \(Hex.encode(payload.checkpointDigest.prefix(8)))…)"
+    }
+
+    /// A short stable name for `--json`.
+    public static func name(of outcome: PeerOutcome) -> String {
+        switch outcome {
+        case .paid: return "paid"
+        case .reversed: return "reversed"
+        case .unconfirmed: return "unconfirmed"
+        case .received: return "received"
+        case .refusedTransfer: return "refused"
+        case .failed(let reason, _): return "failed:\(reason)"
+        }
+    }
+
+    private func describe(_ outcome: PeerOutcome) -> String {
+        switch outcome {
+        case .paid(let receipt): return "paid; receipt: \(Self.describe(receipt))"
+        case .reversed(let reason): return "the payee refused the transfer (\(reason)); the debit was reversed"
+        case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(Hex.encode(id)); `secure retry` re-sends it"
+        case .received(let receipt): return "received; receipt sent: \(Self.describe(receipt))"
+        case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
+        case .failed(let reason, let byPeer): return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
+        }
+    }
+}
+
+/// A peer's key-event log while its pages arrive: each page must start where the last ended and agree on
+/// the log's length, which `KeyEventsMessage` bounds by `KeyEventLog.eventCountMax`.
+struct KeyEventFetch {
+    let walletID: [UInt8]
+    private(set) var events: [SignedKeyEvent] = []
+    private var total: UInt32?
+
+    init(walletID: [UInt8]) { self.walletID = walletID }
+
+    var isComplete: Bool { total.map { events.count == Int($0) } ?? false }
+
+    /// Adds a page; false when it does not continue the log.
+    mutating func accept(from: UInt32, total pageTotal: UInt32, events page: [SignedKeyEvent]) -> Bool {
+        guard Int(from) == events.count, total == nil || total == pageTotal,
+              events.count + page.count <= Int(pageTotal) else { return false }
+        total = pageTotal
+        events += page
+        return true
+    }
+}
