@@ -411,8 +411,13 @@ public final class Simulator {
         if grown {
             return try restoreFault(forced: true)
         }
-        guard !wallets.contains(where: { $0.snapshot != nil && $0.isHonest }),
-              let wallet = wallets.first(where: { $0.isUp && !$0.busy && $0.isHonest }) else { return }
+        // Late in the run, copy another wallet while those with copies stay in sessions: a seed whose one
+        // copied wallet was always busy otherwise ended without a restore. A copy may be taken mid-session
+        // (between steps nothing is half-written); only the restore waits for the wallet to be free.
+        let late = step > config.steps * 3 / 4
+        guard late || !wallets.contains(where: { $0.snapshot != nil && $0.isHonest }) else { return }
+        let candidates = wallets.filter { $0.isUp && $0.isHonest && $0.snapshot == nil }
+        guard let wallet = candidates.first(where: { !$0.busy }) ?? (late ? candidates.first : nil) else { return }
         try wallet.takeSnapshot(into: directory + "/snapshot-\(wallet.index)")
         note("snapshot w\(wallet.index) at size \(wallet.snapshot!.size)")
     }
