@@ -26,6 +26,8 @@ let package = Package(
 
         // Optimised even in debug builds: unoptimised SIMD and pointer code makes ML-KEM ~50× slower, which
         // turned the known-answer tests into minutes. Debug builds of every other module stay -Onone.
+        // Argument parsing and plain output for the executables; no wallet code, no project imports.
+        .target(name: "CommandLineSupport"),
         .target(name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"],
                 swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
@@ -44,12 +46,12 @@ let package = Package(
         .executableTarget(name: "secure-sim", dependencies: ["SecureSimulation"]),
         .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
                                                    "SecureChannel"]),
-        .executableTarget(name: "secure", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+        .executableTarget(name: "secure", dependencies: ["CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
                                                          "SecurePeer", "SecureChannel"]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
         // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the
         // executable adds the verification fixture, the only part that needs the test-only software signer.
-        .target(name: "SecureBench", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+        .target(name: "SecureBench", dependencies: ["CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
                                                     "SecurePeer", "SecureChannel", "CP11Kit", "CPKCS11Baseline"]),
         .executableTarget(name: "secure-bench", dependencies: ["SecureBench", "SecureCore", "SecureCrypto", "SecureStore",
                                                                "SecureToken", "SecureTestSupport"]),

@@ -1,3 +1,4 @@
+import CommandLineSupport
 import Foundation
 import SecureChannel
 import SecureCrypto
@@ -137,7 +138,7 @@ enum ChannelBench {
     /// like the baseline, so both work on the same cache-resident record.
     static func recordMegabytesPerSecond(size: Int, count: Int) throws -> Double {
         let link = MemoryLink()
-        let responderBox = ResultBox()
+        let responderBox = Handoff<SecureChannel>()
         let thread = Thread { responderBox.set(Result { try SecureChannel.respond(over: link.responderEnd) }) }
         thread.start()
         let alice = try SecureChannel.initiate(over: link.initiatorEnd)
@@ -202,18 +203,18 @@ enum ChannelBench {
     }
 }
 
-/// Hands a result from one thread to another.
-private final class ResultBox: @unchecked Sendable {
+/// Hands a value (or the error that stood in its place) from one thread to another.
+final class Handoff<Value>: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private var result: Result<SecureChannel, Error>?
+    private var value: Result<Value, Error>?
 
-    func set(_ value: Result<SecureChannel, Error>) {
-        result = value
+    func set(_ result: Result<Value, Error>) {
+        value = result
         done.signal()
     }
 
-    func wait() throws -> SecureChannel {
+    func wait() throws -> Value {
         done.wait()
-        return try result!.get()
+        return try value!.get()
     }
 }

@@ -1,3 +1,4 @@
+import CommandLineSupport
 import Foundation
 import SecureCore
 import SecureCrypto
@@ -56,17 +57,12 @@ public enum BenchCommands {
         switch sub {
         case "sign": return try sign(Array(words.dropFirst()))
         case "ledger": return try ledger(Array(words.dropFirst()))
-        case "channel":
+        case "channel", "kem":
             let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
             _ = try arguments.positionals(0, "no positional arguments")
             warnIfDebug()
-            try runChannelBenchmark(json: arguments.flag("json"))
-            return .success
-        case "kem":
-            let arguments = try Arguments(Array(words.dropFirst()), options: [], flags: ["json"])
-            _ = try arguments.positionals(0, "no positional arguments")
-            warnIfDebug()
-            try runKEMBenchmark(json: arguments.flag("json"))
+            let run = sub == "channel" ? runChannelBenchmark(json:) : runKEMBenchmark(json:)
+            try run(arguments.flag("json"))
             return .success
         case "pay":
             let arguments = try Arguments(Array(words.dropFirst()), options: ["payments", "rounds", "per-payer"], flags: ["json", "trace"])

@@ -1,3 +1,4 @@
+import CommandLineSupport
 import Foundation
 import SecureChannel
 import SecureCore
@@ -209,22 +210,7 @@ struct BenchWallet {
     let token: CountingToken
     let person: BenchPerson
     /// The wallet's signing key on its token, for the machine scenarios that sign outside the driver.
-    let signer: BenchKeySigner
-}
-
-/// The wallet key on its token as SecureCore's signer seam (what the wallet's own signer does).
-final class BenchKeySigner: MessageSigner {
-    let token: WalletToken
-    let key: TokenKey
-    init(token: WalletToken, key: TokenKey) {
-        self.token = token
-        self.key = key
-    }
-
-    var publicKey: P256.PublicKey { key.publicKey }
-    func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature {
-        try token.sign(digest: label.digest(of: payload), key: key)
-    }
+    let signer: TokenSigner
 }
 
 /// The run's folder: SoftHSM tokens, an issuer, wallets, and a raw token for the baselines.
@@ -291,7 +277,7 @@ final class PayBenchLab {
         }
         var keyURI = token.uri
         keyURI.id = Hex.decode(wallet.metadata.signingKeyID)
-        let signer = BenchKeySigner(token: token, key: try token.key(keyURI))
+        let signer = TokenSigner(token: token, key: try token.key(keyURI))
         token.lock()
         _ = token.take()
         return BenchWallet(
@@ -307,20 +293,6 @@ enum PayBench {
     static let policy = RangingPolicy(allowsSimulated: true)
     /// A pay flow's messages: two hellos, offer, reply, two measurements, ready, transfer, receipt.
     static let messagesPerPayment = 9
-
-    /// Hands a value from one thread to another.
-    final class Handoff<Value>: @unchecked Sendable {
-        private let done = DispatchSemaphore(value: 0)
-        private var value: Result<Value, Error>?
-        func set(_ result: Result<Value, Error>) {
-            value = result
-            done.signal()
-        }
-        func wait() throws -> Value {
-            done.wait()
-            return try value!.get()
-        }
-    }
 
     static func intent() throws -> PaymentIntent {
         PaymentIntent(

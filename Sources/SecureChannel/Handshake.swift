@@ -127,11 +127,6 @@ public struct InitiatorHandshake<K: ChannelKEM> {
         let transcript: [[UInt8]]
     }
 
-    private struct Confirming {
-        let outcome: HandshakeOutcome
-        let derived: KeySchedule.Derived
-    }
-
     private enum State {
         case ready(Opening)
         case awaitingHello(Opening)
@@ -148,8 +143,7 @@ public struct InitiatorHandshake<K: ChannelKEM> {
     /// their own. `suites` lists this side's suites, `K.suite` first.
     public init(privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
                 suites: [ChannelSuite] = [K.suite]) {
-        precondition(suites.first == K.suite, "the first suite is the one the key belongs to")
-        let contribution = Contribution(suites: suites, publicKey: privateKey.publicKey.rawRepresentation, random: random)
+        let contribution = Contribution(for: K.self, suites: suites, privateKey: privateKey, random: random)
         let encoded = contribution.encoded
         let commitment = KeySchedule.commitment(to: encoded)
         let commitMessage = HandshakeMessage.commit(version: ChannelVersion.current, commitment: commitment).encoded
@@ -188,15 +182,9 @@ public struct InitiatorHandshake<K: ChannelKEM> {
             return []
         case .awaitingConfirm(let confirming):
             guard case .responderConfirm(let mac) = message else { throw unexpected(message, "the responder's confirmation") }
-            let summary = confirming.outcome.summary
-            let expected = KeySchedule.confirmation(key: confirming.derived.responderConfirmKey, role: .responder,
-                                                    transcriptHash: summary.transcriptHash)
-            guard ConstantTime.equal(expected, mac) else {
-                throw ChannelError(.keyConfirmationFailed, "the responder's key confirmation is wrong: the handshake was altered or the keys differ")
-            }
-            let ours = KeySchedule.confirmation(key: confirming.derived.initiatorConfirmKey, role: .initiator,
-                                                transcriptHash: summary.transcriptHash)
+            try confirming.check(mac, from: .responder)
             state = .complete
+            let ours = confirming.confirmation(of: .initiator)
             return [.send(HandshakeMessage.initiatorConfirm(mac: ours).encoded), .complete(confirming.outcome)]
         case .complete, .failed:
             throw ChannelError(.unexpectedMessage, "received a \(message.name) message after the handshake ended")
@@ -238,11 +226,6 @@ public struct ResponderHandshake<K: ChannelKEM> {
         let helloMessage: [UInt8]
     }
 
-    private struct Confirming {
-        let outcome: HandshakeOutcome
-        let derived: KeySchedule.Derived
-    }
-
     private enum State {
         case awaitingCommit(Opening)
         case awaitingReveal(Committed)
@@ -257,8 +240,7 @@ public struct ResponderHandshake<K: ChannelKEM> {
     /// A fresh responder; see `InitiatorHandshake.init`.
     public init(privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
                 suites: [ChannelSuite] = [K.suite]) {
-        precondition(suites.first == K.suite, "the first suite is the one the key belongs to")
-        let contribution = Contribution(suites: suites, publicKey: privateKey.publicKey.rawRepresentation, random: random)
+        let contribution = Contribution(for: K.self, suites: suites, privateKey: privateKey, random: random)
         state = .awaitingCommit(Opening(privateKey: privateKey, contribution: contribution, encoded: contribution.encoded))
     }
 
@@ -289,11 +271,7 @@ public struct ResponderHandshake<K: ChannelKEM> {
             return try respond(committed, initiator: contribution, ciphertext: ciphertext, revealMessage: frame)
         case .awaitingConfirm(let confirming):
             guard case .initiatorConfirm(let mac) = message else { throw unexpected(message, "the initiator's confirmation") }
-            let expected = KeySchedule.confirmation(key: confirming.derived.initiatorConfirmKey, role: .initiator,
-                                                    transcriptHash: confirming.outcome.summary.transcriptHash)
-            guard ConstantTime.equal(expected, mac) else {
-                throw ChannelError(.keyConfirmationFailed, "the initiator's key confirmation is wrong: the handshake was altered or the keys differ")
-            }
+            try confirming.check(mac, from: .initiator)
             state = .complete
             return [.complete(confirming.outcome)]
         case .complete, .failed:
@@ -317,9 +295,37 @@ public struct ResponderHandshake<K: ChannelKEM> {
             role: .responder, suite: K.suite, initiatorSecret: initiatorSecret, responderSecret: responderSecret,
             transcript: [committed.commitMessage, committed.helloMessage, revealMessage, responseMessage],
             commitment: committed.commitment, initiator: initiatorEncoded, responder: committed.opening.encoded)
-        let mac = KeySchedule.confirmation(key: derived.responderConfirmKey, role: .responder,
-                                           transcriptHash: outcome.summary.transcriptHash)
-        state = .awaitingConfirm(Confirming(outcome: outcome, derived: derived))
+        let confirming = Confirming(outcome: outcome, derived: derived)
+        let mac = confirming.confirmation(of: .responder)
+        state = .awaitingConfirm(confirming)
         return [.send(responseMessage), .send(HandshakeMessage.responderConfirm(mac: mac).encoded)]
+    }
+}
+
+/// Both sides, once the keys are derived and until the confirmations are exchanged: the outcome and the keys.
+private struct Confirming {
+    let outcome: HandshakeOutcome
+    let derived: KeySchedule.Derived
+
+    /// The key confirmation `role` sends.
+    func confirmation(of role: ChannelRole) -> [UInt8] {
+        let key = role == .initiator ? derived.initiatorConfirmKey : derived.responderConfirmKey
+        return KeySchedule.confirmation(key: key, role: role, transcriptHash: outcome.summary.transcriptHash)
+    }
+
+    /// Checks the peer's key confirmation, in constant time.
+    func check(_ mac: [UInt8], from role: ChannelRole) throws {
+        guard ConstantTime.equal(confirmation(of: role), mac) else {
+            throw ChannelError(.keyConfirmationFailed, "the \(role == .initiator ? "initiator" : "responder")'s key confirmation "
+                + "is wrong: the handshake was altered or the keys differ")
+        }
+    }
+}
+
+extension Contribution {
+    /// This side's contribution to a fresh handshake with a `K` key; `suites` lists this side's suites, `K.suite` first.
+    fileprivate init<K: ChannelKEM>(for _: K.Type, suites: [ChannelSuite], privateKey: K.PrivateKey, random: [UInt8]) {
+        precondition(suites.first == K.suite, "the first suite is the one the key belongs to")
+        self.init(suites: suites, publicKey: privateKey.publicKey.rawRepresentation, random: random)
     }
 }

@@ -71,37 +71,50 @@ public struct RecordMessage: Equatable, Sendable {
 
 private let recordLabel = DomainLabel.bytes("secure-channel-record-v1")
 
-/// "secure-channel-record-v1" ‖ 0x00 ‖ session id(16) ‖ direction(1) ‖ type(1) ‖ counter(8).
-private func associatedData(sessionId: [UInt8], direction: RecordDirection, type: UInt8, counter: UInt64) -> [UInt8] {
-    var writer = ByteWriter(capacity: recordLabel.count + sessionId.count + 10)
-    writer.write(raw: recordLabel)
-    writer.write(raw: sessionId)
-    writer.write(direction.rawValue)
-    writer.write(type)
-    writer.write(counter)
-    return writer.bytes
-}
+/// One direction's record protection, which sealing and opening share: the key, the session and the direction.
+private struct RecordProtection: Sendable {
+    let key: SecretBytes
+    let sessionId: [UInt8]
+    let direction: RecordDirection
 
-/// direction(1) ‖ 0x000000 ‖ counter(8). The key is per direction already; the direction byte makes a
-/// nonce collision across directions impossible even if the keys were ever equal.
-private func nonce(direction: RecordDirection, counter: UInt64) -> [UInt8] {
-    var writer = ByteWriter(capacity: 12)
-    writer.write(raw: [direction.rawValue, 0, 0, 0])
-    writer.write(counter)
-    return writer.bytes
+    /// "secure-channel-record-v1" ‖ 0x00 ‖ session id(16) ‖ direction(1) ‖ type(1) ‖ counter(8).
+    func associatedData(type: UInt8, counter: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: recordLabel.count + sessionId.count + 10)
+        writer.write(raw: recordLabel)
+        writer.write(raw: sessionId)
+        writer.write(direction.rawValue)
+        writer.write(type)
+        writer.write(counter)
+        return writer.bytes
+    }
+
+    /// direction(1) ‖ 0x000000 ‖ counter(8). The key is per direction already; the direction byte makes a
+    /// nonce collision across directions impossible even if the keys were ever equal.
+    func nonce(counter: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: 12)
+        writer.write(raw: [direction.rawValue, 0, 0, 0])
+        writer.write(counter)
+        return writer.bytes
+    }
+
+    func seal(_ payload: [UInt8], type: UInt8, counter: UInt64) throws -> [UInt8] {
+        try AES256GCM.seal(payload, key: key, nonce: nonce(counter: counter),
+                           associatedData: associatedData(type: type, counter: counter))
+    }
+
+    func open(_ sealed: [UInt8], type: UInt8, counter: UInt64) throws -> [UInt8] {
+        try AES256GCM.open(sealed, key: key, nonce: nonce(counter: counter),
+                           associatedData: associatedData(type: type, counter: counter))
+    }
 }
 
 /// Seals our records, numbering them from 0. A pure value: the driver holds it under its send lock.
 public struct RecordSealer: Sendable {
-    private let key: SecretBytes
-    private let sessionId: [UInt8]
-    private let direction: RecordDirection
+    private let protection: RecordProtection
     private var nextCounter: UInt64 = 0
 
     init(key: SecretBytes, sessionId: [UInt8], direction: RecordDirection) {
-        self.key = key
-        self.sessionId = sessionId
-        self.direction = direction
+        protection = RecordProtection(key: key, sessionId: sessionId, direction: direction)
     }
 
     /// Seals one record; throws `.tooLarge` for a payload over the limit or when the session has used up
@@ -114,9 +127,7 @@ public struct RecordSealer: Sendable {
             throw ChannelError(.tooLarge, "this session has sealed its \(ChannelLimits.recordCountMax) records; start a new session")
         }
         let counter = nextCounter
-        let sealed = try AES256GCM.seal(record.payload, key: key, nonce: nonce(direction: direction, counter: counter),
-                                        associatedData: associatedData(sessionId: sessionId, direction: direction,
-                                                                       type: record.type, counter: counter))
+        let sealed = try protection.seal(record.payload, type: record.type, counter: counter)
         nextCounter += 1
         return RecordMessage(type: record.type, counter: counter, sealed: sealed).encoded
     }
@@ -124,15 +135,11 @@ public struct RecordSealer: Sendable {
 
 /// Opens the peer's records, which must arrive exactly in order. A pure value, held under the receive lock.
 public struct RecordOpener: Sendable {
-    private let key: SecretBytes
-    private let sessionId: [UInt8]
-    private let direction: RecordDirection
+    private let protection: RecordProtection
     private var nextCounter: UInt64 = 0
 
     init(key: SecretBytes, sessionId: [UInt8], direction: RecordDirection) {
-        self.key = key
-        self.sessionId = sessionId
-        self.direction = direction
+        protection = RecordProtection(key: key, sessionId: sessionId, direction: direction)
     }
 
     /// Opens one frame body. Throws `.recordOutOfOrder` for a replayed, skipped or reordered counter and
@@ -148,9 +155,7 @@ public struct RecordOpener: Sendable {
         }
         let payload: [UInt8]
         do {
-            payload = try AES256GCM.open(message.sealed, key: key, nonce: nonce(direction: direction, counter: message.counter),
-                                         associatedData: associatedData(sessionId: sessionId, direction: direction,
-                                                                        type: message.type, counter: message.counter))
+            payload = try protection.open(message.sealed, type: message.type, counter: message.counter)
         } catch {
             throw ChannelError(.recordAuthenticationFailed, "a record failed authentication: altered, or sealed for another direction or session")
         }

@@ -102,6 +102,22 @@ public enum ForkEvidence: Hashable, Sendable {
         return writer.bytes
     }
 
+    /// The body of types 4 and 5: the retired key's event and the rotation, each prefixed by 16 bits, then the
+    /// late checkpoint or statement that `late` reads, made into evidence by `make`. Nil when short; throws
+    /// when a key event is malformed.
+    private static func decodeRetiredKey<Late>(
+        from reader: inout ByteReader, late: (inout ByteReader) throws -> Late?,
+        _ make: (SignedKeyEvent, SignedKeyEvent, Late) -> ForkEvidence
+    ) throws -> ForkEvidence? {
+        guard let retired = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+            let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
+            let lateOne = try late(&reader)
+        else { return nil }
+        guard let retiredEvent = try SignedKeyEvent.decode(retired), let rotationEvent = try SignedKeyEvent.decode(rotation)
+        else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
+        return make(retiredEvent, rotationEvent, lateOne)
+    }
+
     /// Decodes evidence that fills `bytes` exactly: nil when short, throws when malformed. Decoding
     /// checks shape only; `verify()` decides what the evidence proves.
     public static func decode(_ bytes: [UInt8]) throws -> ForkEvidence? {
@@ -128,23 +144,15 @@ public enum ForkEvidence: Hashable, Sendable {
             else { throw FormatError(.invalidValue, "the key events are not two signed events of one key and sequence") }
             evidence = .conflictingKeyEvents(conflict)
         case 4:
-            guard let retired = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
-                let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
-                let checkpoint = try SignedCheckpoint.decode(from: &reader)
-            else { return nil }
-            guard let retiredEvent = try SignedKeyEvent.decode(retired), let rotationEvent = try SignedKeyEvent.decode(rotation)
-            else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
-            evidence = .retiredKeySignature(
-                RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotationEvent, checkpoint: checkpoint))
+            guard let late = try decodeRetiredKey(from: &reader, late: { try SignedCheckpoint.decode(from: &$0) }, {
+                .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2))
+            }) else { return nil }
+            evidence = late
         case 5:
-            guard let retired = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
-                let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
-                let statement = try DatedStatement.decode(from: &reader)
-            else { return nil }
-            guard let retiredEvent = try SignedKeyEvent.decode(retired), let rotationEvent = try SignedKeyEvent.decode(rotation)
-            else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
-            evidence = .retiredKeyStatement(
-                RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotationEvent, statement: statement))
+            guard let late = try decodeRetiredKey(from: &reader, late: { try DatedStatement.decode(from: &$0) }, {
+                .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2))
+            }) else { return nil }
+            evidence = late
         default:
             throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
         }
@@ -198,19 +206,12 @@ public struct ConflictingLeaves: Hashable, Sendable {
             return .notProven(.indexOutOfRange, "leaf \(index) is not below both sizes \(a.size) and \(b.size)")
         }
         guard firstLeaf != secondLeaf else { return .notProven(.noConflict, "both proofs show the same leaf") }
-        guard
-            Merkle.verifyInclusion(
-                leafHash: Merkle.leafHash(firstLeaf), index: index, size: a.size,
-                proof: firstProof, root: a.root)
-        else {
-            return .notProven(.proofInvalid, "the first inclusion proof does not lead to the first checkpoint's root")
-        }
-        guard
-            Merkle.verifyInclusion(
-                leafHash: Merkle.leafHash(secondLeaf), index: index, size: b.size,
-                proof: secondProof, root: b.root)
-        else {
-            return .notProven(.proofInvalid, "the second inclusion proof does not lead to the second checkpoint's root")
+        for (which, leaf, proof, checkpoint) in [("first", firstLeaf, firstProof, a), ("second", secondLeaf, secondProof, b)] {
+            guard Merkle.verifyInclusion(leafHash: Merkle.leafHash(leaf), index: index, size: checkpoint.size,
+                                         proof: proof, root: checkpoint.root)
+            else {
+                return .notProven(.proofInvalid, "the \(which) inclusion proof does not lead to the \(which) checkpoint's root")
+            }
         }
         return .forkProven("the wallet signed two ledgers with different entries at position \(index)")
     }

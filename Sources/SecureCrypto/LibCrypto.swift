@@ -9,12 +9,7 @@ internal import CLibCrypto
 final class FetchedDigest: @unchecked Sendable {
     let pointer: OpaquePointer
 
-    init(_ name: String) {
-        guard let digest = EVP_MD_fetch(nil, name, nil) else {
-            preconditionFailure("OpenSSL has no \(name); the default provider is not loaded")
-        }
-        pointer = digest
-    }
+    init(_ name: String) { pointer = fetchAlgorithm(name) { EVP_MD_fetch(nil, $0, nil) } }
 
     // Process-lifetime objects: never freed.
     static let sha3_256 = FetchedDigest("SHA3-256")
@@ -28,14 +23,15 @@ final class FetchedDigest: @unchecked Sendable {
 final class FetchedCipher: @unchecked Sendable {
     let pointer: OpaquePointer
 
-    init(_ name: String) {
-        guard let cipher = EVP_CIPHER_fetch(nil, name, nil) else {
-            preconditionFailure("OpenSSL has no \(name); the default provider is not loaded")
-        }
-        pointer = cipher
-    }
+    init(_ name: String) { pointer = fetchAlgorithm(name) { EVP_CIPHER_fetch(nil, $0, nil) } }
 
     static let aes256GCM = FetchedCipher("AES-256-GCM")
+}
+
+/// An algorithm fetched from the default provider; a missing one is a broken installation, not a user error.
+private func fetchAlgorithm(_ name: String, _ fetch: (String) -> OpaquePointer?) -> OpaquePointer {
+    guard let pointer = fetch(name) else { preconditionFailure("OpenSSL has no \(name); the default provider is not loaded") }
+    return pointer
 }
 
 /// One EVP_MD_CTX reused for a sequence of SHA-3/SHAKE computations (ML-KEM makes a dozen per operation).

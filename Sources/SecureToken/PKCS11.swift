@@ -179,13 +179,7 @@ final class Module: @unchecked Sendable {
     }
 
     /// Slots with a token present.
-    func slotsWithTokens() throws -> [SlotID] {
-        var count: UInt = 0
-        try check("C_GetSlotList", functions.pointee.C_GetSlotList(1, nil, &count))
-        var slots = [UInt](repeating: 0, count: Int(count))
-        try check("C_GetSlotList", functions.pointee.C_GetSlotList(1, &slots, &count))
-        return Array(slots.prefix(Int(count)))
-    }
+    func slotsWithTokens() throws -> [SlotID] { try slotList(tokenPresent: true) }
 
     /// C_GetTokenInfo, as plain values.
     func tokenInfo(_ slot: SlotID) throws -> TokenInfo {
@@ -216,11 +210,15 @@ final class Module: @unchecked Sendable {
     }
 
     /// Every slot, with or without a token (SoftHSM's free slot has an uninitialized token).
-    func allSlots() throws -> [SlotID] {
+    func allSlots() throws -> [SlotID] { try slotList(tokenPresent: false) }
+
+    /// C_GetSlotList: the size query, then the list.
+    private func slotList(tokenPresent: Bool) throws -> [SlotID] {
+        let present: UInt8 = tokenPresent ? 1 : 0
         var count: UInt = 0
-        try check("C_GetSlotList", functions.pointee.C_GetSlotList(0, nil, &count))
+        try check("C_GetSlotList", functions.pointee.C_GetSlotList(present, nil, &count))
         var slots = [UInt](repeating: 0, count: Int(count))
-        try check("C_GetSlotList", functions.pointee.C_GetSlotList(0, &slots, &count))
+        try check("C_GetSlotList", functions.pointee.C_GetSlotList(present, &slots, &count))
         return Array(slots.prefix(Int(count)))
     }
 
@@ -345,19 +343,18 @@ final class SessionHandle {
 
     /// C_GenerateKeyPair with the EC mechanism; returns (public, private) handles.
     func generateECKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
-        var mechanism = CK_MECHANISM(mechanism: CK.mechanismECKeyPairGen, pParameter: nil, ulParameterLen: 0)
-        let publicOwner = Template(publicTemplate), privateOwner = Template(privateTemplate)
-        var publicAttributes = publicOwner.attributes, privateAttributes = privateOwner.attributes
-        var publicKey: UInt = 0, privateKey: UInt = 0
-        try check("C_GenerateKeyPair", module.list.C_GenerateKeyPair(
-            handle, &mechanism, &publicAttributes, UInt(publicAttributes.count),
-            &privateAttributes, UInt(privateAttributes.count), &publicKey, &privateKey))
-        return (publicKey, privateKey)
+        try generateKeyPair(CK.mechanismECKeyPairGen, publicTemplate: publicTemplate, privateTemplate: privateTemplate)
     }
 
     /// C_GenerateKeyPair with CKM_RSA_PKCS_KEY_PAIR_GEN; returns (public, private) handles.
     func generateRSAKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
-        var mechanism = CK_MECHANISM(mechanism: CK.mechanismRSAKeyPairGen, pParameter: nil, ulParameterLen: 0)
+        try generateKeyPair(CK.mechanismRSAKeyPairGen, publicTemplate: publicTemplate, privateTemplate: privateTemplate)
+    }
+
+    /// C_GenerateKeyPair with a parameterless mechanism; returns (public, private) handles.
+    private func generateKeyPair(_ mechanismType: UInt, publicTemplate: [AttributeValue],
+                                 privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
+        var mechanism = CK_MECHANISM(mechanism: mechanismType, pParameter: nil, ulParameterLen: 0)
         let publicOwner = Template(publicTemplate), privateOwner = Template(privateTemplate)
         var publicAttributes = publicOwner.attributes, privateAttributes = privateOwner.attributes
         var publicKey: UInt = 0, privateKey: UInt = 0

@@ -111,31 +111,26 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
 
     /// The URI in canonical form: attributes in a fixed order, percent-encoding where needed.
     public var description: String {
-        var path: [String] = []
-        func add(_ key: String, _ value: String?) {
-            if let value { path.append(key + "=" + Self.encode(Array(value.utf8), allowed: Self.pathRaw)) }
+        /// A text value, percent-encoded but for the `allowed` bytes.
+        func encoded(_ value: String?, _ allowed: Set<UInt8> = Self.pathRaw) -> String? {
+            value.map { Self.encode(Array($0.utf8), allowed: allowed) }
         }
-        add("token", token)
-        add("manufacturer", manufacturer)
-        add("model", model)
-        add("serial", serial)
-        add("library-manufacturer", libraryManufacturer)
-        add("library-description", libraryDescription)
-        add("slot-description", slotDescription)
-        add("slot-manufacturer", slotManufacturer)
-        if let slotID { path.append("slot-id=\(slotID)") }
-        add("object", object)
-        if let id { path.append("id=" + Self.encode(id, allowed: [])) }
-        add("type", type?.rawValue)
-        var query: [String] = []
-        func addQuery(_ key: String, _ value: String?) {
-            if let value { query.append(key + "=" + Self.encode(Array(value.utf8), allowed: Self.queryRaw)) }
+        /// "key=value" for each attribute that is there.
+        func joined(_ attributes: [(String, String?)], separator: String) -> String {
+            attributes.compactMap { key, value in value.map { key + "=" + $0 } }.joined(separator: separator)
         }
-        addQuery("module-name", moduleName)
-        addQuery("module-path", modulePath)
-        addQuery("pin-source", pinSource)
-        addQuery("pin-value", pinValue)
-        return "pkcs11:" + path.joined(separator: ";") + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        let path = joined([("token", encoded(token)), ("manufacturer", encoded(manufacturer)), ("model", encoded(model)),
+                           ("serial", encoded(serial)), ("library-manufacturer", encoded(libraryManufacturer)),
+                           ("library-description", encoded(libraryDescription)),
+                           ("slot-description", encoded(slotDescription)),
+                           ("slot-manufacturer", encoded(slotManufacturer)), ("slot-id", slotID.map { "\($0)" }),
+                           ("object", encoded(object)), ("id", id.map { Self.encode($0, allowed: []) }),
+                           ("type", encoded(type?.rawValue))], separator: ";")
+        let query = joined([("module-name", encoded(moduleName, Self.queryRaw)),
+                            ("module-path", encoded(modulePath, Self.queryRaw)),
+                            ("pin-source", encoded(pinSource, Self.queryRaw)),
+                            ("pin-value", encoded(pinValue, Self.queryRaw))], separator: "&")
+        return "pkcs11:" + path + (query.isEmpty ? "" : "?" + query)
     }
 
     /// The same URI without its PIN attributes, for printing and recording.

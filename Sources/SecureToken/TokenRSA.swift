@@ -49,7 +49,7 @@ extension TokenSession {
                 try Self.refuseWeak(try Self.readAttributes(session, privateHandle), usage: .decrypt, generatedHere: true,
                                     policy: policy, what: "the token made an RSA key that was destroyed because it")
                 return TokenRSAKey(id: id, label: label, publicKey: try Self.readRSAPublicKey(session, publicHandle),
-                                   uri: rsaKeyURI(id: id, label: label))
+                                   uri: keyURI(id: id, label: label))
             } catch {
                 try? session.destroyObject(privateHandle)
                 try? session.destroyObject(publicHandle)
@@ -61,16 +61,12 @@ extension TokenSession {
     /// Every RSA key pair on the token whose private half is there, with its public key.
     public func rsaKeys() throws -> [TokenRSAKey] {
         try withSessionForRSA { session in
-            let handles = try session.findObjects([.number(Attribute.class, CK.classPrivateKey),
-                                                   .number(Attribute.keyType, CK.keyTypeRSA)])
-            return try handles.compactMap { handle in
-                let id = try session.attribute(handle, Attribute.id) ?? []
-                let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+            try Self.privateKeys(session, keyType: CK.keyTypeRSA) { id, label in
                 guard let publicHandle = try session.findObjects([.number(Attribute.class, CK.classPublicKey),
                                                                   .number(Attribute.keyType, CK.keyTypeRSA),
                                                                   .bytes(Attribute.id, id)]).first,
                       let publicKey = try? Self.readRSAPublicKey(session, publicHandle) else { return nil }
-                return TokenRSAKey(id: id, label: label, publicKey: publicKey, uri: rsaKeyURI(id: id, label: label))
+                return TokenRSAKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
             }
         }
     }
@@ -96,14 +92,6 @@ extension TokenSession {
             defer { plaintext.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
             return SecretBytes(plaintext)
         }
-    }
-
-    private func rsaKeyURI(id: [UInt8], label: String) -> PKCS11URI {
-        var uri = token.uri
-        uri.id = id
-        uri.object = label
-        uri.type = .privateKey
-        return uri
     }
 
     static func readRSAPublicKey(_ session: SessionHandle, _ handle: ObjectHandle) throws -> RSAPublicKey {

@@ -91,12 +91,7 @@ public final class TokenSession: @unchecked Sendable {
         mutex.withLock {
             guard !closed else { return }
             closed = true
-            handle?.logout()
-            handle?.close()
-            handle = nil
-            keyHandles = [:]
-            heldPIN?.discard()
-            heldPIN = nil
+            endTokenSession()
         }
     }
 
@@ -104,14 +99,17 @@ public final class TokenSession: @unchecked Sendable {
     /// a wallet stays open between payments while the token is locked (the PIN is held only for the
     /// machine-speed steps of one approved operation).
     public func lock() {
-        mutex.withLock {
-            handle?.logout()
-            handle?.close()
-            handle = nil
-            keyHandles = [:]
-            heldPIN?.discard()
-            heldPIN = nil
-        }
+        mutex.withLock { endTokenSession() }
+    }
+
+    /// Logs out, closes the token session and wipes the PIN; the caller holds the mutex.
+    private func endTokenSession() {
+        handle?.logout()
+        handle?.close()
+        handle = nil
+        keyHandles = [:]
+        heldPIN?.discard()
+        heldPIN = nil
     }
 
     /// Whether a PIN is held and operations can run.
@@ -294,7 +292,8 @@ public final class TokenSession: @unchecked Sendable {
         }
     }
 
-    private func keyURI(id: [UInt8], label: String) -> PKCS11URI {
+    /// The URI of the private key with this id and label on this session's token.
+    func keyURI(id: [UInt8], label: String) -> PKCS11URI {
         var uri = token.uri
         uri.id = id
         uri.object = label
@@ -321,14 +320,23 @@ public final class TokenSession: @unchecked Sendable {
     /// Every private EC key on the token.
     public func keys() throws -> [TokenKey] {
         try withSession { session in
-            let handles = try session.findObjects([.number(Attribute.class, CK.classPrivateKey),
-                                                   .number(Attribute.keyType, CK.keyTypeEC)])
-            return try handles.compactMap { handle in
-                let id = try session.attribute(handle, Attribute.id) ?? []
-                let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+            try Self.privateKeys(session, keyType: CK.keyTypeEC) { id, label in
                 guard let publicKey = try? publicKeyLocked(session, id: id) else { return nil }
                 return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
             }
+        }
+    }
+
+    /// Every private key of one type on the token, made into a `Key` from its id and label by `make`, which
+    /// returns nil for one to leave out (its public half is missing or unreadable). The caller holds the session.
+    static func privateKeys<Key>(_ session: SessionHandle, keyType: UInt,
+                                 _ make: (_ id: [UInt8], _ label: String) throws -> Key?) throws -> [Key] {
+        let handles = try session.findObjects([.number(Attribute.class, CK.classPrivateKey),
+                                               .number(Attribute.keyType, keyType)])
+        return try handles.compactMap { handle in
+            let id = try session.attribute(handle, Attribute.id) ?? []
+            let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
+            return try make(id, label)
         }
     }
 

@@ -81,14 +81,9 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
 }
 
 /// The token's key-agreement key as the store's unwrapper: ECDH happens on the token.
-final class TokenUnwrapper: KeyAgreementUnwrapper {
+struct TokenUnwrapper: KeyAgreementUnwrapper {
     let session: WalletToken
     let key: TokenKey
-
-    init(session: WalletToken, key: TokenKey) {
-        self.session = session
-        self.key = key
-    }
 
     var publicKey: P256.PublicKey { key.publicKey }
 
@@ -100,14 +95,9 @@ final class TokenUnwrapper: KeyAgreementUnwrapper {
 }
 
 /// A token's RSA key as the store's unwrapper, for tokens without ECDH: RSA-OAEP happens on the token.
-final class TokenRSAUnwrapper: RSAOAEPUnwrapper {
+struct TokenRSAUnwrapper: RSAOAEPUnwrapper {
     let session: WalletToken
     let key: TokenRSAKey
-
-    init(session: WalletToken, key: TokenRSAKey) {
-        self.session = session
-        self.key = key
-    }
 
     var rsaPublicKey: RSAPublicKey { key.publicKey }
 

@@ -1,3 +1,4 @@
+import CommandLineSupport
 import Foundation
 import SecureCore
 import SecureCrypto
@@ -185,31 +186,33 @@ enum MoneyCommands {
     }
 
     static func reverse(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["payee"]), flags: walletFlags)
-        let path = try arguments.positionals(1, "one refusal FILE")[0]
-        let payeeKey = try P256.PublicKey(pem: String(decoding: try readFile(try arguments.required("payee"), what: "the payee's card or key"), as: UTF8.self))
-        guard let refusal = try? SignedRefusal.decode(try readFile(path, what: "the refusal")) else {
-            printError("secure: \(path) is not a refusal; nothing was recorded")
-            return .verification
-        }
-        let wallet = try openWallet(arguments, .appending)
+        guard case let (wallet, payeeKey, refusal)? = try payeeSigned(words, "refusal", decode: { try SignedRefusal.decode($0) })
+        else { return .verification }
         let (message, code) = describe(try wallet.applyRefusal(refusal, payeeKeys: [payeeKey]), what: "refusal")
         (code == .success ? { print($0) } : printError)(message)
         return code
     }
 
     static func confirm(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["payee"]), flags: walletFlags)
-        let path = try arguments.positionals(1, "one receipt FILE")[0]
-        let payeeKey = try P256.PublicKey(pem: String(decoding: try readFile(try arguments.required("payee"), what: "the payee's card or key"), as: UTF8.self))
-        guard let receipt = try? SignedReceipt.decode(try readFile(path, what: "the receipt")) else {
-            printError("secure: \(path) is not a receipt; nothing was recorded")
-            return .verification
-        }
-        let wallet = try openWallet(arguments, .appending)
+        guard case let (wallet, payeeKey, receipt)? = try payeeSigned(words, "receipt", decode: { try SignedReceipt.decode($0) })
+        else { return .verification }
         try wallet.confirm(receipt, payeeKeys: [payeeKey])
         print("payment \(Hex.encode(receipt.payload.transferID)) confirmed by the payee's receipt")
         return .success
+    }
+
+    /// For `reverse` and `confirm`: the wallet, opened to append, the payee's key (`--payee`, a card or a PEM
+    /// key) and the one FILE, a `what` the payee signed; nil, with the reason on stderr, when FILE is not one.
+    private static func payeeSigned<Document>(_ words: [String], _ what: String, decode: ([UInt8]) throws -> Document?)
+        throws -> (Wallet, P256.PublicKey, Document)? {
+        let arguments = try Arguments(words, options: walletOptions.union(["payee"]), flags: walletFlags)
+        let path = try arguments.positionals(1, "one \(what) FILE")[0]
+        let payeeKey = try P256.PublicKey(pem: String(decoding: try readFile(try arguments.required("payee"), what: "the payee's card or key"), as: UTF8.self))
+        guard let document = try? decode(try readFile(path, what: "the \(what)")) else {
+            printError("secure: \(path) is not a \(what); nothing was recorded")
+            return nil
+        }
+        return (try openWallet(arguments, .appending), payeeKey, document)
     }
 
     static func pending(_ words: [String]) throws -> ExitCode {

@@ -147,13 +147,11 @@ enum MLKEMVector {
         )
     }
 
+    /// Joins tops and bottoms back into [a b a′ b′]: the split swaps the middle two groups of four, so it is
+    /// its own inverse.
     @inline(__always)
     static func joinFours(_ top: SIMD8<Int16>, _ bottom: SIMD8<Int16>) -> (SIMD8<Int16>, SIMD8<Int16>) {
-        let t64 = unsafeBitCast(top, to: SIMD2<UInt64>.self), b64 = unsafeBitCast(bottom, to: SIMD2<UInt64>.self)
-        return (
-            unsafeBitCast(SIMD2<UInt64>(t64[0], b64[0]), to: SIMD8<Int16>.self),
-            unsafeBitCast(SIMD2<UInt64>(t64[1], b64[1]), to: SIMD8<Int16>.self)
-        )
+        splitFours(top, bottom)
     }
 
     /// Splits 16 coefficients [a₀ b₀ a₁ b₁ a₂ b₂ a₃ b₃] (2 each) into tops [a₀ a₁ a₂ a₃] and bottoms.

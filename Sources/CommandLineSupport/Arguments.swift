@@ -1,21 +1,27 @@
 import Foundation
 
+// Argument parsing and plain output for the project's executables (`secure`, `secure-bench`). It holds no
+// wallet code and imports nothing of the project, so either executable can link it without the other's parts.
+
 /// A usage error: the arguments are wrong. Exit code 2.
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct UsageError: Error, CustomStringConvertible {
+    /// The sentence shown to the user.
+    public let description: String
+    /// A usage error with the sentence to show.
+    public init(_ description: String) { self.description = description }
 }
 
 /// A command's declared options and flags, and what was passed. A small hand-written parser: no
 /// outside packages can be fetched here.
-struct Arguments {
-    private(set) var positional: [String] = []
+public struct Arguments: Sendable {
+    /// The words that are not options, in order.
+    public private(set) var positional: [String] = []
     private var values: [String: String] = [:]
     private var present: Set<String> = []
 
     /// Parses `words` against the options (which take a value) and flags (which do not) a command declares.
     /// `--name=value` and `--name value` both work; `--` ends options.
-    init(_ words: [String], options: Set<String>, flags: Set<String>) throws {
+    public init(_ words: [String], options: Set<String>, flags: Set<String>) throws {
         var index = 0
         var optionsEnded = false
         while index < words.count {
@@ -55,19 +61,19 @@ struct Arguments {
     }
 
     /// An option's value, if given.
-    func value(_ name: String) -> String? { values[name] }
+    public func value(_ name: String) -> String? { values[name] }
 
     /// An option's value, or a usage error naming it.
-    func required(_ name: String) throws -> String {
+    public func required(_ name: String) throws -> String {
         guard let value = values[name] else { throw UsageError("--\(name) is required") }
         return value
     }
 
     /// Whether a flag was given.
-    func flag(_ name: String) -> Bool { present.contains(name) }
+    public func flag(_ name: String) -> Bool { present.contains(name) }
 
     /// Exactly `count` positional arguments, or a usage error naming what is expected.
-    func positionals(_ count: Int, _ what: String) throws -> [String] {
+    public func positionals(_ count: Int, _ what: String) throws -> [String] {
         guard positional.count == count else {
             throw UsageError("expected \(what), got \(positional.count) argument\(positional.count == 1 ? "" : "s")")
         }
@@ -75,7 +81,7 @@ struct Arguments {
     }
 
     /// A positive integer option with a default and an upper bound.
-    func integer(_ name: String, default fallback: Int, max: Int) throws -> Int {
+    public func integer(_ name: String, default fallback: Int, max: Int) throws -> Int {
         guard let text = values[name] else { return fallback }
         guard let number = Int(text), number > 0, number <= max else {
             throw UsageError("--\(name) must be a whole number from 1 to \(max)")
@@ -85,23 +91,23 @@ struct Arguments {
 }
 
 /// Writes to standard error.
-func printError(_ text: String) {
+public func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
 /// Writes bytes to standard output.
-func writeOut(_ bytes: [UInt8]) {
+public func writeOut(_ bytes: [UInt8]) {
     FileHandle.standardOutput.write(Data(bytes))
 }
 
 /// Prints a JSON value with sorted keys, one document per line.
-func printJSON(_ value: Any) {
+public func printJSON(_ value: Any) {
     let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
     print(String(decoding: data, as: UTF8.self))
 }
 
 /// Reads a whole file, with an error that names it.
-func readFile(_ path: String, what: String) throws -> [UInt8] {
+public func readFile(_ path: String, what: String) throws -> [UInt8] {
     guard let data = FileManager.default.contents(atPath: path) else {
         throw UsageError("cannot read \(what) \(path): no such file, or not readable")
     }
