@@ -210,7 +210,7 @@ extension LedgerBench {
         var lastEntry: LedgerEntry?
         func step() throws {
             _ = try wallet.checkSpend(amount: amount, category: "food", overrideBudget: false)
-            let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: wallet.walletID,
+            let order = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID,
                                           payerKey: wallet.signingKey, payeeWalletID: payee, amount: amount,
                                           proximity: .none, channelBinding: [])
             lastEntry = try wallet.appendDraft(order.debitDraft(category: "food", note: "bench"))

@@ -324,7 +324,7 @@ enum PayBench {
 
     static func intent() throws -> PaymentIntent {
         PaymentIntent(
-            offerID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
+            offerID: .random(), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
     }
 
     /// The payer's side of one payment over TCP: connect, handshake, run the payer machine to its end.

@@ -69,7 +69,7 @@ public struct SyntheticHistory {
 
     private mutating func payment() throws -> EntryDraft {
         let value = random.next()
-        let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: payerKey,
+        let order = try TransferOrder(transferID: .random(), payerWalletID: walletID, payerKey: payerKey,
                                       payeeWalletID: payees[Int(value % 8)],
                                       amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
                                       proximity: .none, channelBinding: [])

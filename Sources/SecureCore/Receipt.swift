@@ -6,7 +6,7 @@ import SecureCrypto
 /// See docs/PROTOCOL.md, "Transfers, receipts and refusals".
 public struct Receipt: DatedPayload {
     /// The transfer's id.
-    public let transferID: [UInt8]
+    public let transferID: TransferID
     /// SHA-256 of the signed transfer's payload.
     public let transferDigest: [UInt8]
     /// The payer's wallet id.
@@ -50,7 +50,7 @@ public struct Receipt: DatedPayload {
     }
 
     init(
-        transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
+        transferID: TransferID, transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
         payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
@@ -71,7 +71,7 @@ public struct Receipt: DatedPayload {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 264)
         writer.write(Receipt.encodingVersion)
-        writer.write(fixed: transferID, count: 16)
+        writer.write(transferID)
         writer.write(fixed: transferDigest, count: 32)
         writer.write(fixed: payerWalletID, count: 32)
         writer.write(fixed: payeeWalletID, count: 32)
@@ -87,7 +87,7 @@ public struct Receipt: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Receipt? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "receipt") else { return nil }
-        guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
             let payer = reader.readFixed(32), let payee = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
             let amount = try Money.decode(from: &reader), let checkpointDigest = reader.readFixed(32),
@@ -161,7 +161,7 @@ extension DropReason {
 /// `reversal` entry from it, which credits the debit back. See docs/PROTOCOL.md.
 public struct Refusal: DatedPayload {
     /// The refused transfer's id.
-    public let transferID: [UInt8]
+    public let transferID: TransferID
     /// SHA-256 of the refused transfer's signed payload.
     public let transferDigest: [UInt8]
     /// The payer's wallet id.
@@ -199,7 +199,7 @@ public struct Refusal: DatedPayload {
     }
 
     init(
-        transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
+        transferID: TransferID, transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
         payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, reason: RefusalReason
     ) {
         self.transferID = transferID
@@ -217,7 +217,7 @@ public struct Refusal: DatedPayload {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 216)
         writer.write(Refusal.encodingVersion)
-        writer.write(fixed: transferID, count: 16)
+        writer.write(transferID)
         writer.write(fixed: transferDigest, count: 32)
         writer.write(fixed: payerWalletID, count: 32)
         writer.write(fixed: payeeWalletID, count: 32)
@@ -231,7 +231,7 @@ public struct Refusal: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Refusal? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "refusal") else { return nil }
-        guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
             let payer = reader.readFixed(32), let payee = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
             let amount = try Money.decode(from: &reader), let reasonByte = reader.readUInt8()
@@ -256,7 +256,7 @@ public typealias SignedRefusal = SignedStatement<Refusal>
 extension SignedStatement where Payload == Refusal {
     /// The reference a reversal records: (payee key fingerprint, transfer id, SHA-256 of the refusal).
     public var statementReference: StatementReference {
-        try! StatementReference(signer: payload.payeeKey.fingerprint, id: payload.transferID, payloadDigest: payloadDigest)
+        try! StatementReference(signer: payload.payeeKey.fingerprint, id: payload.transferID.bytes, payloadDigest: payloadDigest)
     }
 }
 

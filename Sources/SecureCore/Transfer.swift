@@ -15,7 +15,7 @@ public enum Proximity: Hashable, Sendable {
 /// named by the debit: it contains the checkpoint that commits to the debit.)
 public struct TransferOrder: Hashable, Sendable {
     /// 16 random bytes chosen by the payer; unique per payer key.
-    public let transferID: [UInt8]
+    public let transferID: TransferID
     /// The payer's wallet id.
     public let payerWalletID: [UInt8]
     /// The payer's current signing key.
@@ -39,11 +39,11 @@ public struct TransferOrder: Hashable, Sendable {
 
     /// Makes an order, checking lengths and a positive amount.
     public init(
-        transferID: [UInt8], payerWalletID: [UInt8], payerKey: P256.PublicKey, payeeWalletID: [UInt8],
+        transferID: TransferID, payerWalletID: [UInt8], payerKey: P256.PublicKey, payeeWalletID: [UInt8],
         amount: Money, proximity: Proximity, channelBinding: [UInt8]
     ) throws {
-        guard transferID.count == 16, payerWalletID.count == 32, payeeWalletID.count == 32 else {
-            throw FormatError(.invalidValue, "a transfer names a 16-byte id and two 32-byte wallet ids")
+        guard payerWalletID.count == 32, payeeWalletID.count == 32 else {
+            throw FormatError(.invalidValue, "a transfer names two 32-byte wallet ids")
         }
         guard !amount.isZero else { throw FormatError(.invalidValue, "a transfer's amount must be positive") }
         if case .spatialProof(let digest) = proximity, digest.count != 32 {
@@ -65,7 +65,7 @@ public struct TransferOrder: Hashable, Sendable {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 256)
         writer.write(TransferOrder.encodingVersion)
-        writer.write(fixed: transferID, count: 16)
+        writer.write(transferID)
         writer.write(fixed: payerWalletID, count: 32)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(fixed: payeeWalletID, count: 32)
@@ -87,7 +87,7 @@ public struct TransferOrder: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> TransferOrder? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "transfer order") else { return nil }
-        guard let transferID = reader.readFixed(16), let payer = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let payer = reader.readFixed(32),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let payee = reader.readFixed(32),
             let amount = try Money.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
@@ -110,7 +110,7 @@ public struct TransferOrder: Hashable, Sendable {
 
     /// The statement the payer's debit records: (payer key fingerprint, transfer id, order digest).
     public var debitReference: StatementReference {
-        try! StatementReference(signer: payerKey.fingerprint, id: transferID, payloadDigest: digest)
+        try! StatementReference(signer: payerKey.fingerprint, id: transferID.bytes, payloadDigest: digest)
     }
 
     /// The payer's `paymentOut` entry for this order: counterparty = payee wallet id, payload = the order
@@ -206,7 +206,7 @@ extension SignedStatement where Payload == Transfer {
     /// SHA-256 of the signed transfer payload). The payer's own debit names the order digest instead.
     public var statementReference: StatementReference {
         try! StatementReference(
-            signer: payload.order.payerKey.fingerprint, id: payload.order.transferID, payloadDigest: payloadDigest)
+            signer: payload.order.payerKey.fingerprint, id: payload.order.transferID.bytes, payloadDigest: payloadDigest)
     }
 
     /// Whether this transfer's signature verifies under `key`, which must be the payer key it names.

@@ -306,7 +306,7 @@ public final class PeerActions {
         case .keepReceipt(let receipt, _):
             try environment.crashPoint(.beforeReceipt, of: action)
             try walletLock.withLock { try wallet.confirm(receipt, payeeKeys: Set([peerKey].compactMap { $0 })) }
-            person.event("receipt", ["transferID": Hex.encode(receipt.payload.transferID)], "the payee's countersigned receipt is kept")
+            person.event("receipt", ["transferID": receipt.payload.transferID.hex], "the payee's countersigned receipt is kept")
             return []
         case .appendReversal(let refusal, _):
             try unlockWithoutPrompt("record the reversal of a refused payment")
@@ -453,7 +453,7 @@ public final class PeerActions {
             try wallet.commitDebit(order: task.order, draft: task.draft, expectedPosition: task.position,
                                    message: { PeerMessage.transfer(task.pending($0)).encoded })
         }
-        environment.person.event("debit", ["position": "\(debit.position)", "transferID": Hex.encode(task.order.transferID),
+        environment.person.event("debit", ["position": "\(debit.position)", "transferID": task.order.transferID.hex,
                                            "amount": "\(task.order.amount)"],
                                  "paid \(MoneyText.format(task.order.amount)): debit committed as entry \(debit.position); sending the signed transfer")
         try environment.crashPoint(.afterDebit, of: action)
@@ -506,7 +506,7 @@ public final class PeerActions {
     /// One line about a receipt: who countersigned what.
     public static func describe(_ receipt: SignedReceipt) -> String {
         let payload = receipt.payload
-        return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(Hex.encode(payload.transferID)) of "
+        return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(payload.transferID.hex) of "
             + "\(MoneyText.format(payload.amount)) (credit entry \(payload.creditPosition); payer checkpoint \(payload.checkpointSize) "
             + "cosigned, digest \(Hex.encode(payload.checkpointDigest.prefix(8)))…)"
     }
@@ -527,7 +527,7 @@ public final class PeerActions {
         switch outcome {
         case .paid(let receipt): return "paid; receipt: \(Self.describe(receipt))"
         case .reversed(let reason): return "the payee refused the transfer (\(reason)); the debit was reversed"
-        case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(Hex.encode(id)); `secure retry` re-sends it"
+        case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(id.hex); `secure retry` re-sends it"
         case .received(let receipt): return "received; receipt sent: \(Self.describe(receipt))"
         case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
         case .failed(let reason, let byPeer): return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")

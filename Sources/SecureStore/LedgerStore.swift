@@ -212,7 +212,7 @@ public final class LedgerStore: @unchecked Sendable {
         try database.transaction {
             if let outgoing {
                 try database.prepare("INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)")
-                    .bind([.blob(outgoing.transferID), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
+                    .bind([.blob(outgoing.transferID.bytes), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
                            outgoing.message.map { .blob($0) } ?? .null]).run()
             }
             let insertEntry = try database.prepare(
@@ -521,14 +521,14 @@ extension LedgerStore {
 
     /// A transfer sent, written in the same transaction as its debit.
     public struct Outgoing: Sendable {
-        public let transferID: [UInt8]
+        public let transferID: TransferID
         public let position: UInt64
         /// The signed transfer's encoding.
         public let signed: [UInt8]
         /// For peer payments, the whole transfer message (with the spatial proof) that a retry re-sends.
         public let message: [UInt8]?
 
-        public init(transferID: [UInt8], position: UInt64, signed: [UInt8], message: [UInt8]?) {
+        public init(transferID: TransferID, position: UInt64, signed: [UInt8], message: [UInt8]?) {
             self.transferID = transferID
             self.position = position
             self.signed = signed
@@ -537,8 +537,8 @@ extension LedgerStore {
     }
 
     /// The stored peer message of a sent transfer, if it was sent in a peer session.
-    public func outgoingMessage(transferID: [UInt8]) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID)])
+    public func outgoingMessage(transferID: TransferID) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID.bytes)])
         guard try statement.step(), !statement.isNull(0) else { return nil }
         return statement.blob(0)
     }
@@ -558,41 +558,41 @@ extension LedgerStore {
     }
 
     /// Persists a payee's ready record before it sends `ready`.
-    public func storeReadyRecord(offerID: [UInt8], record: [UInt8]) throws {
+    public func storeReadyRecord(offerID: OfferID, record: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR REPLACE INTO ready_records (offer_id, record) VALUES (?, ?)")
-                .bind([.blob(offerID), .blob(record)]).run()
+                .bind([.blob(offerID.bytes), .blob(record)]).run()
         }
     }
 
     /// A persisted ready record by offer id.
-    public func readyRecord(offerID: [UInt8]) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID)])
+    public func readyRecord(offerID: OfferID) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID.bytes)])
         return try statement.step() ? statement.blob(0) : nil
     }
 
     /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.
-    public func storeOutgoing(transferID: [UInt8], position: UInt64, signed: [UInt8]) throws {
+    public func storeOutgoing(transferID: TransferID, position: UInt64, signed: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)")
-                .bind([.blob(transferID), .integer(Int64(position)), .blob(signed)]).run()
+                .bind([.blob(transferID.bytes), .integer(Int64(position)), .blob(signed)]).run()
         }
     }
 
     /// A sent transfer's record.
-    public func outgoing(transferID: [UInt8]) throws -> (position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?)? {
+    public func outgoing(transferID: TransferID) throws -> (position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?)? {
         let statement = try database.prepare("SELECT position, signed, status, receipt FROM outgoing WHERE transfer_id = ?")
-            .bind([.blob(transferID)])
+            .bind([.blob(transferID.bytes)])
         guard try statement.step() else { return nil }
         return (UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
                 statement.isNull(3) ? nil : statement.blob(3))
     }
 
     /// Marks a sent transfer confirmed, with its receipt.
-    public func markOutgoing(transferID: [UInt8], status: OutgoingStatus, receipt: [UInt8]?) throws {
+    public func markOutgoing(transferID: TransferID, status: OutgoingStatus, receipt: [UInt8]?) throws {
         try database.transaction {
             try database.prepare("UPDATE outgoing SET status = ?, receipt = ? WHERE transfer_id = ?")
-                .bind([.integer(status.rawValue), receipt.map { .blob($0) } ?? .null, .blob(transferID)]).run()
+                .bind([.integer(status.rawValue), receipt.map { .blob($0) } ?? .null, .blob(transferID.bytes)]).run()
         }
     }
 

@@ -208,7 +208,7 @@ enum MoneyCommands {
         }
         let wallet = try openWallet(arguments, .appending)
         try wallet.confirm(receipt, payeeKeys: [payeeKey])
-        print("payment \(Hex.encode(receipt.payload.transferID)) confirmed by the payee's receipt")
+        print("payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt")
         return .success
     }
 
@@ -217,7 +217,7 @@ enum MoneyCommands {
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         let rows = try wallet.pendingTransfers().map { item -> [String: Any] in
-            ["transferID": Hex.encode(item.transfer.payload.order.transferID), "amount": MoneyText.format(item.transfer.payload.order.amount),
+            ["transferID": item.transfer.payload.order.transferID.hex, "amount": MoneyText.format(item.transfer.payload.order.amount),
              "payee": Hex.encode(item.transfer.payload.order.payeeWalletID), "position": item.entry.position]
         }
         if arguments.flag("json") {
