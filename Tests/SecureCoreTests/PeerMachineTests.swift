@@ -61,7 +61,7 @@ struct PeerMachineTests {
         var other = try PeerSimulation(config)
         other.tamper = { toPayee, message in
             guard toPayee, case .offer(let offer) = message else { return message }
-            return .offer(try! PaymentOffer(offerID: Fixture.bytes(0xEE, 16), amount: offer.amount))
+            return .offer(try! PaymentOffer(offerID: Fixture.id(0xEE), amount: offer.amount))
         }
         try other.run()
         #expect(other.approvals.map(\.needsConfirmation) == [true, true])

@@ -77,7 +77,7 @@ struct TestWallet {
         throws -> TransferOrder
     {
         try TransferOrder(
-            transferID: randomBytes(16), payerWalletID: walletID, payerKey: key, payeeWalletID: payee,
+            transferID: .random(using: &random), payerWalletID: walletID, payerKey: key, payeeWalletID: payee,
             amount: Fixture.eur(units), proximity: proximity, channelBinding: binding)
     }
 

@@ -50,7 +50,7 @@ struct WalletTests {
         #expect(wallet.size == 27)
         // A batch with one refused entry (a payment above the balance) changes nothing, not even its good entries.
         let balance = wallet.state.balance(.eur)
-        let tooMuch = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+        let tooMuch = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
                                         payeeWalletID: [UInt8](repeating: 7, count: 32),
                                         amount: try balance.adding(try Money(minorUnits: 1, currency: .eur)),
                                         proximity: .none, channelBinding: []).debitDraft(category: "rent")
