@@ -19,7 +19,7 @@ public struct SyntheticHistory {
     static let categories = ["food", "rent", "travel", "tools"]
     static let notes = ["", "coffee", "groceries", "train ticket", "monthly rent"]
 
-    private let walletID: [UInt8]
+    private let walletID: WalletID
     private let payerKey: P256.PublicKey
     private let issuer: MessageSigner
     private let payees: [[UInt8]]
@@ -28,7 +28,7 @@ public struct SyntheticHistory {
 
     /// The history of the wallet `walletID` whose signing key is `payerKey`; vouchers are signed by
     /// `issuer`. The same seed gives the same amounts, payees and categories (ids stay random).
-    public init(walletID: [UInt8], payerKey: P256.PublicKey, issuer: MessageSigner, seed: UInt64 = 1) {
+    public init(walletID: WalletID, payerKey: P256.PublicKey, issuer: MessageSigner, seed: UInt64 = 1) {
         self.walletID = walletID
         self.payerKey = payerKey
         self.issuer = issuer

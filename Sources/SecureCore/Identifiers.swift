@@ -77,3 +77,20 @@ public struct TransferID: FixedByteValue {
         self.bytes = bytes
     }
 }
+
+/// A wallet's name for its whole life: SHA-256 of its inception key event (see docs/PROTOCOL.md). Key
+/// rotations and recovery keep it; checkpoints, transfers, receipts, vouchers and key-event pages carry it.
+public struct WalletID: FixedByteValue {
+    /// 32 bytes: a SHA-256 output.
+    public static let byteCount = SHA256.byteCount
+    /// The id's bytes.
+    public let bytes: [UInt8]
+    /// The id with these bytes, or nil unless there are 32.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The id of the wallet whose inception event is `inception`.
+    public init(inception: KeyEvent) { bytes = inception.digest }
+}

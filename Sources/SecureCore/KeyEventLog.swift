@@ -22,20 +22,20 @@ public struct KeyEventLog: Hashable, Sendable {
     }
 
     /// Verifies a whole log, event by event; `walletID`, when given, must be the inception's digest.
-    public init(verifying events: [SignedKeyEvent], walletID: [UInt8]? = nil) throws {
+    public init(verifying events: [SignedKeyEvent], walletID: WalletID? = nil) throws {
         guard let first = events.first else { throw KeyEventError(.notInception, "a key-event log is never empty") }
         guard events.count <= Self.eventCountMax else {
             throw KeyEventError(.tooLong, "a key-event log of \(events.count) events is longer than \(Self.eventCountMax)")
         }
         try self.init(inception: first)
-        if let walletID, first.event.digest != walletID {
+        if let walletID, WalletID(inception: first.event) != walletID {
             throw KeyEventError(.wrongWallet, "the key-event log's inception is not this wallet's (its digest is not the wallet id)")
         }
         for event in events.dropFirst() { try append(event) }
     }
 
     /// SHA-256 of the inception event.
-    public var walletID: [UInt8] { events[0].event.digest }
+    public var walletID: WalletID { WalletID(inception: events[0].event) }
     /// The event in force: the last one.
     public var current: KeyEvent { events[events.count - 1].event }
     /// The head of the log: (sequence, digest) of the event in force, as `hello` carries it.

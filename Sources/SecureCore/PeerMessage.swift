@@ -159,7 +159,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     }
 
     /// The sender's wallet id, as its checkpoint names it.
-    public var walletID: [UInt8] { checkpoint.checkpoint.walletID }
+    public var walletID: WalletID { checkpoint.checkpoint.walletID }
 
     func encode(into writer: inout ByteWriter) {
         writer.write(fixed: walletKey.x963, count: P256.uncompressedPointByteCount)
@@ -556,9 +556,9 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .keyEvents(self) }
 
     /// "Send me the page of this wallet's key-event log that starts at sequence `from`."
-    case request(walletID: [UInt8], from: UInt32)
+    case request(walletID: WalletID, from: UInt32)
     /// One page of a wallet's signed key events: sequences `from`, `from + 1`, … of a log `total` events long.
-    case page(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent])
+    case page(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent])
 
     /// Events in one page: 64 signed events are at most 70,848 bytes, a quarter of a peer message's limit, and
     /// a log of `KeyEventLog.eventCountMax` (1,024) events takes 16 pages.
@@ -567,7 +567,7 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
     static let signedEventByteCountMax = 1107
 
     /// The page of `events` (a whole log) that starts at `from`; nil when `from` is past its end.
-    public static func page(of events: [SignedKeyEvent], walletID: [UInt8], from: UInt32) -> KeyEventsMessage? {
+    public static func page(of events: [SignedKeyEvent], walletID: WalletID, from: UInt32) -> KeyEventsMessage? {
         guard Int(from) < events.count, events.count <= KeyEventLog.eventCountMax else { return nil }
         let end = min(Int(from) + pageEventCountMax, events.count)
         return .page(walletID: walletID, from: from, total: UInt32(events.count), events: Array(events[Int(from)..<end]))
@@ -577,13 +577,13 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
         switch self {
         case .request(let walletID, let from):
             writer.write(UInt8(1))
-            writer.write(fixed: walletID, count: 32)
+            writer.write(walletID)
             writer.write(from)
         case .page(let walletID, let from, let total, let events):
             precondition(!events.isEmpty && events.count <= KeyEventsMessage.pageEventCountMax)
             precondition(Int(total) <= KeyEventLog.eventCountMax && Int(from) + events.count <= Int(total))
             writer.write(UInt8(2))
-            writer.write(fixed: walletID, count: 32)
+            writer.write(walletID)
             writer.write(from)
             writer.write(total)
             writer.write(UInt8(events.count))
@@ -595,13 +595,13 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
         guard let tag = reader.readUInt8() else { return nil }
         switch tag {
         case 1:
-            guard let walletID = reader.readFixed(32), let from = reader.readUInt32() else { return nil }
+            guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32() else { return nil }
             guard Int(from) < KeyEventLog.eventCountMax else {
                 throw FormatError(.invalidValue, "a key-event request from sequence \(from); logs have at most \(KeyEventLog.eventCountMax)")
             }
             return .request(walletID: walletID, from: from)
         case 2:
-            guard let walletID = reader.readFixed(32), let from = reader.readUInt32(), let total = reader.readUInt32(),
+            guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32(), let total = reader.readUInt32(),
                   let count = reader.readUInt8() else { return nil }
             guard count >= 1, Int(count) <= pageEventCountMax else {
                 throw FormatError(.fieldTooLong, "a key-event page of \(count) events; 1 to \(pageEventCountMax)")

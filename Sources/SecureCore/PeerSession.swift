@@ -24,7 +24,7 @@ public struct PeerSessionContext: Hashable, Sendable {
 /// Who the other side says it is. The display name is its owner's choice and proves nothing; prompts
 /// show the key fingerprint, and the name this wallet gave that key if it knows one.
 public struct PeerIdentity: Hashable, Sendable {
-    public let walletID: [UInt8]
+    public let walletID: WalletID
     public let key: P256.PublicKey
     public let displayName: String
 
@@ -151,7 +151,7 @@ public struct ReadyRecord: Hashable, Sendable {
     /// The session nonce N.
     public let nonce: [UInt8]
     public let amount: Money
-    public let payerWalletID: [UInt8]
+    public let payerWalletID: WalletID
     public let payerKey: P256.PublicKey
     /// The payer's `hello` checkpoint, which the transfer's checkpoint must extend by exactly the debit.
     public let payerCheckpoint: SignedCheckpoint
@@ -172,7 +172,7 @@ public struct ReadyRecord: Hashable, Sendable {
         writer.write(offerID)
         writer.write(fixed: nonce, count: 32)
         amount.encode(into: &writer)
-        writer.write(fixed: payerWalletID, count: 32)
+        writer.write(payerWalletID)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
         payerCheckpoint.encode(into: &writer)
         spatialProof.encode(into: &writer)
@@ -184,7 +184,7 @@ public struct ReadyRecord: Hashable, Sendable {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "ready record") else { return nil }
         guard let offerID = reader.read(OfferID.self), let nonce = reader.readFixed(32),
-            let amount = try Money.decode(from: &reader), let walletID = reader.readFixed(32),
+            let amount = try Money.decode(from: &reader), let walletID = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
             let checkpoint = try SignedCheckpoint.decode(from: &reader), let proof = try SpatialProof.decode(from: &reader)
         else { return nil }
@@ -269,9 +269,9 @@ public enum PeerAction: Hashable, Sendable {
     /// Verify this evidence offline and keep it if it proves a fork.
     case keepEvidence(ForkEvidence)
     /// Send the page of this wallet's key-event log from sequence `from`, if the id is its own (`keyEvents(.page)`).
-    case provideKeyEvents(walletID: [UInt8], from: UInt32)
+    case provideKeyEvents(walletID: WalletID, from: UInt32)
     /// A page of a peer's key-event log: ask for the next page, or verify and keep the whole log once complete.
-    case keepKeyEvents(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent])
+    case keepKeyEvents(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent])
     /// The session is over; close the channel.
     case finish(PeerOutcome)
 }

@@ -6,7 +6,7 @@ public struct Voucher: SignedPayload {
     /// The issuer's signing key.
     public let issuerKey: P256.PublicKey
     /// The wallet id of the only wallet that may deposit it.
-    public let recipientWalletID: [UInt8]
+    public let recipientWalletID: WalletID
     /// The amount credited; never zero.
     public let amount: Money
     /// 16 random bytes chosen by the issuer; unique per issuer key.
@@ -24,11 +24,11 @@ public struct Voucher: SignedPayload {
 
     /// Makes a voucher; the amount must be positive and the ids of their fixed lengths.
     public init(
-        issuerKey: P256.PublicKey, recipientWalletID: [UInt8], amount: Money, voucherID: [UInt8],
+        issuerKey: P256.PublicKey, recipientWalletID: WalletID, amount: Money, voucherID: [UInt8],
         issuerSequence: UInt64
     ) throws {
-        guard recipientWalletID.count == 32, voucherID.count == Voucher.idByteCount else {
-            throw FormatError(.invalidValue, "a voucher names a 32-byte wallet id and a 16-byte voucher id")
+        guard voucherID.count == Voucher.idByteCount else {
+            throw FormatError(.invalidValue, "a voucher names a 16-byte voucher id")
         }
         guard !amount.isZero else { throw FormatError(.invalidValue, "a voucher's amount must be positive") }
         self.issuerKey = issuerKey
@@ -44,7 +44,7 @@ public struct Voucher: SignedPayload {
         var writer = ByteWriter(capacity: 134)
         writer.write(Voucher.encodingVersion)
         writer.write(fixed: issuerKey.x963, count: P256.uncompressedPointByteCount)
-        writer.write(fixed: recipientWalletID, count: 32)
+        writer.write(recipientWalletID)
         amount.encode(into: &writer)
         writer.write(fixed: voucherID, count: Voucher.idByteCount)
         writer.write(issuerSequence)
@@ -54,7 +54,7 @@ public struct Voucher: SignedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Voucher? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "voucher") else { return nil }
-        guard let point = reader.readFixed(P256.uncompressedPointByteCount), let recipient = reader.readFixed(32),
+        guard let point = reader.readFixed(P256.uncompressedPointByteCount), let recipient = reader.read(WalletID.self),
             let amount = try Money.decode(from: &reader), let voucherID = reader.readFixed(idByteCount),
             let sequence = reader.readUInt64()
         else { return nil }
@@ -91,7 +91,7 @@ public enum VoucherCheck {
     /// An accepted deposit is a `deposit` entry: the amount, counterparty = issuer key fingerprint,
     /// statement = (issuer fingerprint, voucher id, payload digest), payload = the signed voucher.
     public static func evaluate(
-        _ voucher: SignedVoucher, walletID: [UInt8], trustedIssuers: Set<P256.PublicKey>, state: LedgerState
+        _ voucher: SignedVoucher, walletID: WalletID, trustedIssuers: Set<P256.PublicKey>, state: LedgerState
     ) -> StatementVerdict {
         guard voucher.isSignatureValid else { return .drop(.badSignature) }
         let payload = voucher.payload

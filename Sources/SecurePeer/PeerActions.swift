@@ -45,7 +45,7 @@ public final class PeerActions {
     private var heldMessages: [PeerMessage] = []
     /// The peer's key-event log as this wallet knew it when the hello came, while no newer log was followed
     /// since: the lookup then need not read and verify it again.
-    private var knownPeerLog: (walletID: [UInt8], log: KeyEventLog?)?
+    private var knownPeerLog: (walletID: WalletID, log: KeyEventLog?)?
     /// The peer's key-event log the lookup answered the machine with (nil: none known).
     public private(set) var lookedUpKeyLog: KeyEventLog?
     /// When the PIN's hold ends, on the environment's clock; nil while this session holds no token.
@@ -351,7 +351,7 @@ public final class PeerActions {
     /// One page of the awaited log: asks for the next, or follows the whole log and answers the lookup
     /// that waited for it. A page nobody asked for is ignored; a page that does not continue the log ends
     /// the wait with the log as known before, and the checks that follow decide.
-    private func keepKeyEventPage(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
+    private func keepKeyEventPage(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
         guard var fetch = keyEventFetch, fetch.walletID == walletID else { return [] }
         let person = environment.person
         guard fetch.accept(from: from, total: total, events: events) else {
@@ -397,7 +397,7 @@ public final class PeerActions {
         }
         lookedUpKeyLog = keyLog
         environment.person.event("peer", ["fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
-                                          "walletID": Hex.encode(identity.walletID)],
+                                          "walletID": identity.walletID.hex],
                                  "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)")
         return mutate(payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
                       payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
@@ -538,11 +538,11 @@ public final class PeerActions {
 /// A peer's key-event log while its pages arrive: each page must start where the last ended and agree on
 /// the log's length, which `KeyEventsMessage` bounds by `KeyEventLog.eventCountMax`.
 struct KeyEventFetch {
-    let walletID: [UInt8]
+    let walletID: WalletID
     private(set) var events: [SignedKeyEvent] = []
     private var total: UInt32?
 
-    init(walletID: [UInt8]) { self.walletID = walletID }
+    init(walletID: WalletID) { self.walletID = walletID }
 
     var isComplete: Bool { total.map { events.count == Int($0) } ?? false }
 

@@ -16,7 +16,7 @@ final class Auditor {
         let transferID: [UInt8]?
         /// A peer-protocol debit (it carries a spatial proof), as opposed to a file transfer.
         let isPeerDebit: Bool
-        let payerWalletID: [UInt8]?
+        let payerWalletID: WalletID?
     }
 
     struct TransferBooks {
@@ -25,8 +25,8 @@ final class Auditor {
         var reversals = 0
         var minorUnits: Int64 = 0
         var isPeer = false
-        var payerWalletID: [UInt8] = []
-        var payeeWalletID: [UInt8] = []
+        var payerWalletID: WalletID?
+        var payeeWalletID: WalletID?
     }
 
     unowned let simulator: Simulator
@@ -44,7 +44,7 @@ final class Auditor {
     /// Vouchers whose deposit the wallet reported done in this step; the ledger must show them.
     private var depositsReported: [(voucherID: [UInt8], wallet: Int)] = []
     /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
-    private var creditsSeen: [Int: [[UInt8]: [CreditSeen]]] = [:]
+    private var creditsSeen: [Int: [WalletID: [CreditSeen]]] = [:]
 
     struct CreditSeen {
         let transferID: [UInt8]
@@ -110,7 +110,7 @@ final class Auditor {
         let units = entry.amount?.minorUnits ?? 0
         var transferID: [UInt8]?
         var isPeerDebit = false
-        var payer: [UInt8]?
+        var payer: WalletID?
         switch entry.kind {
         case .paymentOut:
             guard let order = try TransferOrder.decode(entry.payload) else { throw fail("ledger", "an undecodable debit") }

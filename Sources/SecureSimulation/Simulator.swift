@@ -604,7 +604,7 @@ public final class Simulator {
         let order = transfer.payload.order
         let statement = try StatementReference(signer: order.payerKey.fingerprint, id: random.bytes(16),
                                                payloadDigest: SHA256.hash(transfer.payload.encoded))
-        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID,
+        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
                                               statement: statement, payload: transfer.encoded))
         note("planted second credit")
     }

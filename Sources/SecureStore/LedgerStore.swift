@@ -48,7 +48,7 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// Creates a new database file; an existing file is never overwritten.
-    public static func create(path: String, key: SecretBytes, walletID: [UInt8]) throws -> LedgerStore {
+    public static func create(path: String, key: SecretBytes, walletID: WalletID) throws -> LedgerStore {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StoreError(.walletExists, "a ledger already exists at \(path); it is never recreated")
         }
@@ -56,14 +56,14 @@ public final class LedgerStore: @unchecked Sendable {
         try store.configure()
         try store.migrate()
         try store.database.transaction {
-            try store.database.prepare("INSERT INTO meta (name, value) VALUES ('wallet-id', ?)").bind([.blob(walletID)]).run()
+            try store.database.prepare("INSERT INTO meta (name, value) VALUES ('wallet-id', ?)").bind([.blob(walletID.bytes)]).run()
         }
         return store
     }
 
     /// Opens an existing database with its key. Failures say which: corruption (the salt matches but the
     /// file cannot be read), another wallet's database (the salt differs), or a missing file.
-    public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: [UInt8]) throws -> LedgerStore {
+    public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: WalletID) throws -> LedgerStore {
         try checkFile(path, expectedSalt: expectedSalt)
         let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
         try store.explainCorruption {
@@ -82,7 +82,7 @@ public final class LedgerStore: @unchecked Sendable {
     /// writes, no migration (a file on an older schema must be opened by a writing command first), and
     /// SQLite never checkpoints on closing a read-only connection.
     public static func openForReading(path: String, key: SecretBytes, expectedSalt: [UInt8],
-                                      walletID: [UInt8]) throws -> LedgerStore {
+                                      walletID: WalletID) throws -> LedgerStore {
         try checkFile(path, expectedSalt: expectedSalt)
         let store = LedgerStore(database: try Database(path: path, key: key, create: false, readOnly: true), path: path)
         try store.explainCorruption {
@@ -170,10 +170,13 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// The wallet id recorded at creation.
-    public func walletID() throws -> [UInt8] {
+    public func walletID() throws -> WalletID {
         let statement = try database.prepare("SELECT value FROM meta WHERE name = 'wallet-id'")
         guard try statement.step() else { throw StoreError(.corrupted, "the ledger has no wallet id") }
-        return statement.blob(0)
+        guard let walletID = WalletID(bytes: statement.blob(0)) else {
+            throw StoreError(.corrupted, "the ledger's stored wallet id is not \(WalletID.byteCount) bytes")
+        }
+        return walletID
     }
 
     // MARK: Appending
@@ -243,7 +246,7 @@ public final class LedgerStore: @unchecked Sendable {
                 if entry.kind == .paymentIn, let transfer = try? SignedTransfer.decode(entry.payload) {
                     let checkpoint = transfer.payload.checkpoint
                     try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
-                        .bind([.blob(checkpoint.checkpoint.walletID), .integer(Int64(checkpoint.checkpoint.size)),
+                        .bind([.blob(checkpoint.checkpoint.walletID.bytes), .integer(Int64(checkpoint.checkpoint.size)),
                                .blob(checkpoint.encoded)]).run()
                 }
                 expected += 1
@@ -455,25 +458,25 @@ public final class LedgerStore: @unchecked Sendable {
     // MARK: Peers and evidence
 
     /// Keeps a peer's signed checkpoint (a payee keeps the payer's).
-    public func storePeerCheckpoint(wallet: [UInt8], size: UInt64, encoded: [UInt8]) throws {
+    public func storePeerCheckpoint(wallet: WalletID, size: UInt64, encoded: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
-                .bind([.blob(wallet), .integer(Int64(size)), .blob(encoded)]).run()
+                .bind([.blob(wallet.bytes), .integer(Int64(size)), .blob(encoded)]).run()
         }
     }
 
     /// A peer's latest stored checkpoint.
-    public func latestPeerCheckpoint(wallet: [UInt8]) throws -> (size: UInt64, encoded: [UInt8])? {
+    public func latestPeerCheckpoint(wallet: WalletID) throws -> (size: UInt64, encoded: [UInt8])? {
         let statement = try database.prepare("SELECT size, encoded FROM peer_checkpoints WHERE wallet = ? ORDER BY size DESC LIMIT 1")
-            .bind([.blob(wallet)])
+            .bind([.blob(wallet.bytes)])
         guard try statement.step() else { return nil }
         return (UInt64(statement.integer(0)), statement.blob(1))
     }
 
     /// A peer's stored checkpoint of a size.
-    public func peerCheckpoint(wallet: [UInt8], size: UInt64) throws -> [UInt8]? {
+    public func peerCheckpoint(wallet: WalletID, size: UInt64) throws -> [UInt8]? {
         let statement = try database.prepare("SELECT encoded FROM peer_checkpoints WHERE wallet = ? AND size = ?")
-            .bind([.blob(wallet), .integer(Int64(size))])
+            .bind([.blob(wallet.bytes), .integer(Int64(size))])
         return try statement.step() ? statement.blob(0) : nil
     }
 

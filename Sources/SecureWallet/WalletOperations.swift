@@ -80,7 +80,7 @@ extension Wallet {
         let payer = transfer.payload.order.payerWalletID
         let mine = transfer.payload
         guard let myLeaf = try? LedgerEntry.decode(mine.debitLeaf) else { return }
-        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer {
+        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer.bytes {
             guard let other = try? SignedTransfer.decode(entry.payload), other.isSignatureValid,
                   other.payload.order.transferID != mine.order.transferID else { continue }
             let theirs = other.payload
@@ -187,7 +187,7 @@ extension Wallet {
     /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
     /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
     /// sent again, unchanged, until it is confirmed.
-    public func spend(to payee: [UInt8], amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
+    public func spend(to payee: WalletID, amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
                       proximity: Proximity = .none, channelBinding: [UInt8] = []) throws -> SignedTransfer {
         guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
         _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)

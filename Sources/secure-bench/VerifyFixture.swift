@@ -61,10 +61,10 @@ enum VerifyFixture {
             position += batch
         }
         try write(key.withUnsafeBytes { Hex.encode(Array($0)) }, to: directory + "/database-key")
-        try write(Hex.encode(walletID), to: directory + "/wallet-id")
+        try write(walletID.hex, to: directory + "/wallet-id")
     }
 
-    private static func checkpoint(_ walletID: [UInt8], _ key: P256.PublicKey, _ state: LedgerState, _ peaks: MerkleCompactRange,
+    private static func checkpoint(_ walletID: WalletID, _ key: P256.PublicKey, _ state: LedgerState, _ peaks: MerkleCompactRange,
                                    time: Int64) throws -> Checkpoint {
         try Checkpoint(walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: peaks.root, time: time)
     }

@@ -81,7 +81,7 @@ extension KeyCommands {
         if arguments.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let document = AuditDocument(format: KeyAudit.format, walletID: Hex.encode(wallet.walletID),
+            let document = AuditDocument(format: KeyAudit.format, walletID: wallet.walletID.hex,
                                          keySequence: wallet.keyEvent.event.sequence, keys: rows)
             print(String(decoding: try encoder.encode(document), as: UTF8.self))
         } else {
@@ -137,10 +137,10 @@ enum AuditCommands {
         let path = try arguments.positionals(1, "one bundle FILE")[0]
         let (problems, bundle) = try AuditBundleFile.verify(try readFile(path, what: "the audit bundle"))
         if arguments.flag("json") {
-            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": Hex.encode(bundle.walletID),
+            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": bundle.walletID.hex,
                        "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size])
         } else if problems.isEmpty {
-            print("audit bundle OK: wallet \(Hex.encode(bundle.walletID)), \(bundle.keyEvents.count) key event(s), "
+            print("audit bundle OK: wallet \(bundle.walletID.hex), \(bundle.keyEvents.count) key event(s), "
                 + "entries \(bundle.from) … \(bundle.rangeCheckpoint.checkpoint.size - 1) of \(bundle.latest.checkpoint.size)")
         } else {
             for problem in problems { printError("secure: audit bundle INVALID: \(problem)") }
