@@ -22,7 +22,7 @@ public struct SyntheticHistory {
     private let walletID: WalletID
     private let payerKey: P256.PublicKey
     private let issuer: MessageSigner
-    private let payees: [[UInt8]]
+    private let payees: [WalletID]
     private var random: SeededRandom
     private var issuerSequence: UInt64 = 0
 
@@ -33,7 +33,7 @@ public struct SyntheticHistory {
         self.payerKey = payerKey
         self.issuer = issuer
         random = SeededRandom(seed: seed)
-        payees = (0..<8).map { SHA256.hash(Array("payee-\($0)".utf8)) }
+        payees = (0..<8).map { WalletID(bytes: SHA256.hash(Array("payee-\($0)".utf8)))! }  // SHA-256: 32 bytes
     }
 
     /// The budget the history spends under: "food", monthly, with a limit no fixture reaches.

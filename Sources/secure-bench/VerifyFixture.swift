@@ -24,7 +24,7 @@ enum VerifyFixture {
         let signer = try SoftwareSigner(), next = try SoftwareSigner(), agreement = try SoftwareSigner()
         let inception = try SignedKeyEvent(.inception(signingKey: signer.publicKey, nextKey: next.publicKey,
                                                       agreementKey: agreement.publicKey), signer: signer)
-        let walletID = inception.event.digest
+        let walletID = WalletID(inception: inception.event)
         let key = SecretBytes(randomCount: 32)
         let store = try LedgerStore.create(path: directory + "/ledger.db", key: key, walletID: walletID)
         var history = SyntheticHistory(walletID: walletID, payerKey: signer.publicKey, issuer: agreement)

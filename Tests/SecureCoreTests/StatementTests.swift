@@ -63,7 +63,7 @@ struct VoucherTests {
                 == .policyRefusal(.untrustedIssuer))
         // Addressed to another wallet: refused finally and recorded, so a re-delivery is a duplicate.
         let elsewhere = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(9, 32), amount: Fixture.eur(100),
+            issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(9), amount: Fixture.eur(100),
             voucherID: Fixture.bytes(2, 16), issuerSequence: 2
         ).sign(with: issuer)
         let verdict = VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
@@ -80,14 +80,14 @@ struct VoucherTests {
     func encoding() throws {
         let issuer = try SoftwareSigner()
         let signed = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(3, 32), amount: Fixture.eur(1),
+            issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3), amount: Fixture.eur(1),
             voucherID: Fixture.bytes(4, 16), issuerSequence: .max
         ).sign(with: issuer)
         #expect(try SignedVoucher.decode(signed.encoded) == signed)
         sweepEncoding(signed.payload.encoded, "voucher", decode: Voucher.decode)
         sweepEncoding(signed.encoded, "signed voucher", decode: SignedVoucher.decode)
         #expect(throws: FormatError.self) {
-            _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(3, 32),
+            _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3),
                             amount: Fixture.eur(0), voucherID: Fixture.bytes(4, 16), issuerSequence: 0)
         }
     }
@@ -118,7 +118,7 @@ struct TransferTests {
                                              policy: TransferTests.noProximity)
         guard case .accept(let draft) = verdict else { Issue.record("\(verdict)"); return }
         #expect(draft.kind == .paymentIn && draft.flags == .withoutProximity && draft.payload == transfer.encoded)
-        #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID)
+        #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID.bytes)
         let credit = try payee.carryOut(verdict)!
         #expect(payee.balance() == Fixture.eur(450))
         // accept(accept(L, T), T) = accept(L, T)
@@ -159,7 +159,7 @@ struct TransferTests {
 
         // The payer holds the exact bytes it sent (here the genuine transfer was refused instead).
         var (payer2, payee2) = try TransferTests.wallets()
-        let sent = try payer2.pay(Fixture.bytes(0x77, 32), units: 300)
+        let sent = try payer2.pay(Fixture.id(0x77), units: 300)
         #expect(payer2.balance() == Fixture.eur(9700))
         let wrongRecipient = TransferCheck.evaluate(sent, walletID: payee2.walletID, state: payee2.state,
                                                     policy: TransferTests.noProximity)
@@ -170,7 +170,7 @@ struct TransferTests {
         #expect(try SignedRefusal.decode(refusal.encoded) == refusal)
         #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
                 == .drop(.unknownSigner))
-        let unrelated = try payer2.pay(Fixture.bytes(0x77, 32), units: 1)
+        let unrelated = try payer2.pay(Fixture.id(0x77), units: 1)
         #expect(RefusalCheck.evaluate(refusal, of: unrelated, payeeKeys: [payee2.key], state: payer2.state)
                 == .drop(.unrelated))
         let forged = SignedRefusal(payload: refusal.payload,

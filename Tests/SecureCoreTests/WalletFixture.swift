@@ -8,7 +8,7 @@ import Testing
 /// pay, credit and reverse with the real statement checks. Enough to run both sides of a payment.
 struct TestWallet {
     let signer: SoftwareSigner
-    let walletID: [UInt8]
+    let walletID: WalletID
     private(set) var state = LedgerState()
     private(set) var entries: [LedgerEntry] = []
     private(set) var tree = MerkleTree()
@@ -22,7 +22,7 @@ struct TestWallet {
         random = SeededRandom(seed: seed)
         let inception = KeyEvent.inception(signingKey: signer.publicKey, nextKey: signer.publicKey,
                                            agreementKey: signer.publicKey)
-        walletID = inception.digest
+        walletID = WalletID(inception: inception)
         try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: inception.encoded))
     }
 
@@ -73,7 +73,7 @@ struct TestWallet {
     }
 
     /// The order for paying `payee`.
-    mutating func order(to payee: [UInt8], units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
+    mutating func order(to payee: WalletID, units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
         throws -> TransferOrder
     {
         try TransferOrder(
@@ -89,7 +89,7 @@ struct TestWallet {
             .sign(with: signer)
     }
 
-    mutating func pay(_ payee: [UInt8], units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
+    mutating func pay(_ payee: WalletID, units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
         throws -> SignedTransfer
     {
         try commit(order(to: payee, units: units, proximity: proximity, binding: binding))

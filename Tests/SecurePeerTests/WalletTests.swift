@@ -15,7 +15,7 @@ struct WalletTests {
         let test = try TestWallet("basic")
         #expect(test.wallet?.size == 1)
         #expect(test.wallet?.anchorKind == "token")
-        #expect(test.wallet?.walletID == test.wallet?.keyEvent.event.digest)
+        #expect(test.wallet?.walletID == test.wallet.map { WalletID(inception: $0.keyEvent.event) })
         try test.setBudget("food", "200.00 EUR")
         try test.setBudget("travel", "50.00 EUR")
         let reopened = try test.reopen()
@@ -51,7 +51,7 @@ struct WalletTests {
         // A batch with one refused entry (a payment above the balance) changes nothing, not even its good entries.
         let balance = wallet.state.balance(.eur)
         let tooMuch = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
-                                        payeeWalletID: WalletID(repeating: 7, count: 32),
+                                        payeeWalletID: WalletID(bytes: [UInt8](repeating: 7, count: 32))!,
                                         amount: try balance.adding(try Money(minorUnits: 1, currency: .eur)),
                                         proximity: .none, channelBinding: []).debitDraft(category: "rent")
         #expect(throws: LedgerError.self) {
