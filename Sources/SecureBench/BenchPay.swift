@@ -283,7 +283,7 @@ final class PayBenchLab {
             vouchers += 1
             let voucher = try Voucher(
                 issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(funds),
-                voucherID: SystemRandom.bytes(16), issuerSequence: vouchers
+                voucherID: .random(), issuerSequence: vouchers
             ).sign(with: issuer)
             guard case .recorded = try wallet.deposit(voucher) else {
                 throw WalletError(.refused, "the bench voucher was not deposited")

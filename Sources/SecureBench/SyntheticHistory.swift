@@ -60,7 +60,7 @@ public struct SyntheticHistory {
         issuerSequence += 1
         let voucher = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: walletID,
                                   amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
-                                  voucherID: SystemRandom.bytes(Voucher.idByteCount), issuerSequence: issuerSequence)
+                                  voucherID: .random(), issuerSequence: issuerSequence)
         let signed = try voucher.sign(with: issuer)
         // As VoucherCheck.evaluate builds it for an accepted voucher.
         return EntryDraft(kind: .deposit, amount: voucher.amount, counterparty: issuer.publicKey.fingerprint,

@@ -78,6 +78,20 @@ public struct TransferID: FixedByteValue {
     }
 }
 
+/// The 16 random bytes an issuer picks to name one voucher; unique per issuer key, and the statement id of
+/// the deposit entry, so a voucher is deposited at most once.
+public struct VoucherID: FixedByteValue {
+    /// 16 bytes, the size of every ledger statement id: collisions among one issuer's vouchers are negligible.
+    public static let byteCount = 16
+    /// The id's bytes.
+    public let bytes: [UInt8]
+    /// The id with these bytes, or nil unless there are 16.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+}
+
 /// A wallet's name for its whole life: SHA-256 of its inception key event (see docs/PROTOCOL.md). Key
 /// rotations and recovery keep it; checkpoints, transfers, receipts, vouchers and key-event pages carry it.
 public struct WalletID: FixedByteValue {

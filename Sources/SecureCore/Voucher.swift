@@ -10,7 +10,7 @@ public struct Voucher: SignedPayload {
     /// The amount credited; never zero.
     public let amount: Money
     /// 16 random bytes chosen by the issuer; unique per issuer key.
-    public let voucherID: [UInt8]
+    public let voucherID: VoucherID
     /// The issuer's own counter, so an issuer can audit what it minted.
     public let issuerSequence: UInt64
 
@@ -19,17 +19,12 @@ public struct Voucher: SignedPayload {
     public static let signatureLabel = SignatureLabel("secure-voucher-v1")
     /// A voucher is 1 + 65 + 32 + 12 + 16 + 8 = 134 bytes; the bound only has to admit that.
     public static let encodedByteCountMax = 256
-    /// Voucher ids are 16 bytes, as entry ids: collisions among one issuer's vouchers are negligible.
-    public static let idByteCount = 16
 
-    /// Makes a voucher; the amount must be positive and the ids of their fixed lengths.
+    /// Makes a voucher; the amount must be positive.
     public init(
-        issuerKey: P256.PublicKey, recipientWalletID: WalletID, amount: Money, voucherID: [UInt8],
+        issuerKey: P256.PublicKey, recipientWalletID: WalletID, amount: Money, voucherID: VoucherID,
         issuerSequence: UInt64
     ) throws {
-        guard voucherID.count == Voucher.idByteCount else {
-            throw FormatError(.invalidValue, "a voucher names a 16-byte voucher id")
-        }
         guard !amount.isZero else { throw FormatError(.invalidValue, "a voucher's amount must be positive") }
         self.issuerKey = issuerKey
         self.recipientWalletID = recipientWalletID
@@ -46,7 +41,7 @@ public struct Voucher: SignedPayload {
         writer.write(fixed: issuerKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(recipientWalletID)
         amount.encode(into: &writer)
-        writer.write(fixed: voucherID, count: Voucher.idByteCount)
+        writer.write(voucherID)
         writer.write(issuerSequence)
         return writer.bytes
     }
@@ -55,7 +50,7 @@ public struct Voucher: SignedPayload {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "voucher") else { return nil }
         guard let point = reader.readFixed(P256.uncompressedPointByteCount), let recipient = reader.read(WalletID.self),
-            let amount = try Money.decode(from: &reader), let voucherID = reader.readFixed(idByteCount),
+            let amount = try Money.decode(from: &reader), let voucherID = reader.read(VoucherID.self),
             let sequence = reader.readUInt64()
         else { return nil }
         try reader.expectEnd("voucher")
@@ -75,7 +70,7 @@ extension SignedStatement where Payload == Voucher {
     /// The reference a deposit records: (issuer fingerprint, voucher id, SHA-256 of the voucher encoding).
     public var statementReference: StatementReference {
         // The lengths were checked when the voucher was made.
-        try! StatementReference(signer: payload.issuerKey.fingerprint, id: payload.voucherID, payloadDigest: payloadDigest)
+        try! StatementReference(signer: payload.issuerKey.fingerprint, id: payload.voucherID.bytes, payloadDigest: payloadDigest)
     }
 
     /// Whether this voucher verifies under `key` (the issuer key it names must be `key`).

@@ -258,14 +258,14 @@ final class Auditor {
     /// The issuer minted a voucher.
     func voucherMinted(_ voucher: SignedVoucher) {
         let amount = voucher.payload.amount.minorUnits
-        minted[voucher.payload.voucherID] = amount
+        minted[voucher.payload.voucherID.bytes] = amount
         mintedTotal += amount
         undeposited += amount
     }
 
     /// A wallet reported a voucher's deposit done (recorded or a duplicate); checked after the step.
     func depositReported(_ voucher: SignedVoucher, by simulated: SimulatedWallet) {
-        depositsReported.append((voucher.payload.voucherID, simulated.index))
+        depositsReported.append((voucher.payload.voucherID.bytes, simulated.index))
     }
 
     /// A double spend an honest payee could have caught with today's rules (Wallet.keepForkEvidence): it

@@ -511,7 +511,7 @@ public final class Simulator {
         issuerSequence += 1
         let amount = Self.euros(100 + Int64(random.next() % 5_000))
         let voucher = try! Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
-                                   voucherID: random.bytes(16), issuerSequence: issuerSequence).sign(with: issuer)
+                                   voucherID: .random(using: &random), issuerSequence: issuerSequence).sign(with: issuer)
         wallet.vouchers.append(voucher)
         auditor.voucherMinted(voucher)
         note("mint \(amount) to w\(wallet.index)")

@@ -105,7 +105,7 @@ enum MoneyCommands {
         let signer = try TokenSigner(session: session, keyURI: uri)
         let sequence = try IssuerSequence.next(for: signer.publicKey)
         let voucher = try Voucher(issuerKey: signer.publicKey, recipientWalletID: recipient, amount: amount,
-                                  voucherID: SystemRandom.bytes(Voucher.idByteCount), issuerSequence: sequence).sign(with: signer)
+                                  voucherID: .random(), issuerSequence: sequence).sign(with: signer)
         try writeOutput(voucher.encoded, to: out)
         print("voucher #\(sequence) for \(MoneyText.format(amount)) to \(recipient.hex) written to \(out)")
         return .success

@@ -12,7 +12,7 @@ struct VoucherTests {
         var wallet = try TestWallet(seed: 1)
         let voucher = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(5000),
-            voucherID: Fixture.bytes(7, 16), issuerSequence: 3
+            voucherID: Fixture.id(7), issuerSequence: 3
         ).sign(with: issuer)
         #expect(voucher.verify(against: issuer.publicKey))
         let check = { (wallet: TestWallet, voucher: SignedVoucher) in
@@ -31,7 +31,7 @@ struct VoucherTests {
         // The same id with another amount is a conflict, recorded as evidence without moving money.
         let other = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(9000),
-            voucherID: Fixture.bytes(7, 16), issuerSequence: 4
+            voucherID: Fixture.id(7), issuerSequence: 4
         ).sign(with: issuer)
         guard case .conflict(let evidence) = check(wallet, other) else { Issue.record("no conflict"); return }
         #expect(evidence.kind == .conflictingStatement && evidence.payload == other.encoded)
@@ -46,7 +46,7 @@ struct VoucherTests {
         var wallet = try TestWallet(seed: 2)
         let voucher = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(100),
-            voucherID: Fixture.bytes(1, 16), issuerSequence: 1)
+            voucherID: Fixture.id(1), issuerSequence: 1)
         let trusted: Set = [issuer.publicKey]
         // Signed by someone else under the issuer's name: dropped.
         let forged = SignedVoucher(
@@ -64,7 +64,7 @@ struct VoucherTests {
         // Addressed to another wallet: refused finally and recorded, so a re-delivery is a duplicate.
         let elsewhere = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(9), amount: Fixture.eur(100),
-            voucherID: Fixture.bytes(2, 16), issuerSequence: 2
+            voucherID: Fixture.id(2), issuerSequence: 2
         ).sign(with: issuer)
         let verdict = VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
                                             state: wallet.state)
@@ -81,14 +81,14 @@ struct VoucherTests {
         let issuer = try SoftwareSigner()
         let signed = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3), amount: Fixture.eur(1),
-            voucherID: Fixture.bytes(4, 16), issuerSequence: .max
+            voucherID: Fixture.id(4), issuerSequence: .max
         ).sign(with: issuer)
         #expect(try SignedVoucher.decode(signed.encoded) == signed)
         sweepEncoding(signed.payload.encoded, "voucher", decode: Voucher.decode)
         sweepEncoding(signed.encoded, "signed voucher", decode: SignedVoucher.decode)
         #expect(throws: FormatError.self) {
             _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3),
-                            amount: Fixture.eur(0), voucherID: Fixture.bytes(4, 16), issuerSequence: 0)
+                            amount: Fixture.eur(0), voucherID: Fixture.id(4), issuerSequence: 0)
         }
     }
 }

@@ -64,7 +64,7 @@ struct TestWallet {
     mutating func deposit(_ units: Int64, issuer: SoftwareSigner) throws {
         let voucher = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: walletID, amount: Fixture.eur(units),
-            voucherID: randomBytes(16), issuerSequence: 1
+            voucherID: .random(using: &random), issuerSequence: 1
         ).sign(with: issuer)
         let verdict = VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: [issuer.publicKey],
                                             state: state)
