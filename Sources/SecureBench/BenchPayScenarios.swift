@@ -29,7 +29,7 @@ extension PayBench {
             guard toPayee, case .transfer(let sent) = message else { return message }
             let forged = SignedTransfer(payload: sent.transfer.payload, signature: sent.spatialProof.payer.signature)
             return .transfer(
-                try! TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
+                TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
         }
         try tampered.run()
         if !tampered.payerActions.outcome.isUnconfirmed { problems.append("tampered: \(tampered.outcomes)") }
