@@ -92,6 +92,23 @@ public struct VoucherID: FixedByteValue {
     }
 }
 
+/// SHA-256 of a piece of fork evidence's encoding: how a `hello` lists the evidence a wallet holds and an
+/// evidence request names the pieces it wants.
+public struct EvidenceDigest: FixedByteValue {
+    /// 32 bytes: a SHA-256 output.
+    public static let byteCount = SHA256.byteCount
+    /// The digest's bytes.
+    public let bytes: [UInt8]
+    /// The digest with these bytes, or nil unless there are 32.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The digest of the evidence whose encoding is `encoded`.
+    public init(of encoded: [UInt8]) { bytes = SHA256.hash(encoded) }
+}
+
 /// A wallet's name for its whole life: SHA-256 of its inception key event (see docs/PROTOCOL.md). Key
 /// rotations and recovery keep it; checkpoints, transfers, receipts, vouchers and key-event pages carry it.
 public struct WalletID: FixedByteValue {

@@ -123,7 +123,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     /// The sender's latest signed checkpoint, naming its wallet id.
     public let checkpoint: SignedCheckpoint
     /// Digests (SHA-256 of the encoding) of the fork evidence the sender holds.
-    public let evidenceDigests: [[UInt8]]
+    public let evidenceDigests: [EvidenceDigest]
     /// The head of the sender's key-event log; a peer that knows an older head asks for the log.
     public let keyEventHead: KeyEventHead?
 
@@ -136,7 +136,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
 
     public init(
         walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: [UInt8],
-        checkpoint: SignedCheckpoint, evidenceDigests: [[UInt8]] = [], keyEventHead: KeyEventHead? = nil
+        checkpoint: SignedCheckpoint, evidenceDigests: [EvidenceDigest] = [], keyEventHead: KeyEventHead? = nil
     ) throws {
         guard displayName.utf8.count <= PeerHello.displayNameByteCountMax,
             !displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -145,7 +145,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         }
         guard rangingToken.count <= PeerHello.rangingTokenByteCountMax,
             nonceContribution.count == SessionNonce.contributionByteCount,
-            evidenceDigests.count <= PeerHello.evidenceDigestCountMax, evidenceDigests.allSatisfy({ $0.count == 32 })
+            evidenceDigests.count <= PeerHello.evidenceDigestCountMax
         else {
             throw FormatError(.invalidValue, "a hello's token, nonce contribution or evidence digests break a limit")
         }
@@ -168,7 +168,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         writer.write(fixed: nonceContribution, count: SessionNonce.contributionByteCount)
         checkpoint.encode(into: &writer)
         writer.write(UInt8(evidenceDigests.count))
-        for digest in evidenceDigests { writer.write(fixed: digest, count: 32) }
+        for digest in evidenceDigests { writer.write(digest) }
         if let keyEventHead {
             writer.write(UInt8(1))
             writer.write(keyEventHead.sequence)
@@ -188,9 +188,9 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         guard Int(count) <= evidenceDigestCountMax else {
             throw FormatError(.fieldTooLong, "a hello lists \(count) evidence digests; at most \(evidenceDigestCountMax)")
         }
-        var digests: [[UInt8]] = []
+        var digests: [EvidenceDigest] = []
         for _ in 0..<count {
-            guard let digest = reader.readFixed(32) else { return nil }
+            guard let digest = reader.read(EvidenceDigest.self) else { return nil }
             digests.append(digest)
         }
         guard let headTag = reader.readUInt8() else { return nil }
@@ -499,7 +499,7 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .evidence(self) }
 
     /// "Send me these": digests taken from the other side's `hello`.
-    case request([[UInt8]])
+    case request([EvidenceDigest])
     /// One piece of evidence; the receiver verifies it offline before keeping it.
     case item(ForkEvidence)
 
@@ -513,7 +513,7 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
             precondition(digests.count <= PeerHello.evidenceDigestCountMax)
             writer.write(UInt8(1))
             writer.write(UInt8(digests.count))
-            for digest in digests { writer.write(fixed: digest, count: 32) }
+            for digest in digests { writer.write(digest) }
         case .item(let evidence):
             writer.write(UInt8(2))
             writer.write(prefixed32: evidence.encoded, max: EvidenceMessage.evidenceByteCountMax)
@@ -528,9 +528,9 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
             guard Int(count) <= PeerHello.evidenceDigestCountMax else {
                 throw FormatError(.fieldTooLong, "an evidence request names \(count) digests; at most 64")
             }
-            var digests: [[UInt8]] = []
+            var digests: [EvidenceDigest] = []
             for _ in 0..<count {
-                guard let digest = reader.readFixed(32) else { return nil }
+                guard let digest = reader.read(EvidenceDigest.self) else { return nil }
                 digests.append(digest)
             }
             return .request(digests)

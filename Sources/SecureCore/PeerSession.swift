@@ -265,7 +265,7 @@ public enum PeerAction: Hashable, Sendable {
     /// Payer: run `RefusalCheck.evaluate` with the payee's keys and carry out its verdict (a reversal).
     case appendReversal(SignedRefusal, of: SignedTransfer)
     /// Send the fork evidence with these digests that this wallet holds, one `evidence(.item)` each.
-    case provideEvidence([[UInt8]])
+    case provideEvidence([EvidenceDigest])
     /// Verify this evidence offline and keep it if it proves a fork.
     case keepEvidence(ForkEvidence)
     /// Send the page of this wallet's key-event log from sequence `from`, if the id is its own (`keyEvents(.page)`).

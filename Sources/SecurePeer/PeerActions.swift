@@ -68,7 +68,7 @@ public final class PeerActions {
     /// key-event head. The caller holds the wallet's lock.
     public static func hello(wallet: Wallet, displayName: String, randomBytes: (Int) -> [UInt8]) throws -> PeerHello {
         guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint") }
-        let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
+        let evidence = try wallet.ledger.evidence().map { EvidenceDigest(of: $0) }
         return try PeerHello(walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
                              nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
                              evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
@@ -487,9 +487,9 @@ public final class PeerActions {
         }
     }
 
-    private func provideEvidence(_ digests: [[UInt8]]) throws -> [PeerAction] {
+    private func provideEvidence(_ digests: [EvidenceDigest]) throws -> [PeerAction] {
         let wanted = Set(digests)
-        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(SHA256.hash(bytes)) {
+        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(EvidenceDigest(of: bytes)) {
             if let evidence = try? ForkEvidence.decode(bytes) { try environment.send(.evidence(.item(evidence))) }
         }
         return []

@@ -36,7 +36,7 @@ struct PeerMessageTests {
         return [
             .hello(try PeerHello(walletKey: payer.key, displayName: "Alice ☕", rangingToken: [1, 2, 3],
                                  nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint,
-                                 evidenceDigests: [Fixture.bytes(8, 32)])),
+                                 evidenceDigests: [Fixture.id(8)])),
             .hello(try PeerHello(walletKey: payee.key, displayName: "", rangingToken: [],
                                  nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint)),
             .request(try PaymentRequest(requestID: offerID, amount: Fixture.eur(450), note: "Coffee")),
@@ -49,7 +49,7 @@ struct PeerMessageTests {
             .transfer(TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),
             .receipt(ReceiptMessage(offerID: offerID, receipt: receipt)),
             .refusal(RefusalMessage(offerID: offerID, refusal: refusal)),
-            .evidence(.request([Fixture.bytes(8, 32)])),
+            .evidence(.request([Fixture.id(8)])),
             .evidence(.item(evidence)),
             .keyEvents(.request(walletID: payer.walletID, from: 0)),
             .keyEvents(.page(walletID: payer.walletID, from: 0, total: 1, events: [keyEvent])),
