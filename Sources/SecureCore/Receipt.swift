@@ -256,7 +256,7 @@ public typealias SignedRefusal = SignedStatement<Refusal>
 extension SignedStatement where Payload == Refusal {
     /// The reference a reversal records: (payee key fingerprint, transfer id, SHA-256 of the refusal).
     public var statementReference: StatementReference {
-        try! StatementReference(signer: payload.payeeKey.fingerprint, id: payload.transferID.bytes, payloadDigest: payloadDigest)
+        StatementReference(signer: payload.payeeKey, id: payload.transferID, payloadDigest: payloadDigest)
     }
 }
 

@@ -107,7 +107,7 @@ public struct TransferOrder: Hashable, Sendable {
 
     /// The statement the payer's debit records: (payer key fingerprint, transfer id, order digest).
     public var debitReference: StatementReference {
-        try! StatementReference(signer: payerKey.fingerprint, id: transferID.bytes, payloadDigest: digest)
+        StatementReference(signer: payerKey, id: transferID, payloadDigest: digest)
     }
 
     /// The payer's `paymentOut` entry for this order: counterparty = payee wallet id, payload = the order
@@ -202,8 +202,7 @@ extension SignedStatement where Payload == Transfer {
     /// The reference the payee's credit (or refusal record) names: (payer key fingerprint, transfer id,
     /// SHA-256 of the signed transfer payload). The payer's own debit names the order digest instead.
     public var statementReference: StatementReference {
-        try! StatementReference(
-            signer: payload.order.payerKey.fingerprint, id: payload.order.transferID.bytes, payloadDigest: payloadDigest)
+        StatementReference(signer: payload.order.payerKey, id: payload.order.transferID, payloadDigest: payloadDigest)
     }
 
     /// Whether this transfer's signature verifies under `key`, which must be the payer key it names.

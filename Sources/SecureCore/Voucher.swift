@@ -70,7 +70,7 @@ extension SignedStatement where Payload == Voucher {
     /// The reference a deposit records: (issuer fingerprint, voucher id, SHA-256 of the voucher encoding).
     public var statementReference: StatementReference {
         // The lengths were checked when the voucher was made.
-        try! StatementReference(signer: payload.issuerKey.fingerprint, id: payload.voucherID.bytes, payloadDigest: payloadDigest)
+        StatementReference(signer: payload.issuerKey, id: payload.voucherID, payloadDigest: payloadDigest)
     }
 
     /// Whether this voucher verifies under `key` (the issuer key it names must be `key`).
