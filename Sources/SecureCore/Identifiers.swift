@@ -109,6 +109,27 @@ public struct EvidenceDigest: FixedByteValue {
     public init(of encoded: [UInt8]) { bytes = SHA256.hash(encoded) }
 }
 
+/// SHA-256 of a key event's encoding: what a rotation names as its previous event and a `hello`'s
+/// key-event head carries. The inception event's digest is the wallet id (`WalletID(inception:)`).
+public struct KeyEventDigest: FixedByteValue {
+    /// 32 bytes: a SHA-256 output.
+    public static let byteCount = SHA256.byteCount
+    /// What the inception event names as its previous event: 32 zero bytes.
+    public static let beforeInception = KeyEventDigest(validated: [UInt8](repeating: 0, count: byteCount))
+    /// The digest's bytes.
+    public let bytes: [UInt8]
+    /// The digest with these bytes, or nil unless there are 32.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The digest of the key event whose encoding is `encoded`.
+    init(of encoded: [UInt8]) { bytes = SHA256.hash(encoded) }
+
+    private init(validated bytes: [UInt8]) { self.bytes = bytes }
+}
+
 /// A wallet's name for its whole life: SHA-256 of its inception key event (see docs/PROTOCOL.md). Key
 /// rotations and recovery keep it; checkpoints, transfers, receipts, vouchers and key-event pages carry it.
 public struct WalletID: FixedByteValue {
@@ -123,5 +144,5 @@ public struct WalletID: FixedByteValue {
     }
 
     /// The id of the wallet whose inception event is `inception`.
-    public init(inception: KeyEvent) { bytes = inception.digest }
+    public init(inception: KeyEvent) { bytes = inception.digest.bytes }
 }

@@ -172,7 +172,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         if let keyEventHead {
             writer.write(UInt8(1))
             writer.write(keyEventHead.sequence)
-            writer.write(fixed: keyEventHead.digest, count: 32)
+            writer.write(keyEventHead.digest)
         } else {
             writer.write(UInt8(0))
         }
@@ -198,7 +198,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         switch headTag {
         case 0: head = nil
         case 1:
-            guard let sequence = reader.readUInt64(), let digest = reader.readFixed(32) else { return nil }
+            guard let sequence = reader.readUInt64(), let digest = reader.read(KeyEventDigest.self) else { return nil }
             head = KeyEventHead(sequence: sequence, digest: digest)
         default: throw FormatError(.invalidValue, "key-event head tag \(headTag) is not 0 or 1")
         }

@@ -57,7 +57,7 @@ extension KeyCommands {
         if arguments.flag("json") {
             printJSON(["sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
                        "fingerprint": Hex.encode(event.signingKey.fingerprint), "nextKeyDigest": Hex.encode(event.nextKeyDigest),
-                       "events": result.events.map { Hex.encode($0.event.digest) },
+                       "events": result.events.map { $0.event.digest.hex },
                        "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed])
         } else {
             print("rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
