@@ -207,11 +207,11 @@ extension LedgerBench {
             var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
             try wallet.appendBatch(try history.drafts(from: SyntheticHistory.firstPosition, count: 1))
         }
-        let payee = SHA256.hash(Array("bench-payee".utf8))
+        let payee = WalletID(bytes: SHA256.hash(Array("bench-payee".utf8)))!  // a SHA-256 output is 32 bytes
         var lastEntry: LedgerEntry?
         func step() throws {
             _ = try wallet.checkSpend(amount: amount, category: "food", overrideBudget: false)
-            let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: wallet.walletID,
+            let order = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID,
                                           payerKey: wallet.signingKey, payeeWalletID: payee, amount: amount,
                                           proximity: .none, channelBinding: [])
             lastEntry = try wallet.appendDraft(order.debitDraft(category: "food", note: "bench"))
@@ -283,8 +283,10 @@ extension LedgerBench {
     func measureVerify(_ directory: String) throws -> [String: Any] {
         let key = SecretBytes(Hex.decode(try String(contentsOfFile: directory + "/database-key", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? [])
-        let walletID = Hex.decode(try String(contentsOfFile: directory + "/wallet-id", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? []
+        guard let walletID = WalletID(hex: try String(contentsOfFile: directory + "/wallet-id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw UsageError("the verification fixture's wallet-id is not a wallet id; delete \(directory) to rebuild it")
+        }
         let path = directory + "/ledger.db"
         let store = try LedgerStore.open(path: path, key: key, expectedSalt: try LedgerStore.fileSalt(path), walletID: walletID)
         // The baseline's inputs: the first checkpoints' digests and signatures, parsed beforehand.

@@ -269,7 +269,7 @@ final class PayBenchLab {
             vouchers += 1
             let voucher = try Voucher(
                 issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(funds),
-                voucherID: SystemRandom.bytes(16), issuerSequence: vouchers
+                voucherID: .random(), issuerSequence: vouchers
             ).sign(with: issuer)
             guard case .recorded = try wallet.deposit(voucher) else {
                 throw WalletError(.refused, "the bench voucher was not deposited")
@@ -296,7 +296,7 @@ enum PayBench {
 
     static func intent() throws -> PaymentIntent {
         PaymentIntent(
-            offerID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
+            offerID: .random(), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
     }
 
     /// The payer's side of one payment over TCP: connect, handshake, run the payer machine to its end.
@@ -477,7 +477,7 @@ enum PayBench {
 
     /// The durable commits of the warm-up payment, each as the byte counts of the rows it wrote (entry rows
     /// carry their id, link and leaf; a statement index row; a Merkle node; the tree's peaks).
-    static func commitSizes(payer: Wallet, payee: Wallet, offerID: [UInt8]) throws -> [[Int]] {
+    static func commitSizes(payer: Wallet, payee: Wallet, offerID: OfferID) throws -> [[Int]] {
         func appendRows(_ wallet: Wallet) throws -> [Int] {
             let entry = try wallet.ledger.entry(at: wallet.size - 1)?.encoded.count ?? 0
             let checkpoint = try wallet.ledger.latestCheckpoint()?.encoded.count ?? 0
@@ -679,13 +679,13 @@ enum PayBench {
             result.debits += debits.count - debitsBefore[index]
             for (transfer, _) in try payer.wallet.pendingTransfers() {
                 result.pending += 1
-                if try payee.wallet.ledger.statementExists(kind: .paymentIn, id: transfer.payload.order.transferID) {
+                if try payee.wallet.ledger.statementExists(kind: .paymentIn, id: transfer.payload.order.transferID.bytes) {
                     result.pendingCredited += 1
                 }
             }
             for debit in debits.dropFirst(debitsBefore[index]) {
                 guard let order = try TransferOrder.decode(debit.payload) else { continue }
-                let credited = try payee.wallet.ledger.statementExists(kind: .paymentIn, id: order.transferID)
+                let credited = try payee.wallet.ledger.statementExists(kind: .paymentIn, id: order.transferID.bytes)
                 let pending = try payer.wallet.pendingTransfers().contains {
                     $0.transfer.payload.order.transferID == order.transferID
                 }

@@ -29,7 +29,7 @@ extension PayBench {
             guard toPayee, case .transfer(let sent) = message else { return message }
             let forged = SignedTransfer(payload: sent.transfer.payload, signature: sent.spatialProof.payer.signature)
             return .transfer(
-                try! TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
+                TransferMessage(offerID: sent.offerID, transfer: forged, spatialProof: sent.spatialProof))
         }
         try tampered.run()
         if !tampered.payerActions.outcome.isUnconfirmed { problems.append("tampered: \(tampered.outcomes)") }
@@ -50,7 +50,7 @@ extension PayBench {
         try again.run()
         if !again.payerActions.outcome.isPaid { problems.append("lost receipt retry: \(again.outcomes)") }
 
-        let request = try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount),
+        let request = try PaymentRequest(requestID: .random(), amount: try MoneyText.parse(amount),
                                          note: "Coffee")
         let withdrawn = try MachinePair(payer: payer, payee: payee, request: request)
         // Both hellos are in and the request is on its way (the two wallets follow each other's key-event
@@ -101,10 +101,10 @@ struct MachinePair {
         if let retrying {
             payerMachine = PayerMachine(retrying: retrying, context: try context(payer))
         } else if request != nil {
-            payerMachine = PayerMachine(answeringRequestWith: try context(payer), transferID: SystemRandom.bytes(16))
+            payerMachine = PayerMachine(answeringRequestWith: try context(payer), transferID: .random())
         } else {
             payerMachine = PayerMachine(
-                paying: try PayBench.intent(), context: try context(payer), transferID: SystemRandom.bytes(16))
+                paying: try PayBench.intent(), context: try context(payer), transferID: .random())
         }
         payerActions = PeerActions(
             wallet: payer.wallet, machine: .payer(payerMachine), helloSize: payer.wallet.latest!.checkpoint.size,

@@ -19,21 +19,21 @@ public struct SyntheticHistory {
     static let categories = ["food", "rent", "travel", "tools"]
     static let notes = ["", "coffee", "groceries", "train ticket", "monthly rent"]
 
-    private let walletID: [UInt8]
+    private let walletID: WalletID
     private let payerKey: P256.PublicKey
     private let issuer: MessageSigner
-    private let payees: [[UInt8]]
+    private let payees: [WalletID]
     private var random: SeededRandom
     private var issuerSequence: UInt64 = 0
 
     /// The history of the wallet `walletID` whose signing key is `payerKey`; vouchers are signed by
     /// `issuer`. The same seed gives the same amounts, payees and categories (ids stay random).
-    public init(walletID: [UInt8], payerKey: P256.PublicKey, issuer: MessageSigner, seed: UInt64 = 1) {
+    public init(walletID: WalletID, payerKey: P256.PublicKey, issuer: MessageSigner, seed: UInt64 = 1) {
         self.walletID = walletID
         self.payerKey = payerKey
         self.issuer = issuer
         random = SeededRandom(seed: seed)
-        payees = (0..<8).map { SHA256.hash(Array("payee-\($0)".utf8)) }
+        payees = (0..<8).map { WalletID(bytes: SHA256.hash(Array("payee-\($0)".utf8)))! }  // SHA-256: 32 bytes
     }
 
     /// The budget the history spends under: "food", monthly, with a limit no fixture reaches.
@@ -60,7 +60,7 @@ public struct SyntheticHistory {
         issuerSequence += 1
         let voucher = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: walletID,
                                   amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
-                                  voucherID: SystemRandom.bytes(Voucher.idByteCount), issuerSequence: issuerSequence)
+                                  voucherID: .random(), issuerSequence: issuerSequence)
         let signed = try voucher.sign(with: issuer)
         // As VoucherCheck.evaluate builds it for an accepted voucher.
         return EntryDraft(kind: .deposit, amount: voucher.amount, counterparty: issuer.publicKey.fingerprint,
@@ -69,7 +69,7 @@ public struct SyntheticHistory {
 
     private mutating func payment() throws -> EntryDraft {
         let value = random.next()
-        let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: payerKey,
+        let order = try TransferOrder(transferID: .random(), payerWalletID: walletID, payerKey: payerKey,
                                       payeeWalletID: payees[Int(value % 8)],
                                       amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
                                       proximity: .none, channelBinding: [])

@@ -16,7 +16,7 @@ public struct AuditBundle: Hashable, Sendable {
         }
     }
 
-    public let walletID: [UInt8]
+    public let walletID: WalletID
     public let keyEvents: [SignedKeyEvent]
     /// Each key event's ledger entry, proven in `latest`.
     public let keyEventEntries: [ProvenEntry]
@@ -29,7 +29,7 @@ public struct AuditBundle: Hashable, Sendable {
     /// RFC 9162 consistency proof from `rangeCheckpoint` to `latest`.
     public let consistencyProof: [[UInt8]]
 
-    public init(walletID: [UInt8], keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
+    public init(walletID: WalletID, keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
                 entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint, consistencyProof: [[UInt8]]) {
         self.walletID = walletID
         self.keyEvents = keyEvents

@@ -95,7 +95,7 @@ public struct LedgerSnapshot: Hashable, Sendable {
 /// after the last entry. See docs/PROTOCOL.md, "Checkpoint encoding".
 public struct Checkpoint: Hashable, Sendable {
     /// SHA-256 of the wallet's inception event.
-    public let walletID: [UInt8]
+    public let walletID: WalletID
     /// The signing key, as its 65-byte uncompressed point.
     public let walletKey: P256.PublicKey
     /// The signing key's sequence number in the key-event log (0 for the inception key).
@@ -120,11 +120,11 @@ public struct Checkpoint: Hashable, Sendable {
 
     /// Makes a checkpoint, checking lengths and that the key event lies inside the ledger.
     public init(
-        walletID: [UInt8], walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
+        walletID: WalletID, walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
         size: UInt64, root: [UInt8], head: [UInt8], time: Int64, snapshot: LedgerSnapshot
     ) throws {
-        guard walletID.count == 32, root.count == 32, head.count == 32 else {
-            throw FormatError(.invalidValue, "wallet id, root and head are 32 bytes each")
+        guard root.count == 32, head.count == 32 else {
+            throw FormatError(.invalidValue, "root and head are 32 bytes each")
         }
         guard size >= 1, keyEventPosition < size else {
             throw FormatError(
@@ -146,7 +146,7 @@ public struct Checkpoint: Hashable, Sendable {
 
     /// A checkpoint of `state` with the tree root the store computed for the same entries.
     public init(
-        walletID: [UInt8], walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
+        walletID: WalletID, walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
         state: LedgerState, root: [UInt8], time: Int64
     ) throws {
         try self.init(
@@ -158,7 +158,7 @@ public struct Checkpoint: Hashable, Sendable {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 256)
         writer.write(Checkpoint.encodingVersion)
-        writer.write(fixed: walletID, count: 32)
+        writer.write(walletID)
         writer.write(fixed: walletKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(keySequence)
         writer.write(keyEventPosition)
@@ -177,7 +177,7 @@ public struct Checkpoint: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8], knownKey: P256.PublicKey? = nil) throws -> Checkpoint? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "checkpoint") else { return nil }
-        guard let walletID = reader.readFixed(32), let point = reader.readFixed(P256.uncompressedPointByteCount),
+        guard let walletID = reader.read(WalletID.self), let point = reader.readFixed(P256.uncompressedPointByteCount),
             let keySequence = reader.readUInt64(), let keyEventPosition = reader.readUInt64(),
             let size = reader.readUInt64(), let root = reader.readFixed(32), let head = reader.readFixed(32),
             let time = reader.readInt64(), let snapshot = try LedgerSnapshot.decode(from: &reader)

@@ -21,7 +21,7 @@ public struct KeyEvent: Hashable, Sendable {
     /// 0 for inception, then 1, 2, … for each rotation.
     public let sequence: UInt64
     /// SHA-256 of the previous event's encoding; 32 zero bytes for inception.
-    public let previousEvent: [UInt8]
+    public let previousEvent: KeyEventDigest
     /// The signing key this event puts in force.
     public let signingKey: P256.PublicKey
     /// SHA-256 of the next signing key's SubjectPublicKeyInfo.
@@ -33,7 +33,7 @@ public struct KeyEvent: Hashable, Sendable {
 
     /// The inception event of a new wallet.
     public static func inception(signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey) -> KeyEvent {
-        KeyEvent(kind: .inception, sequence: 0, previousEvent: [UInt8](repeating: 0, count: 32), signingKey: signingKey,
+        KeyEvent(kind: .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
                  nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
     }
 
@@ -52,7 +52,7 @@ public struct KeyEvent: Hashable, Sendable {
         writer.write(Self.encodingVersion)
         writer.write(kind.rawValue)
         writer.write(sequence)
-        writer.write(fixed: previousEvent, count: 32)
+        writer.write(previousEvent)
         writer.write(fixed: signingKey.x963, count: 65)
         writer.write(fixed: nextKeyDigest, count: 32)
         writer.write(fixed: agreementKey.x963, count: 65)
@@ -61,7 +61,7 @@ public struct KeyEvent: Hashable, Sendable {
     }
 
     /// SHA-256 of the encoding. For the inception event this is the wallet id.
-    public var digest: [UInt8] { SHA256.hash(encoded) }
+    public var digest: KeyEventDigest { KeyEventDigest(of: encoded) }
 
     /// Decodes an event: nil on short input, a thrown error on malformed input.
     public static func decode(_ bytes: [UInt8]) throws -> KeyEvent? {
@@ -69,7 +69,7 @@ public struct KeyEvent: Hashable, Sendable {
         guard try reader.readVersion(encodingVersion, of: "key event") else { return nil }
         guard let kindByte = reader.readUInt8() else { return nil }
         guard let kind = Kind(rawValue: kindByte) else { throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown") }
-        guard let sequence = reader.readUInt64(), let previous = reader.readFixed(32), let signing = reader.readFixed(65),
+        guard let sequence = reader.readUInt64(), let previous = reader.read(KeyEventDigest.self), let signing = reader.readFixed(65),
               let next = reader.readFixed(32), let agreement = reader.readFixed(65), let position = reader.readUInt64() else {
             return nil
         }

@@ -15,27 +15,27 @@ public struct KeyEventLog: Hashable, Sendable {
     /// A log of just the inception event, which must be sequence 0 and validly signed.
     public init(inception: SignedKeyEvent) throws {
         guard inception.event.kind == .inception, inception.event.sequence == 0, inception.verify(),
-              inception.event.previousEvent == [UInt8](repeating: 0, count: 32), inception.event.ledgerPosition == 0 else {
+              inception.event.previousEvent == .beforeInception, inception.event.ledgerPosition == 0 else {
             throw KeyEventError(.notInception, "the first key event is not a validly signed inception event")
         }
         events = [inception]
     }
 
     /// Verifies a whole log, event by event; `walletID`, when given, must be the inception's digest.
-    public init(verifying events: [SignedKeyEvent], walletID: [UInt8]? = nil) throws {
+    public init(verifying events: [SignedKeyEvent], walletID: WalletID? = nil) throws {
         guard let first = events.first else { throw KeyEventError(.notInception, "a key-event log is never empty") }
         guard events.count <= Self.eventCountMax else {
             throw KeyEventError(.tooLong, "a key-event log of \(events.count) events is longer than \(Self.eventCountMax)")
         }
         try self.init(inception: first)
-        if let walletID, first.event.digest != walletID {
+        if let walletID, WalletID(inception: first.event) != walletID {
             throw KeyEventError(.wrongWallet, "the key-event log's inception is not this wallet's (its digest is not the wallet id)")
         }
         for event in events.dropFirst() { try append(event) }
     }
 
     /// SHA-256 of the inception event.
-    public var walletID: [UInt8] { events[0].event.digest }
+    public var walletID: WalletID { WalletID(inception: events[0].event) }
     /// The event in force: the last one.
     public var current: KeyEvent { events[events.count - 1].event }
     /// The head of the log: (sequence, digest) of the event in force, as `hello` carries it.
@@ -143,10 +143,9 @@ public struct KeyEventLog: Hashable, Sendable {
 /// The head of a key-event log: the sequence of its last event and that event's SHA-256.
 public struct KeyEventHead: Hashable, Sendable {
     public let sequence: UInt64
-    public let digest: [UInt8]
+    public let digest: KeyEventDigest
 
-    public init(sequence: UInt64, digest: [UInt8]) {
-        precondition(digest.count == 32, "a key-event head names a SHA-256 digest")
+    public init(sequence: UInt64, digest: KeyEventDigest) {
         self.sequence = sequence
         self.digest = digest
     }
@@ -185,7 +184,7 @@ public struct KeyEventConflict: Hashable, Sendable {
         guard first.event.sequence == second.event.sequence, first.event.signingKey == second.event.signingKey,
               first.event.digest != second.event.digest, first.verify(), second.verify() else { return nil }
         // Canonical order, so the same conflict always encodes to the same bytes.
-        if first.event.digest.lexicographicallyPrecedes(second.event.digest) {
+        if first.event.digest.bytes.lexicographicallyPrecedes(second.event.digest.bytes) {
             self.first = first
             self.second = second
         } else {

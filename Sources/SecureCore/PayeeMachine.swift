@@ -30,7 +30,7 @@ public struct PayeeMachine {
         case persisting(Session, ReadyRecord)
         case awaitingTransfer(Session, ReadyRecord)
         case loadingRecord(Session, TransferMessage)
-        case crediting(Session, offerID: [UInt8])
+        case crediting(Session, offerID: OfferID)
         case finished(PeerOutcome)
     }
 
@@ -298,7 +298,7 @@ public struct PayeeMachine {
     public mutating func readyPersisted() -> [PeerAction] {
         guard case .persisting(let session, let record) = state else { return unasked("readyPersisted") }
         state = .awaitingTransfer(session, record)
-        return [.send(.ready(try! ReadyMessage(offerID: record.offerID, amount: record.amount)))]
+        return [.send(.ready(ReadyMessage(offerID: record.offerID, amount: record.amount)))]
     }
 
     /// The driver's answer to `loadReadyRecord`: the stored record for the retried offer, or nil.
@@ -313,14 +313,14 @@ public struct PayeeMachine {
     /// The transfer was credited (now or, for a re-delivery, earlier): send the receipt.
     public mutating func credited(_ receipt: SignedReceipt) -> [PeerAction] {
         guard case .crediting(_, let offerID) = state else { return unasked("credited") }
-        let message = try! ReceiptMessage(offerID: offerID, receipt: receipt)
+        let message = ReceiptMessage(offerID: offerID, receipt: receipt)
         return finish(.received(receipt), before: [.send(.receipt(message))])
     }
 
     /// The transfer was refused finally (now or earlier): send the signed refusal.
     public mutating func refused(_ refusal: SignedRefusal) -> [PeerAction] {
         guard case .crediting(_, let offerID) = state else { return unasked("refused") }
-        let message = try! RefusalMessage(offerID: offerID, refusal: refusal)
+        let message = RefusalMessage(offerID: offerID, refusal: refusal)
         return finish(.refusedTransfer(refusal.payload.reason), before: [.send(.refusal(message))])
     }
 
@@ -366,7 +366,7 @@ public struct PayeeMachine {
         return false
     }
 
-    private var offerID: [UInt8]? {
+    private var offerID: OfferID? {
         switch state {
         case .approving(_, _, let offer), .measuring(_, _, let offer, _), .awaitingPayerMeasurement(_, _, let offer, _):
             offer.offerID
@@ -399,11 +399,11 @@ public struct PayeeMachine {
             payeeDate: KeyDate(checkpoint: context.hello.checkpoint.checkpoint), channelBinding: context.channelBinding)
     }
 
-    private func failureMessage(_ reason: PeerFailureReason, _ offerID: [UInt8]?) -> PeerAction {
+    private func failureMessage(_ reason: PeerFailureReason, _ offerID: OfferID?) -> PeerAction {
         .send(.failure(PeerFailure(offerID: offerID, reason: reason)))
     }
 
-    private mutating func fail(_ reason: PeerFailureReason, offerID: [UInt8]?) -> [PeerAction] {
+    private mutating func fail(_ reason: PeerFailureReason, offerID: OfferID?) -> [PeerAction] {
         finish(.failed(reason, byPeer: false), before: [failureMessage(reason, offerID)])
     }
 

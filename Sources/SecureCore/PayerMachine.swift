@@ -3,13 +3,13 @@ import SecureCrypto
 /// What the payer wants: an amount for the pay flow, or to answer requests (the request flow).
 public struct PaymentIntent: Hashable, Sendable {
     /// Fresh random bytes for the offer id (pay flow; the request flow uses the request id).
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let amount: Money
     public let category: String
     public let note: String
 
-    public init(offerID: [UInt8], amount: Money, category: String, note: String = "") {
-        precondition(offerID.count == PeerMessage.offerIDByteCount && !amount.isZero)
+    public init(offerID: OfferID, amount: Money, category: String, note: String = "") {
+        precondition(!amount.isZero)
         self.offerID = offerID
         self.amount = amount
         self.category = category
@@ -66,20 +66,18 @@ public struct PayerMachine {
 
     private var state: State
     private let context: PeerSessionContext
-    private let transferID: [UInt8]
+    private let transferID: TransferID
     private var sideMessageCount = 0
 
-    /// The pay flow: pay `intent` to whoever answers on this channel. `transferID` is 16 fresh random bytes.
-    public init(paying intent: PaymentIntent, context: PeerSessionContext, transferID: [UInt8]) {
-        precondition(transferID.count == 16)
+    /// The pay flow: pay `intent` to whoever answers on this channel. `transferID` is fresh: `TransferID.random()`.
+    public init(paying intent: PaymentIntent, context: PeerSessionContext, transferID: TransferID) {
         self.context = context
         self.transferID = transferID
         state = .idle(.pay(intent))
     }
 
     /// The request flow: wait for the peer's request, then let the person pick a category and approve.
-    public init(answeringRequestWith context: PeerSessionContext, transferID: [UInt8]) {
-        precondition(transferID.count == 16)
+    public init(answeringRequestWith context: PeerSessionContext, transferID: TransferID) {
         self.context = context
         self.transferID = transferID
         state = .idle(.answerRequest)
@@ -396,7 +394,7 @@ public struct PayerMachine {
         return false
     }
 
-    private var offerID: [UInt8]? {
+    private var offerID: OfferID? {
         switch state {
         case .checking(_, _, let offer, _), .approving(_, let offer, _, _): offer.offerID
         case .awaitingReply(_, let deal), .measuring(_, let deal, _), .awaitingReady(_, let deal, _, _):
@@ -435,7 +433,7 @@ public struct PayerMachine {
     }
 
     /// Ends the session before the debit, telling the payee why.
-    private mutating func fail(_ reason: PeerFailureReason, offerID: [UInt8]?) -> [PeerAction] {
+    private mutating func fail(_ reason: PeerFailureReason, offerID: OfferID?) -> [PeerAction] {
         finish(.failed(reason, byPeer: false), before: [.send(.failure(PeerFailure(offerID: offerID, reason: reason)))])
     }
 

@@ -19,8 +19,6 @@ public enum PeerMessage: Hashable, Sendable {
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
-    /// Offer and request ids are 16 random bytes, like every other id the wallet chooses.
-    public static let offerIDByteCount = 16
     /// The largest message is one piece of fork evidence (about 198 KiB at its limits); 256 KiB bounds
     /// what a peer can make us buffer. SecurePeer splits messages over channel records.
     public static let encodedByteCountMax = 262_144
@@ -125,7 +123,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     /// The sender's latest signed checkpoint, naming its wallet id.
     public let checkpoint: SignedCheckpoint
     /// Digests (SHA-256 of the encoding) of the fork evidence the sender holds.
-    public let evidenceDigests: [[UInt8]]
+    public let evidenceDigests: [EvidenceDigest]
     /// The head of the sender's key-event log; a peer that knows an older head asks for the log.
     public let keyEventHead: KeyEventHead?
 
@@ -138,7 +136,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
 
     public init(
         walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: [UInt8],
-        checkpoint: SignedCheckpoint, evidenceDigests: [[UInt8]] = [], keyEventHead: KeyEventHead? = nil
+        checkpoint: SignedCheckpoint, evidenceDigests: [EvidenceDigest] = [], keyEventHead: KeyEventHead? = nil
     ) throws {
         guard displayName.utf8.count <= PeerHello.displayNameByteCountMax,
             !displayName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -147,7 +145,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         }
         guard rangingToken.count <= PeerHello.rangingTokenByteCountMax,
             nonceContribution.count == SessionNonce.contributionByteCount,
-            evidenceDigests.count <= PeerHello.evidenceDigestCountMax, evidenceDigests.allSatisfy({ $0.count == 32 })
+            evidenceDigests.count <= PeerHello.evidenceDigestCountMax
         else {
             throw FormatError(.invalidValue, "a hello's token, nonce contribution or evidence digests break a limit")
         }
@@ -161,7 +159,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     }
 
     /// The sender's wallet id, as its checkpoint names it.
-    public var walletID: [UInt8] { checkpoint.checkpoint.walletID }
+    public var walletID: WalletID { checkpoint.checkpoint.walletID }
 
     func encode(into writer: inout ByteWriter) {
         writer.write(fixed: walletKey.x963, count: P256.uncompressedPointByteCount)
@@ -170,11 +168,11 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         writer.write(fixed: nonceContribution, count: SessionNonce.contributionByteCount)
         checkpoint.encode(into: &writer)
         writer.write(UInt8(evidenceDigests.count))
-        for digest in evidenceDigests { writer.write(fixed: digest, count: 32) }
+        for digest in evidenceDigests { writer.write(digest) }
         if let keyEventHead {
             writer.write(UInt8(1))
             writer.write(keyEventHead.sequence)
-            writer.write(fixed: keyEventHead.digest, count: 32)
+            writer.write(keyEventHead.digest)
         } else {
             writer.write(UInt8(0))
         }
@@ -190,9 +188,9 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         guard Int(count) <= evidenceDigestCountMax else {
             throw FormatError(.fieldTooLong, "a hello lists \(count) evidence digests; at most \(evidenceDigestCountMax)")
         }
-        var digests: [[UInt8]] = []
+        var digests: [EvidenceDigest] = []
         for _ in 0..<count {
-            guard let digest = reader.readFixed(32) else { return nil }
+            guard let digest = reader.read(EvidenceDigest.self) else { return nil }
             digests.append(digest)
         }
         guard let headTag = reader.readUInt8() else { return nil }
@@ -200,7 +198,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         switch headTag {
         case 0: head = nil
         case 1:
-            guard let sequence = reader.readUInt64(), let digest = reader.readFixed(32) else { return nil }
+            guard let sequence = reader.readUInt64(), let digest = reader.read(KeyEventDigest.self) else { return nil }
             head = KeyEventHead(sequence: sequence, digest: digest)
         default: throw FormatError(.invalidValue, "key-event head tag \(headTag) is not 0 or 1")
         }
@@ -222,27 +220,27 @@ public struct PaymentRequest: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .request(self) }
 
     /// The request id; an offer that answers it carries the same id.
-    public let requestID: [UInt8]
+    public let requestID: OfferID
     /// The amount asked for.
     public let amount: Money
     /// A note for the payer ("Coffee"), or "".
     public let note: String
 
-    public init(requestID: [UInt8], amount: Money, note: String = "") throws {
-        try checkOfferFields(requestID, amount, note)
+    public init(requestID: OfferID, amount: Money, note: String = "") throws {
+        try checkOfferFields(amount, note)
         self.requestID = requestID
         self.amount = amount
         self.note = note
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: requestID, count: PeerMessage.offerIDByteCount)
+        writer.write(requestID)
         amount.encode(into: &writer)
         writer.write(prefixed16: Array(note.utf8), max: LedgerEntry.noteByteCountMax)
     }
 
     static func decode(from reader: inout ByteReader) throws -> PaymentRequest? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let amount = try Money.decode(from: &reader),
+        guard let id = reader.read(OfferID.self), let amount = try Money.decode(from: &reader),
             let note = try reader.readPrefixed16(max: LedgerEntry.noteByteCountMax, field: "note")
         else { return nil }
         return try PaymentRequest(requestID: id, amount: amount, note: try decodeText(note, "note"))
@@ -257,36 +255,36 @@ public struct PaymentOffer: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .offer(self) }
 
     /// The offer id: the request id when it answers a request, else fresh random bytes.
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     /// The amount offered.
     public let amount: Money
     /// A note for the payee, or "".
     public let note: String
 
-    public init(offerID: [UInt8], amount: Money, note: String = "") throws {
-        try checkOfferFields(offerID, amount, note)
+    public init(offerID: OfferID, amount: Money, note: String = "") throws {
+        try checkOfferFields(amount, note)
         self.offerID = offerID
         self.amount = amount
         self.note = note
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         amount.encode(into: &writer)
         writer.write(prefixed16: Array(note.utf8), max: LedgerEntry.noteByteCountMax)
     }
 
     static func decode(from reader: inout ByteReader) throws -> PaymentOffer? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let amount = try Money.decode(from: &reader),
+        guard let id = reader.read(OfferID.self), let amount = try Money.decode(from: &reader),
             let note = try reader.readPrefixed16(max: LedgerEntry.noteByteCountMax, field: "note")
         else { return nil }
         return try PaymentOffer(offerID: id, amount: amount, note: try decodeText(note, "note"))
     }
 }
 
-private func checkOfferFields(_ id: [UInt8], _ amount: Money, _ note: String) throws {
-    guard id.count == PeerMessage.offerIDByteCount, !amount.isZero, note.utf8.count <= LedgerEntry.noteByteCountMax else {
-        throw FormatError(.invalidValue, "an offer or request has a 16-byte id, a positive amount and a short note")
+private func checkOfferFields(_ amount: Money, _ note: String) throws {
+    guard !amount.isZero, note.utf8.count <= LedgerEntry.noteByteCountMax else {
+        throw FormatError(.invalidValue, "an offer or request has a positive amount and a short note")
     }
 }
 
@@ -297,15 +295,15 @@ public struct OfferReply: Hashable, Sendable, PeerMessageBody {
     static let messageName = "reply"
     var peerMessage: PeerMessage { .reply(self) }
 
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     /// Whether the payee accepted.
     public let accepted: Bool
     /// The size of the latest checkpoint of this payer the payee holds, or nil.
     public let heldCheckpointSize: UInt64?
 
-    public init(offerID: [UInt8], accepted: Bool, heldCheckpointSize: UInt64?) throws {
-        guard offerID.count == PeerMessage.offerIDByteCount, heldCheckpointSize != 0 else {
-            throw FormatError(.invalidValue, "a reply names a 16-byte offer id and a held size of at least 1")
+    public init(offerID: OfferID, accepted: Bool, heldCheckpointSize: UInt64?) throws {
+        guard heldCheckpointSize != 0 else {
+            throw FormatError(.invalidValue, "a reply's held checkpoint size is at least 1")
         }
         self.offerID = offerID
         self.accepted = accepted
@@ -313,13 +311,13 @@ public struct OfferReply: Hashable, Sendable, PeerMessageBody {
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         writer.write(UInt8(accepted ? 1 : 2))
         writer.write(heldCheckpointSize ?? 0)
     }
 
     static func decode(from reader: inout ByteReader) throws -> OfferReply? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let decision = reader.readUInt8(),
+        guard let id = reader.read(OfferID.self), let decision = reader.readUInt8(),
             let held = reader.readUInt64()
         else { return nil }
         guard decision == 1 || decision == 2 else {
@@ -337,14 +335,13 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
     static let messageName = "measurement"
     var peerMessage: PeerMessage { .measurement(self) }
 
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let measurement: SignedMeasurement
     /// RFC 9162 consistency proof; nil in the payee's message, and in the payer's when the payee holds none.
     public let consistencyProof: [[UInt8]]?
 
-    public init(offerID: [UInt8], measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) throws {
-        guard offerID.count == PeerMessage.offerIDByteCount,
-            (consistencyProof ?? []).count <= Merkle.proofHashCountMax,
+    public init(offerID: OfferID, measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) throws {
+        guard (consistencyProof ?? []).count <= Merkle.proofHashCountMax,
             (consistencyProof ?? []).allSatisfy({ $0.count == 32 })
         else { throw FormatError(.invalidValue, "a measurement message breaks a limit") }
         self.offerID = offerID
@@ -353,7 +350,7 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         measurement.encode(into: &writer)
         if let consistencyProof {
             writer.write(UInt8(1))
@@ -364,7 +361,7 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
     }
 
     static func decode(from reader: inout ByteReader) throws -> MeasurementMessage? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+        guard let id = reader.read(OfferID.self),
             let measurement = try SignedMeasurement.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
         var proof: [[UInt8]]?
@@ -387,26 +384,23 @@ public struct ReadyMessage: Hashable, Sendable, PeerMessageBody {
     static let messageName = "ready"
     var peerMessage: PeerMessage { .ready(self) }
 
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let amount: Money
 
-    public init(offerID: [UInt8], amount: Money) throws {
-        guard offerID.count == PeerMessage.offerIDByteCount else {
-            throw FormatError(.invalidValue, "an offer id is 16 bytes")
-        }
+    public init(offerID: OfferID, amount: Money) {
         self.offerID = offerID
         self.amount = amount
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         amount.encode(into: &writer)
     }
 
     static func decode(from reader: inout ByteReader) throws -> ReadyMessage? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount), let amount = try Money.decode(from: &reader)
+        guard let id = reader.read(OfferID.self), let amount = try Money.decode(from: &reader)
         else { return nil }
-        return try ReadyMessage(offerID: id, amount: amount)
+        return ReadyMessage(offerID: id, amount: amount)
     }
 }
 
@@ -417,30 +411,27 @@ public struct TransferMessage: Hashable, Sendable, PeerMessageBody {
     static let messageName = "transfer"
     var peerMessage: PeerMessage { .transfer(self) }
 
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let transfer: SignedTransfer
     public let spatialProof: SpatialProof
 
-    public init(offerID: [UInt8], transfer: SignedTransfer, spatialProof: SpatialProof) throws {
-        guard offerID.count == PeerMessage.offerIDByteCount else {
-            throw FormatError(.invalidValue, "an offer id is 16 bytes")
-        }
+    public init(offerID: OfferID, transfer: SignedTransfer, spatialProof: SpatialProof) {
         self.offerID = offerID
         self.transfer = transfer
         self.spatialProof = spatialProof
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         transfer.encode(into: &writer)
         spatialProof.encode(into: &writer)
     }
 
     static func decode(from reader: inout ByteReader) throws -> TransferMessage? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+        guard let id = reader.read(OfferID.self),
             let transfer = try SignedTransfer.decode(from: &reader), let proof = try SpatialProof.decode(from: &reader)
         else { return nil }
-        return try TransferMessage(offerID: id, transfer: transfer, spatialProof: proof)
+        return TransferMessage(offerID: id, transfer: transfer, spatialProof: proof)
     }
 }
 
@@ -451,27 +442,24 @@ public struct ReceiptMessage: Hashable, Sendable, PeerMessageBody {
     static let messageName = "receipt"
     var peerMessage: PeerMessage { .receipt(self) }
 
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let receipt: SignedReceipt
 
-    public init(offerID: [UInt8], receipt: SignedReceipt) throws {
-        guard offerID.count == PeerMessage.offerIDByteCount else {
-            throw FormatError(.invalidValue, "an offer id is 16 bytes")
-        }
+    public init(offerID: OfferID, receipt: SignedReceipt) {
         self.offerID = offerID
         self.receipt = receipt
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         receipt.encode(into: &writer)
     }
 
     static func decode(from reader: inout ByteReader) throws -> ReceiptMessage? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+        guard let id = reader.read(OfferID.self),
             let receipt = try SignedReceipt.decode(from: &reader)
         else { return nil }
-        return try ReceiptMessage(offerID: id, receipt: receipt)
+        return ReceiptMessage(offerID: id, receipt: receipt)
     }
 }
 
@@ -482,27 +470,24 @@ public struct RefusalMessage: Hashable, Sendable, PeerMessageBody {
     static let messageName = "refusal"
     var peerMessage: PeerMessage { .refusal(self) }
 
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let refusal: SignedRefusal
 
-    public init(offerID: [UInt8], refusal: SignedRefusal) throws {
-        guard offerID.count == PeerMessage.offerIDByteCount else {
-            throw FormatError(.invalidValue, "an offer id is 16 bytes")
-        }
+    public init(offerID: OfferID, refusal: SignedRefusal) {
         self.offerID = offerID
         self.refusal = refusal
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         refusal.encode(into: &writer)
     }
 
     static func decode(from reader: inout ByteReader) throws -> RefusalMessage? {
-        guard let id = reader.readFixed(PeerMessage.offerIDByteCount),
+        guard let id = reader.read(OfferID.self),
             let refusal = try SignedRefusal.decode(from: &reader)
         else { return nil }
-        return try RefusalMessage(offerID: id, refusal: refusal)
+        return RefusalMessage(offerID: id, refusal: refusal)
     }
 }
 
@@ -514,7 +499,7 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .evidence(self) }
 
     /// "Send me these": digests taken from the other side's `hello`.
-    case request([[UInt8]])
+    case request([EvidenceDigest])
     /// One piece of evidence; the receiver verifies it offline before keeping it.
     case item(ForkEvidence)
 
@@ -528,7 +513,7 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
             precondition(digests.count <= PeerHello.evidenceDigestCountMax)
             writer.write(UInt8(1))
             writer.write(UInt8(digests.count))
-            for digest in digests { writer.write(fixed: digest, count: 32) }
+            for digest in digests { writer.write(digest) }
         case .item(let evidence):
             writer.write(UInt8(2))
             writer.write(prefixed32: evidence.encoded, max: EvidenceMessage.evidenceByteCountMax)
@@ -543,9 +528,9 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
             guard Int(count) <= PeerHello.evidenceDigestCountMax else {
                 throw FormatError(.fieldTooLong, "an evidence request names \(count) digests; at most 64")
             }
-            var digests: [[UInt8]] = []
+            var digests: [EvidenceDigest] = []
             for _ in 0..<count {
-                guard let digest = reader.readFixed(32) else { return nil }
+                guard let digest = reader.read(EvidenceDigest.self) else { return nil }
                 digests.append(digest)
             }
             return .request(digests)
@@ -571,9 +556,9 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .keyEvents(self) }
 
     /// "Send me the page of this wallet's key-event log that starts at sequence `from`."
-    case request(walletID: [UInt8], from: UInt32)
+    case request(walletID: WalletID, from: UInt32)
     /// One page of a wallet's signed key events: sequences `from`, `from + 1`, … of a log `total` events long.
-    case page(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent])
+    case page(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent])
 
     /// Events in one page: 64 signed events are at most 70,848 bytes, a quarter of a peer message's limit, and
     /// a log of `KeyEventLog.eventCountMax` (1,024) events takes 16 pages.
@@ -582,7 +567,7 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
     static let signedEventByteCountMax = 1107
 
     /// The page of `events` (a whole log) that starts at `from`; nil when `from` is past its end.
-    public static func page(of events: [SignedKeyEvent], walletID: [UInt8], from: UInt32) -> KeyEventsMessage? {
+    public static func page(of events: [SignedKeyEvent], walletID: WalletID, from: UInt32) -> KeyEventsMessage? {
         guard Int(from) < events.count, events.count <= KeyEventLog.eventCountMax else { return nil }
         let end = min(Int(from) + pageEventCountMax, events.count)
         return .page(walletID: walletID, from: from, total: UInt32(events.count), events: Array(events[Int(from)..<end]))
@@ -592,13 +577,13 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
         switch self {
         case .request(let walletID, let from):
             writer.write(UInt8(1))
-            writer.write(fixed: walletID, count: 32)
+            writer.write(walletID)
             writer.write(from)
         case .page(let walletID, let from, let total, let events):
             precondition(!events.isEmpty && events.count <= KeyEventsMessage.pageEventCountMax)
             precondition(Int(total) <= KeyEventLog.eventCountMax && Int(from) + events.count <= Int(total))
             writer.write(UInt8(2))
-            writer.write(fixed: walletID, count: 32)
+            writer.write(walletID)
             writer.write(from)
             writer.write(total)
             writer.write(UInt8(events.count))
@@ -610,13 +595,13 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
         guard let tag = reader.readUInt8() else { return nil }
         switch tag {
         case 1:
-            guard let walletID = reader.readFixed(32), let from = reader.readUInt32() else { return nil }
+            guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32() else { return nil }
             guard Int(from) < KeyEventLog.eventCountMax else {
                 throw FormatError(.invalidValue, "a key-event request from sequence \(from); logs have at most \(KeyEventLog.eventCountMax)")
             }
             return .request(walletID: walletID, from: from)
         case 2:
-            guard let walletID = reader.readFixed(32), let from = reader.readUInt32(), let total = reader.readUInt32(),
+            guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32(), let total = reader.readUInt32(),
                   let count = reader.readUInt8() else { return nil }
             guard count >= 1, Int(count) <= pageEventCountMax else {
                 throw FormatError(.fieldTooLong, "a key-event page of \(count) events; 1 to \(pageEventCountMax)")
@@ -687,11 +672,10 @@ public struct PeerFailure: Hashable, Sendable, PeerMessageBody {
     static let messageName = "failure"
     var peerMessage: PeerMessage { .failure(self) }
 
-    public let offerID: [UInt8]?
+    public let offerID: OfferID?
     public let reason: PeerFailureReason
 
-    public init(offerID: [UInt8]?, reason: PeerFailureReason) {
-        precondition(offerID == nil || offerID!.count == PeerMessage.offerIDByteCount)
+    public init(offerID: OfferID?, reason: PeerFailureReason) {
         self.offerID = offerID
         self.reason = reason
     }
@@ -699,7 +683,7 @@ public struct PeerFailure: Hashable, Sendable, PeerMessageBody {
     func encode(into writer: inout ByteWriter) {
         if let offerID {
             writer.write(UInt8(1))
-            writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+            writer.write(offerID)
         } else {
             writer.write(UInt8(0))
         }
@@ -708,11 +692,11 @@ public struct PeerFailure: Hashable, Sendable, PeerMessageBody {
 
     static func decode(from reader: inout ByteReader) throws -> PeerFailure? {
         guard let tag = reader.readUInt8() else { return nil }
-        var offerID: [UInt8]?
+        var offerID: OfferID?
         switch tag {
         case 0: offerID = nil
         case 1:
-            guard let id = reader.readFixed(PeerMessage.offerIDByteCount) else { return nil }
+            guard let id = reader.read(OfferID.self) else { return nil }
             offerID = id
         default: throw FormatError(.invalidValue, "failure offer tag \(tag) is not 0 or 1")
         }

@@ -24,7 +24,7 @@ public struct PeerSessionContext: Hashable, Sendable {
 /// Who the other side says it is. The display name is its owner's choice and proves nothing; prompts
 /// show the key fingerprint, and the name this wallet gave that key if it knows one.
 public struct PeerIdentity: Hashable, Sendable {
-    public let walletID: [UInt8]
+    public let walletID: WalletID
     public let key: P256.PublicKey
     public let displayName: String
 
@@ -115,7 +115,7 @@ public struct MeasurementTask: Hashable, Sendable {
 /// checkpoint, build and sign the transfer, and store the entry, the checkpoint and the pending payment
 /// (`pending(transfer)`) in one durable commit before calling `debitCommitted`.
 public struct DebitTask: Hashable, Sendable {
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let order: TransferOrder
     public let category: String
     public let note: String
@@ -130,7 +130,7 @@ public struct DebitTask: Hashable, Sendable {
 
     /// What `secure pending` lists and `secure retry` re-sends: the exact message, stored with the debit.
     public func pending(_ transfer: SignedTransfer) -> TransferMessage {
-        try! TransferMessage(offerID: offerID, transfer: transfer, spatialProof: spatialProof)
+        TransferMessage(offerID: offerID, transfer: transfer, spatialProof: spatialProof)
     }
 }
 
@@ -138,7 +138,7 @@ public struct DebitTask: Hashable, Sendable {
 /// `peerFailure`, carry out the verdict, and answer with `credited` (a receipt for a new or duplicate
 /// credit), `refused` (a signed refusal for a refusal, new or duplicate) or `creditFailed`.
 public struct CreditTask: Hashable, Sendable {
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let transfer: SignedTransfer
     public let policy: TransferPolicy
     /// A check of the peer protocol that failed (ready record, `hello` checkpoint), refused finally.
@@ -147,11 +147,11 @@ public struct CreditTask: Hashable, Sendable {
 
 /// What the payee persists before it sends `ready`, and matches a retried transfer against.
 public struct ReadyRecord: Hashable, Sendable {
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     /// The session nonce N.
     public let nonce: [UInt8]
     public let amount: Money
-    public let payerWalletID: [UInt8]
+    public let payerWalletID: WalletID
     public let payerKey: P256.PublicKey
     /// The payer's `hello` checkpoint, which the transfer's checkpoint must extend by exactly the debit.
     public let payerCheckpoint: SignedCheckpoint
@@ -169,10 +169,10 @@ public struct ReadyRecord: Hashable, Sendable {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 1024)
         writer.write(ReadyRecord.encodingVersion)
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         writer.write(fixed: nonce, count: 32)
         amount.encode(into: &writer)
-        writer.write(fixed: payerWalletID, count: 32)
+        writer.write(payerWalletID)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
         payerCheckpoint.encode(into: &writer)
         spatialProof.encode(into: &writer)
@@ -183,8 +183,8 @@ public struct ReadyRecord: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> ReadyRecord? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "ready record") else { return nil }
-        guard let offerID = reader.readFixed(PeerMessage.offerIDByteCount), let nonce = reader.readFixed(32),
-            let amount = try Money.decode(from: &reader), let walletID = reader.readFixed(32),
+        guard let offerID = reader.read(OfferID.self), let nonce = reader.readFixed(32),
+            let amount = try Money.decode(from: &reader), let walletID = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
             let checkpoint = try SignedCheckpoint.decode(from: &reader), let proof = try SpatialProof.decode(from: &reader)
         else { return nil }
@@ -257,7 +257,7 @@ public enum PeerAction: Hashable, Sendable {
     /// Payer: commit the debit with the exact transfer bytes; answer with `debitCommitted`.
     case commitDebit(DebitTask)
     /// Payee retry: load the ready record of this offer; answer with `readyRecordLoaded`.
-    case loadReadyRecord(offerID: [UInt8])
+    case loadReadyRecord(offerID: OfferID)
     /// Payee: credit or refuse; answer with `credited`, `refused` or `creditFailed`.
     case credit(CreditTask)
     /// Payer: keep the receipt beside the payment out and mark it confirmed.
@@ -265,13 +265,13 @@ public enum PeerAction: Hashable, Sendable {
     /// Payer: run `RefusalCheck.evaluate` with the payee's keys and carry out its verdict (a reversal).
     case appendReversal(SignedRefusal, of: SignedTransfer)
     /// Send the fork evidence with these digests that this wallet holds, one `evidence(.item)` each.
-    case provideEvidence([[UInt8]])
+    case provideEvidence([EvidenceDigest])
     /// Verify this evidence offline and keep it if it proves a fork.
     case keepEvidence(ForkEvidence)
     /// Send the page of this wallet's key-event log from sequence `from`, if the id is its own (`keyEvents(.page)`).
-    case provideKeyEvents(walletID: [UInt8], from: UInt32)
+    case provideKeyEvents(walletID: WalletID, from: UInt32)
     /// A page of a peer's key-event log: ask for the next page, or verify and keep the whole log once complete.
-    case keepKeyEvents(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent])
+    case keepKeyEvents(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent])
     /// The session is over; close the channel.
     case finish(PeerOutcome)
 }
@@ -284,7 +284,7 @@ public enum PeerOutcome: Hashable, Sendable {
     case reversed(RefusalReason)
     /// Payer: debited, but no receipt or refusal arrived. The payment is listed by `secure pending`, never
     /// lost: `secure retry` re-sends the same signed transfer.
-    case unconfirmed(transferID: [UInt8])
+    case unconfirmed(transferID: TransferID)
     /// Payee: credited (or re-delivered and answered with the original credit's receipt).
     case received(SignedReceipt)
     /// Payee: the transfer was refused finally and a signed refusal sent.

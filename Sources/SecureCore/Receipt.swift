@@ -6,13 +6,13 @@ import SecureCrypto
 /// See docs/PROTOCOL.md, "Transfers, receipts and refusals".
 public struct Receipt: DatedPayload {
     /// The transfer's id.
-    public let transferID: [UInt8]
+    public let transferID: TransferID
     /// SHA-256 of the signed transfer's payload.
     public let transferDigest: [UInt8]
     /// The payer's wallet id.
-    public let payerWalletID: [UInt8]
+    public let payerWalletID: WalletID
     /// The payee's wallet id.
-    public let payeeWalletID: [UInt8]
+    public let payeeWalletID: WalletID
     /// The payee's signing key.
     public let payeeKey: P256.PublicKey
     /// When the payee's key signed: its key event and the payee's ledger size, which is past the credit.
@@ -50,7 +50,7 @@ public struct Receipt: DatedPayload {
     }
 
     init(
-        transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
+        transferID: TransferID, transferDigest: [UInt8], payerWalletID: WalletID, payeeWalletID: WalletID,
         payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
@@ -71,10 +71,10 @@ public struct Receipt: DatedPayload {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 264)
         writer.write(Receipt.encodingVersion)
-        writer.write(fixed: transferID, count: 16)
+        writer.write(transferID)
         writer.write(fixed: transferDigest, count: 32)
-        writer.write(fixed: payerWalletID, count: 32)
-        writer.write(fixed: payeeWalletID, count: 32)
+        writer.write(payerWalletID)
+        writer.write(payeeWalletID)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
         keyDate.encode(into: &writer)
         amount.encode(into: &writer)
@@ -87,8 +87,8 @@ public struct Receipt: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Receipt? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "receipt") else { return nil }
-        guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
-            let payer = reader.readFixed(32), let payee = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
+            let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
             let amount = try Money.decode(from: &reader), let checkpointDigest = reader.readFixed(32),
             let size = reader.readUInt64(), let position = reader.readUInt64()
@@ -148,7 +148,7 @@ public enum ReceiptCheck {
 extension DropReason {
     /// Why the signer of a validly signed dated statement is not acceptable for `walletID`, or nil when it
     /// is: in force at the statement's date by the wallet's log when known, else one of `keys`.
-    static func signer(_ statement: DatedStatement, walletID: [UInt8], keys: Set<P256.PublicKey>, log: KeyEventLog?)
+    static func signer(_ statement: DatedStatement, walletID: WalletID, keys: Set<P256.PublicKey>, log: KeyEventLog?)
         -> DropReason?
     {
         guard let log, log.walletID == walletID else { return keys.contains(statement.signerKey) ? nil : .unknownSigner }
@@ -161,13 +161,13 @@ extension DropReason {
 /// `reversal` entry from it, which credits the debit back. See docs/PROTOCOL.md.
 public struct Refusal: DatedPayload {
     /// The refused transfer's id.
-    public let transferID: [UInt8]
+    public let transferID: TransferID
     /// SHA-256 of the refused transfer's signed payload.
     public let transferDigest: [UInt8]
     /// The payer's wallet id.
-    public let payerWalletID: [UInt8]
+    public let payerWalletID: WalletID
     /// The refusing payee's wallet id.
-    public let payeeWalletID: [UInt8]
+    public let payeeWalletID: WalletID
     /// The refusing payee's signing key.
     public let payeeKey: P256.PublicKey
     /// When the payee's key signed: its key event and the payee's ledger size.
@@ -199,7 +199,7 @@ public struct Refusal: DatedPayload {
     }
 
     init(
-        transferID: [UInt8], transferDigest: [UInt8], payerWalletID: [UInt8], payeeWalletID: [UInt8],
+        transferID: TransferID, transferDigest: [UInt8], payerWalletID: WalletID, payeeWalletID: WalletID,
         payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, reason: RefusalReason
     ) {
         self.transferID = transferID
@@ -217,10 +217,10 @@ public struct Refusal: DatedPayload {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 216)
         writer.write(Refusal.encodingVersion)
-        writer.write(fixed: transferID, count: 16)
+        writer.write(transferID)
         writer.write(fixed: transferDigest, count: 32)
-        writer.write(fixed: payerWalletID, count: 32)
-        writer.write(fixed: payeeWalletID, count: 32)
+        writer.write(payerWalletID)
+        writer.write(payeeWalletID)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
         keyDate.encode(into: &writer)
         amount.encode(into: &writer)
@@ -231,8 +231,8 @@ public struct Refusal: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Refusal? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "refusal") else { return nil }
-        guard let transferID = reader.readFixed(16), let digest = reader.readFixed(32),
-            let payer = reader.readFixed(32), let payee = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
+            let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
             let amount = try Money.decode(from: &reader), let reasonByte = reader.readUInt8()
         else { return nil }
@@ -256,7 +256,7 @@ public typealias SignedRefusal = SignedStatement<Refusal>
 extension SignedStatement where Payload == Refusal {
     /// The reference a reversal records: (payee key fingerprint, transfer id, SHA-256 of the refusal).
     public var statementReference: StatementReference {
-        try! StatementReference(signer: payload.payeeKey.fingerprint, id: payload.transferID, payloadDigest: payloadDigest)
+        StatementReference(signer: payload.payeeKey, id: payload.transferID, payloadDigest: payloadDigest)
     }
 }
 
@@ -288,11 +288,11 @@ public enum RefusalCheck {
         let reference = refusal.statementReference
         let bytes = refusal.encoded
         return StatementVerdict.resolve(
-            reference: reference, payload: bytes, counterparty: payload.payeeWalletID, state: state, failure: nil
+            reference: reference, payload: bytes, counterparty: payload.payeeWalletID.bytes, state: state, failure: nil
         ) {
             .accept(
                 EntryDraft(
-                    kind: .reversal, amount: payload.amount, counterparty: payload.payeeWalletID, statement: reference,
+                    kind: .reversal, amount: payload.amount, counterparty: payload.payeeWalletID.bytes, statement: reference,
                     payload: bytes))
         }
     }

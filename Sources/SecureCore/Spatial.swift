@@ -155,7 +155,7 @@ public struct Measurement: DatedPayload {
     /// The session nonce N.
     public let nonce: [UInt8]
     /// The offer this measurement is for.
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     /// Which side signed: the signer key is the payer key or the payee key accordingly.
     public let signerRole: PeerRole
     /// The payer's wallet key.
@@ -179,13 +179,11 @@ public struct Measurement: DatedPayload {
 
     /// Makes a measurement; lengths are checked.
     public init(
-        nonce: [UInt8], offerID: [UInt8], signerRole: PeerRole, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
+        nonce: [UInt8], offerID: OfferID, signerRole: PeerRole, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
         keyDate: KeyDate, summary: RangingSummary, source: RangingSource, channelBinding: [UInt8]
     ) throws {
-        guard nonce.count == 32, offerID.count == PeerMessage.offerIDByteCount,
-            channelBinding.count <= TransferOrder.channelBindingByteCountMax
-        else {
-            throw FormatError(.invalidValue, "a measurement names a 32-byte nonce, a 16-byte offer id and a binding of at most 64 bytes")
+        guard nonce.count == 32, channelBinding.count <= TransferOrder.channelBindingByteCountMax else {
+            throw FormatError(.invalidValue, "a measurement names a 32-byte nonce and a binding of at most 64 bytes")
         }
         self.nonce = nonce
         self.offerID = offerID
@@ -209,7 +207,7 @@ public struct Measurement: DatedPayload {
         var writer = ByteWriter(capacity: 280)
         writer.write(Measurement.encodingVersion)
         writer.write(fixed: nonce, count: 32)
-        writer.write(fixed: offerID, count: PeerMessage.offerIDByteCount)
+        writer.write(offerID)
         writer.write(signerRole.rawValue)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
@@ -225,7 +223,7 @@ public struct Measurement: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Measurement? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "measurement") else { return nil }
-        guard let nonce = reader.readFixed(32), let offerID = reader.readFixed(PeerMessage.offerIDByteCount),
+        guard let nonce = reader.readFixed(32), let offerID = reader.read(OfferID.self),
             let roleByte = reader.readUInt8(), let payer = reader.readFixed(P256.uncompressedPointByteCount),
             let payee = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
             let median = reader.readUInt32(),
@@ -272,7 +270,7 @@ public struct RangingPolicy: Hashable, Sendable {
 /// The session facts every measurement of a payment must carry.
 public struct MeasurementContext: Hashable, Sendable {
     public let nonce: [UInt8]
-    public let offerID: [UInt8]
+    public let offerID: OfferID
     public let payerKey: P256.PublicKey
     public let payeeKey: P256.PublicKey
     /// The payer's key date: its `hello` checkpoint's key event and size.
@@ -281,7 +279,7 @@ public struct MeasurementContext: Hashable, Sendable {
     public let payeeDate: KeyDate
     public let channelBinding: [UInt8]
 
-    public init(nonce: [UInt8], offerID: [UInt8], payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
+    public init(nonce: [UInt8], offerID: OfferID, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
                 payerDate: KeyDate, payeeDate: KeyDate, channelBinding: [UInt8]) {
         self.nonce = nonce
         self.offerID = offerID

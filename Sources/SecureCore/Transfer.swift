@@ -15,13 +15,13 @@ public enum Proximity: Hashable, Sendable {
 /// named by the debit: it contains the checkpoint that commits to the debit.)
 public struct TransferOrder: Hashable, Sendable {
     /// 16 random bytes chosen by the payer; unique per payer key.
-    public let transferID: [UInt8]
+    public let transferID: TransferID
     /// The payer's wallet id.
-    public let payerWalletID: [UInt8]
+    public let payerWalletID: WalletID
     /// The payer's current signing key.
     public let payerKey: P256.PublicKey
     /// The payee's wallet id.
-    public let payeeWalletID: [UInt8]
+    public let payeeWalletID: WalletID
     /// The amount; never zero.
     public let amount: Money
     /// The spatial proof, or none.
@@ -39,12 +39,9 @@ public struct TransferOrder: Hashable, Sendable {
 
     /// Makes an order, checking lengths and a positive amount.
     public init(
-        transferID: [UInt8], payerWalletID: [UInt8], payerKey: P256.PublicKey, payeeWalletID: [UInt8],
+        transferID: TransferID, payerWalletID: WalletID, payerKey: P256.PublicKey, payeeWalletID: WalletID,
         amount: Money, proximity: Proximity, channelBinding: [UInt8]
     ) throws {
-        guard transferID.count == 16, payerWalletID.count == 32, payeeWalletID.count == 32 else {
-            throw FormatError(.invalidValue, "a transfer names a 16-byte id and two 32-byte wallet ids")
-        }
         guard !amount.isZero else { throw FormatError(.invalidValue, "a transfer's amount must be positive") }
         if case .spatialProof(let digest) = proximity, digest.count != 32 {
             throw FormatError(.invalidValue, "a spatial proof digest is 32 bytes")
@@ -65,10 +62,10 @@ public struct TransferOrder: Hashable, Sendable {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 256)
         writer.write(TransferOrder.encodingVersion)
-        writer.write(fixed: transferID, count: 16)
-        writer.write(fixed: payerWalletID, count: 32)
+        writer.write(transferID)
+        writer.write(payerWalletID)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
-        writer.write(fixed: payeeWalletID, count: 32)
+        writer.write(payeeWalletID)
         amount.encode(into: &writer)
         switch proximity {
         case .none: writer.write(UInt8(0))
@@ -87,8 +84,8 @@ public struct TransferOrder: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> TransferOrder? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "transfer order") else { return nil }
-        guard let transferID = reader.readFixed(16), let payer = reader.readFixed(32),
-            let point = reader.readFixed(P256.uncompressedPointByteCount), let payee = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let payer = reader.read(WalletID.self),
+            let point = reader.readFixed(P256.uncompressedPointByteCount), let payee = reader.read(WalletID.self),
             let amount = try Money.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
         let proximity: Proximity
@@ -110,7 +107,7 @@ public struct TransferOrder: Hashable, Sendable {
 
     /// The statement the payer's debit records: (payer key fingerprint, transfer id, order digest).
     public var debitReference: StatementReference {
-        try! StatementReference(signer: payerKey.fingerprint, id: transferID, payloadDigest: digest)
+        StatementReference(signer: payerKey, id: transferID, payloadDigest: digest)
     }
 
     /// The payer's `paymentOut` entry for this order: counterparty = payee wallet id, payload = the order
@@ -120,7 +117,7 @@ public struct TransferOrder: Hashable, Sendable {
         var flags: EntryFlags = overridesBudget ? [.budgetOverride] : []
         if proximity == .none { flags.insert(.withoutProximity) }
         return EntryDraft(
-            kind: .paymentOut, flags: flags, amount: amount, category: category, counterparty: payeeWalletID,
+            kind: .paymentOut, flags: flags, amount: amount, category: category, counterparty: payeeWalletID.bytes,
             note: note, statement: debitReference, payload: encoded)
     }
 }
@@ -205,8 +202,7 @@ extension SignedStatement where Payload == Transfer {
     /// The reference the payee's credit (or refusal record) names: (payer key fingerprint, transfer id,
     /// SHA-256 of the signed transfer payload). The payer's own debit names the order digest instead.
     public var statementReference: StatementReference {
-        try! StatementReference(
-            signer: payload.order.payerKey.fingerprint, id: payload.order.transferID, payloadDigest: payloadDigest)
+        StatementReference(signer: payload.order.payerKey, id: payload.order.transferID, payloadDigest: payloadDigest)
     }
 
     /// Whether this transfer's signature verifies under `key`, which must be the payer key it names.
@@ -250,7 +246,7 @@ public enum TransferCheck {
     /// the transfer and the policy name one, is the same. `peerFailure` is a failed check of the peer
     /// protocol (the ready record, the `hello` checkpoint), refused finally like the others.
     public static func evaluate(
-        _ transfer: SignedTransfer, walletID: [UInt8], state: LedgerState, policy: TransferPolicy,
+        _ transfer: SignedTransfer, walletID: WalletID, state: LedgerState, policy: TransferPolicy,
         peerFailure: RefusalReason? = nil
     ) -> StatementVerdict {
         guard transfer.isSignatureValid else { return .drop(.badSignature) }
@@ -258,7 +254,7 @@ public enum TransferCheck {
         let reference = transfer.statementReference
         let bytes = transfer.encoded
         return StatementVerdict.resolve(
-            reference: reference, payload: bytes, counterparty: order.payerWalletID, state: state,
+            reference: reference, payload: bytes, counterparty: order.payerWalletID.bytes, state: state,
             failure: failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
         ) {
             var flags: EntryFlags = []
@@ -277,13 +273,13 @@ public enum TransferCheck {
             }
             return .accept(
                 EntryDraft(
-                    kind: .paymentIn, flags: flags, amount: order.amount, counterparty: order.payerWalletID,
+                    kind: .paymentIn, flags: flags, amount: order.amount, counterparty: order.payerWalletID.bytes,
                     statement: reference, payload: bytes))
         }
     }
 
     /// The first check a validly signed transfer fails, or nil.
-    static func failure(of transfer: Transfer, walletID: [UInt8], policy: TransferPolicy) -> RefusalReason? {
+    static func failure(of transfer: Transfer, walletID: WalletID, policy: TransferPolicy) -> RefusalReason? {
         let order = transfer.order
         guard order.payeeWalletID == walletID else { return .wrongRecipient }
         let checkpoint = transfer.checkpoint.checkpoint
@@ -309,7 +305,7 @@ public enum TransferCheck {
     /// Whether `leaf` is the payer's debit for exactly `order`.
     static func isDebit(_ leaf: LedgerEntry, of order: TransferOrder) -> Bool {
         leaf.kind == .paymentOut && leaf.amount == order.amount && leaf.statement == order.debitReference
-            && leaf.counterparty == order.payeeWalletID && leaf.payload == order.encoded
+            && leaf.counterparty == order.payeeWalletID.bytes && leaf.payload == order.encoded
             && leaf.flags.contains(.withoutProximity) == (order.proximity == .none)
     }
 }

@@ -6,11 +6,11 @@ public struct Voucher: SignedPayload {
     /// The issuer's signing key.
     public let issuerKey: P256.PublicKey
     /// The wallet id of the only wallet that may deposit it.
-    public let recipientWalletID: [UInt8]
+    public let recipientWalletID: WalletID
     /// The amount credited; never zero.
     public let amount: Money
     /// 16 random bytes chosen by the issuer; unique per issuer key.
-    public let voucherID: [UInt8]
+    public let voucherID: VoucherID
     /// The issuer's own counter, so an issuer can audit what it minted.
     public let issuerSequence: UInt64
 
@@ -19,17 +19,12 @@ public struct Voucher: SignedPayload {
     public static let signatureLabel = SignatureLabel("secure-voucher-v1")
     /// A voucher is 1 + 65 + 32 + 12 + 16 + 8 = 134 bytes; the bound only has to admit that.
     public static let encodedByteCountMax = 256
-    /// Voucher ids are 16 bytes, as entry ids: collisions among one issuer's vouchers are negligible.
-    public static let idByteCount = 16
 
-    /// Makes a voucher; the amount must be positive and the ids of their fixed lengths.
+    /// Makes a voucher; the amount must be positive.
     public init(
-        issuerKey: P256.PublicKey, recipientWalletID: [UInt8], amount: Money, voucherID: [UInt8],
+        issuerKey: P256.PublicKey, recipientWalletID: WalletID, amount: Money, voucherID: VoucherID,
         issuerSequence: UInt64
     ) throws {
-        guard recipientWalletID.count == 32, voucherID.count == Voucher.idByteCount else {
-            throw FormatError(.invalidValue, "a voucher names a 32-byte wallet id and a 16-byte voucher id")
-        }
         guard !amount.isZero else { throw FormatError(.invalidValue, "a voucher's amount must be positive") }
         self.issuerKey = issuerKey
         self.recipientWalletID = recipientWalletID
@@ -44,9 +39,9 @@ public struct Voucher: SignedPayload {
         var writer = ByteWriter(capacity: 134)
         writer.write(Voucher.encodingVersion)
         writer.write(fixed: issuerKey.x963, count: P256.uncompressedPointByteCount)
-        writer.write(fixed: recipientWalletID, count: 32)
+        writer.write(recipientWalletID)
         amount.encode(into: &writer)
-        writer.write(fixed: voucherID, count: Voucher.idByteCount)
+        writer.write(voucherID)
         writer.write(issuerSequence)
         return writer.bytes
     }
@@ -54,8 +49,8 @@ public struct Voucher: SignedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Voucher? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "voucher") else { return nil }
-        guard let point = reader.readFixed(P256.uncompressedPointByteCount), let recipient = reader.readFixed(32),
-            let amount = try Money.decode(from: &reader), let voucherID = reader.readFixed(idByteCount),
+        guard let point = reader.readFixed(P256.uncompressedPointByteCount), let recipient = reader.read(WalletID.self),
+            let amount = try Money.decode(from: &reader), let voucherID = reader.read(VoucherID.self),
             let sequence = reader.readUInt64()
         else { return nil }
         try reader.expectEnd("voucher")
@@ -75,7 +70,7 @@ extension SignedStatement where Payload == Voucher {
     /// The reference a deposit records: (issuer fingerprint, voucher id, SHA-256 of the voucher encoding).
     public var statementReference: StatementReference {
         // The lengths were checked when the voucher was made.
-        try! StatementReference(signer: payload.issuerKey.fingerprint, id: payload.voucherID, payloadDigest: payloadDigest)
+        StatementReference(signer: payload.issuerKey, id: payload.voucherID, payloadDigest: payloadDigest)
     }
 
     /// Whether this voucher verifies under `key` (the issuer key it names must be `key`).
@@ -91,7 +86,7 @@ public enum VoucherCheck {
     /// An accepted deposit is a `deposit` entry: the amount, counterparty = issuer key fingerprint,
     /// statement = (issuer fingerprint, voucher id, payload digest), payload = the signed voucher.
     public static func evaluate(
-        _ voucher: SignedVoucher, walletID: [UInt8], trustedIssuers: Set<P256.PublicKey>, state: LedgerState
+        _ voucher: SignedVoucher, walletID: WalletID, trustedIssuers: Set<P256.PublicKey>, state: LedgerState
     ) -> StatementVerdict {
         guard voucher.isSignatureValid else { return .drop(.badSignature) }
         let payload = voucher.payload

@@ -45,7 +45,7 @@ public final class PeerActions {
     private var heldMessages: [PeerMessage] = []
     /// The peer's key-event log as this wallet knew it when the hello came, while no newer log was followed
     /// since: the lookup then need not read and verify it again.
-    private var knownPeerLog: (walletID: [UInt8], log: KeyEventLog?)?
+    private var knownPeerLog: (walletID: WalletID, log: KeyEventLog?)?
     /// The peer's key-event log the lookup answered the machine with (nil: none known).
     public private(set) var lookedUpKeyLog: KeyEventLog?
     /// When the PIN's hold ends, on the environment's clock; nil while this session holds no token.
@@ -68,7 +68,7 @@ public final class PeerActions {
     /// key-event head. The caller holds the wallet's lock.
     public static func hello(wallet: Wallet, displayName: String, randomBytes: (Int) -> [UInt8]) throws -> PeerHello {
         guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint") }
-        let evidence = try wallet.ledger.evidence().map { SHA256.hash($0) }
+        let evidence = try wallet.ledger.evidence().map { EvidenceDigest(of: $0) }
         return try PeerHello(walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
                              nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
                              evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
@@ -306,7 +306,7 @@ public final class PeerActions {
         case .keepReceipt(let receipt, _):
             try environment.crashPoint(.beforeReceipt, of: action)
             try walletLock.withLock { try wallet.confirm(receipt, payeeKeys: Set([peerKey].compactMap { $0 })) }
-            person.event("receipt", ["transferID": Hex.encode(receipt.payload.transferID)], "the payee's countersigned receipt is kept")
+            person.event("receipt", ["transferID": receipt.payload.transferID.hex], "the payee's countersigned receipt is kept")
             return []
         case .appendReversal(let refusal, _):
             try unlockWithoutPrompt("record the reversal of a refused payment")
@@ -351,7 +351,7 @@ public final class PeerActions {
     /// One page of the awaited log: asks for the next, or follows the whole log and answers the lookup
     /// that waited for it. A page nobody asked for is ignored; a page that does not continue the log ends
     /// the wait with the log as known before, and the checks that follow decide.
-    private func keepKeyEventPage(walletID: [UInt8], from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
+    private func keepKeyEventPage(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
         guard var fetch = keyEventFetch, fetch.walletID == walletID else { return [] }
         let person = environment.person
         guard fetch.accept(from: from, total: total, events: events) else {
@@ -397,7 +397,7 @@ public final class PeerActions {
         }
         lookedUpKeyLog = keyLog
         environment.person.event("peer", ["fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
-                                          "walletID": Hex.encode(identity.walletID)],
+                                          "walletID": identity.walletID.hex],
                                  "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)")
         return mutate(payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
                       payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
@@ -453,7 +453,7 @@ public final class PeerActions {
             try wallet.commitDebit(order: task.order, draft: task.draft, expectedPosition: task.position,
                                    message: { PeerMessage.transfer(task.pending($0)).encoded })
         }
-        environment.person.event("debit", ["position": "\(debit.position)", "transferID": Hex.encode(task.order.transferID),
+        environment.person.event("debit", ["position": "\(debit.position)", "transferID": task.order.transferID.hex,
                                            "amount": "\(task.order.amount)"],
                                  "paid \(MoneyText.format(task.order.amount)): debit committed as entry \(debit.position); sending the signed transfer")
         try environment.crashPoint(.afterDebit, of: action)
@@ -487,9 +487,9 @@ public final class PeerActions {
         }
     }
 
-    private func provideEvidence(_ digests: [[UInt8]]) throws -> [PeerAction] {
+    private func provideEvidence(_ digests: [EvidenceDigest]) throws -> [PeerAction] {
         let wanted = Set(digests)
-        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(SHA256.hash(bytes)) {
+        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(EvidenceDigest(of: bytes)) {
             if let evidence = try? ForkEvidence.decode(bytes) { try environment.send(.evidence(.item(evidence))) }
         }
         return []
@@ -506,7 +506,7 @@ public final class PeerActions {
     /// One line about a receipt: who countersigned what.
     public static func describe(_ receipt: SignedReceipt) -> String {
         let payload = receipt.payload
-        return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(Hex.encode(payload.transferID)) of "
+        return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(payload.transferID.hex) of "
             + "\(MoneyText.format(payload.amount)) (credit entry \(payload.creditPosition); payer checkpoint \(payload.checkpointSize) "
             + "cosigned, digest \(Hex.encode(payload.checkpointDigest.prefix(8)))…)"
     }
@@ -527,7 +527,7 @@ public final class PeerActions {
         switch outcome {
         case .paid(let receipt): return "paid; receipt: \(Self.describe(receipt))"
         case .reversed(let reason): return "the payee refused the transfer (\(reason)); the debit was reversed"
-        case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(Hex.encode(id)); `secure retry` re-sends it"
+        case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(id.hex); `secure retry` re-sends it"
         case .received(let receipt): return "received; receipt sent: \(Self.describe(receipt))"
         case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
         case .failed(let reason, let byPeer): return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
@@ -538,11 +538,11 @@ public final class PeerActions {
 /// A peer's key-event log while its pages arrive: each page must start where the last ended and agree on
 /// the log's length, which `KeyEventsMessage` bounds by `KeyEventLog.eventCountMax`.
 struct KeyEventFetch {
-    let walletID: [UInt8]
+    let walletID: WalletID
     private(set) var events: [SignedKeyEvent] = []
     private var total: UInt32?
 
-    init(walletID: [UInt8]) { self.walletID = walletID }
+    init(walletID: WalletID) { self.walletID = walletID }
 
     var isComplete: Bool { total.map { events.count == Int($0) } ?? false }
 

@@ -51,8 +51,8 @@ public final class PeerDriver {
                                          hello: hello, rangingPolicy: policy)
         let machine: PeerActions.Machine
         switch role {
-        case .pay(let intent): machine = .payer(PayerMachine(paying: intent, context: context, transferID: SystemRandom.bytes(16)))
-        case .answerRequest: machine = .payer(PayerMachine(answeringRequestWith: context, transferID: SystemRandom.bytes(16)))
+        case .pay(let intent): machine = .payer(PayerMachine(paying: intent, context: context, transferID: .random()))
+        case .answerRequest: machine = .payer(PayerMachine(answeringRequestWith: context, transferID: .random()))
         case .retry(let message): machine = .payer(PayerMachine(retrying: message, context: context))
         case .receive(let request): machine = .payee(PayeeMachine(context: context, request: request))
         }

@@ -16,7 +16,7 @@ final class Auditor {
         let transferID: [UInt8]?
         /// A peer-protocol debit (it carries a spatial proof), as opposed to a file transfer.
         let isPeerDebit: Bool
-        let payerWalletID: [UInt8]?
+        let payerWalletID: WalletID?
     }
 
     struct TransferBooks {
@@ -25,8 +25,8 @@ final class Auditor {
         var reversals = 0
         var minorUnits: Int64 = 0
         var isPeer = false
-        var payerWalletID: [UInt8] = []
-        var payeeWalletID: [UInt8] = []
+        var payerWalletID: WalletID?
+        var payeeWalletID: WalletID?
     }
 
     unowned let simulator: Simulator
@@ -44,7 +44,7 @@ final class Auditor {
     /// Vouchers whose deposit the wallet reported done in this step; the ledger must show them.
     private var depositsReported: [(voucherID: [UInt8], wallet: Int)] = []
     /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
-    private var creditsSeen: [Int: [[UInt8]: [CreditSeen]]] = [:]
+    private var creditsSeen: [Int: [WalletID: [CreditSeen]]] = [:]
 
     struct CreditSeen {
         let transferID: [UInt8]
@@ -110,26 +110,26 @@ final class Auditor {
         let units = entry.amount?.minorUnits ?? 0
         var transferID: [UInt8]?
         var isPeerDebit = false
-        var payer: [UInt8]?
+        var payer: WalletID?
         switch entry.kind {
         case .paymentOut:
             guard let order = try TransferOrder.decode(entry.payload) else { throw fail("ledger", "an undecodable debit") }
-            transferID = order.transferID
+            transferID = order.transferID.bytes
             payer = order.payerWalletID
             if case .spatialProof = order.proximity { isPeerDebit = true }
             try checkReadyBeforeDebit(order, simulated)
-            var books = transfers[order.transferID, default: TransferBooks()]
+            var books = transfers[order.transferID.bytes, default: TransferBooks()]
             books.debits += 1
             books.minorUnits = order.amount.minorUnits
             books.isPeer = isPeerDebit
             books.payerWalletID = order.payerWalletID
             books.payeeWalletID = order.payeeWalletID
-            transfers[order.transferID] = books
+            transfers[order.transferID.bytes] = books
             balances[index] -= units
         case .paymentIn:
             // The transfer id from the signed transfer itself, not from the entry's statement reference.
             let transfer = try SignedTransfer.decode(entry.payload)
-            transferID = transfer?.payload.order.transferID ?? entry.statement?.id
+            transferID = transfer?.payload.order.transferID.bytes ?? entry.statement?.id
             payer = transfer?.payload.order.payerWalletID
             var books = transfers[transferID!, default: TransferBooks()]
             books.credits += 1
@@ -181,7 +181,7 @@ final class Auditor {
         // Kept beyond the session: a crash between the commit and this look ends the session first.
         guard readies.contains(where: { $0.wallet == simulated.index && $0.binding == order.channelBinding && $0.amount == order.amount }) else {
             throw fail("ready-before-debit", "w\(simulated.index) debited \(order.amount) for transfer "
-                + "\(Hex.encode(order.transferID.prefix(6))) without a ready for that amount on its channel")
+                + "\(Hex.encode(order.transferID.bytes.prefix(6))) without a ready for that amount on its channel")
         }
     }
 
@@ -258,14 +258,14 @@ final class Auditor {
     /// The issuer minted a voucher.
     func voucherMinted(_ voucher: SignedVoucher) {
         let amount = voucher.payload.amount.minorUnits
-        minted[voucher.payload.voucherID] = amount
+        minted[voucher.payload.voucherID.bytes] = amount
         mintedTotal += amount
         undeposited += amount
     }
 
     /// A wallet reported a voucher's deposit done (recorded or a duplicate); checked after the step.
     func depositReported(_ voucher: SignedVoucher, by simulated: SimulatedWallet) {
-        depositsReported.append((voucher.payload.voucherID, simulated.index))
+        depositsReported.append((voucher.payload.voucherID.bytes, simulated.index))
     }
 
     /// A double spend an honest payee could have caught with today's rules (Wallet.keepForkEvidence): it
@@ -277,7 +277,7 @@ final class Auditor {
         guard payee.isHonest else { return }
         let payload = transfer.payload
         let checkpoint = payload.checkpoint.checkpoint
-        let credit = CreditSeen(transferID: payload.order.transferID,
+        let credit = CreditSeen(transferID: payload.order.transferID.bytes,
                                 debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
                                 checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head,
                                 checkpointKey: checkpoint.walletKey.fingerprint)
@@ -299,7 +299,7 @@ final class Auditor {
     }
 
     /// How many credits of this transfer the auditor has seen.
-    func creditCount(of transferID: [UInt8]) -> Int { transfers[transferID]?.credits ?? 0 }
+    func creditCount(of transferID: TransferID) -> Int { transfers[transferID.bytes]?.credits ?? 0 }
 
     /// Every `ready` a payer received: (payer, channel binding, amount).
     private var readies: [(wallet: Int, binding: [UInt8], amount: Money)] = []
@@ -311,7 +311,7 @@ final class Auditor {
         guard let outcome = end.outcome else { return }
         let payerHonest = simulator.wallets[session.payer.walletIndex].isHonest
         let payeeHonest = simulator.wallets[session.payee.walletIndex].isHonest
-        let books = transfers[session.transferID] ?? TransferBooks()
+        let books = transfers[session.transferID.bytes] ?? TransferBooks()
         switch outcome {
         case .failed where end.isPayer && session.kind != .retry:
             guard books.debits == 0 else {

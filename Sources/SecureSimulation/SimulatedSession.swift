@@ -63,7 +63,7 @@ final class SimulatedSession {
     let payer: SessionEnd
     let payee: SessionEnd
     /// The transfer id the payer's machine will use (or re-sends, for a retry).
-    let transferID: [UInt8]
+    let transferID: TransferID
     /// The payer's ledger size when the session started: a debit beyond it belongs to this session.
     let payerSizeAtStart: UInt64
     /// Messages sent while the link is partitioned are lost.
@@ -73,7 +73,7 @@ final class SimulatedSession {
     /// The amount offered or requested.
     let amount: Money
 
-    init(number: Int, kind: Kind, payer: SessionEnd, payee: SessionEnd, transferID: [UInt8], payerSizeAtStart: UInt64,
+    init(number: Int, kind: Kind, payer: SessionEnd, payee: SessionEnd, transferID: TransferID, payerSizeAtStart: UInt64,
          binding: [UInt8], amount: Money) {
         self.binding = binding
         self.amount = amount

@@ -29,7 +29,8 @@ final class SimulatedWallet {
     let backup: SimulatedToken
     /// The open wallet; nil while the process is down (crashed, not yet restarted).
     var wallet: Wallet?
-    var walletID: [UInt8] = []
+    /// Set when the simulator creates the wallet, before its first step.
+    var walletID: WalletID!
     /// When a crashed wallet comes back.
     var restartAt: Int64 = 0
     /// This device's clock is off by this much (clock skew).
@@ -72,7 +73,8 @@ final class SimulatedWallet {
 extension SimulatedWallet {
     /// The anchor's checkpoint size as the token holds it (read without faults: this is the auditor's look).
     func anchoredSize() -> UInt64? {
-        let label = "anchor-" + Hex.encode(walletID)
+        guard let walletID else { return nil }
+        let label = "anchor-" + walletID.hex
         let values = token.objects.filter { $0.label == label }.map(\.value)
         // Decoding a checkpoint parses a public key in OpenSSL; the auditor looks after every step, and the
         // anchor changes far less often, so the answer is kept until the stored bytes change.

@@ -206,7 +206,7 @@ public final class Simulator {
         for wallet in wallets where wallet.isHonest && !wallet.isLocked {
             if !wallet.vouchers.isEmpty { return "w\(wallet.index) holds \(wallet.vouchers.count) undeposited vouchers" }
             if let message = (try? retryablePending(wallet))?.first(where: { resolvable($0) }) {
-                return "w\(wallet.index) has pending transfer \(Hex.encode(message.transfer.payload.order.transferID.prefix(6)))"
+                return "w\(wallet.index) has pending transfer \(Hex.encode(message.transfer.payload.order.transferID.bytes.prefix(6)))"
             }
         }
         if let waiting = mailbox.first(where: { wallets[$0.payee].isHonest && !wallets[$0.payee].isLocked }) {
@@ -516,7 +516,7 @@ public final class Simulator {
         issuerSequence += 1
         let amount = Self.euros(100 + Int64(random.next() % 5_000))
         let voucher = try! Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
-                                   voucherID: random.bytes(16), issuerSequence: issuerSequence).sign(with: issuer)
+                                   voucherID: .random(using: &random), issuerSequence: issuerSequence).sign(with: issuer)
         wallet.vouchers.append(voucher)
         auditor.voucherMinted(voucher)
         note("mint \(amount) to w\(wallet.index)")
@@ -609,7 +609,7 @@ public final class Simulator {
         let order = transfer.payload.order
         let statement = try StatementReference(signer: order.payerKey.fingerprint, id: random.bytes(16),
                                                payloadDigest: SHA256.hash(transfer.payload.encoded))
-        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID,
+        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
                                               statement: statement, payload: transfer.encoded))
         note("planted second credit")
     }
@@ -653,8 +653,8 @@ public final class Simulator {
         // Now and then more than the balance, so the refusal path runs.
         let limit = chance(100) ? balance.minorUnits * 2 : min(balance.minorUnits, Self.amountMinorUnitsMax)
         let amount = Self.euros(1 + Int64(random.next() % UInt64(limit)))
-        let transferID = random.bytes(16)
-        let offerID = random.bytes(16)
+        let transferID = TransferID.random(using: &random)
+        let offerID = OfferID.random(using: &random)
         let transcript = random.bytes(32), binding = random.bytes(32)
         let payerContext = try context(for: payer, transcript: transcript, binding: binding)
         let payeeContext = try context(for: payee, transcript: transcript, binding: binding)
@@ -693,7 +693,7 @@ public final class Simulator {
     }
 
     private func open(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, payerMachine: PayerMachine, payee: SimulatedWallet,
-                      payeeMachine: PayeeMachine, transferID: [UInt8], binding: [UInt8], amount: Money) {
+                      payeeMachine: PayeeMachine, transferID: TransferID, binding: [UInt8], amount: Money) {
         sessionCount += 1
         stats.sessions += 1
         let payerEnd = SessionEnd(walletIndex: payer.index, isPayer: true)

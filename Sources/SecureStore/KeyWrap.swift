@@ -1,4 +1,5 @@
 import Foundation
+import SecureCore
 import SecureCrypto
 
 /// Something that can do P-256 ECDH with a private key it holds: a token's key-agreement key. Only the
@@ -62,7 +63,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
     }
 
     /// The wallet this key belongs to.
-    public let walletID: [UInt8]
+    public let walletID: WalletID
     /// HMAC-SHA256(key, "secure-key-check-v1"), first 16 bytes: tells a wrong key from corruption.
     public let keyCheck: [UInt8]
     /// The database file's first 16 bytes (SQLCipher's salt): tells another database from corruption.
@@ -77,8 +78,8 @@ public struct WrappedKeyFile: Equatable, Sendable {
     }
 
     /// Starts a file for a new key; recipients are added with `wrap`.
-    public init(walletID: [UInt8], key: SecretBytes, databaseSalt: [UInt8]) {
-        precondition(walletID.count == 32 && key.count == 32)
+    public init(walletID: WalletID, key: SecretBytes, databaseSalt: [UInt8]) {
+        precondition(key.count == 32)
         self.walletID = walletID
         keyCheck = Self.keyCheck(of: key)
         self.databaseSalt = databaseSalt
@@ -149,13 +150,13 @@ public struct WrappedKeyFile: Equatable, Sendable {
         return key
     }
 
-    static func keyEncryptionKey(seed: SecretBytes, walletID: [UInt8], recipient: RSAPublicKey) throws -> SecretBytes {
-        let info = DomainLabel.bytes("secure-wrap-rsa-v1") + [version] + walletID + SHA256.hash(recipient.spki)
+    static func keyEncryptionKey(seed: SecretBytes, walletID: WalletID, recipient: RSAPublicKey) throws -> SecretBytes {
+        let info = DomainLabel.bytes("secure-wrap-rsa-v1") + [version] + walletID.bytes + SHA256.hash(recipient.spki)
         return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: seed, salt: [], info: info, outputByteCount: 32))
     }
 
-    static func associatedData(walletID: [UInt8], recipient: RSAPublicKey) -> [UInt8] {
-        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.rsaOAEP.rawValue] + walletID
+    static func associatedData(walletID: WalletID, recipient: RSAPublicKey) -> [UInt8] {
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.rsaOAEP.rawValue] + walletID.bytes
             + SHA256.hash(recipient.spki)
     }
 
@@ -173,14 +174,14 @@ public struct WrappedKeyFile: Equatable, Sendable {
                                                                    ephemeral: recipient.ephemeralKey))
     }
 
-    static func keyEncryptionKey(_ shared: SecretBytes, walletID: [UInt8], recipient: P256.PublicKey,
+    static func keyEncryptionKey(_ shared: SecretBytes, walletID: WalletID, recipient: P256.PublicKey,
                                  ephemeral: P256.PublicKey) throws -> SecretBytes {
-        let info = DomainLabel.bytes("secure-wrap-p256-v1") + [version] + walletID + recipient.x963 + ephemeral.x963
+        let info = DomainLabel.bytes("secure-wrap-p256-v1") + [version] + walletID.bytes + recipient.x963 + ephemeral.x963
         return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: shared, salt: [], info: info, outputByteCount: 32))
     }
 
-    static func associatedData(walletID: [UInt8], recipient: P256.PublicKey, ephemeral: P256.PublicKey) -> [UInt8] {
-        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.p256ECDH.rawValue] + walletID
+    static func associatedData(walletID: WalletID, recipient: P256.PublicKey, ephemeral: P256.PublicKey) -> [UInt8] {
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.p256ECDH.rawValue] + walletID.bytes
             + recipient.x963 + ephemeral.x963
     }
 
@@ -191,7 +192,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
         var writer = ByteWriter()
         writer.write(raw: Self.magic)
         writer.write(Self.version)
-        writer.write(fixed: walletID, count: 32)
+        writer.write(walletID)
         writer.write(fixed: keyCheck, count: Self.keyCheckByteCount)
         writer.write(fixed: databaseSalt, count: Self.saltByteCount)
         writer.write(UInt8(recipients.count + rsaRecipients.count))
@@ -219,7 +220,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
         func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
         guard let magic = reader.readFixed(8), magic == Self.magic else { throw malformed("bad magic") }
         guard let version = reader.readUInt8(), version == Self.version else { throw malformed("unknown version") }
-        guard let walletID = reader.readFixed(32), let keyCheck = reader.readFixed(Self.keyCheckByteCount),
+        guard let walletID = reader.read(WalletID.self), let keyCheck = reader.readFixed(Self.keyCheckByteCount),
               let salt = reader.readFixed(Self.saltByteCount), let count = reader.readUInt8() else {
             throw malformed("truncated header")
         }

@@ -48,7 +48,7 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// Creates a new database file; an existing file is never overwritten.
-    public static func create(path: String, key: SecretBytes, walletID: [UInt8]) throws -> LedgerStore {
+    public static func create(path: String, key: SecretBytes, walletID: WalletID) throws -> LedgerStore {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw StoreError(.walletExists, "a ledger already exists at \(path); it is never recreated")
         }
@@ -56,14 +56,14 @@ public final class LedgerStore: @unchecked Sendable {
         try store.configure()
         try store.migrate()
         try store.database.transaction {
-            try store.database.prepare("INSERT INTO meta (name, value) VALUES ('wallet-id', ?)").bind([.blob(walletID)]).run()
+            try store.database.prepare("INSERT INTO meta (name, value) VALUES ('wallet-id', ?)").bind([.blob(walletID.bytes)]).run()
         }
         return store
     }
 
     /// Opens an existing database with its key. Failures say which: corruption (the salt matches but the
     /// file cannot be read), another wallet's database (the salt differs), or a missing file.
-    public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: [UInt8]) throws -> LedgerStore {
+    public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: WalletID) throws -> LedgerStore {
         try checkFile(path, expectedSalt: expectedSalt)
         let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
         try store.explainCorruption {
@@ -82,7 +82,7 @@ public final class LedgerStore: @unchecked Sendable {
     /// writes, no migration (a file on an older schema must be opened by a writing command first), and
     /// SQLite never checkpoints on closing a read-only connection.
     public static func openForReading(path: String, key: SecretBytes, expectedSalt: [UInt8],
-                                      walletID: [UInt8]) throws -> LedgerStore {
+                                      walletID: WalletID) throws -> LedgerStore {
         try checkFile(path, expectedSalt: expectedSalt)
         let store = LedgerStore(database: try Database(path: path, key: key, create: false, readOnly: true), path: path)
         try store.explainCorruption {
@@ -170,10 +170,13 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// The wallet id recorded at creation.
-    public func walletID() throws -> [UInt8] {
+    public func walletID() throws -> WalletID {
         let statement = try database.prepare("SELECT value FROM meta WHERE name = 'wallet-id'")
         guard try statement.step() else { throw StoreError(.corrupted, "the ledger has no wallet id") }
-        return statement.blob(0)
+        guard let walletID = WalletID(bytes: statement.blob(0)) else {
+            throw StoreError(.corrupted, "the ledger's stored wallet id is not \(WalletID.byteCount) bytes")
+        }
+        return walletID
     }
 
     // MARK: Appending
@@ -212,7 +215,7 @@ public final class LedgerStore: @unchecked Sendable {
         try database.transaction {
             if let outgoing {
                 try database.prepare("INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)")
-                    .bind([.blob(outgoing.transferID), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
+                    .bind([.blob(outgoing.transferID.bytes), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
                            outgoing.message.map { .blob($0) } ?? .null]).run()
             }
             let insertEntry = try database.prepare(
@@ -243,7 +246,7 @@ public final class LedgerStore: @unchecked Sendable {
                 if entry.kind == .paymentIn, let transfer = try? SignedTransfer.decode(entry.payload) {
                     let checkpoint = transfer.payload.checkpoint
                     try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
-                        .bind([.blob(checkpoint.checkpoint.walletID), .integer(Int64(checkpoint.checkpoint.size)),
+                        .bind([.blob(checkpoint.checkpoint.walletID.bytes), .integer(Int64(checkpoint.checkpoint.size)),
                                .blob(checkpoint.encoded)]).run()
                 }
                 expected += 1
@@ -455,25 +458,25 @@ public final class LedgerStore: @unchecked Sendable {
     // MARK: Peers and evidence
 
     /// Keeps a peer's signed checkpoint (a payee keeps the payer's).
-    public func storePeerCheckpoint(wallet: [UInt8], size: UInt64, encoded: [UInt8]) throws {
+    public func storePeerCheckpoint(wallet: WalletID, size: UInt64, encoded: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
-                .bind([.blob(wallet), .integer(Int64(size)), .blob(encoded)]).run()
+                .bind([.blob(wallet.bytes), .integer(Int64(size)), .blob(encoded)]).run()
         }
     }
 
     /// A peer's latest stored checkpoint.
-    public func latestPeerCheckpoint(wallet: [UInt8]) throws -> (size: UInt64, encoded: [UInt8])? {
+    public func latestPeerCheckpoint(wallet: WalletID) throws -> (size: UInt64, encoded: [UInt8])? {
         let statement = try database.prepare("SELECT size, encoded FROM peer_checkpoints WHERE wallet = ? ORDER BY size DESC LIMIT 1")
-            .bind([.blob(wallet)])
+            .bind([.blob(wallet.bytes)])
         guard try statement.step() else { return nil }
         return (UInt64(statement.integer(0)), statement.blob(1))
     }
 
     /// A peer's stored checkpoint of a size.
-    public func peerCheckpoint(wallet: [UInt8], size: UInt64) throws -> [UInt8]? {
+    public func peerCheckpoint(wallet: WalletID, size: UInt64) throws -> [UInt8]? {
         let statement = try database.prepare("SELECT encoded FROM peer_checkpoints WHERE wallet = ? AND size = ?")
-            .bind([.blob(wallet), .integer(Int64(size))])
+            .bind([.blob(wallet.bytes), .integer(Int64(size))])
         return try statement.step() ? statement.blob(0) : nil
     }
 
@@ -521,14 +524,14 @@ extension LedgerStore {
 
     /// A transfer sent, written in the same transaction as its debit.
     public struct Outgoing: Sendable {
-        public let transferID: [UInt8]
+        public let transferID: TransferID
         public let position: UInt64
         /// The signed transfer's encoding.
         public let signed: [UInt8]
         /// For peer payments, the whole transfer message (with the spatial proof) that a retry re-sends.
         public let message: [UInt8]?
 
-        public init(transferID: [UInt8], position: UInt64, signed: [UInt8], message: [UInt8]?) {
+        public init(transferID: TransferID, position: UInt64, signed: [UInt8], message: [UInt8]?) {
             self.transferID = transferID
             self.position = position
             self.signed = signed
@@ -537,8 +540,8 @@ extension LedgerStore {
     }
 
     /// The stored peer message of a sent transfer, if it was sent in a peer session.
-    public func outgoingMessage(transferID: [UInt8]) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID)])
+    public func outgoingMessage(transferID: TransferID) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID.bytes)])
         guard try statement.step(), !statement.isNull(0) else { return nil }
         return statement.blob(0)
     }
@@ -558,41 +561,41 @@ extension LedgerStore {
     }
 
     /// Persists a payee's ready record before it sends `ready`.
-    public func storeReadyRecord(offerID: [UInt8], record: [UInt8]) throws {
+    public func storeReadyRecord(offerID: OfferID, record: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR REPLACE INTO ready_records (offer_id, record) VALUES (?, ?)")
-                .bind([.blob(offerID), .blob(record)]).run()
+                .bind([.blob(offerID.bytes), .blob(record)]).run()
         }
     }
 
     /// A persisted ready record by offer id.
-    public func readyRecord(offerID: [UInt8]) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID)])
+    public func readyRecord(offerID: OfferID) throws -> [UInt8]? {
+        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID.bytes)])
         return try statement.step() ? statement.blob(0) : nil
     }
 
     /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.
-    public func storeOutgoing(transferID: [UInt8], position: UInt64, signed: [UInt8]) throws {
+    public func storeOutgoing(transferID: TransferID, position: UInt64, signed: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)")
-                .bind([.blob(transferID), .integer(Int64(position)), .blob(signed)]).run()
+                .bind([.blob(transferID.bytes), .integer(Int64(position)), .blob(signed)]).run()
         }
     }
 
     /// A sent transfer's record.
-    public func outgoing(transferID: [UInt8]) throws -> (position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?)? {
+    public func outgoing(transferID: TransferID) throws -> (position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?)? {
         let statement = try database.prepare("SELECT position, signed, status, receipt FROM outgoing WHERE transfer_id = ?")
-            .bind([.blob(transferID)])
+            .bind([.blob(transferID.bytes)])
         guard try statement.step() else { return nil }
         return (UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
                 statement.isNull(3) ? nil : statement.blob(3))
     }
 
     /// Marks a sent transfer confirmed, with its receipt.
-    public func markOutgoing(transferID: [UInt8], status: OutgoingStatus, receipt: [UInt8]?) throws {
+    public func markOutgoing(transferID: TransferID, status: OutgoingStatus, receipt: [UInt8]?) throws {
         try database.transaction {
             try database.prepare("UPDATE outgoing SET status = ?, receipt = ? WHERE transfer_id = ?")
-                .bind([.integer(status.rawValue), receipt.map { .blob($0) } ?? .null, .blob(transferID)]).run()
+                .bind([.integer(status.rawValue), receipt.map { .blob($0) } ?? .null, .blob(transferID.bytes)]).run()
         }
     }
 

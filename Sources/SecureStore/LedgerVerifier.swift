@@ -30,7 +30,7 @@ public enum LedgerVerifier {
     /// replay goes on, so the replay's own time hides behind the signature checks instead of adding to them.
     /// Each chunk carries the key-event log as the replay had it then: whether a key was in force for a
     /// checkpoint of size s depends only on the events before position s, which that log holds.
-    public static func verify(_ store: LedgerStore, walletID: [UInt8], cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
+    public static func verify(_ store: LedgerStore, walletID: WalletID, cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
         var report = Report()
         let size = try store.size()
         guard size > 0, let first = try store.entry(at: 0), first.kind == .keyEvent,
@@ -38,7 +38,7 @@ public enum LedgerVerifier {
             report.problems.append("entry 0 is not a signed inception event")
             return report
         }
-        if inception.event.digest != walletID { report.problems.append("entry 0's inception event is not this wallet's (wallet id differs)") }
+        if WalletID(inception: inception.event) != walletID { report.problems.append("entry 0's inception event is not this wallet's (wallet id differs)") }
         guard var log = try? KeyEventLog(inception: inception) else {
             report.problems.append("entry 0's inception event breaks the key-event rules")
             return report
@@ -116,7 +116,7 @@ public enum LedgerVerifier {
     /// Checks checkpoints on `cores` workers while the replay runs, and returns the problems in size order.
     final class CheckpointChecker: @unchecked Sendable {
         // `buffer` and `submitted` belong to the replay's thread; `results` is shared under `lock`.
-        private let walletID: [UInt8]
+        private let walletID: WalletID
         private let queue = OperationQueue()
         private let lock = NSLock()
         private var results: [Int: [String]] = [:]
@@ -125,7 +125,7 @@ public enum LedgerVerifier {
         private var submitted = 0
         private var added = 0
 
-        init(walletID: [UInt8], cores: Int) {
+        init(walletID: WalletID, cores: Int) {
             self.walletID = walletID
             queue.maxConcurrentOperationCount = max(1, cores)
             queue.qualityOfService = .userInitiated
@@ -180,7 +180,7 @@ public enum LedgerVerifier {
     }
 
     private static func problem(_ item: PendingCheckpoint, log: KeyEventLog, verifiers: inout Verifiers,
-                                walletID: [UInt8]) -> String? {
+                                walletID: WalletID) -> String? {
         let size = item.size
         let expected = log.event(signingCheckpointOfSize: size)
         guard let signed = try? SignedCheckpoint.decode(item.encoded, knownKey: expected?.signingKey) else {

@@ -69,7 +69,7 @@ public enum AuditBundleFile {
                       entry: Hex.encode(entry.encoded), proof: hex(try store.inclusionProof(index: entry.position, size: size)))
         }
         let document = Document(
-            format: format, walletID: Hex.encode(wallet.walletID),
+            format: format, walletID: wallet.walletID.hex,
             publicKeys: wallet.keyLog.events.map { KeyJSON(sequence: $0.event.sequence, spki: Hex.encode($0.event.signingKey.spki),
                                                            fingerprint: Hex.encode($0.event.signingKey.fingerprint)) },
             keyEvents: events, from: from, to: end, entries: entries, rangeCheckpoint: Hex.encode(rangeBytes),
@@ -120,8 +120,11 @@ public enum AuditBundleFile {
             }
             return event
         }
+        guard let walletID = WalletID(hex: document.walletID) else {
+            throw WalletError(.invalidInput, "the bundle's walletID is not hex of \(WalletID.byteCount) bytes")
+        }
         let bundle = AuditBundle(
-            walletID: try bytes(document.walletID, "walletID"), keyEvents: events,
+            walletID: walletID, keyEvents: events,
             keyEventEntries: try document.keyEvents.map { .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof)) },
             from: document.from,
             entries: try document.entries.map { .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof)) },

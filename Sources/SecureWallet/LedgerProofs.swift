@@ -64,7 +64,7 @@ public enum LedgerProof: Equatable, Sendable {
                 throw WalletError(.verificationFailed, "the inclusion proof does not lead to the signed checkpoint's root")
             }
             return "entry \(index) (id \(Hex.encode(entry.id))) is in checkpoint \(signed.checkpoint.size) of wallet "
-                + Hex.encode(signed.checkpoint.walletID)
+                + signed.checkpoint.walletID.hex
         case .consistency(let fromBytes, let toBytes, let proof):
             let old = try checkpoint(fromBytes), new = try checkpoint(toBytes)
             guard old.checkpoint.walletID == new.checkpoint.walletID,
@@ -74,7 +74,7 @@ public enum LedgerProof: Equatable, Sendable {
                     + "extending checkpoint \(old.checkpoint.size)")
             }
             return "checkpoint \(new.checkpoint.size) extends checkpoint \(old.checkpoint.size) of wallet "
-                + Hex.encode(new.checkpoint.walletID)
+                + new.checkpoint.walletID.hex
         }
     }
 

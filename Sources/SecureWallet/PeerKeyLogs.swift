@@ -9,7 +9,7 @@ import SecureStore
 extension Wallet {
     /// Follows a peer's key-event log; stores it, or the evidence, as the outcome says.
     @discardableResult
-    public func followKeyEvents(of peerWalletID: [UInt8], events: [SignedKeyEvent]) throws -> KeyEventFollow {
+    public func followKeyEvents(of peerWalletID: WalletID, events: [SignedKeyEvent]) throws -> KeyEventFollow {
         guard peerWalletID != walletID else {
             return .refused(KeyEventError(.wrongWallet, "a peer sent this wallet's own wallet id"))
         }
@@ -33,7 +33,7 @@ extension Wallet {
     }
 
     /// A peer's key-event log as this wallet knows it.
-    public func peerKeyLog(of peerWalletID: [UInt8]) throws -> KeyEventLog? {
+    public func peerKeyLog(of peerWalletID: WalletID) throws -> KeyEventLog? {
         try ledger.peerKeyEventLog(wallet: peerWalletID)
     }
 }

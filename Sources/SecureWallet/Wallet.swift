@@ -35,7 +35,7 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
 public final class Wallet {
     public let paths: WalletPaths
     public internal(set) var metadata: WalletMetadata
-    public let walletID: [UInt8]
+    public let walletID: WalletID
     /// The key event currently in force: the last event of `keyLog`.
     public internal(set) var keyEvent: SignedKeyEvent
     /// The wallet's verified key-event log, read from the ledger's key-event entries.
@@ -85,7 +85,7 @@ public final class Wallet {
                  peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
         self.paths = paths
         self.metadata = metadata
-        walletID = metadata.walletIDBytes
+        walletID = keyLog.walletID  // open checked it against wallet.json
         self.keyLog = keyLog
         keyEvent = keyLog.events[keyLog.events.count - 1]
         self.token = token
@@ -185,8 +185,8 @@ public final class Wallet {
         let signer = TokenSigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                                                       agreementKey: agreementKey.publicKey), signer: signer)
-        let walletID = inception.event.digest
-        let metadata = WalletMetadata(format: WalletMetadata.currentFormat, walletID: Hex.encode(walletID),
+        let walletID = WalletID(inception: inception.event)
+        let metadata = WalletMetadata(format: WalletMetadata.currentFormat, walletID: walletID.hex,
                                       token: options.tokenURI.withoutPIN.tokenOnly.description,
                                       signingKeyID: Hex.encode(signingKey.id), agreementKeyID: Hex.encode(agreementKey.id),
                                       anchor: anchorKind, backupToken: options.backup.uri.withoutPIN.tokenOnly.description)
@@ -234,7 +234,7 @@ public final class Wallet {
         }
     }
 
-    static func makeAnchor(kind: String, session: WalletToken, walletID: [UInt8]) -> AnchorStorage {
+    static func makeAnchor(kind: String, session: WalletToken, walletID: WalletID) -> AnchorStorage {
         kind == "token" ? TokenAnchor(session: session, walletID: walletID) : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
     }
 

@@ -23,8 +23,8 @@ public struct WalletPaths: Sendable {
     }
 
     /// The file anchor's path for a wallet id.
-    public static func fileAnchor(walletID: [UInt8]) -> String {
-        xdg("XDG_STATE_HOME", fallback: ".local/state") + "/secure/\(Hex.encode(walletID))/anchor"
+    public static func fileAnchor(walletID: WalletID) -> String {
+        xdg("XDG_STATE_HOME", fallback: ".local/state") + "/secure/\(walletID.hex)/anchor"
     }
 
     private static func xdg(_ variable: String, fallback: String) -> String {
@@ -53,7 +53,11 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
     /// The backup token's URI (without PIN), if the backup recipient is a token.
     public var backupToken: String?
 
-    public var walletIDBytes: [UInt8] { Hex.decode(walletID) ?? [] }
+    /// The wallet id parsed from its hex; throws when the text is not hex of 32 bytes.
+    public func parsedWalletID() throws -> WalletID {
+        guard let id = WalletID(hex: walletID) else { throw StoreError(.malformed, "wallet.json has a bad wallet id") }
+        return id
+    }
 
     static func load(_ paths: WalletPaths) throws -> WalletMetadata {
         guard let data = FileManager.default.contents(atPath: paths.metadata) else {
@@ -69,7 +73,7 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
         guard metadata.format == currentFormat else {
             throw StoreError(.schemaTooNew, "\(paths.metadata) has format \(metadata.format); this secure reads \(currentFormat)")
         }
-        guard metadata.walletIDBytes.count == 32 else { throw StoreError(.malformed, "\(paths.metadata) has a bad wallet id") }
+        guard WalletID(hex: metadata.walletID) != nil else { throw StoreError(.malformed, "\(paths.metadata) has a bad wallet id") }
         return metadata
     }
 
@@ -151,9 +155,9 @@ final class TokenAnchor: AnchorStorage {
     let session: WalletToken
     let label: String
 
-    init(session: WalletToken, walletID: [UInt8]) {
+    init(session: WalletToken, walletID: WalletID) {
         self.session = session
-        label = "anchor-" + Hex.encode(walletID)
+        label = "anchor-" + walletID.hex
     }
 
     var kind: String { "token" }

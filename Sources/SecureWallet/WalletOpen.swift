@@ -34,7 +34,7 @@ extension Wallet {
                             clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
         let lock = access == .appending ? try WalletLock(path: paths.lock) : nil
-        let walletID = metadata.walletIDBytes
+        let walletID = try metadata.parsedWalletID()
         guard let wrappedBytes = FileManager.default.contents(atPath: paths.wrappedKey) else {
             throw StoreError(.wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; without it the "
                 + "ledger cannot be opened. Restore it from a backup of the wallet folder")
@@ -121,9 +121,9 @@ extension Wallet {
     }
 
     /// Entry 0's signed inception event; its digest must be the wallet id.
-    static func inceptionEvent(_ store: LedgerStore, walletID: [UInt8]) throws -> SignedKeyEvent {
+    static func inceptionEvent(_ store: LedgerStore, walletID: WalletID) throws -> SignedKeyEvent {
         guard let entry = try store.entry(at: 0), entry.kind == .keyEvent,
-              let event = try? SignedKeyEvent.decode(entry.payload), event.event.digest == walletID else {
+              let event = try? SignedKeyEvent.decode(entry.payload), WalletID(inception: event.event) == walletID else {
             throw StoreError(.corrupted, "entry 0 is not this wallet's signed inception event")
         }
         return event

@@ -80,7 +80,7 @@ extension Wallet {
         let payer = transfer.payload.order.payerWalletID
         let mine = transfer.payload
         guard let myLeaf = try? LedgerEntry.decode(mine.debitLeaf) else { return }
-        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer {
+        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer.bytes {
             guard let other = try? SignedTransfer.decode(entry.payload), other.isSignatureValid,
                   other.payload.order.transferID != mine.order.transferID else { continue }
             let theirs = other.payload
@@ -107,7 +107,7 @@ extension Wallet {
     /// refusal's date), and a retired key's late refusal is kept as fork evidence.
     public func applyRefusal(_ refusal: SignedRefusal, payeeKeys: Set<P256.PublicKey>) throws -> StatementOutcome {
         guard let sent = try outgoingTransfer(id: refusal.payload.transferID) else {
-            throw WalletError(.notFound, "this wallet sent no transfer with id \(Hex.encode(refusal.payload.transferID))")
+            throw WalletError(.notFound, "this wallet sent no transfer with id \(refusal.payload.transferID.hex)")
         }
         let payeeLog = try peerKeyLog(of: refusal.payload.payeeWalletID)
         let verdict = RefusalCheck.evaluate(refusal, of: sent, payeeKeys: payeeKeys, payeeLog: payeeLog, state: state)
@@ -187,11 +187,11 @@ extension Wallet {
     /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
     /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
     /// sent again, unchanged, until it is confirmed.
-    public func spend(to payee: [UInt8], amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
+    public func spend(to payee: WalletID, amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
                       proximity: Proximity = .none, channelBinding: [UInt8] = []) throws -> SignedTransfer {
         guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
         _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
-        let order = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: walletID, payerKey: signingKey,
+        let order = try TransferOrder(transferID: .random(), payerWalletID: walletID, payerKey: signingKey,
                                       payeeWalletID: payee, amount: amount, proximity: proximity, channelBinding: channelBinding)
         return try commitDebit(order: order, draft: order.debitDraft(category: category, note: note, overridesBudget: overrideBudget),
                                message: nil).transfer
@@ -219,7 +219,7 @@ extension Wallet {
     }
 
     /// A transfer this wallet sent, by id: the exact bytes committed with the debit.
-    public func outgoingTransfer(id: [UInt8]) throws -> SignedTransfer? {
+    public func outgoingTransfer(id: TransferID) throws -> SignedTransfer? {
         guard let bytes = try ledger.outgoing(transferID: id)?.signed else { return nil }
         guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
         return transfer
@@ -230,7 +230,7 @@ extension Wallet {
         try ledger.entries(kind: .paymentOut).compactMap { debit in
             guard let order = try TransferOrder.decode(debit.payload) else { return nil }
             if let record = try ledger.outgoing(transferID: order.transferID), record.status != .pending { return nil }
-            if try ledger.statementExists(kind: .reversal, id: order.transferID) { return nil }
+            if try ledger.statementExists(kind: .reversal, id: order.transferID.bytes) { return nil }
             guard let transfer = try outgoingTransfer(id: order.transferID) else { return nil }
             return (transfer, debit)
         }

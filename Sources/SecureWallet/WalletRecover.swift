@@ -26,16 +26,16 @@ extension Wallet {
         let databaseKey = try backupKey.unwrap(wrapped, session: backup)
         // The database must open with the key before anything is rewritten.
         let store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
-                                         walletID: metadata.walletIDBytes)
+                                         walletID: try metadata.parsedWalletID())
         let agreement = try newToken.generateKey(label: "wallet-agreement", usage: .derive)
-        var rewrapped = WrappedKeyFile(walletID: metadata.walletIDBytes, key: databaseKey, databaseSalt: wrapped.databaseSalt)
+        var rewrapped = WrappedKeyFile(walletID: try metadata.parsedWalletID(), key: databaseKey, databaseSalt: wrapped.databaseSalt)
         try rewrapped.wrap(databaseKey, to: agreement.publicKey)
         try backupKey.wrap(databaseKey, into: &rewrapped)
         try DurableFile.write(rewrapped.encoded, to: paths.wrappedKey)
         metadata.token = newTokenURI.withoutPIN.tokenOnly.description
         metadata.agreementKeyID = Hex.encode(agreement.id)
         metadata.signingKeyID = ""
-        let anchor = makeAnchor(kind: metadata.anchor, session: newToken, walletID: metadata.walletIDBytes)
+        let anchor = makeAnchor(kind: metadata.anchor, session: newToken, walletID: try metadata.parsedWalletID())
         if let (_, latest) = try store.latestCheckpoint() { try anchor.store(latest) }
         try metadata.save(paths)
     }

@@ -163,7 +163,7 @@ extension Wallet {
 
     /// The wallet's key-event log from its ledger: every key-event entry, each recorded at the position it
     /// names, checked as a chain from the inception whose digest is the wallet id.
-    static func keyEventLog(_ store: LedgerStore, walletID: [UInt8]) throws -> KeyEventLog {
+    static func keyEventLog(_ store: LedgerStore, walletID: WalletID) throws -> KeyEventLog {
         let entries = try store.entries(kind: .keyEvent)
         let events: [SignedKeyEvent] = try entries.map { entry in
             guard let event = try? SignedKeyEvent.decode(entry.payload), event.event.ledgerPosition == entry.position else {

@@ -24,7 +24,7 @@ enum VerifyFixture {
         let signer = try SoftwareSigner(), next = try SoftwareSigner(), agreement = try SoftwareSigner()
         let inception = try SignedKeyEvent(.inception(signingKey: signer.publicKey, nextKey: next.publicKey,
                                                       agreementKey: agreement.publicKey), signer: signer)
-        let walletID = inception.event.digest
+        let walletID = WalletID(inception: inception.event)
         let key = SecretBytes(randomCount: 32)
         let store = try LedgerStore.create(path: directory + "/ledger.db", key: key, walletID: walletID)
         var history = SyntheticHistory(walletID: walletID, payerKey: signer.publicKey, issuer: agreement)
@@ -61,10 +61,10 @@ enum VerifyFixture {
             position += batch
         }
         try write(key.withUnsafeBytes { Hex.encode(Array($0)) }, to: directory + "/database-key")
-        try write(Hex.encode(walletID), to: directory + "/wallet-id")
+        try write(walletID.hex, to: directory + "/wallet-id")
     }
 
-    private static func checkpoint(_ walletID: [UInt8], _ key: P256.PublicKey, _ state: LedgerState, _ peaks: MerkleCompactRange,
+    private static func checkpoint(_ walletID: WalletID, _ key: P256.PublicKey, _ state: LedgerState, _ peaks: MerkleCompactRange,
                                    time: Int64) throws -> Checkpoint {
         try Checkpoint(walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: peaks.root, time: time)
     }

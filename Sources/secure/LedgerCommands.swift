@@ -115,7 +115,7 @@ enum LedgerCommands {
                        "problems": problems, "anchor": wallet.anchorKind,
                        "balances": report.state.balances.values.map(MoneyText.format).sorted()])
         } else {
-            print("wallet      \(Hex.encode(wallet.walletID))")
+            print("wallet      \(wallet.walletID.hex)")
             print("entries     \(report.entries), chained and replayed")
             print("checkpoints \(report.checkpoints), signatures and states checked on \(ProcessInfo.processInfo.activeProcessorCount) cores")
             print("anchor      on the \(wallet.anchorKind)" + (wallet.lockReason == nil ? ", consistent with the database" : ""))
@@ -144,7 +144,7 @@ extension LedgerCommands {
             printError("secure: the wallet is LOCKED and `ledger repair` does not lift it: \(lock)")
             return .integrity
         }
-        print("wallet \(Hex.encode(wallet.walletID)): \(wallet.size) entries; the anchor on the \(wallet.anchorKind) "
+        print("wallet \(wallet.walletID.hex): \(wallet.size) entries; the anchor on the \(wallet.anchorKind) "
             + "is at the latest checkpoint")
         return .success
     }

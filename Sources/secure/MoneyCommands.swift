@@ -9,14 +9,14 @@ import SecureToken
 
 /// A wallet named on the command line: 64 hex digits of wallet id, or a wallet card file written by
 /// `secure wallet show --card` (a "Wallet-ID: HEX" line and the public key PEM).
-func parseWalletReference(_ text: String) throws -> [UInt8] {
-    if text.count == 64, let id = Hex.decode(text) { return id }
+func parseWalletReference(_ text: String) throws -> WalletID {
+    if let id = WalletID(hex: text) { return id }
     guard let data = FileManager.default.contents(atPath: text) else {
         throw UsageError("\"\(text)\" is neither a 64-digit wallet id nor a readable wallet card file")
     }
     for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Wallet-ID:") {
         let hex = line.dropFirst("Wallet-ID:".count).trimmingCharacters(in: .whitespaces)
-        if hex.count == 64, let id = Hex.decode(hex) { return id }
+        if let id = WalletID(hex: hex) { return id }
     }
     throw UsageError("\(text) has no \"Wallet-ID: <64 hex digits>\" line; make one with `secure wallet show --card`")
 }
@@ -106,9 +106,9 @@ enum MoneyCommands {
         let signer = try TokenSigner(session: session, keyURI: uri)
         let sequence = try IssuerSequence.next(for: signer.publicKey)
         let voucher = try Voucher(issuerKey: signer.publicKey, recipientWalletID: recipient, amount: amount,
-                                  voucherID: SystemRandom.bytes(Voucher.idByteCount), issuerSequence: sequence).sign(with: signer)
+                                  voucherID: .random(), issuerSequence: sequence).sign(with: signer)
         try writeOutput(voucher.encoded, to: out)
-        print("voucher #\(sequence) for \(MoneyText.format(amount)) to \(Hex.encode(recipient)) written to \(out)")
+        print("voucher #\(sequence) for \(MoneyText.format(amount)) to \(recipient.hex) written to \(out)")
         return .success
     }
 
@@ -145,7 +145,7 @@ enum MoneyCommands {
             let transfer = try wallet.spend(to: payee, amount: amount, category: category, note: arguments.value("note") ?? "",
                                             overrideBudget: arguments.flag("override-budget"))
             try writeOutput(transfer.encoded, to: out)
-            print("paid \(MoneyText.format(amount)) to \(Hex.encode(payee)) (\(category)); signed transfer in \(out). "
+            print("paid \(MoneyText.format(amount)) to \(payee.hex) (\(category)); signed transfer in \(out). "
                 + "It carries no proximity proof: the payee accepts it with --no-proximity")
             return .success
         } catch let refusal as Wallet.SpendRefusal {
@@ -197,7 +197,7 @@ enum MoneyCommands {
         guard case let (wallet, payeeKey, receipt)? = try payeeSigned(words, "receipt", decode: { try SignedReceipt.decode($0) })
         else { return .verification }
         try wallet.confirm(receipt, payeeKeys: [payeeKey])
-        print("payment \(Hex.encode(receipt.payload.transferID)) confirmed by the payee's receipt")
+        print("payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt")
         return .success
     }
 
@@ -220,8 +220,8 @@ enum MoneyCommands {
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         let rows = try wallet.pendingTransfers().map { item -> [String: Any] in
-            ["transferID": Hex.encode(item.transfer.payload.order.transferID), "amount": MoneyText.format(item.transfer.payload.order.amount),
-             "payee": Hex.encode(item.transfer.payload.order.payeeWalletID), "position": item.entry.position]
+            ["transferID": item.transfer.payload.order.transferID.hex, "amount": MoneyText.format(item.transfer.payload.order.amount),
+             "payee": item.transfer.payload.order.payeeWalletID.hex, "position": item.entry.position]
         }
         if arguments.flag("json") {
             printJSON(rows)

@@ -198,7 +198,7 @@ enum PeerCommands {
         let (host, port) = try address(arguments.value("listen"))
         let count = try arguments.integer("count", default: 1, max: 10_000)
         let request = try arguments.value("request").map {
-            try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse($0), note: arguments.value("note") ?? "")
+            try PaymentRequest(requestID: .random(), amount: try MoneyText.parse($0), note: arguments.value("note") ?? "")
         }
         let (wallet, person) = try openLockedWallet(arguments)
         let (rangingSource, policy) = try ranging(arguments, person: person)
@@ -244,7 +244,7 @@ enum PeerCommands {
             guard !amount.isZero else { throw UsageError("a payment's amount must be positive") }
             let category = try arguments.required("category")
             try Budget.validateCategory(category)
-            role = .pay(PaymentIntent(offerID: SystemRandom.bytes(16), amount: amount, category: category, note: arguments.value("note") ?? ""))
+            role = .pay(PaymentIntent(offerID: .random(), amount: amount, category: category, note: arguments.value("note") ?? ""))
         } else {
             role = .answerRequest
         }
@@ -259,7 +259,7 @@ enum PeerCommands {
         let pending = try wallet.pendingTransfers()
         let chosen: (transfer: SignedTransfer, entry: LedgerEntry)?
         if let id {
-            chosen = pending.first { Hex.encode($0.transfer.payload.order.transferID) == id.lowercased() }
+            chosen = pending.first { $0.transfer.payload.order.transferID.hex == id.lowercased() }
         } else {
             guard pending.count <= 1 else {
                 throw UsageError("\(pending.count) payments are unconfirmed; name one (`secure pending` lists them)")

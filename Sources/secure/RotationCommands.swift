@@ -58,7 +58,7 @@ extension KeyCommands {
         if arguments.flag("json") {
             printJSON(["sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
                        "fingerprint": Hex.encode(event.signingKey.fingerprint), "nextKeyDigest": Hex.encode(event.nextKeyDigest),
-                       "events": result.events.map { Hex.encode($0.event.digest) },
+                       "events": result.events.map { $0.event.digest.hex },
                        "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed])
         } else {
             print("rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
@@ -82,7 +82,7 @@ extension KeyCommands {
         if arguments.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let document = AuditDocument(format: KeyAudit.format, walletID: Hex.encode(wallet.walletID),
+            let document = AuditDocument(format: KeyAudit.format, walletID: wallet.walletID.hex,
                                          keySequence: wallet.keyEvent.event.sequence, keys: rows)
             print(String(decoding: try encoder.encode(document), as: UTF8.self))
         } else {
@@ -138,10 +138,10 @@ enum AuditCommands {
         let path = try arguments.positionals(1, "one bundle FILE")[0]
         let (problems, bundle) = try AuditBundleFile.verify(try readFile(path, what: "the audit bundle"))
         if arguments.flag("json") {
-            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": Hex.encode(bundle.walletID),
+            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": bundle.walletID.hex,
                        "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size])
         } else if problems.isEmpty {
-            print("audit bundle OK: wallet \(Hex.encode(bundle.walletID)), \(bundle.keyEvents.count) key event(s), "
+            print("audit bundle OK: wallet \(bundle.walletID.hex), \(bundle.keyEvents.count) key event(s), "
                 + "entries \(bundle.from) … \(bundle.rangeCheckpoint.checkpoint.size - 1) of \(bundle.latest.checkpoint.size)")
         } else {
             for problem in problems { printError("secure: audit bundle INVALID: \(problem)") }

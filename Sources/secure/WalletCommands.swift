@@ -109,8 +109,8 @@ enum WalletCommands {
         if arguments.flag("json") {
             printJSON(describe(wallet))
         } else {
-            print(Hex.encode(wallet.walletID))
-            printError("secure: made wallet \(Hex.encode(wallet.walletID)) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
+            print(wallet.walletID.hex)
+            printError("secure: made wallet \(wallet.walletID.hex) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
         }
         return .success
     }
@@ -140,7 +140,7 @@ enum WalletCommands {
 
     static func describe(_ wallet: Wallet) -> [String: Any] {
         var row: [String: Any] = [
-            "walletID": Hex.encode(wallet.walletID), "publicKeyPEM": wallet.signingKey.pem,
+            "walletID": wallet.walletID.hex, "publicKeyPEM": wallet.signingKey.pem,
             "fingerprint": Hex.encode(wallet.signingKey.fingerprint), "token": wallet.metadata.token,
             "anchor": wallet.anchorKind, "entries": wallet.size, "directory": wallet.paths.directory,
         ]
@@ -158,11 +158,11 @@ enum WalletCommands {
         }
         if arguments.flag("card") {
             // A wallet card: what others need to mint or pay to this wallet (documented in PROTOCOL.md).
-            print("Wallet-ID: \(Hex.encode(wallet.walletID))")
+            print("Wallet-ID: \(wallet.walletID.hex)")
             print(wallet.signingKey.pem, terminator: "")
             return .success
         }
-        print("wallet id    \(Hex.encode(wallet.walletID))")
+        print("wallet id    \(wallet.walletID.hex)")
         print("fingerprint  \(Hex.encode(wallet.signingKey.fingerprint))")
         print("token        \(wallet.metadata.token)")
         print("anchor       \(wallet.anchorKind)")

@@ -51,7 +51,7 @@ struct BenchTests {
     /// at its first position and every `depositInterval` after it.
     @Test func syntheticHistoryIsSeededAndDepositsFirst() throws {
         let issuer = try SoftwareSigner(), payer = try SoftwareSigner()
-        let walletID = SHA256.hash(Array("bench-wallet".utf8))
+        let walletID = WalletID(bytes: SHA256.hash(Array("bench-wallet".utf8)))!
         func drafts(seed: UInt64) throws -> [EntryDraft] {
             var history = SyntheticHistory(walletID: walletID, payerKey: payer.publicKey, issuer: issuer, seed: seed)
             return try history.drafts(from: SyntheticHistory.firstPosition, count: 20)

@@ -9,7 +9,7 @@ struct SignedLedger {
     var builder = LedgerBuilder()
     var tree = MerkleTree()
     let signer: SoftwareSigner
-    let walletID = Fixture.bytes(0x5A, 32)
+    let walletID: WalletID = Fixture.id(0x5A)
 
     init(signer: SoftwareSigner) throws {
         self.signer = signer

@@ -12,6 +12,9 @@ enum Fixture {
 
     static func bytes(_ value: UInt8, _ count: Int) -> [UInt8] { [UInt8](repeating: value, count: count) }
 
+    /// An id or digest whose bytes all equal `value`.
+    static func id<Value: FixedByteValue>(_ value: UInt8) -> Value { Value(bytes: bytes(value, Value.byteCount))! }
+
     static func statement(signer: UInt8, id: UInt8, payload: UInt8) -> StatementReference {
         try! StatementReference(signer: bytes(signer, 32), id: bytes(id, 16), payloadDigest: bytes(payload, 32))
     }

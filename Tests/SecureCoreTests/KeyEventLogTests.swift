@@ -95,7 +95,7 @@ struct KeyChain {
         // A log that does not start at this wallet's inception.
         let other = try KeyChain(count: 2)
         #expect(throws: KeyEventError(.wrongWallet, "")) {
-            try KeyEventLog(verifying: log.events, walletID: try other.inception().event.digest)
+            try KeyEventLog(verifying: log.events, walletID: WalletID(inception: try other.inception().event))
         }
     }
 

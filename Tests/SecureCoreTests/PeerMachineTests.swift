@@ -61,7 +61,7 @@ struct PeerMachineTests {
         var other = try PeerSimulation(config)
         other.tamper = { toPayee, message in
             guard toPayee, case .offer(let offer) = message else { return message }
-            return .offer(try! PaymentOffer(offerID: Fixture.bytes(0xEE, 16), amount: offer.amount))
+            return .offer(try! PaymentOffer(offerID: Fixture.id(0xEE), amount: offer.amount))
         }
         try other.run()
         #expect(other.approvals.map(\.needsConfirmation) == [true, true])
@@ -108,7 +108,7 @@ struct PeerMachineTests {
         var mismatched = try PeerSimulation()
         mismatched.tamper = { toPayee, message in
             guard !toPayee, case .ready(let ready) = message else { return message }
-            return .ready(try! ReadyMessage(offerID: ready.offerID, amount: Fixture.eur(449)))
+            return .ready(ReadyMessage(offerID: ready.offerID, amount: Fixture.eur(449)))
         }
         try mismatched.run()
         PeerMachineTests.expectFailed(mismatched, .amountMismatch)
@@ -151,7 +151,7 @@ struct PeerMachineTests {
         sim.tamper = { toPayee, message in
             guard toPayee, case .transfer(let t) = message else { return message }
             let forged = SignedTransfer(payload: t.transfer.payload, signature: t.spatialProof.payer.signature)
-            return .transfer(try! TransferMessage(offerID: t.offerID, transfer: forged, spatialProof: t.spatialProof))
+            return .transfer(TransferMessage(offerID: t.offerID, transfer: forged, spatialProof: t.spatialProof))
         }
         try sim.run()
         #expect(sim.payerMachine.outcome == .unconfirmed(transferID: sim.pending!.transfer.payload.order.transferID))

@@ -36,7 +36,7 @@ struct PeerMessageTests {
         return [
             .hello(try PeerHello(walletKey: payer.key, displayName: "Alice ☕", rangingToken: [1, 2, 3],
                                  nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint,
-                                 evidenceDigests: [Fixture.bytes(8, 32)])),
+                                 evidenceDigests: [Fixture.id(8)])),
             .hello(try PeerHello(walletKey: payee.key, displayName: "", rangingToken: [],
                                  nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint)),
             .request(try PaymentRequest(requestID: offerID, amount: Fixture.eur(450), note: "Coffee")),
@@ -45,11 +45,11 @@ struct PeerMessageTests {
             .reply(try OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.bytes(1, 32)])),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: theirs, consistencyProof: nil)),
-            .ready(try ReadyMessage(offerID: offerID, amount: Fixture.eur(450))),
-            .transfer(try TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),
-            .receipt(try ReceiptMessage(offerID: offerID, receipt: receipt)),
-            .refusal(try RefusalMessage(offerID: offerID, refusal: refusal)),
-            .evidence(.request([Fixture.bytes(8, 32)])),
+            .ready(ReadyMessage(offerID: offerID, amount: Fixture.eur(450))),
+            .transfer(TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),
+            .receipt(ReceiptMessage(offerID: offerID, receipt: receipt)),
+            .refusal(RefusalMessage(offerID: offerID, refusal: refusal)),
+            .evidence(.request([Fixture.id(8)])),
             .evidence(.item(evidence)),
             .keyEvents(.request(walletID: payer.walletID, from: 0)),
             .keyEvents(.page(walletID: payer.walletID, from: 0, total: 1, events: [keyEvent])),
@@ -88,7 +88,7 @@ struct PeerMessageTests {
                                           agreementKey: payer.key, ledgerPosition: UInt64(events.count))
             events.append(try SignedKeyEvent(event, signer: payer.signer))
         }
-        let walletID = inception.event.digest
+        let walletID = WalletID(inception: inception.event)
         var collected: [SignedKeyEvent] = []
         while let page = KeyEventsMessage.page(of: events, walletID: walletID, from: UInt32(collected.count)) {
             let decoded = try #require(try PeerMessage.decode(PeerMessage.keyEvents(page).encoded))
@@ -98,17 +98,17 @@ struct PeerMessageTests {
         }
         #expect(collected == events, "three pages give back the whole log")
         // The vector in docs/PROTOCOL.md ("Peer messages").
-        let request = PeerMessage.keyEvents(.request(walletID: [UInt8](repeating: 0x11, count: 32), from: 64)).encoded
+        let request = PeerMessage.keyEvents(.request(walletID: Fixture.id(0x11), from: 64)).encoded
         #expect(request == [0x01, 0x0b, 0x01] + [UInt8](repeating: 0x11, count: 32) + [0, 0, 0, 0x40])
         // A page whose events are not the sequences it claims, an empty page, and a log past the limit are refused.
         var writer = ByteWriter()
-        writer.write(UInt8(2)); writer.write(fixed: walletID, count: 32); writer.write(UInt32(5)); writer.write(UInt32(10))
+        writer.write(UInt8(2)); writer.write(walletID); writer.write(UInt32(5)); writer.write(UInt32(10))
         writer.write(UInt8(1)); writer.write(prefixed16: events[0].encoded, max: 2000)
         var reader = ByteReader(writer.bytes)
         #expect(throws: FormatError(.invalidValue, "")) { try KeyEventsMessage.decode(from: &reader) }
         for (from, total, count) in [(UInt32(0), UInt32(10), UInt8(0)), (0, 1025, 1), (9, 9, 1), (0, 10, 65)] {
             var bad = ByteWriter()
-            bad.write(UInt8(2)); bad.write(fixed: walletID, count: 32); bad.write(from); bad.write(total); bad.write(count)
+            bad.write(UInt8(2)); bad.write(walletID); bad.write(from); bad.write(total); bad.write(count)
             var badReader = ByteReader(bad.bytes)
             #expect(throws: FormatError.self, "page \(from)+\(count) of \(total)") { try KeyEventsMessage.decode(from: &badReader) }
         }

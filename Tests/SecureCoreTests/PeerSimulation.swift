@@ -38,7 +38,7 @@ struct PeerSimulation {
     var isCut = false
     var tamper: (_ toPayee: Bool, _ message: PeerMessage) -> PeerMessage = { $1 }
     /// The payee's stored ready records and the payee's held checkpoint of the payer.
-    var readyRecords: [[UInt8]: ReadyRecord] = [:]
+    var readyRecords: [OfferID: ReadyRecord] = [:]
     var held: SignedCheckpoint?
     /// The payer's stored pending payment and receipt.
     var pending: TransferMessage?
@@ -58,7 +58,7 @@ struct PeerSimulation {
         self.payer = payer
         payee = try TestWallet(seed: seed &* 37)
         sessionSeed = seed
-        (payerMachine, payeeMachine) = (PayerMachine(answeringRequestWith: PeerSimulation.dummy, transferID: Fixture.bytes(0, 16)),
+        (payerMachine, payeeMachine) = (PayerMachine(answeringRequestWith: PeerSimulation.dummy, transferID: Fixture.id(0)),
                                         PayeeMachine(context: PeerSimulation.dummy))
         try newSession(retrying: nil)
     }
@@ -90,14 +90,14 @@ struct PeerSimulation {
         if let pending {
             payerMachine = PayerMachine(retrying: pending, context: payerContext)
         } else if config.request != nil {
-            payerMachine = PayerMachine(answeringRequestWith: payerContext, transferID: random.bytes(16))
+            payerMachine = PayerMachine(answeringRequestWith: payerContext, transferID: .random(using: &random))
         } else {
-            let intent = PaymentIntent(offerID: random.bytes(16), amount: Fixture.eur(config.amount),
+            let intent = PaymentIntent(offerID: .random(using: &random), amount: Fixture.eur(config.amount),
                                        category: config.category, note: "lunch")
-            payerMachine = PayerMachine(paying: intent, context: payerContext, transferID: random.bytes(16))
+            payerMachine = PayerMachine(paying: intent, context: payerContext, transferID: .random(using: &random))
         }
         let request = try config.request.map {
-            try PaymentRequest(requestID: random.bytes(16), amount: Fixture.eur(config.requestAmount ?? config.amount), note: $0)
+            try PaymentRequest(requestID: .random(using: &random), amount: Fixture.eur(config.requestAmount ?? config.amount), note: $0)
         }
         payeeMachine = PayeeMachine(context: payeeContext, request: pending == nil ? request : nil)
         queue = []

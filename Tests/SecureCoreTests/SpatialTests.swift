@@ -62,7 +62,7 @@ struct SpatialTests {
     static func context(_ payer: TestWallet, _ payee: TestWallet, nonce: [UInt8] = Fixture.bytes(0x4E, 32))
         -> MeasurementContext
     {
-        MeasurementContext(nonce: nonce, offerID: Fixture.bytes(0x0F, 16), payerKey: payer.key, payeeKey: payee.key,
+        MeasurementContext(nonce: nonce, offerID: Fixture.id(0x0F), payerKey: payer.key, payeeKey: payee.key,
                            payerDate: payer.keyDate, payeeDate: payee.keyDate, channelBinding: Fixture.bytes(0xCB, 32))
     }
 

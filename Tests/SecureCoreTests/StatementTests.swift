@@ -12,7 +12,7 @@ struct VoucherTests {
         var wallet = try TestWallet(seed: 1)
         let voucher = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(5000),
-            voucherID: Fixture.bytes(7, 16), issuerSequence: 3
+            voucherID: Fixture.id(7), issuerSequence: 3
         ).sign(with: issuer)
         #expect(voucher.verify(against: issuer.publicKey))
         let check = { (wallet: TestWallet, voucher: SignedVoucher) in
@@ -31,7 +31,7 @@ struct VoucherTests {
         // The same id with another amount is a conflict, recorded as evidence without moving money.
         let other = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(9000),
-            voucherID: Fixture.bytes(7, 16), issuerSequence: 4
+            voucherID: Fixture.id(7), issuerSequence: 4
         ).sign(with: issuer)
         guard case .conflict(let evidence) = check(wallet, other) else { Issue.record("no conflict"); return }
         #expect(evidence.kind == .conflictingStatement && evidence.payload == other.encoded)
@@ -46,7 +46,7 @@ struct VoucherTests {
         var wallet = try TestWallet(seed: 2)
         let voucher = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(100),
-            voucherID: Fixture.bytes(1, 16), issuerSequence: 1)
+            voucherID: Fixture.id(1), issuerSequence: 1)
         let trusted: Set = [issuer.publicKey]
         // Signed by someone else under the issuer's name: dropped.
         let forged = SignedVoucher(
@@ -63,8 +63,8 @@ struct VoucherTests {
                 == .policyRefusal(.untrustedIssuer))
         // Addressed to another wallet: refused finally and recorded, so a re-delivery is a duplicate.
         let elsewhere = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(9, 32), amount: Fixture.eur(100),
-            voucherID: Fixture.bytes(2, 16), issuerSequence: 2
+            issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(9), amount: Fixture.eur(100),
+            voucherID: Fixture.id(2), issuerSequence: 2
         ).sign(with: issuer)
         let verdict = VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
                                             state: wallet.state)
@@ -80,15 +80,15 @@ struct VoucherTests {
     func encoding() throws {
         let issuer = try SoftwareSigner()
         let signed = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(3, 32), amount: Fixture.eur(1),
-            voucherID: Fixture.bytes(4, 16), issuerSequence: .max
+            issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3), amount: Fixture.eur(1),
+            voucherID: Fixture.id(4), issuerSequence: .max
         ).sign(with: issuer)
         #expect(try SignedVoucher.decode(signed.encoded) == signed)
         sweepEncoding(signed.payload.encoded, "voucher", decode: Voucher.decode)
         sweepEncoding(signed.encoded, "signed voucher", decode: SignedVoucher.decode)
         #expect(throws: FormatError.self) {
-            _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.bytes(3, 32),
-                            amount: Fixture.eur(0), voucherID: Fixture.bytes(4, 16), issuerSequence: 0)
+            _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3),
+                            amount: Fixture.eur(0), voucherID: Fixture.id(4), issuerSequence: 0)
         }
     }
 }
@@ -118,7 +118,7 @@ struct TransferTests {
                                              policy: TransferTests.noProximity)
         guard case .accept(let draft) = verdict else { Issue.record("\(verdict)"); return }
         #expect(draft.kind == .paymentIn && draft.flags == .withoutProximity && draft.payload == transfer.encoded)
-        #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID)
+        #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID.bytes)
         let credit = try payee.carryOut(verdict)!
         #expect(payee.balance() == Fixture.eur(450))
         // accept(accept(L, T), T) = accept(L, T)
@@ -159,7 +159,7 @@ struct TransferTests {
 
         // The payer holds the exact bytes it sent (here the genuine transfer was refused instead).
         var (payer2, payee2) = try TransferTests.wallets()
-        let sent = try payer2.pay(Fixture.bytes(0x77, 32), units: 300)
+        let sent = try payer2.pay(Fixture.id(0x77), units: 300)
         #expect(payer2.balance() == Fixture.eur(9700))
         let wrongRecipient = TransferCheck.evaluate(sent, walletID: payee2.walletID, state: payee2.state,
                                                     policy: TransferTests.noProximity)
@@ -170,7 +170,7 @@ struct TransferTests {
         #expect(try SignedRefusal.decode(refusal.encoded) == refusal)
         #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
                 == .drop(.unknownSigner))
-        let unrelated = try payer2.pay(Fixture.bytes(0x77, 32), units: 1)
+        let unrelated = try payer2.pay(Fixture.id(0x77), units: 1)
         #expect(RefusalCheck.evaluate(refusal, of: unrelated, payeeKeys: [payee2.key], state: payer2.state)
                 == .drop(.unrelated))
         let forged = SignedRefusal(payload: refusal.payload,

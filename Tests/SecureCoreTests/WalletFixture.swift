@@ -8,7 +8,7 @@ import Testing
 /// pay, credit and reverse with the real statement checks. Enough to run both sides of a payment.
 struct TestWallet {
     let signer: SoftwareSigner
-    let walletID: [UInt8]
+    let walletID: WalletID
     private(set) var state = LedgerState()
     private(set) var entries: [LedgerEntry] = []
     private(set) var tree = MerkleTree()
@@ -22,7 +22,7 @@ struct TestWallet {
         random = SeededRandom(seed: seed)
         let inception = KeyEvent.inception(signingKey: signer.publicKey, nextKey: signer.publicKey,
                                            agreementKey: signer.publicKey)
-        walletID = inception.digest
+        walletID = WalletID(inception: inception)
         try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: inception.encoded))
     }
 
@@ -64,7 +64,7 @@ struct TestWallet {
     mutating func deposit(_ units: Int64, issuer: SoftwareSigner) throws {
         let voucher = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: walletID, amount: Fixture.eur(units),
-            voucherID: randomBytes(16), issuerSequence: 1
+            voucherID: .random(using: &random), issuerSequence: 1
         ).sign(with: issuer)
         let verdict = VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: [issuer.publicKey],
                                             state: state)
@@ -73,11 +73,11 @@ struct TestWallet {
     }
 
     /// The order for paying `payee`.
-    mutating func order(to payee: [UInt8], units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
+    mutating func order(to payee: WalletID, units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
         throws -> TransferOrder
     {
         try TransferOrder(
-            transferID: randomBytes(16), payerWalletID: walletID, payerKey: key, payeeWalletID: payee,
+            transferID: .random(using: &random), payerWalletID: walletID, payerKey: key, payeeWalletID: payee,
             amount: Fixture.eur(units), proximity: proximity, channelBinding: binding)
     }
 
@@ -89,7 +89,7 @@ struct TestWallet {
             .sign(with: signer)
     }
 
-    mutating func pay(_ payee: [UInt8], units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
+    mutating func pay(_ payee: WalletID, units: Int64, proximity: Proximity = .none, binding: [UInt8] = [])
         throws -> SignedTransfer
     {
         try commit(order(to: payee, units: units, proximity: proximity, binding: binding))

@@ -78,7 +78,7 @@ struct PeerSessionTests {
     }
 
     static func intent(_ amount: String, category: String = "food") throws -> PaymentIntent {
-        PaymentIntent(offerID: SystemRandom.bytes(16), amount: try MoneyText.parse(amount), category: category, note: "Kaffee")
+        PaymentIntent(offerID: .random(), amount: try MoneyText.parse(amount), category: category, note: "Kaffee")
     }
 
     static func euros(_ test: TestWallet) -> String {
@@ -188,7 +188,7 @@ struct PeerSessionTests {
     @Test func requestFlowWithNote() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("request")
         alicePerson.category = "coffee"
-        let request = try PaymentRequest(requestID: SystemRandom.bytes(16), amount: try MoneyText.parse("3.20 EUR"), note: "Coffee")
+        let request = try PaymentRequest(requestID: .random(), amount: try MoneyText.parse("3.20 EUR"), note: "Coffee")
         let result = try PeerHarness.run(payer: alice, payerRole: .answerRequest, payerPerson: alicePerson, payerRanging: Self.near,
                                          payee: bob, payeeRole: .receive(request: request), payeePerson: bobPerson, payeeRanging: Self.nearToo)
         guard case .paid = result.payer else { Issue.record("\(String(describing: result))"); return }

@@ -182,7 +182,7 @@ struct PeerKeyLogTests {
         guard case .refused = try bob.wallet!.followKeyEvents(of: aliceID, events: inceptionOnly.events) else {
             Issue.record("an older log replaced a newer one"); return
         }
-        guard case .refused = try bob.wallet!.followKeyEvents(of: Array(repeating: 7, count: 32), events: inceptionOnly.events) else {
+        guard case .refused = try bob.wallet!.followKeyEvents(of: WalletID(bytes: Array(repeating: 7, count: 32))!, events: inceptionOnly.events) else {
             Issue.record("a log was kept under another wallet id"); return
         }
         #expect(try bob.wallet!.peerKeyLog(of: aliceID)?.events.count == 3)
@@ -200,6 +200,6 @@ struct PeerKeyLogTests {
             try store.database.execute("PRAGMA user_version = 1")
         }
         let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
-        #expect(try store.peerKeyEventLog(wallet: Array(repeating: 1, count: 32)) == nil, "the table exists again")
+        #expect(try store.peerKeyEventLog(wallet: WalletID(bytes: Array(repeating: 1, count: 32))!) == nil, "the table exists again")
     }
 }

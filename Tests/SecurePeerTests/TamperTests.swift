@@ -23,7 +23,7 @@ struct TamperTests {
         test.close()
         let wrapped = try WrappedKeyFile(encoded: Array(FileManager.default.contents(atPath: test.paths.wrappedKey)!))
         let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: wrapped.databaseSalt,
-                                         walletID: try WalletMetadata.load(test.paths).walletIDBytes)
+                                         walletID: try WalletMetadata.load(test.paths).parsedWalletID())
         return (test, store)
     }
 
@@ -176,7 +176,7 @@ struct TamperTests {
     @Test("a flip of any byte of any entry fails verification at that entry, the next, or its checkpoint")
     func everyByteOfEveryEntryFlipped() throws {
         let (test, store) = try Self.prepared("flip")
-        let walletID = try WalletMetadata.load(test.paths).walletIDBytes
+        let walletID = try WalletMetadata.load(test.paths).parsedWalletID()
         let size = try store.size()
         var flips = 0
         for position in 0..<size {

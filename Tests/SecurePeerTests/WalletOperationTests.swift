@@ -24,7 +24,7 @@ struct WalletOperationTests {
             signer = try TokenSigner(session: session, keyURI: try session.generateKey(label: "issuer", usage: .sign).uri)
         }
 
-        func voucher(_ amount: String, to wallet: Wallet, id: [UInt8] = SystemRandom.bytes(16)) throws -> SignedVoucher {
+        func voucher(_ amount: String, to wallet: Wallet, id: VoucherID = .random()) throws -> SignedVoucher {
             sequence += 1
             return try Voucher(issuerKey: signer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(amount),
                                voucherID: id, issuerSequence: sequence).sign(with: signer)

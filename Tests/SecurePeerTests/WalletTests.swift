@@ -15,7 +15,7 @@ struct WalletTests {
         let test = try TestWallet("basic")
         #expect(test.wallet?.size == 1)
         #expect(test.wallet?.anchorKind == "token")
-        #expect(test.wallet?.walletID == test.wallet?.keyEvent.event.digest)
+        #expect(test.wallet?.walletID == test.wallet.map { WalletID(inception: $0.keyEvent.event) })
         try test.setBudget("food", "200.00 EUR")
         try test.setBudget("travel", "50.00 EUR")
         let reopened = try test.reopen()
@@ -50,8 +50,8 @@ struct WalletTests {
         #expect(wallet.size == 27)
         // A batch with one refused entry (a payment above the balance) changes nothing, not even its good entries.
         let balance = wallet.state.balance(.eur)
-        let tooMuch = try TransferOrder(transferID: SystemRandom.bytes(16), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
-                                        payeeWalletID: [UInt8](repeating: 7, count: 32),
+        let tooMuch = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+                                        payeeWalletID: WalletID(bytes: [UInt8](repeating: 7, count: 32))!,
                                         amount: try balance.adding(try Money(minorUnits: 1, currency: .eur)),
                                         proximity: .none, channelBinding: []).debitDraft(category: "rent")
         #expect(throws: LedgerError.self) {
@@ -180,7 +180,7 @@ struct WalletTests {
         let wrapped = try WrappedKeyFile(encoded: Array(original))
         #expect(ConstantTime.equal(WrappedKeyFile.keyCheck(of: key), wrapped.keyCheck))
         #expect(!ConstantTime.equal(WrappedKeyFile.keyCheck(of: other), wrapped.keyCheck))
-        let walletID = try WalletMetadata.load(test.paths).walletIDBytes
+        let walletID = try WalletMetadata.load(test.paths).parsedWalletID()
         let database = try #require(FileManager.default.contents(atPath: test.paths.database))
         // The database itself does not open with another key: SQLCipher cannot read its first page.
         #expect(throws: StoreError(.corrupted, "")) {
@@ -241,7 +241,7 @@ struct RecoveryTests {
         }
     }
 
-    func readOnlyChecks(_ reopened: Wallet, walletID: [UInt8]) throws {
+    func readOnlyChecks(_ reopened: Wallet, walletID: WalletID) throws {
         #expect(reopened.walletID == walletID)
         #expect(reopened.state.budgets["food"] != nil, "reading works")
         #expect(reopened.lockReason == nil)

@@ -13,7 +13,7 @@ struct LedgerStoreTests {
 
     /// A store with `count` chained entries (checkpoint bytes are placeholders: the store does not read them).
     static func filled(_ count: Int, key: SecretBytes = SecretBytes(randomCount: 32)) throws -> LedgerStore {
-        let store = try LedgerStore.create(path: temporaryPath("fill"), key: key, walletID: [UInt8](repeating: 1, count: 32))
+        let store = try LedgerStore.create(path: temporaryPath("fill"), key: key, walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
         var previous = LedgerChain.genesisLink
         var peaks = MerkleCompactRange()
         for position in 0..<UInt64(count) {
@@ -48,7 +48,7 @@ struct LedgerStoreTests {
         let count = batches.reduce(0, +)
         let single = try Self.filled(count)
         let batched = try LedgerStore.create(path: Self.temporaryPath("batch"), key: SecretBytes(randomCount: 32),
-                                             walletID: [UInt8](repeating: 1, count: 32))
+                                             walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
         var peaks = MerkleCompactRange()
         var position: UInt64 = 0
         for batch in batches {
@@ -85,13 +85,13 @@ struct LedgerStoreTests {
         let store = try Self.filled(3, key: key)
         let path = store.path
         let salt = try LedgerStore.fileSalt(path)
-        let walletID = [UInt8](repeating: 1, count: 32)
+        let walletID = WalletID(bytes: [UInt8](repeating: 1, count: 32))!
         _ = try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: walletID)
         #expect(throws: StoreError(.foreignDatabase, "")) {
             try LedgerStore.open(path: path, key: key, expectedSalt: [UInt8](repeating: 9, count: 16), walletID: walletID)
         }
         #expect(throws: StoreError(.foreignDatabase, "")) {
-            try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: [UInt8](repeating: 2, count: 32))
+            try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: WalletID(bytes: [UInt8](repeating: 2, count: 32))!)
         }
         // A wrong key with the right salt looks like corruption to SQLCipher; the key-check value (in the
         // wrapped-key file) is what names a wrong key before this point.
@@ -107,7 +107,7 @@ struct LedgerStoreTests {
     @Test func wrappedKeyFileRoundTripsAndRefusesEveryTruncation() throws {
         let key = SecretBytes(randomCount: 32)
         let recipient = P256.KeyAgreementPrivateKey.generate()
-        var file = WrappedKeyFile(walletID: [UInt8](repeating: 3, count: 32), key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        var file = WrappedKeyFile(walletID: WalletID(bytes: [UInt8](repeating: 3, count: 32))!, key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
         try file.wrap(key, to: recipient.publicKey)
         let bytes = file.encoded
         #expect(try WrappedKeyFile(encoded: bytes) == file)
@@ -134,7 +134,7 @@ struct LedgerStoreTests {
     @Test func rsaRecipientsRoundTripAndRefuseEveryTruncation() throws {
         let key = SecretBytes(randomCount: 32)
         let rsa = try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [1, 0, 1])
-        var file = WrappedKeyFile(walletID: [UInt8](repeating: 3, count: 32), key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        var file = WrappedKeyFile(walletID: WalletID(bytes: [UInt8](repeating: 3, count: 32))!, key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
         try file.wrap(key, to: P256.KeyAgreementPrivateKey.generate().publicKey)
         try file.wrap(key, to: rsa)
         #expect(file.rsaRecipients.count == 1)

@@ -1,0 +1,148 @@
+import SecureCrypto
+
+/// An identifier or digest of a length its format fixes. The length is checked once, when the value is
+/// made from outside bytes (`init?(bytes:)` returns nil on any other length, so decoders never trap);
+/// after that the type carries the guarantee and no API re-checks it.
+public protocol FixedByteValue: Hashable, Sendable, CustomStringConvertible {
+    /// The number of bytes every value of the type has.
+    static var byteCount: Int { get }
+    /// The value's bytes, exactly `byteCount` of them.
+    var bytes: [UInt8] { get }
+    /// The value with these bytes, or nil when there are not exactly `byteCount` of them.
+    init?(bytes: [UInt8])
+}
+
+extension FixedByteValue {
+    /// Lowercase hex of the bytes, for display and logs.
+    public var hex: String { Hex.encode(bytes) }
+    /// The same as `hex`.
+    public var description: String { hex }
+
+    /// A fresh value from the system CSPRNG.
+    public static func random() -> Self { made(from: SystemRandom.bytes(byteCount)) }
+
+    /// A value drawn from a seeded generator, for simulations and tests that must replay.
+    public static func random(using generator: inout SeededRandom) -> Self { made(from: generator.bytes(byteCount)) }
+
+    /// The value of bytes parsed from hex text: nil unless the text is hex of exactly `byteCount` bytes.
+    public init?(hex text: String) {
+        guard let bytes = Hex.decode(text) else { return nil }
+        self.init(bytes: bytes)
+    }
+
+    private static func made(from bytes: [UInt8]) -> Self {
+        guard let value = Self(bytes: bytes) else { preconditionFailure("a generator gave the wrong length") }
+        return value
+    }
+}
+
+extension ByteWriter {
+    /// Writes a fixed-length value as its raw bytes, with no length prefix: the format fixes the length.
+    package mutating func write(_ value: some FixedByteValue) {
+        write(fixed: value.bytes, count: type(of: value).byteCount)
+    }
+}
+
+extension ByteReader {
+    /// Reads a fixed-length value: nil when the input ends early.
+    package mutating func read<Value: FixedByteValue>(_ type: Value.Type) -> Value? {
+        readFixed(Value.byteCount).flatMap(Value.init(bytes:))
+    }
+}
+
+/// The 16 random bytes a payer or payee picks to name one payment exchange; a payment request's id becomes
+/// the id of the offer that answers it. Unique per session, carried by every message of the exchange.
+public struct OfferID: FixedByteValue {
+    /// 16 bytes: 128 random bits make a collision between two live offers negligible.
+    public static let byteCount = 16
+    /// The id's bytes.
+    public let bytes: [UInt8]
+    /// The id with these bytes, or nil unless there are 16.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+}
+
+/// The 16 random bytes a payer picks to name one transfer; unique per payer key, and the statement id of
+/// the payer's debit, the payee's credit and the receipt or refusal.
+public struct TransferID: FixedByteValue {
+    /// 16 bytes, the size of every ledger statement id (`LedgerEntry.idByteCount`).
+    public static let byteCount = 16
+    /// The id's bytes.
+    public let bytes: [UInt8]
+    /// The id with these bytes, or nil unless there are 16.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+}
+
+/// The 16 random bytes an issuer picks to name one voucher; unique per issuer key, and the statement id of
+/// the deposit entry, so a voucher is deposited at most once.
+public struct VoucherID: FixedByteValue {
+    /// 16 bytes, the size of every ledger statement id: collisions among one issuer's vouchers are negligible.
+    public static let byteCount = 16
+    /// The id's bytes.
+    public let bytes: [UInt8]
+    /// The id with these bytes, or nil unless there are 16.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+}
+
+/// SHA-256 of a piece of fork evidence's encoding: how a `hello` lists the evidence a wallet holds and an
+/// evidence request names the pieces it wants.
+public struct EvidenceDigest: FixedByteValue {
+    /// 32 bytes: a SHA-256 output.
+    public static let byteCount = SHA256.byteCount
+    /// The digest's bytes.
+    public let bytes: [UInt8]
+    /// The digest with these bytes, or nil unless there are 32.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The digest of the evidence whose encoding is `encoded`.
+    public init(of encoded: [UInt8]) { bytes = SHA256.hash(encoded) }
+}
+
+/// SHA-256 of a key event's encoding: what a rotation names as its previous event and a `hello`'s
+/// key-event head carries. The inception event's digest is the wallet id (`WalletID(inception:)`).
+public struct KeyEventDigest: FixedByteValue {
+    /// 32 bytes: a SHA-256 output.
+    public static let byteCount = SHA256.byteCount
+    /// What the inception event names as its previous event: 32 zero bytes.
+    public static let beforeInception = KeyEventDigest(validated: [UInt8](repeating: 0, count: byteCount))
+    /// The digest's bytes.
+    public let bytes: [UInt8]
+    /// The digest with these bytes, or nil unless there are 32.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The digest of the key event whose encoding is `encoded`.
+    init(of encoded: [UInt8]) { bytes = SHA256.hash(encoded) }
+
+    private init(validated bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// A wallet's name for its whole life: SHA-256 of its inception key event (see docs/PROTOCOL.md). Key
+/// rotations and recovery keep it; checkpoints, transfers, receipts, vouchers and key-event pages carry it.
+public struct WalletID: FixedByteValue {
+    /// 32 bytes: a SHA-256 output.
+    public static let byteCount = SHA256.byteCount
+    /// The id's bytes.
+    public let bytes: [UInt8]
+    /// The id with these bytes, or nil unless there are 32.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The id of the wallet whose inception event is `inception`.
+    public init(inception: KeyEvent) { bytes = inception.digest.bytes }
+}
