@@ -21,10 +21,7 @@ public final class PeerActions {
     }
 
     /// The PIN is held for the machine-speed steps after an approval, and never longer than this.
-    public static let pinHoldMillisecondsMax: Int64 = 60_000
-    /// While a lookup waits for the peer's key events, an honest peer sends at most its offer or request and
-    /// a failure; anything past this is a flood, and the session ends before any debit.
-    public static let heldMessageCountMax = 8
+    public static let pinHoldMillisecondsMax = PeerLimits.pinHoldMillisecondsMax
 
     public let wallet: Wallet
     let environment: PeerEnvironment
@@ -143,8 +140,8 @@ public final class PeerActions {
         // While the lookup waits for the peer's key events, the machine cannot take protocol messages yet;
         // side messages (evidence, key events) still pass, or two rotated wallets would wait for each other.
         if keyEventFetch != nil, !message.isSideMessage, !Self.isHello(message) {
-            guard heldMessages.count < Self.heldMessageCountMax else {
-                return protocolViolation("more than \(Self.heldMessageCountMax) messages while its key events were awaited")
+            guard heldMessages.count < PeerLimits.heldMessageCountMax else {
+                return protocolViolation("more than \(PeerLimits.heldMessageCountMax) messages while its key events were awaited")
             }
             heldMessages.append(message)
             return []

@@ -58,7 +58,7 @@ final class TerminalPerson: PeerInterface {
             event("approval", ["question": question], "\(question) yes (--yes)")
             return .approve(overridingBudget: overriding)
         }
-        guard let answer = Self.ask(question + " [y/N] ", timeoutSeconds: PeerWait.decisionTimeoutSeconds) else {
+        guard let answer = Self.ask(question + " [y/N] ", timeoutSeconds: PeerLimits.decisionTimeoutSeconds) else {
             event("approval", ["answer": "none"], "no answer; declined")
             return .decline
         }
@@ -69,7 +69,7 @@ final class TerminalPerson: PeerInterface {
         if let category { return category }
         guard !yes, let answer = Self.ask("\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount))"
                                             + (request.note.isEmpty ? "" : " for \"\(request.note)\"") + ". Category: ",
-                                            timeoutSeconds: PeerWait.decisionTimeoutSeconds), !answer.isEmpty else { return nil }
+                                            timeoutSeconds: PeerLimits.decisionTimeoutSeconds), !answer.isEmpty else { return nil }
         return answer
     }
 
@@ -211,7 +211,7 @@ enum PeerCommands {
         let results = Results()
         nonisolated(unsafe) let shared = (wallet, person, rangingSource)
         for _ in 0..<count {
-            let transport = try listener.accept(timeoutSeconds: Double(PeerWait.decisionTimeoutSeconds) * 20)
+            let transport = try listener.accept(timeoutSeconds: Double(PeerLimits.decisionTimeoutSeconds) * 20)
             // Each payer gets its own thread; the wallet is shared behind one lock.
             DispatchQueue.global().async(group: group) {
                 let code: ExitCode

@@ -127,8 +127,8 @@ public struct PayerMachine {
     public mutating func receive(_ message: PeerMessage) throws -> [PeerAction] {
         if let side = PeerCommon.sideActions(message), !isFinished {
             sideMessageCount += 1
-            guard sideMessageCount <= PeerCommon.sideMessageCountMax else {
-                throw violation("more than \(PeerCommon.sideMessageCountMax) evidence and key-event messages")
+            guard sideMessageCount <= PeerLimits.sideMessageCountMax else {
+                throw violation("more than \(PeerLimits.sideMessageCountMax) evidence and key-event messages")
             }
             return side
         }

@@ -560,9 +560,8 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
     /// One page of a wallet's signed key events: sequences `from`, `from + 1`, … of a log `total` events long.
     case page(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent])
 
-    /// Events in one page: 64 signed events are at most 70,848 bytes, a quarter of a peer message's limit, and
-    /// a log of `KeyEventLog.eventCountMax` (1,024) events takes 16 pages.
-    public static let pageEventCountMax = 64
+    /// Events in one page (`PeerLimits.keyEventPageEventCountMax`).
+    public static let pageEventCountMax = PeerLimits.keyEventPageEventCountMax
     /// A signed key event is at most 2 + 1024 + 1 + 80 bytes (its own encoding's limits).
     static let signedEventByteCountMax = 1107
 

@@ -299,23 +299,13 @@ public enum PeerWait: String, Hashable, Sendable {
     case peerHello, peerLookup, request, category, paymentCheck, approval, offer, reply, ranging, peerMeasurement,
         readyPersist, ready, debit, transfer, readyRecord, credit, receipt
 
-    /// The peer's `hello` follows the handshake at machine speed.
-    public static let helloTimeoutSeconds = 10
-    /// A person's decision (approve, pick a category, accept an offer): long enough to read a prompt, and
-    /// short enough that the approving side's PIN, held for at most 60 s, outlasts the wait that follows.
-    public static let decisionTimeoutSeconds = 45
-    /// Ranging (at least 10 samples at a few hertz) plus a token signature, on either side.
-    public static let rangingTimeoutSeconds = 20
-    /// A machine-speed step: a token signature, a durable commit, a lookup, and the message it answers.
-    public static let stepTimeoutSeconds = 15
-
     public var seconds: Int {
         switch self {
-        case .peerHello: PeerWait.helloTimeoutSeconds
-        case .request, .category, .approval, .offer, .reply: PeerWait.decisionTimeoutSeconds
-        case .ranging, .peerMeasurement, .ready: PeerWait.rangingTimeoutSeconds
+        case .peerHello: PeerLimits.helloTimeoutSeconds
+        case .request, .category, .approval, .offer, .reply: PeerLimits.decisionTimeoutSeconds
+        case .ranging, .peerMeasurement, .ready: PeerLimits.rangingTimeoutSeconds
         case .peerLookup, .paymentCheck, .readyPersist, .debit, .transfer, .readyRecord, .credit, .receipt:
-            PeerWait.stepTimeoutSeconds
+            PeerLimits.stepTimeoutSeconds
         }
     }
 }
@@ -358,10 +348,6 @@ enum PeerCommon {
         }
     }
 
-    /// Evidence and key-event messages a session answers at most; a peer that asks more is flooding. Room for
-    /// two full key-event logs paged each way (16 requests and 16 pages of `KeyEventLog.eventCountMax` events)
-    /// and the evidence a hello can name.
-    static let sideMessageCountMax = 96
 
     /// The failure code for a spatial refusal.
     static func failureReason(_ refusal: SpatialRefusal) -> PeerFailureReason {

@@ -1,0 +1,34 @@
+/// Every limit a peer session enforces, in one place beside `ChannelLimits`: waits, counts and sizes, each
+/// named with its qualifier last and saying why it has its value. A peer that exceeds one ends the session
+/// before anything is recorded; nothing it sends is buffered past these.
+public enum PeerLimits {
+    // MARK: Waits (docs/PROTOCOL.md, "Timeouts")
+
+    /// The peer's `hello` follows the handshake at machine speed.
+    public static let helloTimeoutSeconds = 10
+    /// A person's decision (approve, pick a category, accept an offer): long enough to read a prompt, and
+    /// short enough that the approving side's PIN, held for at most `pinHoldMillisecondsMax`, outlasts the
+    /// wait that follows.
+    public static let decisionTimeoutSeconds = 45
+    /// Ranging (at least 10 samples at a few hertz) plus a token signature, on either side.
+    public static let rangingTimeoutSeconds = 20
+    /// A machine-speed step: a token signature, a durable commit, a lookup, and the message it answers.
+    public static let stepTimeoutSeconds = 15
+    /// The PIN is held for the machine-speed steps after an approval, and never longer than this: a decision
+    /// wait plus a step, with room to spare, and short enough that an abandoned session does not leave the
+    /// token unlocked.
+    public static let pinHoldMillisecondsMax: Int64 = 60_000
+
+    // MARK: Counts
+
+    /// Evidence and key-event messages a session answers at most; a peer that asks more is flooding. Room
+    /// for two full key-event logs paged each way (16 requests and 16 pages of `KeyEventLog.eventCountMax`
+    /// events) and the evidence a hello can name.
+    public static let sideMessageCountMax = 96
+    /// Protocol messages held while a lookup waits for the peer's key events: an honest peer sends at most
+    /// its offer or request and a failure meanwhile; one more is a flood, and the session ends before any debit.
+    public static let heldMessageCountMax = 8
+    /// Key events in one page of a key-event log: 64 signed events are at most 70,848 bytes, a quarter of a
+    /// peer message's limit, and a log of `KeyEventLog.eventCountMax` (1,024) events takes 16 pages.
+    public static let keyEventPageEventCountMax = 64
+}
