@@ -144,7 +144,7 @@ public enum DatedStatement: Hashable, Sendable {
 
 /// A receipt, refusal or measurement signed by a retired key after its retirement, with the rotation
 /// that retired it: fork evidence of type 5, checkable alone like type 4.
-public struct RetiredKeyStatement: Hashable, Sendable {
+public struct RetiredKeyStatement: Hashable, Sendable, RetiredKeyEvidence {
     /// The event that put the retired key in force.
     public let retiredEvent: SignedKeyEvent
     /// The rotation that retired it.
@@ -162,13 +162,29 @@ public struct RetiredKeyStatement: Hashable, Sendable {
     /// N's key the one R committed to, the statement signed by R's key, dated with R's sequence and
     /// position, at a ledger size past N's position.
     public var isProven: Bool {
+        provesRetired(statement.signerKey, signedAt: statement.keyDate) && statement.isSignatureValid
+    }
+}
+
+/// Fork evidence that a key signed after its retirement: the event that put it in force and the rotation
+/// that retired it, beside the late signature.
+protocol RetiredKeyEvidence {
+    /// The event that put the retired key in force.
+    var retiredEvent: SignedKeyEvent { get }
+    /// The rotation that retired it.
+    var rotation: SignedKeyEvent { get }
+}
+
+extension RetiredKeyEvidence {
+    /// Whether a signature by `key` dated `date` came after the key's retirement: R and N validly signed
+    /// and chained, N's key the one R committed to, `key` R's key, `date` R's sequence and position, at a
+    /// ledger size past N's position. The late signature itself is the caller's to check.
+    func provesRetired(_ key: P256.PublicKey, signedAt date: KeyDate) -> Bool {
         let retired = retiredEvent.event
         let next = rotation.event
-        let date = statement.keyDate
         return retiredEvent.verify() && rotation.verify() && next.previousEvent == retired.digest
             && next.sequence == retired.sequence + 1 && next.signingKey.fingerprint == retired.nextKeyDigest
-            && statement.signerKey == retired.signingKey && date.keySequence == retired.sequence
+            && key == retired.signingKey && date.keySequence == retired.sequence
             && date.keyEventPosition == retired.ledgerPosition && date.ledgerSize > next.ledgerPosition
-            && statement.isSignatureValid
     }
 }

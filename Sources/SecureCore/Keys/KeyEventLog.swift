@@ -199,7 +199,7 @@ public struct KeyEventConflict: Hashable, Sendable {
 /// that put the checkpoint's key in force; the checkpoint is signed by that retired key, names its
 /// sequence, and covers the rotation's ledger position. (That the rotation's predecessor is the named
 /// event is proved by also carrying it.)
-public struct RetiredKeySignature: Hashable, Sendable {
+public struct RetiredKeySignature: Hashable, Sendable, RetiredKeyEvidence {
     /// The event that put the retired key in force.
     public let retiredEvent: SignedKeyEvent
     /// The rotation that retired it.
@@ -215,14 +215,8 @@ public struct RetiredKeySignature: Hashable, Sendable {
 
     /// Whether it proves a signature by a key after its retirement.
     public var isProven: Bool {
-        let retired = retiredEvent.event
-        let next = rotation.event
         let late = checkpoint.checkpoint
-        return retiredEvent.verify() && rotation.verify() && next.previousEvent == retired.digest
-            && next.sequence == retired.sequence + 1 && next.signingKey.fingerprint == retired.nextKeyDigest
-            && late.walletKey == retired.signingKey && late.keySequence == retired.sequence
-            && late.keyEventPosition == retired.ledgerPosition && late.size > next.ledgerPosition
-            && checkpoint.isSelfConsistent
+        return provesRetired(late.walletKey, signedAt: KeyDate(checkpoint: late)) && checkpoint.isSelfConsistent
     }
 }
 

@@ -232,11 +232,7 @@ public struct SignedCheckpoint: Hashable, Sendable {
     public var isSelfConsistent: Bool { isValid(signedBy: checkpoint.walletKey) }
 
     /// version u8 ‖ u16 length ‖ checkpoint ‖ u8 length ‖ DER signature.
-    public var encoded: [UInt8] {
-        var writer = ByteWriter()
-        encode(into: &writer)
-        return writer.bytes
-    }
+    public var encoded: [UInt8] { ByteWriter.bytes { encode(into: &$0) } }
 
     func encode(into writer: inout ByteWriter) {
         writer.write(SignedCheckpoint.encodingVersion)

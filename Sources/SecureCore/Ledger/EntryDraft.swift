@@ -96,11 +96,7 @@ public struct SignedStatement<Payload: SignedPayload>: Hashable, Sendable {
     public var payloadDigest: [UInt8] { SHA256.hash(payload.encoded) }
 
     /// version u8 ‖ u32 length ‖ payload encoding ‖ u8 length ‖ DER signature.
-    public var encoded: [UInt8] {
-        var writer = ByteWriter()
-        encode(into: &writer)
-        return writer.bytes
-    }
+    public var encoded: [UInt8] { ByteWriter.bytes { encode(into: &$0) } }
 
     func encode(into writer: inout ByteWriter) {
         writer.write(Self.encodingVersion)
@@ -218,5 +214,14 @@ extension StatementVerdict {
                     payload: payload))
         }
         return accept()
+    }
+}
+
+extension ByteWriter {
+    /// The bytes `write` puts into a fresh writer.
+    static func bytes(_ write: (inout ByteWriter) -> Void) -> [UInt8] {
+        var writer = ByteWriter()
+        write(&writer)
+        return writer.bytes
     }
 }

@@ -6,12 +6,8 @@ import SecureCrypto
 /// N, amount, both measurements, the payer's `hello` checkpoint) is persisted before `ready` is sent; a
 /// transfer is credited only if it matches that record, and a retried one is matched against the stored
 /// record; a requester skips its prompt only when the offer answers its request exactly.
-public struct PayeeMachine {
-    private struct Session: Hashable {
-        let peer: PeerHello
-        let nonce: [UInt8]
-        var identity: PeerIdentity { PeerIdentity(peer) }
-    }
+public struct PayeeMachine: PeerMachine {
+    private typealias Session = GreetedSession
 
     /// The payer's measurement and, when it came, its consistency proof.
     private struct PayerClaim: Hashable {
@@ -38,7 +34,7 @@ public struct PayeeMachine {
     private let context: PeerSessionContext
     /// The request this payee sends after the hellos (request flow), or nil (pay flow, retries).
     private let request: PaymentRequest?
-    private var sideMessageCount = 0
+    var sideMessageCount = 0
 
     /// A payee session; with `request`, the request flow.
     public init(context: PeerSessionContext, request: PaymentRequest? = nil) {
@@ -80,14 +76,7 @@ public struct PayeeMachine {
 
     /// Handles one message from the payer.
     public mutating func receive(_ message: PeerMessage) throws -> [PeerAction] {
-        if let side = PeerCommon.sideActions(message), !isFinished {
-            sideMessageCount += 1
-            guard sideMessageCount <= PeerLimits.sideMessageCountMax else {
-                throw violation("more than \(PeerLimits.sideMessageCountMax) evidence and key-event messages")
-            }
-            return side
-        }
-        if case .failure(let failure) = message { return try peerFailed(failure) }
+        if let actions = try receiveOutsideSteps(message) { return actions }
         switch (state, message) {
         case (.greeting, .hello(let hello)):
             guard PeerCommon.isValid(hello) else { throw violation("a hello whose checkpoint its key did not sign") }
@@ -221,7 +210,7 @@ public struct PayeeMachine {
         return [.credit(task)]
     }
 
-    private mutating func peerFailed(_ failure: PeerFailure) throws -> [PeerAction] {
+    mutating func peerFailed(_ failure: PeerFailure) throws -> [PeerAction] {
         switch state {
         case .idle, .finished: throw violation("a failure message after the session ended")
         case .approving:
@@ -361,11 +350,6 @@ public struct PayeeMachine {
 
     // MARK: Helpers
 
-    private var isFinished: Bool {
-        if case .finished = state { return true }
-        return false
-    }
-
     private var offerID: OfferID? {
         switch state {
         case .approving(_, _, let offer), .measuring(_, _, let offer, _), .awaitingPayerMeasurement(_, _, let offer, _):
@@ -377,7 +361,7 @@ public struct PayeeMachine {
         }
     }
 
-    private var stage: String {
+    var stage: String {
         switch state {
         case .idle: "before the start"
         case .greeting: "before the payer's hello"
@@ -412,14 +396,9 @@ public struct PayeeMachine {
         return actions + [.finish(outcome)]
     }
 
-    private mutating func violation(_ detail: String) -> PeerProtocolError {
+    mutating func violation(_ detail: String) -> PeerProtocolError {
         if isFinished { return PeerProtocolError(message: detail, actions: []) }
         let message = failureMessage(.protocolViolation, offerID)
         return PeerProtocolError(message: detail, actions: finish(.failed(.protocolViolation, byPeer: false), before: [message]))
-    }
-
-    private func unasked(_ answer: String) -> [PeerAction] {
-        precondition(isFinished, "\(answer) arrived \(stage)")
-        return []
     }
 }

@@ -27,19 +27,14 @@ public struct PaymentIntent: Hashable, Sendable {
 /// `PeerProtocolError` after ending the session. Driver answers (`peerLookedUp`, `debitCommitted`, …)
 /// in a state that did not ask for them are our own bug and trap, except after the session ended and for
 /// a person's decisions, which may race the other side and are settled once: a late one is ignored.
-public struct PayerMachine {
+public struct PayerMachine: PeerMachine {
     private enum Flow: Hashable {
         case pay(PaymentIntent)
         case answerRequest
         case retry(TransferMessage)
     }
 
-    /// The peer and the session facts, known once both hellos are in.
-    private struct Session: Hashable {
-        let peer: PeerHello
-        let nonce: [UInt8]
-        var identity: PeerIdentity { PeerIdentity(peer) }
-    }
+    private typealias Session = GreetedSession
 
     /// An offer the payer approved.
     private struct Deal: Hashable {
@@ -67,7 +62,7 @@ public struct PayerMachine {
     private var state: State
     private let context: PeerSessionContext
     private let transferID: TransferID
-    private var sideMessageCount = 0
+    var sideMessageCount = 0
 
     /// The pay flow: pay `intent` to whoever answers on this channel. `transferID` is fresh: `TransferID.random()`.
     public init(paying intent: PaymentIntent, context: PeerSessionContext, transferID: TransferID) {
@@ -125,14 +120,7 @@ public struct PayerMachine {
 
     /// Handles one message from the payee.
     public mutating func receive(_ message: PeerMessage) throws -> [PeerAction] {
-        if let side = PeerCommon.sideActions(message), !isFinished {
-            sideMessageCount += 1
-            guard sideMessageCount <= PeerLimits.sideMessageCountMax else {
-                throw violation("more than \(PeerLimits.sideMessageCountMax) evidence and key-event messages")
-            }
-            return side
-        }
-        if case .failure(let failure) = message { return try peerFailed(failure) }
+        if let actions = try receiveOutsideSteps(message) { return actions }
         switch (state, message) {
         case (.greeting(let flow), .hello(let hello)):
             return try greeted(hello, flow)
@@ -243,7 +231,7 @@ public struct PayerMachine {
         return [.commitDebit(task)]
     }
 
-    private mutating func peerFailed(_ failure: PeerFailure) throws -> [PeerAction] {
+    mutating func peerFailed(_ failure: PeerFailure) throws -> [PeerAction] {
         switch state {
         case .idle, .finished: throw violation("a failure message after the session ended")
         case .committing(let session, let task, _):
@@ -389,11 +377,6 @@ public struct PayerMachine {
 
     // MARK: Helpers
 
-    private var isFinished: Bool {
-        if case .finished = state { return true }
-        return false
-    }
-
     private var offerID: OfferID? {
         switch state {
         case .checking(_, _, let offer, _), .approving(_, let offer, _, _): offer.offerID
@@ -406,7 +389,7 @@ public struct PayerMachine {
         }
     }
 
-    private var stage: String {
+    var stage: String {
         switch state {
         case .idle: "before the start"
         case .greeting: "before the payee's hello"
@@ -443,7 +426,7 @@ public struct PayerMachine {
     }
 
     /// Ends the session on a message the protocol does not allow; after the debit, as unconfirmed.
-    private mutating func violation(_ detail: String) -> PeerProtocolError {
+    mutating func violation(_ detail: String) -> PeerProtocolError {
         if isFinished { return PeerProtocolError(message: detail, actions: []) }
         let outcome: PeerOutcome
         switch state {
@@ -454,11 +437,5 @@ public struct PayerMachine {
         }
         let message = PeerAction.send(.failure(PeerFailure(offerID: offerID, reason: .protocolViolation)))
         return PeerProtocolError(message: detail, actions: finish(outcome, before: [message]))
-    }
-
-    /// A driver answer the machine did not ask for: ignored once the session ended, else our bug.
-    private func unasked(_ answer: String) -> [PeerAction] {
-        precondition(isFinished, "\(answer) arrived \(stage)")
-        return []
     }
 }

@@ -360,6 +360,53 @@ enum PeerCommon {
     }
 }
 
+/// The peer and the session facts, known once both hellos are in.
+struct GreetedSession: Hashable {
+    let peer: PeerHello
+    let nonce: [UInt8]
+    var identity: PeerIdentity { PeerIdentity(peer) }
+}
+
+/// What the payer and payee machines share in taking messages and driver answers.
+protocol PeerMachine {
+    /// How the session ended, once it has.
+    var outcome: PeerOutcome? { get }
+    /// Where the session stands, for messages about a misplaced driver answer.
+    var stage: String { get }
+    /// How many evidence and key-event messages the peer has sent.
+    var sideMessageCount: Int { get set }
+    /// Ends the session on a message the protocol does not allow.
+    mutating func violation(_ detail: String) -> PeerProtocolError
+    /// Ends (or marks) the session on the peer's failure message.
+    mutating func peerFailed(_ failure: PeerFailure) throws -> [PeerAction]
+}
+
+extension PeerMachine {
+    /// Whether the session has ended.
+    var isFinished: Bool { outcome != nil }
+
+    /// The actions for a message that is no step of the payment, nil for a step: an evidence or key-event
+    /// message while the session lives (more than `PeerLimits.sideMessageCountMax` of them are a violation),
+    /// or the peer's failure.
+    mutating func receiveOutsideSteps(_ message: PeerMessage) throws -> [PeerAction]? {
+        if let side = PeerCommon.sideActions(message), !isFinished {
+            sideMessageCount += 1
+            guard sideMessageCount <= PeerLimits.sideMessageCountMax else {
+                throw violation("more than \(PeerLimits.sideMessageCountMax) evidence and key-event messages")
+            }
+            return side
+        }
+        if case .failure(let failure) = message { return try peerFailed(failure) }
+        return nil
+    }
+
+    /// A driver answer the machine did not ask for: ignored once the session ended, else our bug.
+    func unasked(_ answer: String) -> [PeerAction] {
+        precondition(isFinished, "\(answer) arrived \(stage)")
+        return []
+    }
+}
+
 extension PeerMessage {
     /// Evidence and key-event messages: answered in any live state, and never a step of the payment itself.
     public var isSideMessage: Bool { PeerCommon.sideActions(self) != nil }

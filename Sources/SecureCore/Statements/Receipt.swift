@@ -4,21 +4,9 @@ import SecureCrypto
 /// payer that later signs a conflicting history faces the payee's signature on this one. A receipt
 /// records no ledger entry: the payer keeps it beside its payment out, which it marks confirmed.
 /// See docs/PROTOCOL.md, "Transfers, receipts and refusals".
-public struct Receipt: DatedPayload {
-    /// The transfer's id.
-    public let transferID: TransferID
-    /// SHA-256 of the signed transfer's payload.
-    public let transferDigest: [UInt8]
-    /// The payer's wallet id.
-    public let payerWalletID: WalletID
-    /// The payee's wallet id.
-    public let payeeWalletID: WalletID
-    /// The payee's signing key.
-    public let payeeKey: P256.PublicKey
-    /// When the payee's key signed: its key event and the payee's ledger size, which is past the credit.
-    public let keyDate: KeyDate
-    /// The amount credited.
-    public let amount: Money
+public struct Receipt: TransferAnswerPayload {
+    /// The transfer it confirms, the payee's key and date (past the credit), and the amount credited.
+    public let answer: TransferAnswer
     /// SHA-256 of the payer's checkpoint encoding (the one inside the transfer), which the payee cosigns.
     public let checkpointDigest: [UInt8]
     /// That checkpoint's size.
@@ -36,16 +24,16 @@ public struct Receipt: DatedPayload {
     /// `payeeKey`, signed at `keyDate`, whose ledger size must be past the credit.
     public init(for transfer: SignedTransfer, payeeKey: P256.PublicKey, keyDate: KeyDate, creditPosition: UInt64) {
         precondition(keyDate.ledgerSize > creditPosition, "a receipt is signed after its credit is in the ledger")
-        let order = transfer.payload.order
-        transferID = order.transferID
-        transferDigest = transfer.payloadDigest
-        payerWalletID = order.payerWalletID
-        payeeWalletID = order.payeeWalletID
-        self.payeeKey = payeeKey
-        self.keyDate = keyDate
-        amount = order.amount
+        answer = TransferAnswer(answering: transfer, payeeKey: payeeKey, keyDate: keyDate)
         checkpointDigest = SHA256.hash(transfer.payload.checkpoint.checkpoint.encoded)
         checkpointSize = transfer.payload.checkpoint.checkpoint.size
+        self.creditPosition = creditPosition
+    }
+
+    init(answer: TransferAnswer, checkpointDigest: [UInt8], checkpointSize: UInt64, creditPosition: UInt64) {
+        self.answer = answer
+        self.checkpointDigest = checkpointDigest
+        self.checkpointSize = checkpointSize
         self.creditPosition = creditPosition
     }
 
@@ -54,30 +42,17 @@ public struct Receipt: DatedPayload {
         payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
-        self.transferID = transferID
-        self.transferDigest = transferDigest
-        self.payerWalletID = payerWalletID
-        self.payeeWalletID = payeeWalletID
-        self.payeeKey = payeeKey
-        self.keyDate = keyDate
-        self.amount = amount
-        self.checkpointDigest = checkpointDigest
-        self.checkpointSize = checkpointSize
-        self.creditPosition = creditPosition
+        self.init(
+            answer: TransferAnswer(
+                transferID: transferID, transferDigest: transferDigest, payerWalletID: payerWalletID,
+                payeeWalletID: payeeWalletID, payeeKey: payeeKey, keyDate: keyDate, amount: amount),
+            checkpointDigest: checkpointDigest, checkpointSize: checkpointSize, creditPosition: creditPosition)
     }
-
-    public var signerKey: P256.PublicKey { payeeKey }
 
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 264)
         writer.write(Receipt.encodingVersion)
-        writer.write(transferID)
-        writer.write(fixed: transferDigest, count: 32)
-        writer.write(payerWalletID)
-        writer.write(payeeWalletID)
-        writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
-        keyDate.encode(into: &writer)
-        amount.encode(into: &writer)
+        answer.encode(into: &writer)
         writer.write(fixed: checkpointDigest, count: 32)
         writer.write(checkpointSize)
         writer.write(creditPosition)
@@ -87,20 +62,14 @@ public struct Receipt: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Receipt? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "receipt") else { return nil }
-        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
-            let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
-            let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
-            let amount = try Money.decode(from: &reader), let checkpointDigest = reader.readFixed(32),
+        guard let answer = try TransferAnswer.decode(from: &reader), let checkpointDigest = reader.readFixed(32),
             let size = reader.readUInt64(), let position = reader.readUInt64()
         else { return nil }
         try reader.expectEnd("receipt")
-        guard keyDate.ledgerSize > position else {
+        guard answer.keyDate.ledgerSize > position else {
             throw FormatError(.invalidValue, "a receipt is dated before its own credit entry")
         }
-        return Receipt(
-            transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
-            payeeKey: try decodeKey(point, "payee key"), keyDate: keyDate, amount: amount, checkpointDigest: checkpointDigest,
-            checkpointSize: size, creditPosition: position)
+        return Receipt(answer: answer, checkpointDigest: checkpointDigest, checkpointSize: size, creditPosition: position)
     }
 
     /// Signs the receipt with the payee's key.
@@ -159,21 +128,9 @@ extension DropReason {
 
 /// The payee's signed refusal of a validly signed transfer that failed a check. The payer appends a
 /// `reversal` entry from it, which credits the debit back. See docs/PROTOCOL.md.
-public struct Refusal: DatedPayload {
-    /// The refused transfer's id.
-    public let transferID: TransferID
-    /// SHA-256 of the refused transfer's signed payload.
-    public let transferDigest: [UInt8]
-    /// The payer's wallet id.
-    public let payerWalletID: WalletID
-    /// The refusing payee's wallet id.
-    public let payeeWalletID: WalletID
-    /// The refusing payee's signing key.
-    public let payeeKey: P256.PublicKey
-    /// When the payee's key signed: its key event and the payee's ledger size.
-    public let keyDate: KeyDate
-    /// The transfer's amount, which the reversal credits back.
-    public let amount: Money
+public struct Refusal: TransferAnswerPayload {
+    /// The refused transfer, the refusing payee's key and date, and the amount the reversal credits back.
+    public let answer: TransferAnswer
     /// Which check failed.
     public let reason: RefusalReason
 
@@ -187,43 +144,19 @@ public struct Refusal: DatedPayload {
     /// the payee the transfer names: a wallet refuses a misaddressed transfer under the transfer's payee
     /// id only if that is its own, and otherwise has no standing to send a refusal at all.
     public init(refusing transfer: SignedTransfer, payeeKey: P256.PublicKey, keyDate: KeyDate, reason: RefusalReason) {
-        let order = transfer.payload.order
-        transferID = order.transferID
-        transferDigest = transfer.payloadDigest
-        payerWalletID = order.payerWalletID
-        payeeWalletID = order.payeeWalletID
-        self.payeeKey = payeeKey
-        self.keyDate = keyDate
-        amount = order.amount
+        answer = TransferAnswer(answering: transfer, payeeKey: payeeKey, keyDate: keyDate)
         self.reason = reason
     }
 
-    init(
-        transferID: TransferID, transferDigest: [UInt8], payerWalletID: WalletID, payeeWalletID: WalletID,
-        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, reason: RefusalReason
-    ) {
-        self.transferID = transferID
-        self.transferDigest = transferDigest
-        self.payerWalletID = payerWalletID
-        self.payeeWalletID = payeeWalletID
-        self.payeeKey = payeeKey
-        self.keyDate = keyDate
-        self.amount = amount
+    init(answer: TransferAnswer, reason: RefusalReason) {
+        self.answer = answer
         self.reason = reason
     }
-
-    public var signerKey: P256.PublicKey { payeeKey }
 
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 216)
         writer.write(Refusal.encodingVersion)
-        writer.write(transferID)
-        writer.write(fixed: transferDigest, count: 32)
-        writer.write(payerWalletID)
-        writer.write(payeeWalletID)
-        writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
-        keyDate.encode(into: &writer)
-        amount.encode(into: &writer)
+        answer.encode(into: &writer)
         writer.write(reason.rawValue)
         return writer.bytes
     }
@@ -231,19 +164,13 @@ public struct Refusal: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Refusal? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "refusal") else { return nil }
-        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
-            let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
-            let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
-            let amount = try Money.decode(from: &reader), let reasonByte = reader.readUInt8()
-        else { return nil }
+        guard let answer = try TransferAnswer.decode(from: &reader), let reasonByte = reader.readUInt8() else { return nil }
         try reader.expectEnd("refusal")
         guard let reason = RefusalReason(rawValue: reasonByte) else {
             throw FormatError(.invalidValue, "refusal reason \(reasonByte) is not known")
         }
-        guard !amount.isZero else { throw FormatError(.invalidValue, "a refusal's amount must be positive") }
-        return Refusal(
-            transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
-            payeeKey: try decodeKey(point, "payee key"), keyDate: keyDate, amount: amount, reason: reason)
+        guard !answer.amount.isZero else { throw FormatError(.invalidValue, "a refusal's amount must be positive") }
+        return Refusal(answer: answer, reason: reason)
     }
 
     /// Signs the refusal with the payee's key.
@@ -296,4 +223,81 @@ public enum RefusalCheck {
                     payload: bytes))
         }
     }
+}
+
+/// What a payee's answer to a transfer, a receipt or a refusal, begins with: the transfer (id and payload
+/// digest), its payer and payee wallets, the payee's signing key and its date, and the transfer's amount.
+/// Both statements encode it first, in this order, after their version byte.
+public struct TransferAnswer: Hashable, Sendable {
+    /// The transfer's id.
+    public let transferID: TransferID
+    /// SHA-256 of the signed transfer's payload.
+    public let transferDigest: [UInt8]
+    /// The payer's wallet id.
+    public let payerWalletID: WalletID
+    /// The payee's wallet id.
+    public let payeeWalletID: WalletID
+    /// The payee's signing key.
+    public let payeeKey: P256.PublicKey
+    /// When the payee's key signed: its key event and the payee's ledger size.
+    public let keyDate: KeyDate
+    /// The transfer's amount.
+    public let amount: Money
+
+    func encode(into writer: inout ByteWriter) {
+        writer.write(transferID)
+        writer.write(fixed: transferDigest, count: 32)
+        writer.write(payerWalletID)
+        writer.write(payeeWalletID)
+        writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
+        keyDate.encode(into: &writer)
+        amount.encode(into: &writer)
+    }
+
+    /// The answer head at the reader, or nil when the bytes run out; throws on a malformed key date, amount
+    /// or payee key.
+    static func decode(from reader: inout ByteReader) throws -> TransferAnswer? {
+        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
+            let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
+            let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
+            let amount = try Money.decode(from: &reader)
+        else { return nil }
+        return TransferAnswer(
+            transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
+            payeeKey: try decodeKey(point, "payee key"), keyDate: keyDate, amount: amount)
+    }
+}
+
+extension TransferAnswer {
+    /// The answer to `transfer` by the payee whose key is `payeeKey`, signed at `keyDate`.
+    init(answering transfer: SignedTransfer, payeeKey: P256.PublicKey, keyDate: KeyDate) {
+        let order = transfer.payload.order
+        self.init(
+            transferID: order.transferID, transferDigest: transfer.payloadDigest, payerWalletID: order.payerWalletID,
+            payeeWalletID: order.payeeWalletID, payeeKey: payeeKey, keyDate: keyDate, amount: order.amount)
+    }
+}
+
+/// A receipt or a refusal: a payee's dated statement about one transfer, whose head fields it forwards.
+public protocol TransferAnswerPayload: DatedPayload {
+    /// The transfer answered, the payee's key and date, and the amount.
+    var answer: TransferAnswer { get }
+}
+
+extension TransferAnswerPayload {
+    /// The transfer's id.
+    public var transferID: TransferID { answer.transferID }
+    /// SHA-256 of the signed transfer's payload.
+    public var transferDigest: [UInt8] { answer.transferDigest }
+    /// The payer's wallet id.
+    public var payerWalletID: WalletID { answer.payerWalletID }
+    /// The payee's wallet id.
+    public var payeeWalletID: WalletID { answer.payeeWalletID }
+    /// The payee's signing key, which signs the statement.
+    public var payeeKey: P256.PublicKey { answer.payeeKey }
+    public var signerKey: P256.PublicKey { answer.payeeKey }
+    /// When the payee's key signed.
+    public var keyDate: KeyDate { answer.keyDate }
+    /// The transfer's amount: credited for a receipt, credited back by the reversal for a refusal.
+    public var amount: Money { answer.amount }
 }
