@@ -1,8 +1,8 @@
+import Foundation
 // swift-tools-version:6.0
 // The S.E.C.U.R.E wallet for hardware tokens. Every dependency outside the toolchain is a C library
 // wrapped as a system-library target, because no outside Swift package can be fetched on these machines.
 import PackageDescription
-import Foundation
 
 let package = Package(
     name: "secure",
@@ -28,8 +28,9 @@ let package = Package(
         // turned the known-answer tests into minutes. Debug builds of every other module stay -Onone.
         // Argument parsing and plain output for the executables; no wallet code, no project imports.
         .target(name: "CommandLineSupport"),
-        .target(name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"],
-                swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(
+            name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"],
+            swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
         .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
@@ -37,24 +38,48 @@ let package = Package(
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.
         .target(name: "SecureWallet", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
-        .target(name: "SecureTestSupport", dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
-                                                       "CLibCrypto"]),
+        .target(
+            name: "SecureTestSupport",
+            dependencies: [
+                "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+                "CLibCrypto",
+            ]),
         // The deterministic simulator (issue 7): the real machines, ledger and SQLCipher store, with a simulated
         // token, link and clock from SecureTestSupport. Never linked into `secure`.
-        .target(name: "SecureSimulation", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
-                                                         "SecurePeer", "SecureTestSupport"]),
+        .target(
+            name: "SecureSimulation",
+            dependencies: [
+                "SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
+                "SecurePeer", "SecureTestSupport",
+            ]),
         .executableTarget(name: "secure-sim", dependencies: ["SecureSimulation"]),
-        .target(name: "SecurePeer", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
-                                                   "SecureChannel"]),
-        .executableTarget(name: "secure", dependencies: ["CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
-                                                         "SecurePeer", "SecureChannel"]),
+        .target(
+            name: "SecurePeer",
+            dependencies: [
+                "SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
+                "SecureChannel",
+            ]),
+        .executableTarget(
+            name: "secure",
+            dependencies: [
+                "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+                "SecurePeer", "SecureChannel",
+            ]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
         // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the
         // executable adds the verification fixture, the only part that needs the test-only software signer.
-        .target(name: "SecureBench", dependencies: ["CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
-                                                    "SecurePeer", "SecureChannel", "CP11Kit", "CPKCS11Baseline"]),
-        .executableTarget(name: "secure-bench", dependencies: ["SecureBench", "SecureCore", "SecureCrypto", "SecureStore",
-                                                               "SecureToken", "SecureTestSupport"]),
+        .target(
+            name: "SecureBench",
+            dependencies: [
+                "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+                "SecurePeer", "SecureChannel", "CP11Kit", "CPKCS11Baseline",
+            ]),
+        .executableTarget(
+            name: "secure-bench",
+            dependencies: [
+                "SecureBench", "SecureCore", "SecureCrypto", "SecureStore",
+                "SecureToken", "SecureTestSupport",
+            ]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 
@@ -62,8 +87,12 @@ let package = Package(
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
-        .testTarget(name: "SecurePeerTests", dependencies: ["SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport",
-                                                           "SecureBench"]),
+        .testTarget(
+            name: "SecurePeerTests",
+            dependencies: [
+                "SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport",
+                "SecureBench",
+            ]),
         .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
@@ -75,8 +104,9 @@ let package = Package(
 // (libFuzzer supplies main), so an ordinary build must never see them. scripts/fuzz builds and runs them.
 if ProcessInfo.processInfo.environment["SECURE_FUZZ"] == "1" {
     for name in ["FuzzChannelFrame", "FuzzChannelHandshake", "FuzzChannelRecord"] {
-        package.targets.append(.executableTarget(
-            name: name, dependencies: ["SecureChannel", "SecureCrypto"], path: "Fuzz/\(name)",
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
+        package.targets.append(
+            .executableTarget(
+                name: name, dependencies: ["SecureChannel", "SecureCrypto"], path: "Fuzz/\(name)",
+                swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
     }
 }

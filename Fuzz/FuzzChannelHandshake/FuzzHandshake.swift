@@ -2,21 +2,24 @@ import SecureChannel
 import SecureCrypto
 
 /// The machines at each stage of one honest handshake, made once per process.
-nonisolated(unsafe) private var stages: (initiators: [InitiatorHandshake<XWing>], responders: [ResponderHandshake<XWing>],
-                                         frames: [[UInt8]]) = {
-    var initiator = InitiatorHandshake<XWing>(), responder = ResponderHandshake<XWing>()
-    var initiators: [InitiatorHandshake<XWing>] = [], responders: [ResponderHandshake<XWing>] = []
-    var frames: [[UInt8]] = []
-    func pump(_ actions: [HandshakeAction]) { for case .send(let body) in actions { frames.append(body) } }
-    pump(initiator.start())
-    responders.append(responder); pump(try! responder.receive(frames[0]))
-    initiators.append(initiator); pump(try! initiator.receive(frames[1]))
-    responders.append(responder); pump(try! responder.receive(frames[2]))
-    initiators.append(initiator); pump(try! initiator.receive(frames[3]))
-    initiators.append(initiator); pump(try! initiator.receive(frames[4]))
-    responders.append(responder)
-    return (initiators, responders, frames)
-}()
+nonisolated(unsafe) private var stages:
+    (
+        initiators: [InitiatorHandshake<XWing>], responders: [ResponderHandshake<XWing>],
+        frames: [[UInt8]]
+    ) = {
+        var initiator = InitiatorHandshake<XWing>(), responder = ResponderHandshake<XWing>()
+        var initiators: [InitiatorHandshake<XWing>] = [], responders: [ResponderHandshake<XWing>] = []
+        var frames: [[UInt8]] = []
+        func pump(_ actions: [HandshakeAction]) { for case .send(let body) in actions { frames.append(body) } }
+        pump(initiator.start())
+        responders.append(responder); pump(try! responder.receive(frames[0]))
+        initiators.append(initiator); pump(try! initiator.receive(frames[1]))
+        responders.append(responder); pump(try! responder.receive(frames[2]))
+        initiators.append(initiator); pump(try! initiator.receive(frames[3]))
+        initiators.append(initiator); pump(try! initiator.receive(frames[4]))
+        responders.append(responder)
+        return (initiators, responders, frames)
+    }()
 
 /// libFuzzer entry: the handshake decoders and every stage of both machines. Decoding never traps, a
 /// decoded message re-encodes to exactly its input (one encoding per message), and the machines either

@@ -1,5 +1,6 @@
-@testable import SecureChannel  // the record keys are internal; scripts/fuzz builds with -enable-testing
 import SecureCrypto
+
+@testable import SecureChannel // the record keys are internal; scripts/fuzz builds with -enable-testing
 
 /// An opener for the responder's side of one honest session, made once per process.
 nonisolated(unsafe) private var session: (opener: RecordOpener, record: [UInt8]) = {
@@ -44,7 +45,7 @@ public func fuzzRecord(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             index += 3
         }
         if index < bytes.count { record = Array(record.prefix(record.count * Int(bytes[index]) / 256)) }
-        if record == session.record { return 0 }  // the honest record itself opens, as it should
+        if record == session.record { return 0 } // the honest record itself opens, as it should
         bytes = record
     }
     if let message = try? RecordMessage.decode(bytes) {

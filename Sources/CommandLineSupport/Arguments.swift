@@ -102,7 +102,8 @@ public func writeOut(_ bytes: [UInt8]) {
 
 /// Prints a JSON value with sorted keys, one document per line.
 public func printJSON(_ value: Any) {
-    let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+    let data =
+        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
     print(String(decoding: data, as: UTF8.self))
 }
 

@@ -45,26 +45,41 @@ func runChannelBenchmark(json: Bool) throws {
             }
         }
         let oursMedian = BenchCommands.median(ours), baselineMedian = BenchCommands.median(baseline)
-        throughput.append(["recordBytes": size, "channelMegabytesPerSecond": oursMedian,
-                           "aesGCMMegabytesPerSecond": baselineMedian, "ratio": oursMedian / baselineMedian, "goalMin": 0.8])
-        throughputLines.append(String(format: "records of %d B through the in-memory link: channel %.0f MB/s vs AES-256-GCM seal+open %.0f MB/s, ratio %.2f (goal ≥ 0.80)",
-                                      size, oursMedian, baselineMedian, oursMedian / baselineMedian))
+        throughput.append([
+            "recordBytes": size, "channelMegabytesPerSecond": oursMedian,
+            "aesGCMMegabytesPerSecond": baselineMedian, "ratio": oursMedian / baselineMedian, "goalMin": 0.8,
+        ])
+        throughputLines.append(
+            String(
+                format:
+                    "records of %d B through the in-memory link: channel %.0f MB/s vs AES-256-GCM seal+open %.0f MB/s, ratio %.2f (goal ≥ 0.80)",
+                size, oursMedian, baselineMedian, oursMedian / baselineMedian))
     }
 
     let tcp = try ChannelBench.tcpHandshakeMilliseconds(count: 200)
     let p50 = ChannelBench.percentile(tcp, 0.50), p99 = ChannelBench.percentile(tcp, 0.99)
 
     if json {
-        printJSON(["benchmark": "channel", "loadAverage": load, "suite": "\(ChannelSuite.xwingAES256GCM)", "rounds": rounds,
-                   "handshakeInProcess": ["channelMicroseconds": handshakeMedian, "primitivesMicroseconds": primitivesMedian,
-                                          "ratio": handshakeMedian / primitivesMedian, "goalMax": 1.2],
-                   "recordThroughput": throughput,
-                   "handshakeLoopbackTCP": ["count": tcp.count, "p50Milliseconds": p50, "p99Milliseconds": p99]])
+        printJSON([
+            "benchmark": "channel", "loadAverage": load, "suite": "\(ChannelSuite.xwingAES256GCM)", "rounds": rounds,
+            "handshakeInProcess": [
+                "channelMicroseconds": handshakeMedian, "primitivesMicroseconds": primitivesMedian,
+                "ratio": handshakeMedian / primitivesMedian, "goalMax": 1.2,
+            ],
+            "recordThroughput": throughput,
+            "handshakeLoopbackTCP": ["count": tcp.count, "p50Milliseconds": p50, "p99Milliseconds": p99],
+        ])
     } else {
-        print(String(format: "handshake in process (median of %d rounds): channel %.0f µs vs its primitives %.0f µs, ratio %.2f (goal ≤ 1.20)",
-                     rounds, handshakeMedian, primitivesMedian, handshakeMedian / primitivesMedian))
+        print(
+            String(
+                format:
+                    "handshake in process (median of %d rounds): channel %.0f µs vs its primitives %.0f µs, ratio %.2f (goal ≤ 1.20)",
+                rounds, handshakeMedian, primitivesMedian, handshakeMedian / primitivesMedian))
         for line in throughputLines { print(line) }
-        print(String(format: "handshake over loopback TCP (%d, connect included): p50 %.2f ms, p99 %.2f ms", tcp.count, p50, p99))
+        print(
+            String(
+                format: "handshake over loopback TCP (%d, connect included): p50 %.2f ms, p99 %.2f ms", tcp.count, p50,
+                p99))
     }
 }
 
@@ -125,7 +140,8 @@ enum ChannelBench {
             sink &+= try second.decapsulate(toSecond.ciphertext).count
             sink &+= try first.decapsulate(toFirst.ciphertext).count
             for _ in 0..<2 {
-                sink &+= try HKDFSHA256.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: 176).count
+                sink &+= try HKDFSHA256.deriveKey(inputKeyMaterial: key, salt: salt, info: info, outputByteCount: 176)
+                    .count
             }
             for _ in 0..<4 { sink &+= HMACSHA256.authenticationCode(key: macKey, message: macMessage).count }
         }

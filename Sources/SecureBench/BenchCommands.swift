@@ -65,7 +65,8 @@ public enum BenchCommands {
             try run(arguments.flag("json"))
             return .success
         case "pay":
-            let arguments = try Arguments(Array(words.dropFirst()), options: ["payments", "rounds", "per-payer"], flags: ["json", "trace"])
+            let arguments = try Arguments(
+                Array(words.dropFirst()), options: ["payments", "rounds", "per-payer"], flags: ["json", "trace"])
             _ = try arguments.positionals(0, "no positional arguments")
             try runPayBenchmark(arguments)
             return .success
@@ -76,7 +77,8 @@ public enum BenchCommands {
     /// Warns when the figures come from a debug build, which is 60 to 130 times slower on tight loops.
     static func warnIfDebug() {
         #if DEBUG
-        printError("secure-bench: warning: this is a debug build; benchmark figures are only meaningful with -c release")
+            printError(
+                "secure-bench: warning: this is a debug build; benchmark figures are only meaningful with -c release")
         #endif
     }
 
@@ -89,7 +91,8 @@ public enum BenchCommands {
 
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     static func sign(_ words: [String]) throws -> ExitCode {
@@ -116,13 +119,20 @@ public enum BenchCommands {
         let sample = try signer.sign(payload, label: .file)
         for round in 0..<rounds {
             // Alternate the order so that drift on a noisy machine hits both sides alike.
-            let measureBaseline = { baseline.append(Double(try session.rawSignLoop(key: key, digest: digest, count: count)) / Double(count) / 1000) }
+            let measureBaseline = {
+                baseline.append(
+                    Double(try session.rawSignLoop(key: key, digest: digest, count: count)) / Double(count) / 1000)
+            }
             let measureOurs = {
                 let start = DispatchTime.now().uptimeNanoseconds
                 for _ in 0..<count { _ = try signer.sign(payload, label: .file) }
                 ours.append(Double(DispatchTime.now().uptimeNanoseconds - start) / Double(count) / 1000)
             }
-            if round % 2 == 0 { try measureBaseline(); try measureOurs() } else { try measureOurs(); try measureBaseline() }
+            if round % 2 == 0 {
+                try measureBaseline(); try measureOurs()
+            } else {
+                try measureOurs(); try measureBaseline()
+            }
             // The OpenSSL verify that the sign path must do before returning, measured on its own.
             let start = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<count { precondition(key.publicKey.isValidSignature(sample, digest: digest)) }
@@ -133,16 +143,26 @@ public enum BenchCommands {
         let ratio = oursMicroseconds / baselineMicroseconds
         let overhead = oursMicroseconds - baselineMicroseconds
         if arguments.flag("json") {
-            printJSON(["benchmark": "sign", "loadAverage": load, "token": "SoftHSM \(token.model)", "signaturesPerRound": count, "rounds": rounds,
-                       "baselineMicrosecondsPerSignature": baselineMicroseconds, "secureMicrosecondsPerSignature": oursMicroseconds,
-                       "ratio": ratio, "overheadMicrosecondsPerSignature": overhead,
-                       "opensslVerifyMicroseconds": verifyMicroseconds,
-                       "overheadExcludingVerifyMicroseconds": overhead - verifyMicroseconds])
+            printJSON([
+                "benchmark": "sign", "loadAverage": load, "token": "SoftHSM \(token.model)",
+                "signaturesPerRound": count, "rounds": rounds,
+                "baselineMicrosecondsPerSignature": baselineMicroseconds,
+                "secureMicrosecondsPerSignature": oursMicroseconds,
+                "ratio": ratio, "overheadMicrosecondsPerSignature": overhead,
+                "opensslVerifyMicroseconds": verifyMicroseconds,
+                "overheadExcludingVerifyMicroseconds": overhead - verifyMicroseconds,
+            ])
         } else {
-            print("sign (SoftHSM, \(rounds)×\(count) signatures, medians): baseline C loop "
-                + String(format: "%.1f µs/sig, secure %.1f µs/sig, ratio %.2f, overhead %.1f µs/sig", baselineMicroseconds, oursMicroseconds, ratio, overhead))
-            print(String(format: "  of which the OpenSSL verify of each signature: %.1f µs; the rest of the overhead: %.1f µs/sig",
-                         verifyMicroseconds, overhead - verifyMicroseconds))
+            print(
+                "sign (SoftHSM, \(rounds)×\(count) signatures, medians): baseline C loop "
+                    + String(
+                        format: "%.1f µs/sig, secure %.1f µs/sig, ratio %.2f, overhead %.1f µs/sig",
+                        baselineMicroseconds, oursMicroseconds, ratio, overhead))
+            print(
+                String(
+                    format:
+                        "  of which the OpenSSL verify of each signature: %.1f µs; the rest of the overhead: %.1f µs/sig",
+                    verifyMicroseconds, overhead - verifyMicroseconds))
         }
         return .success
     }

@@ -183,7 +183,8 @@ func runKEMBenchmark(json: Bool) throws {
     if json {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let report = KEMBenchReport(loadAverage: load, figures: figures, openssl: opensslVersion, comparisons: comparisons, note: note)
+        let report = KEMBenchReport(
+            loadAverage: load, figures: figures, openssl: opensslVersion, comparisons: comparisons, note: note)
         print(String(decoding: try encoder.encode(report), as: UTF8.self))
         return
     }

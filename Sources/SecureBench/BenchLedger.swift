@@ -4,9 +4,9 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-@_spi(Benchmark) import SecureWallet
 @_spi(Benchmark) import SecureStore
 import SecureToken
+@_spi(Benchmark) import SecureWallet
 
 // `secure-bench ledger`: the three comparisons of issue 4, each against a baseline measured in the same run.
 //
@@ -42,22 +42,27 @@ struct LedgerBench {
 
 extension BenchCommands {
     static func ledger(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: ["fixtures", "count", "rounds", "only"], flags: ["json", "quick"])
+        let arguments = try Arguments(
+            words, options: ["fixtures", "count", "rounds", "only"], flags: ["json", "quick"])
         let sections = Set((arguments.value("only") ?? "append,verify,open").split(separator: ",").map(String.init))
         guard !sections.isEmpty, sections.isSubset(of: ["append", "verify", "open"]) else {
             throw UsageError("--only takes a comma-separated list of append, verify and open")
         }
         _ = try arguments.positionals(0, "no positional arguments")
         let quick = arguments.flag("quick")
-        let bench = LedgerBench(fixtures: arguments.value("fixtures") ?? ".local/bench-fixtures", quick: quick,
-                                json: arguments.flag("json"),
-                                appendCount: try arguments.integer("count", default: quick ? 10 : 30, max: 10_000),
-                                rounds: try arguments.integer("rounds", default: quick ? 3 : 5, max: 100))
+        let bench = LedgerBench(
+            fixtures: arguments.value("fixtures") ?? ".local/bench-fixtures", quick: quick,
+            json: arguments.flag("json"),
+            appendCount: try arguments.integer("count", default: quick ? 10 : 30, max: 10_000),
+            rounds: try arguments.integer("rounds", default: quick ? 3 : 5, max: 100))
         warnIfDebug()
-        try FileManager.default.createDirectory(atPath: bench.fixtures, withIntermediateDirectories: true, attributes: nil)
+        try FileManager.default.createDirectory(
+            atPath: bench.fixtures, withIntermediateDirectories: true, attributes: nil)
         let load = loadAverage()
         if !bench.json {
-            print("ledger benchmark: \(bench.cores) cores, load average \(load) at the start; fixtures in \(bench.fixtures)")
+            print(
+                "ledger benchmark: \(bench.cores) cores, load average \(load) at the start; fixtures in \(bench.fixtures)"
+            )
         }
 
         // The verification fixture first: it is built by another process, which must not share this
@@ -76,8 +81,10 @@ extension BenchCommands {
             print(String(format: "fixture %@ built in %.1f s (cached for later runs)", name, seconds))
         }
 
-        var report: [String: Any] = ["benchmark": "ledger", "cores": bench.cores, "loadAverage": load, "quick": quick,
-                                     "fixtureBuildSeconds": built]
+        var report: [String: Any] = [
+            "benchmark": "ledger", "cores": bench.cores, "loadAverage": load, "quick": quick,
+            "fixtureBuildSeconds": built,
+        ]
         if sections.contains("append") { report["append"] = try bench.measureAppend(tokens: tokens) }
         if let verifyFixture { report["verify"] = try bench.measureVerify(verifyFixture.directory) }
         if sections.contains("open") { report["open"] = try bench.measureOpen(openWallets, tokens: tokens) }
@@ -103,7 +110,8 @@ final class BenchTokens {
             uri.token = label
             uri.moduleName = DemoToken.moduleName
             if FileManager.default.fileExists(atPath: layout.pinPath(label: label)),
-               let token = try? TokenLibrary.shared.token(uri) {
+                let token = try? TokenLibrary.shared.token(uri)
+            {
                 return (token, uri, layout.pinPath(label: label))
             }
             let created = try DemoToken.create(layout, label: label)
@@ -137,7 +145,9 @@ extension LedgerBench {
         try? FileManager.default.removeItem(atPath: paths.directory)
         let start = Self.now()
         if !json {
-            print("building fixture open-\(size): a wallet on SoftHSM, \(size) entries in batches of \(Self.fixtureBatchCount)…")
+            print(
+                "building fixture open-\(size): a wallet on SoftHSM, \(size) entries in batches of \(Self.fixtureBatchCount)…"
+            )
         }
         let (wallet, session) = try createWallet(paths: paths, label: "bench-open-\(size)", tokens: tokens)
         var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
@@ -152,8 +162,9 @@ extension LedgerBench {
 
     /// A wallet on the bench tokens with the history's budget (entry 1), ready for `SyntheticHistory`.
     func createWallet(paths: WalletPaths, label: String, tokens: BenchTokens) throws -> (Wallet, TokenSession) {
-        let options = Wallet.InitOptions(tokenURI: tokens.main.uri, backup: (tokens.backupSession, tokens.backup.uri),
-                                         allowFileAnchor: false, label: label)
+        let options = Wallet.InitOptions(
+            tokenURI: tokens.main.uri, backup: (tokens.backupSession, tokens.backup.uri),
+            allowFileAnchor: false, label: label)
         let session = try tokens.mainSession()
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
         try wallet.appendBatch([try SyntheticHistory.budgetDraft()])
@@ -168,7 +179,11 @@ extension LedgerBench {
         try? FileManager.default.removeItem(atPath: directory)
         // This executable again, in a process of its own (see the top of this file).
         let builder = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        if !json { print("building fixture verify-\(verifyCount) with `secure-bench fixtures verify` (software-signed checkpoints)…") }
+        if !json {
+            print(
+                "building fixture verify-\(verifyCount) with `secure-bench fixtures verify` (software-signed checkpoints)…"
+            )
+        }
         let start = Self.now()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builder)
@@ -176,7 +191,8 @@ extension LedgerBench {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw UsageError("`secure-bench fixtures verify` failed (exit \(process.terminationStatus)); see its message above")
+            throw UsageError(
+                "`secure-bench fixtures verify` failed (exit \(process.terminationStatus)); see its message above")
         }
         try DurableFile.write(Array("\(verifyCount)\n".utf8), to: mark)
         return (directory, Self.milliseconds(since: start) / 1000)
@@ -203,17 +219,19 @@ extension LedgerBench {
         }
         defer { session.close() }
         let amount = try Money(minorUnits: 450, currency: .eur)
-        if wallet.state.balance(.eur).minorUnits < 1_000_000 {  // a deposit from a fresh history covers 10,000 more runs
-            var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
+        if wallet.state.balance(.eur).minorUnits < 1_000_000 { // a deposit from a fresh history covers 10,000 more runs
+            var history = SyntheticHistory(
+                walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
             try wallet.appendBatch(try history.drafts(from: SyntheticHistory.firstPosition, count: 1))
         }
-        let payee = WalletID(bytes: SHA256.hash(Array("bench-payee".utf8)))!  // a SHA-256 output is 32 bytes
+        let payee = WalletID(bytes: SHA256.hash(Array("bench-payee".utf8)))! // a SHA-256 output is 32 bytes
         var lastEntry: LedgerEntry?
         func step() throws {
             _ = try wallet.checkSpend(amount: amount, category: "food", overrideBudget: false)
-            let order = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID,
-                                          payerKey: wallet.signingKey, payeeWalletID: payee, amount: amount,
-                                          proximity: .none, channelBinding: [])
+            let order = try TransferOrder(
+                transferID: .random(), payerWalletID: wallet.walletID,
+                payerKey: wallet.signingKey, payeeWalletID: payee, amount: amount,
+                proximity: .none, channelBinding: [])
             lastEntry = try wallet.appendDraft(order.debitDraft(category: "food", note: "bench"))
         }
         // Warm up both sides (key handles cached, the baseline's anchor object exists), and count the
@@ -228,8 +246,9 @@ extension LedgerBench {
         let rowBytes = lastEntry!.encoded + anchorBytes
         let digest = SHA256.hash(anchorBytes)
         let application = "secure-wallet-bench", label = "baseline-anchor"
-        _ = try session.rawAppendLoop(key: key, digest: digest, application: application, label: label,
-                                             value: anchorBytes, count: 1)
+        _ = try session.rawAppendLoop(
+            key: key, digest: digest, application: application, label: label,
+            value: anchorBytes, count: 1)
         var baselineCalls: UInt64 = 0
         let scratch = fixtures + "/append-baseline-\(getpid()).db"
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: scratch + suffix) } }
@@ -244,15 +263,20 @@ extension LedgerBench {
                 ours.append(Self.milliseconds(since: start) / Double(appendCount))
             }
             let measureBaseline = {
-                let raw = try session.rawAppendLoop(key: key, digest: digest, application: application, label: label,
-                                                            value: anchorBytes, count: appendCount)
+                let raw = try session.rawAppendLoop(
+                    key: key, digest: digest, application: application, label: label,
+                    value: anchorBytes, count: appendCount)
                 token.append(Double(raw.nanoseconds) / 1e6 / Double(appendCount))
                 baselineCalls = raw.calls / UInt64(appendCount)
                 let start = Self.now()
                 for _ in 0..<appendCount { try table.insert(rowBytes) }
                 insert.append(Self.milliseconds(since: start) / Double(appendCount))
             }
-            if round % 2 == 0 { try measureOurs(); try measureBaseline() } else { try measureBaseline(); try measureOurs() }
+            if round % 2 == 0 {
+                try measureOurs(); try measureBaseline()
+            } else {
+                try measureBaseline(); try measureOurs()
+            }
         }
         try session.destroyDataObjects(application: application, label: label)
         let oursMedian = BenchCommands.median(ours), tokenMedian = BenchCommands.median(token)
@@ -261,18 +285,24 @@ extension LedgerBench {
         let baselineMedian = BenchCommands.median(zip(token, insert).map { $0 + $1 })
         let ratio = oursMedian / baselineMedian
         if !json {
-            print(String(format: "append (SoftHSM, %d×%d payments, medians): baseline raw token operations + plain "
-                + "durable insert %.2f ms (parts' own medians: token %.2f, insert %.2f), secure wallet step %.2f ms, "
-                + "ratio %.2f (goal ≤ 1.25)",
-                rounds, appendCount, baselineMedian, tokenMedian, insertMedian, oursMedian, ratio))
-            print("  token operations per append: \(tokenCalls) PKCS#11 calls (baseline loop: \(baselineCalls)): one signature "
-                + "(C_SignInit, C_Login context, C_Sign) and the anchor's replacement (C_FindObjectsInit, C_FindObjects ×2, "
-                + "C_FindObjectsFinal, C_CreateObject, C_DestroyObject); \(rowBytes.count) bytes committed per append")
+            print(
+                String(
+                    format: "append (SoftHSM, %d×%d payments, medians): baseline raw token operations + plain "
+                        + "durable insert %.2f ms (parts' own medians: token %.2f, insert %.2f), secure wallet step %.2f ms, "
+                        + "ratio %.2f (goal ≤ 1.25)",
+                    rounds, appendCount, baselineMedian, tokenMedian, insertMedian, oursMedian, ratio))
+            print(
+                "  token operations per append: \(tokenCalls) PKCS#11 calls (baseline loop: \(baselineCalls)): one signature "
+                    + "(C_SignInit, C_Login context, C_Sign) and the anchor's replacement (C_FindObjectsInit, C_FindObjects ×2, "
+                    + "C_FindObjectsFinal, C_CreateObject, C_DestroyObject); \(rowBytes.count) bytes committed per append"
+            )
         }
-        return ["rounds": rounds, "appendsPerRound": appendCount, "secureMilliseconds": oursMedian,
-                "baselineMilliseconds": baselineMedian, "baselineTokenMilliseconds": tokenMedian,
-                "baselineInsertMilliseconds": insertMedian, "ratio": ratio, "tokenCallsPerAppend": tokenCalls,
-                "baselineTokenCallsPerAppend": baselineCalls, "signaturesPerAppend": 1, "bytesPerAppend": rowBytes.count]
+        return [
+            "rounds": rounds, "appendsPerRound": appendCount, "secureMilliseconds": oursMedian,
+            "baselineMilliseconds": baselineMedian, "baselineTokenMilliseconds": tokenMedian,
+            "baselineInsertMilliseconds": insertMedian, "ratio": ratio, "tokenCallsPerAppend": tokenCalls,
+            "baselineTokenCallsPerAppend": baselineCalls, "signaturesPerAppend": 1, "bytesPerAppend": rowBytes.count,
+        ]
     }
 
     // MARK: Verification
@@ -281,14 +311,21 @@ extension LedgerBench {
     /// times the cores: the higher of `openssl speed ecdsap256` and the EVP_PKEY_verify SecureCrypto calls,
     /// over the fixture's own checkpoints, both measured in each round.
     func measureVerify(_ directory: String) throws -> [String: Any] {
-        let key = SecretBytes(Hex.decode(try String(contentsOfFile: directory + "/database-key", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? [])
-        guard let walletID = WalletID(hex: try String(contentsOfFile: directory + "/wallet-id", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw UsageError("the verification fixture's wallet-id is not a wallet id; delete \(directory) to rebuild it")
+        let key = SecretBytes(
+            Hex.decode(
+                try String(contentsOfFile: directory + "/database-key", encoding: .utf8)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)) ?? [])
+        guard
+            let walletID = WalletID(
+                hex: try String(contentsOfFile: directory + "/wallet-id", encoding: .utf8)
+                    .trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            throw UsageError(
+                "the verification fixture's wallet-id is not a wallet id; delete \(directory) to rebuild it")
         }
         let path = directory + "/ledger.db"
-        let store = try LedgerStore.open(path: path, key: key, expectedSalt: try LedgerStore.fileSalt(path), walletID: walletID)
+        let store = try LedgerStore.open(
+            path: path, key: key, expectedSalt: try LedgerStore.fileSalt(path), walletID: walletID)
         // The baseline's inputs: the first checkpoints' digests and signatures, parsed beforehand.
         let sampleCount = quick ? 1_000 : 3_000
         var samples: [(ECDSASignature, [UInt8])] = []
@@ -317,17 +354,25 @@ extension LedgerBench {
             }
             let measureBaseline = {
                 var start = Self.now()
-                for (signature, digest) in samples { precondition(publicKey.isValidSignature(signature, digest: digest)) }
+                for (signature, digest) in samples {
+                    precondition(publicKey.isValidSignature(signature, digest: digest))
+                }
                 single.append(Double(samples.count) / (Self.milliseconds(since: start) / 1000))
                 // The same on every core at once, for how much the other engineers' load takes away.
                 start = Self.now()
                 DispatchQueue.concurrentPerform(iterations: cores) { _ in
-                    for (signature, digest) in inputs { precondition(publicKey.isValidSignature(signature, digest: digest)) }
+                    for (signature, digest) in inputs {
+                        precondition(publicKey.isValidSignature(signature, digest: digest))
+                    }
                 }
                 parallel.append(Double(samples.count * cores) / (Self.milliseconds(since: start) / 1000))
                 if let openssl, let rate = try Self.opensslSpeedVerifyRate(openssl) { speed.append(rate) }
             }
-            if round % 2 == 0 { try measureOurs(); try measureBaseline() } else { try measureBaseline(); try measureOurs() }
+            if round % 2 == 0 {
+                try measureOurs(); try measureBaseline()
+            } else {
+                try measureBaseline(); try measureOurs()
+            }
         }
         let seconds = BenchCommands.median(ours)
         let oursRate = Double(checkpoints) / seconds
@@ -337,25 +382,35 @@ extension LedgerBench {
         let singleRate = max(evpRate, speedRate ?? 0)
         let ratio = oursRate / (singleRate * Double(cores))
         if !json {
-            print(String(format: "verify (%d entries and checkpoints on %d cores, %d rounds, medians): OpenSSL P-256 verify "
-                + "%.0f/s on one core × %d = %.0f/s, secure %.2f s = %.0f checkpoints/s, ratio %.2f (goal ≥ 0.8)",
-                verifyCount, cores, rounds, singleRate, cores, singleRate * Double(cores), seconds, oursRate, ratio))
-            print(String(format: "  one core: `openssl speed -elapsed ecdsap256` %@, "
-                + "EVP_PKEY_verify as SecureCrypto calls it %.0f/s; "
-                + "that loop on all %d cores at once: %.0f/s (ratio against it %.2f)",
-                speedRate.map { String(format: "%.0f/s", $0) } ?? "not run (no openssl command)", evpRate, cores,
-                parallelRate, oursRate / parallelRate))
+            print(
+                String(
+                    format: "verify (%d entries and checkpoints on %d cores, %d rounds, medians): OpenSSL P-256 verify "
+                        + "%.0f/s on one core × %d = %.0f/s, secure %.2f s = %.0f checkpoints/s, ratio %.2f (goal ≥ 0.8)",
+                    verifyCount, cores, rounds, singleRate, cores, singleRate * Double(cores), seconds, oursRate, ratio)
+            )
+            print(
+                String(
+                    format: "  one core: `openssl speed -elapsed ecdsap256` %@, "
+                        + "EVP_PKEY_verify as SecureCrypto calls it %.0f/s; "
+                        + "that loop on all %d cores at once: %.0f/s (ratio against it %.2f)",
+                    speedRate.map { String(format: "%.0f/s", $0) } ?? "not run (no openssl command)", evpRate, cores,
+                    parallelRate, oursRate / parallelRate))
         }
-        return ["entries": verifyCount, "checkpoints": checkpoints, "cores": cores, "rounds": rounds, "secureSeconds": seconds,
-                "secureCheckpointsPerSecond": oursRate, "opensslVerifiesPerSecondOneCore": singleRate,
-                "opensslSpeedVerifiesPerSecond": speedRate ?? NSNull(), "evpVerifiesPerSecondOneCore": evpRate,
-                "evpVerifiesPerSecondAllCores": parallelRate, "ratio": ratio]
+        return [
+            "entries": verifyCount, "checkpoints": checkpoints, "cores": cores, "rounds": rounds,
+            "secureSeconds": seconds,
+            "secureCheckpointsPerSecond": oursRate, "opensslVerifiesPerSecondOneCore": singleRate,
+            "opensslSpeedVerifiesPerSecond": speedRate ?? NSNull(), "evpVerifiesPerSecondOneCore": evpRate,
+            "evpVerifiesPerSecondAllCores": parallelRate, "ratio": ratio,
+        ]
     }
 
     /// The `openssl` command on PATH, if any.
     static func opensslSpeedCommand() -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { $0 + "/openssl" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        return path.split(separator: ":").map { $0 + "/openssl" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     /// OpenSSL's own figure: `openssl speed -elapsed -seconds 1 ecdsap256` (one core), its verify/s column.
@@ -395,8 +450,9 @@ extension LedgerBench {
                 let balance = wallet.state.balance(.eur)
                 open[size, default: []].append(Self.milliseconds(since: start))
                 guard wallet.lockReason == nil, wallet.size == UInt64(size) else {
-                    throw UsageError("the fixture \(paths.directory) opened locked or with \(wallet.size) entries; "
-                        + "delete it to rebuild")
+                    throw UsageError(
+                        "the fixture \(paths.directory) opened locked or with \(wallet.size) entries; "
+                            + "delete it to rebuild")
                 }
                 balances[size] = MoneyText.format(balance)
                 session.close()
@@ -406,13 +462,19 @@ extension LedgerBench {
         let smallMedian = BenchCommands.median(open[small]!), largeMedian = BenchCommands.median(open[large]!)
         let ratio = largeMedian / smallMedian
         if !json {
-            print(String(format: "open → balance (%d rounds, medians): %d entries %.1f ms, %d entries %.1f ms, ratio %.2f "
-                + "(goal < 100 ms, flat in n)", openRounds, small, smallMedian, large, largeMedian, ratio))
-            print(String(format: "  before it, the token login (C_OpenSession, C_Login): %.1f ms",
-                         BenchCommands.median(login[small]! + login[large]!)))
+            print(
+                String(
+                    format: "open → balance (%d rounds, medians): %d entries %.1f ms, %d entries %.1f ms, ratio %.2f "
+                        + "(goal < 100 ms, flat in n)", openRounds, small, smallMedian, large, largeMedian, ratio))
+            print(
+                String(
+                    format: "  before it, the token login (C_OpenSession, C_Login): %.1f ms",
+                    BenchCommands.median(login[small]! + login[large]!)))
         }
-        var result: [String: Any] = ["rounds": openRounds, "ratio": ratio,
-                                     "loginMilliseconds": BenchCommands.median(login[small]! + login[large]!)]
+        var result: [String: Any] = [
+            "rounds": openRounds, "ratio": ratio,
+            "loginMilliseconds": BenchCommands.median(login[small]! + login[large]!),
+        ]
         for (size, _) in wallets {
             result["\(size)"] = ["milliseconds": BenchCommands.median(open[size]!), "balance": balances[size]!]
         }

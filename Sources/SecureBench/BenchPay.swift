@@ -4,9 +4,9 @@ import SecureChannel
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 @_spi(Benchmark) import SecureStore
 import SecureToken
+import SecureWallet
 
 /// `secure-bench pay [--payments N] [--rounds R] [--per-payer K] [--json]`: peer payments on SoftHSM tokens
 /// made for the run in a temporary folder, all measured in this run (docs/PERFORMANCE.md, "Payments").
@@ -493,11 +493,11 @@ enum PayBench {
         let ready = try payee.ledger.readyRecord(offerID: offerID)?.count ?? 0
         let peerCheckpoint = try payee.ledger.latestPeerCheckpoint(wallet: payer.walletID)?.encoded.count ?? 0
         return [
-            [ready],  // payee: the ready record, before `ready`
-            try appendRows(payer) + [sent.signed.count + message + 32],  // payer: the debit with the transfer to send
-            try appendRows(payee),  // payee: the credit
-            [peerCheckpoint],  // payee: the payer's checkpoint it keeps
-            [sent.receipt?.count ?? 0],  // payer: the receipt, confirming the payment
+            [ready], // payee: the ready record, before `ready`
+            try appendRows(payer) + [sent.signed.count + message + 32], // payer: the debit with the transfer to send
+            try appendRows(payee), // payee: the credit
+            [peerCheckpoint], // payee: the payer's checkpoint it keeps
+            [sent.receipt?.count ?? 0], // payer: the receipt, confirming the payment
         ]
     }
 
@@ -679,7 +679,9 @@ enum PayBench {
             result.debits += debits.count - debitsBefore[index]
             for (transfer, _) in try payer.wallet.pendingTransfers() {
                 result.pending += 1
-                if try payee.wallet.ledger.statementExists(kind: .paymentIn, id: transfer.payload.order.transferID.bytes) {
+                if try payee.wallet.ledger.statementExists(
+                    kind: .paymentIn, id: transfer.payload.order.transferID.bytes)
+                {
                     result.pendingCredited += 1
                 }
             }
@@ -744,8 +746,9 @@ enum PayBench {
     ) {
         let summary = Summary(single, crowd)
         if json {
-            reportJSON(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds,
-                       loadAverage: loadAverage, summary)
+            reportJSON(
+                single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds,
+                loadAverage: loadAverage, summary)
         } else {
             reportText(single: single, crowd: crowd, scenarios: scenarios, setupSeconds: setupSeconds, summary)
         }
@@ -818,8 +821,9 @@ enum PayBench {
             "  the ratio is the median of the rounds' ratios "
                 + "(each round's median payment over the parts measured beside it): "
                 + single.roundRatios.map { String(format: "%.2f", $0) }.joined(separator: " "))
-        print("  token operations per payment: payer: \(describe(single.payerCounts)); "
-            + "payee: \(describe(single.payeeCounts))")
+        print(
+            "  token operations per payment: payer: \(describe(single.payerCounts)); "
+                + "payee: \(describe(single.payeeCounts))")
         print(
             String(
                 format:

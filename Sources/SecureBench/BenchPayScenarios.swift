@@ -2,9 +2,9 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 import SecureStore
 import SecureToken
+import SecureWallet
 
 extension PayBench {
     struct ScenarioResult {
@@ -50,8 +50,9 @@ extension PayBench {
         try again.run()
         if !again.payerActions.outcome.isPaid { problems.append("lost receipt retry: \(again.outcomes)") }
 
-        let request = try PaymentRequest(requestID: .random(), amount: try MoneyText.parse(amount),
-                                         note: "Coffee")
+        let request = try PaymentRequest(
+            requestID: .random(), amount: try MoneyText.parse(amount),
+            note: "Coffee")
         let withdrawn = try MachinePair(payer: payer, payee: payee, request: request)
         // Both hellos are in and the request is on its way (the two wallets follow each other's key-event
         // logs since the sessions above, so no log is fetched first).
@@ -93,8 +94,9 @@ struct MachinePair {
         func context(_ wallet: BenchWallet) throws -> PeerSessionContext {
             PeerSessionContext(
                 transcriptHash: transcript, channelBinding: binding,
-                hello: try PeerActions.hello(wallet: wallet.wallet, displayName: wallet.name,
-                                             randomBytes: { SystemRandom.bytes($0) }),
+                hello: try PeerActions.hello(
+                    wallet: wallet.wallet, displayName: wallet.name,
+                    randomBytes: { SystemRandom.bytes($0) }),
                 rangingPolicy: PayBench.policy)
         }
         let payerMachine: PayerMachine
@@ -147,7 +149,9 @@ struct MachinePair {
                 let side = toPayee ? payeeActions : payerActions
                 try carryOut(side.deliver(bytes: bytes), by: side)
             }
-            if link.delivered == link.pauseAfter || (payerActions.outcome != nil && payeeActions.outcome != nil) { break }
+            if link.delivered == link.pauseAfter || (payerActions.outcome != nil && payeeActions.outcome != nil) {
+                break
+            }
             if payerActions.outcome == nil { try carryOut(payerActions.timeoutExpired(), by: payerActions) }
             if payeeActions.outcome == nil { try carryOut(payeeActions.timeoutExpired(), by: payeeActions) }
         }

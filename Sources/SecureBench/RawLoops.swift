@@ -13,9 +13,10 @@ enum RawSignLoop {
         var input = digest
         var nanoseconds: UInt64 = 0
         try session.withRawSigningSession(key: key, function: "baseline sign loop") { raw in
-            secure_baseline_sign_loop(UnsafeMutablePointer<CK_FUNCTION_LIST>(raw.functionList), raw.session, raw.key,
-                                      raw.pin, UInt(raw.pinByteCount), raw.needsContextLogin ? 1 : 0,
-                                      &input, UInt(input.count), count, &nanoseconds)
+            secure_baseline_sign_loop(
+                UnsafeMutablePointer<CK_FUNCTION_LIST>(raw.functionList), raw.session, raw.key,
+                raw.pin, UInt(raw.pinByteCount), raw.needsContextLogin ? 1 : 0,
+                &input, UInt(input.count), count, &nanoseconds)
         }
         return nanoseconds
     }
@@ -27,16 +28,19 @@ enum RawSignLoop {
 /// the same order as `TokenSession.sign` and `replaceDataObject` make. Use a label no wallet uses.
 enum RawAppendLoop {
     /// Runs the loop `count` times and returns its nanoseconds and the PKCS#11 calls it made.
-    static func run(session: TokenSession, key: TokenKey, digest: [UInt8], application: String, label: String,
-                    value: [UInt8], count: Int) throws -> (nanoseconds: UInt64, calls: UInt64) {
+    static func run(
+        session: TokenSession, key: TokenKey, digest: [UInt8], application: String, label: String,
+        value: [UInt8], count: Int
+    ) throws -> (nanoseconds: UInt64, calls: UInt64) {
         var input = digest, applicationBytes = Array(application.utf8), labelBytes = Array(label.utf8), data = value
         var nanoseconds: UInt64 = 0, calls: UInt64 = 0
         try session.withRawSigningSession(key: key, function: "baseline append loop") { raw in
-            secure_baseline_append_loop(UnsafeMutablePointer<CK_FUNCTION_LIST>(raw.functionList), raw.session,
-                                        raw.key, raw.pin, UInt(raw.pinByteCount), raw.needsContextLogin ? 1 : 0,
-                                        &input, UInt(input.count), &applicationBytes, UInt(applicationBytes.count),
-                                        &labelBytes, UInt(labelBytes.count), &data, UInt(data.count), count,
-                                        &nanoseconds, &calls)
+            secure_baseline_append_loop(
+                UnsafeMutablePointer<CK_FUNCTION_LIST>(raw.functionList), raw.session,
+                raw.key, raw.pin, UInt(raw.pinByteCount), raw.needsContextLogin ? 1 : 0,
+                &input, UInt(input.count), &applicationBytes, UInt(applicationBytes.count),
+                &labelBytes, UInt(labelBytes.count), &data, UInt(data.count), count,
+                &nanoseconds, &calls)
         }
         return (nanoseconds, calls)
     }
@@ -49,9 +53,12 @@ extension TokenSession {
     }
 
     /// `RawAppendLoop` on this session: the ledger benchmark's baseline for an append's token operations.
-    func rawAppendLoop(key: TokenKey, digest: [UInt8], application: String, label: String, value: [UInt8],
-                       count: Int) throws -> (nanoseconds: UInt64, calls: UInt64) {
-        try RawAppendLoop.run(session: self, key: key, digest: digest, application: application, label: label,
-                              value: value, count: count)
+    func rawAppendLoop(
+        key: TokenKey, digest: [UInt8], application: String, label: String, value: [UInt8],
+        count: Int
+    ) throws -> (nanoseconds: UInt64, calls: UInt64) {
+        try RawAppendLoop.run(
+            session: self, key: key, digest: digest, application: application, label: label,
+            value: value, count: count)
     }
 }

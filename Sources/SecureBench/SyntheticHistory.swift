@@ -33,15 +33,17 @@ public struct SyntheticHistory {
         self.payerKey = payerKey
         self.issuer = issuer
         random = SeededRandom(seed: seed)
-        payees = (0..<8).map { WalletID(bytes: SHA256.hash(Array("payee-\($0)".utf8)))! }  // SHA-256: 32 bytes
+        payees = (0..<8).map { WalletID(bytes: SHA256.hash(Array("payee-\($0)".utf8)))! } // SHA-256: 32 bytes
     }
 
     /// The budget the history spends under: "food", monthly, with a limit no fixture reaches.
     public static func budgetDraft() throws -> EntryDraft {
         let limit = try Money(minorUnits: 1_000_000_000_000, currency: .eur)
-        let budget = try Budget(category: "food", limit: limit, window: .month, isHardCap: false, timeZoneIdentifier: "UTC")
-        return EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
-                          payload: BudgetChange.set(budget).payload)
+        let budget = try Budget(
+            category: "food", limit: limit, window: .month, isHardCap: false, timeZoneIdentifier: "UTC")
+        return EntryDraft(
+            kind: .budgetChange, amount: nil, category: "food", statement: nil,
+            payload: BudgetChange.set(budget).payload)
     }
 
     /// The drafts for positions [from, from + count), from ≥ `firstPosition`: a deposit at the first
@@ -58,21 +60,25 @@ public struct SyntheticHistory {
 
     private mutating func deposit() throws -> EntryDraft {
         issuerSequence += 1
-        let voucher = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: walletID,
-                                  amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
-                                  voucherID: .random(), issuerSequence: issuerSequence)
+        let voucher = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: walletID,
+            amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
+            voucherID: .random(), issuerSequence: issuerSequence)
         let signed = try voucher.sign(with: issuer)
         // As VoucherCheck.evaluate builds it for an accepted voucher.
-        return EntryDraft(kind: .deposit, amount: voucher.amount, counterparty: issuer.publicKey.fingerprint,
-                          statement: signed.statementReference, payload: signed.encoded)
+        return EntryDraft(
+            kind: .deposit, amount: voucher.amount, counterparty: issuer.publicKey.fingerprint,
+            statement: signed.statementReference, payload: signed.encoded)
     }
 
     private mutating func payment() throws -> EntryDraft {
         let value = random.next()
-        let order = try TransferOrder(transferID: .random(), payerWalletID: walletID, payerKey: payerKey,
-                                      payeeWalletID: payees[Int(value % 8)],
-                                      amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
-                                      proximity: .none, channelBinding: [])
-        return order.debitDraft(category: Self.categories[Int((value >> 24) % 4)], note: Self.notes[Int((value >> 32) % 5)])
+        let order = try TransferOrder(
+            transferID: .random(), payerWalletID: walletID, payerKey: payerKey,
+            payeeWalletID: payees[Int(value % 8)],
+            amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
+            proximity: .none, channelBinding: [])
+        return order.debitDraft(
+            category: Self.categories[Int((value >> 24) % 4)], note: Self.notes[Int((value >> 32) % 5)])
     }
 }

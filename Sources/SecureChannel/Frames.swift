@@ -8,7 +8,9 @@ public enum Frame {
 
     /// Prefixes a body with its length. The body comes from our own code, so an oversize one is our bug.
     public static func encode(_ body: [UInt8]) -> [UInt8] {
-        precondition(!body.isEmpty && body.count <= ChannelLimits.frameByteCountMax, "a frame body of 1 to frameByteCountMax bytes")
+        precondition(
+            !body.isEmpty && body.count <= ChannelLimits.frameByteCountMax,
+            "a frame body of 1 to frameByteCountMax bytes")
         var writer = ByteWriter(capacity: headerByteCount + body.count)
         writer.write(prefixed32: body, max: ChannelLimits.frameByteCountMax)
         return writer.bytes
@@ -19,10 +21,12 @@ public enum Frame {
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> (body: [UInt8], consumed: Int)? {
         guard bytes.count >= headerByteCount else { return nil }
         let start = bytes.startIndex
-        let length = Int(bytes[start]) << 24 | Int(bytes[start + 1]) << 16 | Int(bytes[start + 2]) << 8 | Int(bytes[start + 3])
+        let length =
+            Int(bytes[start]) << 24 | Int(bytes[start + 1]) << 16 | Int(bytes[start + 2]) << 8 | Int(bytes[start + 3])
         guard length >= 1 else { throw ChannelError(.malformed, "an empty frame") }
         guard length <= ChannelLimits.frameByteCountMax else {
-            throw ChannelError(.tooLarge, "a frame of \(length) bytes is over the \(ChannelLimits.frameByteCountMax)-byte limit")
+            throw ChannelError(
+                .tooLarge, "a frame of \(length) bytes is over the \(ChannelLimits.frameByteCountMax)-byte limit")
         }
         guard bytes.count >= headerByteCount + length else { return nil }
         let bodyStart = start + headerByteCount

@@ -23,8 +23,9 @@ public struct HandshakeOutcome: Sendable {
 
     /// The opener for the peer's direction.
     func makeOpener() -> RecordOpener {
-        RecordOpener(key: receiveKey, sessionId: summary.sessionId,
-                     direction: RecordDirection(sender: summary.role == .initiator ? .responder : .initiator))
+        RecordOpener(
+            key: receiveKey, sessionId: summary.sessionId,
+            direction: RecordDirection(sender: summary.role == .initiator ? .responder : .initiator))
     }
 }
 
@@ -51,13 +52,17 @@ public struct ChannelSummary: Sendable, Equatable {
 }
 
 /// The pieces both machines combine once they hold both secrets.
-private func finish(role: ChannelRole, suite: ChannelSuite, initiatorSecret: SecretBytes, responderSecret: SecretBytes,
-                    transcript: [[UInt8]], commitment: [UInt8], initiator: [UInt8], responder: [UInt8])
-    -> (HandshakeOutcome, KeySchedule.Derived) {
+private func finish(
+    role: ChannelRole, suite: ChannelSuite, initiatorSecret: SecretBytes, responderSecret: SecretBytes,
+    transcript: [[UInt8]], commitment: [UInt8], initiator: [UInt8], responder: [UInt8]
+)
+    -> (HandshakeOutcome, KeySchedule.Derived)
+{
     let transcriptHash = KeySchedule.transcriptHash(transcript)
-    let derived = KeySchedule.derive(initiatorSecret: initiatorSecret, responderSecret: responderSecret,
-                                     transcriptHash: transcriptHash, initiatorContribution: initiator,
-                                     responderContribution: responder)
+    let derived = KeySchedule.derive(
+        initiatorSecret: initiatorSecret, responderSecret: responderSecret,
+        transcriptHash: transcriptHash, initiatorContribution: initiator,
+        responderContribution: responder)
     let summary = ChannelSummary(
         role: role, suite: suite, sessionId: derived.sessionId, channelBinding: derived.channelBinding,
         transcriptHash: transcriptHash, commitment: commitment, initiatorContribution: initiator,
@@ -91,7 +96,9 @@ private func parsePeerKey<K: ChannelKEM>(_ contribution: Contribution, as kem: K
     }
 }
 
-private func decapsulate<K: ChannelKEM>(_ ciphertext: [UInt8], with key: K.PrivateKey, as kem: K.Type) throws -> SecretBytes {
+private func decapsulate<K: ChannelKEM>(_ ciphertext: [UInt8], with key: K.PrivateKey, as kem: K.Type) throws
+    -> SecretBytes
+{
     do {
         return try key.decapsulate(ciphertext)
     } catch {
@@ -103,7 +110,8 @@ private func decapsulate<K: ChannelKEM>(_ ciphertext: [UInt8], with key: K.Priva
 /// the transcript, so a negotiation altered in transit fails at key confirmation.
 private func checkSuites(ours: Contribution, theirs: Contribution) throws {
     guard theirs.suites.first == ours.suites.first else {
-        throw ChannelError(.noCommonSuite, "the peer's key is for \(theirs.suites[0]); this wallet's is for \(ours.suites[0])")
+        throw ChannelError(
+            .noCommonSuite, "the peer's key is for \(theirs.suites[0]); this wallet's is for \(ours.suites[0])")
     }
 }
 
@@ -141,14 +149,18 @@ public struct InitiatorHandshake<K: ChannelKEM> {
 
     /// A fresh initiator. The key and randomness default to fresh ones from the system CSPRNG; tests pass
     /// their own. `suites` lists this side's suites, `K.suite` first.
-    public init(privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
-                suites: [ChannelSuite] = [K.suite]) {
+    public init(
+        privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
+        suites: [ChannelSuite] = [K.suite]
+    ) {
         let contribution = Contribution(for: K.self, suites: suites, privateKey: privateKey, random: random)
         let encoded = contribution.encoded
         let commitment = KeySchedule.commitment(to: encoded)
         let commitMessage = HandshakeMessage.commit(version: ChannelVersion.current, commitment: commitment).encoded
-        state = .ready(Opening(privateKey: privateKey, contribution: contribution, encoded: encoded,
-                               commitment: commitment, commitMessage: commitMessage))
+        state = .ready(
+            Opening(
+                privateKey: privateKey, contribution: contribution, encoded: encoded,
+                commitment: commitment, commitMessage: commitMessage))
     }
 
     /// Sends the commitment. Calling it twice is our bug.
@@ -181,7 +193,9 @@ public struct InitiatorHandshake<K: ChannelKEM> {
             try derive(revealed, ciphertext: ciphertext, responseMessage: frame)
             return []
         case .awaitingConfirm(let confirming):
-            guard case .responderConfirm(let mac) = message else { throw unexpected(message, "the responder's confirmation") }
+            guard case .responderConfirm(let mac) = message else {
+                throw unexpected(message, "the responder's confirmation")
+            }
             try confirming.check(mac, from: .responder)
             state = .complete
             let ours = confirming.confirmation(of: .initiator)
@@ -191,20 +205,25 @@ public struct InitiatorHandshake<K: ChannelKEM> {
         }
     }
 
-    private mutating func reveal(_ opening: Opening, responder: Contribution, helloMessage: [UInt8]) throws -> [HandshakeAction] {
+    private mutating func reveal(_ opening: Opening, responder: Contribution, helloMessage: [UInt8]) throws
+        -> [HandshakeAction]
+    {
         try checkSuites(ours: opening.contribution, theirs: responder)
         let peerKey = try parsePeerKey(responder, as: K.self)
         let (secret, ciphertext) = encapsulate(peerKey)
         let revealMessage = HandshakeMessage.reveal(opening.contribution, ciphertext: ciphertext).encoded
-        state = .awaitingResponse(Revealed(opening: opening, responderContribution: responder.encoded, initiatorSecret: secret,
-                                           transcript: [opening.commitMessage, helloMessage, revealMessage]))
+        state = .awaitingResponse(
+            Revealed(
+                opening: opening, responderContribution: responder.encoded, initiatorSecret: secret,
+                transcript: [opening.commitMessage, helloMessage, revealMessage]))
         return [.send(revealMessage)]
     }
 
     private mutating func derive(_ revealed: Revealed, ciphertext: [UInt8], responseMessage: [UInt8]) throws {
         let responderSecret = try decapsulate(ciphertext, with: revealed.opening.privateKey, as: K.self)
         let (outcome, derived) = finish(
-            role: .initiator, suite: K.suite, initiatorSecret: revealed.initiatorSecret, responderSecret: responderSecret,
+            role: .initiator, suite: K.suite, initiatorSecret: revealed.initiatorSecret,
+            responderSecret: responderSecret,
             transcript: revealed.transcript + [responseMessage], commitment: revealed.opening.commitment,
             initiator: revealed.opening.encoded, responder: revealed.responderContribution)
         state = .awaitingConfirm(Confirming(outcome: outcome, derived: derived))
@@ -238,10 +257,13 @@ public struct ResponderHandshake<K: ChannelKEM> {
     var encapsulate: Encapsulator<K> = { $0.encapsulate() }
 
     /// A fresh responder; see `InitiatorHandshake.init`.
-    public init(privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
-                suites: [ChannelSuite] = [K.suite]) {
+    public init(
+        privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
+        suites: [ChannelSuite] = [K.suite]
+    ) {
         let contribution = Contribution(for: K.self, suites: suites, privateKey: privateKey, random: random)
-        state = .awaitingCommit(Opening(privateKey: privateKey, contribution: contribution, encoded: contribution.encoded))
+        state = .awaitingCommit(
+            Opening(privateKey: privateKey, contribution: contribution, encoded: contribution.encoded))
     }
 
     /// The responder speaks only when spoken to.
@@ -263,14 +285,20 @@ public struct ResponderHandshake<K: ChannelKEM> {
         case .awaitingCommit(let opening):
             guard case .commit(_, let commitment) = message else { throw unexpected(message, "the commitment") }
             let helloMessage = HandshakeMessage.hello(opening.contribution).encoded
-            state = .awaitingReveal(Committed(opening: opening, commitment: commitment, commitMessage: frame,
-                                              helloMessage: helloMessage))
+            state = .awaitingReveal(
+                Committed(
+                    opening: opening, commitment: commitment, commitMessage: frame,
+                    helloMessage: helloMessage))
             return [.send(helloMessage)]
         case .awaitingReveal(let committed):
-            guard case .reveal(let contribution, let ciphertext) = message else { throw unexpected(message, "the reveal") }
+            guard case .reveal(let contribution, let ciphertext) = message else {
+                throw unexpected(message, "the reveal")
+            }
             return try respond(committed, initiator: contribution, ciphertext: ciphertext, revealMessage: frame)
         case .awaitingConfirm(let confirming):
-            guard case .initiatorConfirm(let mac) = message else { throw unexpected(message, "the initiator's confirmation") }
+            guard case .initiatorConfirm(let mac) = message else {
+                throw unexpected(message, "the initiator's confirmation")
+            }
             try confirming.check(mac, from: .initiator)
             state = .complete
             return [.complete(confirming.outcome)]
@@ -279,12 +307,15 @@ public struct ResponderHandshake<K: ChannelKEM> {
         }
     }
 
-    private mutating func respond(_ committed: Committed, initiator: Contribution, ciphertext: [UInt8],
-                                  revealMessage: [UInt8]) throws -> [HandshakeAction] {
+    private mutating func respond(
+        _ committed: Committed, initiator: Contribution, ciphertext: [UInt8],
+        revealMessage: [UInt8]
+    ) throws -> [HandshakeAction] {
         let initiatorEncoded = initiator.encoded
         // The commitment is public, so an ordinary comparison is fine.
         guard KeySchedule.commitment(to: initiatorEncoded) == committed.commitment else {
-            throw ChannelError(.commitmentMismatch, "the initiator's contribution does not match the commitment it opened with")
+            throw ChannelError(
+                .commitmentMismatch, "the initiator's contribution does not match the commitment it opened with")
         }
         try checkSuites(ours: committed.opening.contribution, theirs: initiator)
         let peerKey = try parsePeerKey(initiator, as: K.self)
@@ -316,8 +347,10 @@ private struct Confirming {
     /// Checks the peer's key confirmation, in constant time.
     func check(_ mac: [UInt8], from role: ChannelRole) throws {
         guard ConstantTime.equal(confirmation(of: role), mac) else {
-            throw ChannelError(.keyConfirmationFailed, "the \(role == .initiator ? "initiator" : "responder")'s key confirmation "
-                + "is wrong: the handshake was altered or the keys differ")
+            throw ChannelError(
+                .keyConfirmationFailed,
+                "the \(role == .initiator ? "initiator" : "responder")'s key confirmation "
+                    + "is wrong: the handshake was altered or the keys differ")
         }
     }
 }

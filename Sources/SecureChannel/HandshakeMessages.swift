@@ -76,18 +76,24 @@ public struct Contribution: Equatable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> Contribution? {
         var reader = ByteReader(bytes)
         guard let contribution = try decode(&reader) else { return nil }
-        guard reader.isAtEnd else { throw ChannelError(.malformed, "a contribution has \(reader.remainingCount) trailing bytes") }
+        guard reader.isAtEnd else {
+            throw ChannelError(.malformed, "a contribution has \(reader.remainingCount) trailing bytes")
+        }
         return contribution
     }
 
     static func decode(_ reader: inout ByteReader) throws -> Contribution? {
         guard let version = reader.readUInt8() else { return nil }
         guard version == ChannelVersion.current else {
-            throw ChannelError(.unsupportedVersion, "the peer speaks channel version \(version); this wallet speaks version \(ChannelVersion.current)")
+            throw ChannelError(
+                .unsupportedVersion,
+                "the peer speaks channel version \(version); this wallet speaks version \(ChannelVersion.current)")
         }
         guard let suiteCount = reader.readUInt8() else { return nil }
         guard suiteCount >= 1, Int(suiteCount) <= ChannelLimits.suiteCountMax else {
-            throw ChannelError(.malformed, "a contribution lists \(suiteCount) suites; 1 to \(ChannelLimits.suiteCountMax) are allowed")
+            throw ChannelError(
+                .malformed, "a contribution lists \(suiteCount) suites; 1 to \(ChannelLimits.suiteCountMax) are allowed"
+            )
         }
         var suites: [ChannelSuite] = []
         for _ in 0..<suiteCount {
@@ -96,7 +102,10 @@ public struct Contribution: Equatable, Sendable {
         }
         guard let keyCount = reader.readUInt16() else { return nil }
         guard keyCount >= 1, Int(keyCount) <= ChannelLimits.publicKeyByteCountMax else {
-            throw ChannelError(.malformed, "a contribution's public key is \(keyCount) bytes; 1 to \(ChannelLimits.publicKeyByteCountMax) are allowed")
+            throw ChannelError(
+                .malformed,
+                "a contribution's public key is \(keyCount) bytes; 1 to \(ChannelLimits.publicKeyByteCountMax) are allowed"
+            )
         }
         guard let key = reader.readFixed(Int(keyCount)), let random = reader.readFixed(randomByteCount) else {
             return nil
@@ -180,7 +189,10 @@ public enum HandshakeMessage: Equatable, Sendable {
         case .commit:
             guard let version = reader.readUInt8() else { return nil }
             guard version == ChannelVersion.current else {
-                throw ChannelError(.unsupportedVersion, "the initiator speaks channel version \(version); this wallet speaks version \(ChannelVersion.current)")
+                throw ChannelError(
+                    .unsupportedVersion,
+                    "the initiator speaks channel version \(version); this wallet speaks version \(ChannelVersion.current)"
+                )
             }
             guard let commitment = reader.readFixed(digestByteCount) else { return nil }
             message = .commit(version: version, commitment: commitment)
@@ -212,7 +224,8 @@ public enum HandshakeMessage: Equatable, Sendable {
     private static func readCiphertext(_ reader: inout ByteReader) throws -> [UInt8]? {
         guard let count = reader.readUInt16() else { return nil }
         guard count >= 1, Int(count) <= ChannelLimits.ciphertextByteCountMax else {
-            throw ChannelError(.malformed, "a ciphertext of \(count) bytes; 1 to \(ChannelLimits.ciphertextByteCountMax) are allowed")
+            throw ChannelError(
+                .malformed, "a ciphertext of \(count) bytes; 1 to \(ChannelLimits.ciphertextByteCountMax) are allowed")
         }
         return reader.readFixed(Int(count))
     }

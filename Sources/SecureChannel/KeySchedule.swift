@@ -39,7 +39,9 @@ enum KeySchedule {
     }
 
     /// SHA-256("secure-sas-v1" ‖ commitment ‖ contribution_I ‖ contribution_R).
-    static func shortAuthenticationString(commitment: [UInt8], initiator: [UInt8], responder: [UInt8]) -> ShortAuthenticationString {
+    static func shortAuthenticationString(commitment: [UInt8], initiator: [UInt8], responder: [UInt8])
+        -> ShortAuthenticationString
+    {
         ShortAuthenticationString(SHA256.hash(parts: [sasLabel, commitment, initiator, responder]))
     }
 
@@ -55,22 +57,26 @@ enum KeySchedule {
 
     /// HKDF-SHA256 with IKM = ss_I ‖ ss_R (the secret the initiator encapsulated, then the responder's),
     /// salt = the transcript hash, info = label ‖ SHA-256(contribution_I) ‖ SHA-256(contribution_R).
-    static func derive(initiatorSecret: SecretBytes, responderSecret: SecretBytes, transcriptHash: [UInt8],
-                       initiatorContribution: [UInt8], responderContribution: [UInt8]) -> Derived {
+    static func derive(
+        initiatorSecret: SecretBytes, responderSecret: SecretBytes, transcriptHash: [UInt8],
+        initiatorContribution: [UInt8], responderContribution: [UInt8]
+    ) -> Derived {
         var inputKeyMaterial = initiatorSecret.copyBytes() + responderSecret.copyBytes()
         let secret = SecretBytes(inputKeyMaterial)
         wipe(&inputKeyMaterial)
         let info = keysLabel + SHA256.hash(initiatorContribution) + SHA256.hash(responderContribution)
         // The output length is a constant inside HKDF's range, so this cannot throw.
-        var output = try! HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: transcriptHash, info: info,
-                                               outputByteCount: outputByteCount)
+        var output = try! HKDFSHA256.deriveKey(
+            inputKeyMaterial: secret, salt: transcriptHash, info: info,
+            outputByteCount: outputByteCount)
         defer { wipe(&output) }
-        return Derived(initiatorRecordKey: SecretBytes(Array(output[0..<32])),
-                       responderRecordKey: SecretBytes(Array(output[32..<64])),
-                       initiatorConfirmKey: SecretBytes(Array(output[64..<96])),
-                       responderConfirmKey: SecretBytes(Array(output[96..<128])),
-                       sessionId: Array(output[128..<144]),
-                       channelBinding: Array(output[144..<176]))
+        return Derived(
+            initiatorRecordKey: SecretBytes(Array(output[0..<32])),
+            responderRecordKey: SecretBytes(Array(output[32..<64])),
+            initiatorConfirmKey: SecretBytes(Array(output[64..<96])),
+            responderConfirmKey: SecretBytes(Array(output[96..<128])),
+            sessionId: Array(output[128..<144]),
+            channelBinding: Array(output[144..<176]))
     }
 
     /// HMAC-SHA256(confirm key, "secure-channel-confirm-v1" ‖ 0x00 ‖ role ‖ transcript hash), role being

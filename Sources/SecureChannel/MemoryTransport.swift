@@ -146,7 +146,8 @@ public final class MemoryTransport: FrameTransport, @unchecked Sendable {
 
     public func send(_ body: [UInt8], timeoutSeconds: Double) throws {
         guard body.count <= ChannelLimits.frameByteCountMax else {
-            throw ChannelError(.tooLarge, "a frame of \(body.count) bytes is over the \(ChannelLimits.frameByteCountMax)-byte limit")
+            throw ChannelError(
+                .tooLarge, "a frame of \(body.count) bytes is over the \(ChannelLimits.frameByteCountMax)-byte limit")
         }
         try outgoing.send(body, timeoutSeconds: timeoutSeconds)
     }

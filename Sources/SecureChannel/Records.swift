@@ -63,7 +63,10 @@ public struct RecordMessage: Equatable, Sendable {
         guard let type = reader.readUInt8(), let counter = reader.readUInt64() else { return nil }
         guard reader.remainingCount >= AES256GCM.tagByteCount else { return nil }
         guard reader.remainingCount <= ChannelLimits.recordPayloadByteCountMax + AES256GCM.tagByteCount else {
-            throw ChannelError(.tooLarge, "a record of \(reader.remainingCount) sealed bytes is over the \(ChannelLimits.recordPayloadByteCountMax)-byte payload limit")
+            throw ChannelError(
+                .tooLarge,
+                "a record of \(reader.remainingCount) sealed bytes is over the \(ChannelLimits.recordPayloadByteCountMax)-byte payload limit"
+            )
         }
         return RecordMessage(type: type, counter: counter, sealed: reader.readRest())
     }
@@ -98,13 +101,15 @@ private struct RecordProtection: Sendable {
     }
 
     func seal(_ payload: [UInt8], type: UInt8, counter: UInt64) throws -> [UInt8] {
-        try AES256GCM.seal(payload, key: key, nonce: nonce(counter: counter),
-                           associatedData: associatedData(type: type, counter: counter))
+        try AES256GCM.seal(
+            payload, key: key, nonce: nonce(counter: counter),
+            associatedData: associatedData(type: type, counter: counter))
     }
 
     func open(_ sealed: [UInt8], type: UInt8, counter: UInt64) throws -> [UInt8] {
-        try AES256GCM.open(sealed, key: key, nonce: nonce(counter: counter),
-                           associatedData: associatedData(type: type, counter: counter))
+        try AES256GCM.open(
+            sealed, key: key, nonce: nonce(counter: counter),
+            associatedData: associatedData(type: type, counter: counter))
     }
 }
 
@@ -121,10 +126,14 @@ public struct RecordSealer: Sendable {
     /// its record count.
     public mutating func seal(_ record: ChannelRecord) throws -> [UInt8] {
         guard record.payload.count <= ChannelLimits.recordPayloadByteCountMax else {
-            throw ChannelError(.tooLarge, "a payload of \(record.payload.count) bytes is over the \(ChannelLimits.recordPayloadByteCountMax)-byte record limit")
+            throw ChannelError(
+                .tooLarge,
+                "a payload of \(record.payload.count) bytes is over the \(ChannelLimits.recordPayloadByteCountMax)-byte record limit"
+            )
         }
         guard nextCounter < ChannelLimits.recordCountMax else {
-            throw ChannelError(.tooLarge, "this session has sealed its \(ChannelLimits.recordCountMax) records; start a new session")
+            throw ChannelError(
+                .tooLarge, "this session has sealed its \(ChannelLimits.recordCountMax) records; start a new session")
         }
         let counter = nextCounter
         let sealed = try protection.seal(record.payload, type: record.type, counter: counter)
@@ -150,14 +159,18 @@ public struct RecordOpener: Sendable {
             throw ChannelError(.truncated, "a record of \(frame.count) bytes is cut short")
         }
         guard message.counter == nextCounter else {
-            let what = message.counter < nextCounter ? "a replayed record" : "a record out of order (one is missing or delayed)"
+            let what =
+                message.counter < nextCounter
+                ? "a replayed record" : "a record out of order (one is missing or delayed)"
             throw ChannelError(.recordOutOfOrder, "\(what): counter \(message.counter), expected \(nextCounter)")
         }
         let payload: [UInt8]
         do {
             payload = try protection.open(message.sealed, type: message.type, counter: message.counter)
         } catch {
-            throw ChannelError(.recordAuthenticationFailed, "a record failed authentication: altered, or sealed for another direction or session")
+            throw ChannelError(
+                .recordAuthenticationFailed,
+                "a record failed authentication: altered, or sealed for another direction or session")
         }
         guard message.type != ChannelRecord.closeType || payload.isEmpty else {
             throw ChannelError(.malformed, "a close record carries \(payload.count) bytes; it must be empty")

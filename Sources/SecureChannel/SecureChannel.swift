@@ -35,24 +35,32 @@ public final class SecureChannel: @unchecked Sendable {
 
     /// Runs the initiator's handshake with the shipped suite (X-Wing) and returns the open channel.
     /// Throws `.timeout` when it does not finish in `timeoutSeconds`; the transport is closed on failure.
-    public static func initiate(over transport: FrameTransport,
-                                timeoutSeconds: Double = ChannelLimits.handshakeTimeoutSeconds) throws -> SecureChannel {
+    public static func initiate(
+        over transport: FrameTransport,
+        timeoutSeconds: Double = ChannelLimits.handshakeTimeoutSeconds
+    ) throws -> SecureChannel {
         var machine = InitiatorHandshake<XWing>()
-        return try run(over: transport, timeoutSeconds: timeoutSeconds, start: { machine.start() },
-                       receive: { try machine.receive($0) })
+        return try run(
+            over: transport, timeoutSeconds: timeoutSeconds, start: { machine.start() },
+            receive: { try machine.receive($0) })
     }
 
     /// Runs the responder's handshake with the shipped suite (X-Wing); see `initiate`.
-    public static func respond(over transport: FrameTransport,
-                               timeoutSeconds: Double = ChannelLimits.handshakeTimeoutSeconds) throws -> SecureChannel {
+    public static func respond(
+        over transport: FrameTransport,
+        timeoutSeconds: Double = ChannelLimits.handshakeTimeoutSeconds
+    ) throws -> SecureChannel {
         var machine = ResponderHandshake<XWing>()
-        return try run(over: transport, timeoutSeconds: timeoutSeconds, start: { machine.start() },
-                       receive: { try machine.receive($0) })
+        return try run(
+            over: transport, timeoutSeconds: timeoutSeconds, start: { machine.start() },
+            receive: { try machine.receive($0) })
     }
 
     /// The driver: does what the machine asks until it completes, fails or runs out of time.
-    static func run(over transport: FrameTransport, timeoutSeconds: Double, start: () -> [HandshakeAction],
-                    receive: ([UInt8]) throws -> [HandshakeAction]) throws -> SecureChannel {
+    static func run(
+        over transport: FrameTransport, timeoutSeconds: Double, start: () -> [HandshakeAction],
+        receive: ([UInt8]) throws -> [HandshakeAction]
+    ) throws -> SecureChannel {
         let deadline = Deadline(secondsFromNow: timeoutSeconds)
         do {
             var actions = start()
@@ -72,7 +80,9 @@ public final class SecureChannel: @unchecked Sendable {
                 } catch let error as ChannelError where error.code == .timeout {
                     throw handshakeTimeout(timeoutSeconds)
                 }
-                guard let frame else { throw ChannelError(.closed, "the peer closed the connection during the handshake") }
+                guard let frame else {
+                    throw ChannelError(.closed, "the peer closed the connection during the handshake")
+                }
                 actions = try receive(frame)
             }
         } catch {
@@ -111,11 +121,12 @@ public final class SecureChannel: @unchecked Sendable {
             do {
                 frame = try transport.receive(timeoutSeconds: timeoutSeconds)
             } catch let error as ChannelError where error.code == .timeout {
-                throw error  // a quiet peer is not a broken channel; the caller decides whether to wait again
+                throw error // a quiet peer is not a broken channel; the caller decides whether to wait again
             }
             do {
                 guard let frame else {
-                    throw ChannelError(.truncated, "the peer hung up without closing the channel; the last records may be lost")
+                    throw ChannelError(
+                        .truncated, "the peer hung up without closing the channel; the last records may be lost")
                 }
                 let record = try opener.open(frame)
                 if record.type == ChannelRecord.closeType {

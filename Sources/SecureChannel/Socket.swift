@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Every socket system call the channel makes, in one file, each return code checked where it is made.
@@ -20,7 +20,8 @@ final class Socket: @unchecked Sendable {
     }
 
     private static func makeTCP() throws -> Socket {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let descriptor = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { throw systemError("socket()") }
         return Socket(descriptor: descriptor)
     }
@@ -40,15 +41,20 @@ final class Socket: @unchecked Sendable {
     static func listen(host: String, port: UInt16) throws -> (Socket, UInt16) {
         let socket = try makeTCP()
         var one: Int32 = 1
-        guard setsockopt(socket.descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+        guard setsockopt(socket.descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
+        else {
             throw systemError("setsockopt(SO_REUSEADDR)")
         }
         var address = try ipv4Address(host, port: port)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw systemError("bind(\(host):\(port))") }
-        guard Glibc.listen(socket.descriptor, Int32(ChannelLimits.listenBacklogCountMax)) == 0 else { throw systemError("listen()") }
+        guard Glibc.listen(socket.descriptor, Int32(ChannelLimits.listenBacklogCountMax)) == 0 else {
+            throw systemError("listen()")
+        }
         var actual = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let named = withUnsafeMutablePointer(to: &actual) {
@@ -67,7 +73,8 @@ final class Socket: @unchecked Sendable {
             if accepted >= 0 {
                 let socket = Socket(descriptor: accepted)
                 guard fcntl(accepted, F_SETFD, FD_CLOEXEC) == 0,
-                      fcntl(accepted, F_SETFL, fcntl(accepted, F_GETFL) | O_NONBLOCK) == 0 else {
+                    fcntl(accepted, F_SETFL, fcntl(accepted, F_GETFL) | O_NONBLOCK) == 0
+                else {
                     throw Socket.systemError("fcntl() on an accepted socket")
                 }
                 try socket.disableNagle()
@@ -83,7 +90,9 @@ final class Socket: @unchecked Sendable {
         var address = try ipv4Address(host, port: port)
         let socket = try makeTCP()
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socket.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if result != 0 {
             guard errno == EINPROGRESS || errno == EINTR else { throw systemError("connect(\(host):\(port))") }
@@ -104,7 +113,8 @@ final class Socket: @unchecked Sendable {
     /// Handshake messages are small and each waits for an answer; Nagle's delay would add 40 ms a round.
     private func disableNagle() throws {
         var one: Int32 = 1
-        guard setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+        guard setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
+        else {
             throw Socket.systemError("setsockopt(TCP_NODELAY)")
         }
     }
@@ -113,7 +123,9 @@ final class Socket: @unchecked Sendable {
     func sendAll(_ bytes: [UInt8], deadline: Deadline) throws {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let written = bytes.withUnsafeBytes {
+                send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if written > 0 {
                 offset += written
             } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {

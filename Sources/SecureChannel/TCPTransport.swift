@@ -16,16 +16,22 @@ public final class TCPTransport: FrameTransport, @unchecked Sendable {
     }
 
     /// Connects to `host` (an IPv4 address) on `port`, waiting up to `timeoutSeconds`.
-    public static func connect(host: String = "127.0.0.1", port: UInt16,
-                               timeoutSeconds: Double = ChannelLimits.connectTimeoutSeconds) throws -> TCPTransport {
-        TCPTransport(socket: try Socket.connect(host: host, port: port, deadline: Deadline(secondsFromNow: timeoutSeconds)))
+    public static func connect(
+        host: String = "127.0.0.1", port: UInt16,
+        timeoutSeconds: Double = ChannelLimits.connectTimeoutSeconds
+    ) throws -> TCPTransport {
+        TCPTransport(
+            socket: try Socket.connect(host: host, port: port, deadline: Deadline(secondsFromNow: timeoutSeconds)))
     }
 
     public func send(_ body: [UInt8], timeoutSeconds: Double) throws {
         guard !body.isEmpty, body.count <= ChannelLimits.frameByteCountMax else {
-            throw ChannelError(.tooLarge, "a frame body of \(body.count) bytes is outside 1...\(ChannelLimits.frameByteCountMax)")
+            throw ChannelError(
+                .tooLarge, "a frame body of \(body.count) bytes is outside 1...\(ChannelLimits.frameByteCountMax)")
         }
-        try sendLock.withLock { try socket.sendAll(Frame.encode(body), deadline: Deadline(secondsFromNow: timeoutSeconds)) }
+        try sendLock.withLock {
+            try socket.sendAll(Frame.encode(body), deadline: Deadline(secondsFromNow: timeoutSeconds))
+        }
     }
 
     public func receive(timeoutSeconds: Double) throws -> [UInt8]? {

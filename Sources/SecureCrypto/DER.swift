@@ -1,4 +1,5 @@
 import Foundation
+
 /// Just enough DER for ECDSA signatures: definite lengths, strict minimal encodings.
 struct DERReader {
     private let bytes: [UInt8]
@@ -70,7 +71,8 @@ public enum PEM {
     /// Decodes the first block with the given label.
     public static func decode(_ text: String, label: String) throws -> [UInt8] {
         let begin = "-----BEGIN \(label)-----", end = "-----END \(label)-----"
-        guard let start = text.range(of: begin), let stop = text.range(of: end, range: start.upperBound..<text.endIndex) else {
+        guard let start = text.range(of: begin), let stop = text.range(of: end, range: start.upperBound..<text.endIndex)
+        else {
             throw CryptoError(.invalidEncoding, "no PEM block labelled \(label)")
         }
         let body = text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
@@ -92,7 +94,9 @@ public enum Base64 {
         var index = 0
         while index < bytes.count {
             let chunk = Array(bytes[index..<min(index + 3, bytes.count)])
-            let value = (UInt32(chunk[0]) << 16) | (UInt32(chunk.count > 1 ? chunk[1] : 0) << 8) | UInt32(chunk.count > 2 ? chunk[2] : 0)
+            let value =
+                (UInt32(chunk[0]) << 16) | (UInt32(chunk.count > 1 ? chunk[1] : 0) << 8)
+                | UInt32(chunk.count > 2 ? chunk[2] : 0)
             for position in 0..<4 {
                 if position <= chunk.count {
                     output.append(alphabet[Int((value >> (18 - 6 * UInt32(position))) & 0x3f)])

@@ -1,5 +1,5 @@
-import Foundation
 internal import CLibCrypto
+import Foundation
 
 /// SHA-256 through OpenSSL's EVP interface.
 public enum SHA256 {

@@ -12,8 +12,8 @@ final class FetchedDigest: @unchecked Sendable {
     init(_ name: String) { pointer = fetchAlgorithm(name) { EVP_MD_fetch(nil, $0, nil) } }
 
     // Process-lifetime objects: never freed.
-    static let sha3_256 = FetchedDigest("SHA3-256")
-    static let sha3_512 = FetchedDigest("SHA3-512")
+    static let sha3With256Bits = FetchedDigest("SHA3-256")
+    static let sha3With512Bits = FetchedDigest("SHA3-512")
     static let shake128 = FetchedDigest("SHAKE128")
     static let shake256 = FetchedDigest("SHAKE256")
     static let sha256 = FetchedDigest("SHA2-256")
@@ -30,7 +30,9 @@ final class FetchedCipher: @unchecked Sendable {
 
 /// An algorithm fetched from the default provider; a missing one is a broken installation, not a user error.
 private func fetchAlgorithm(_ name: String, _ fetch: (String) -> OpaquePointer?) -> OpaquePointer {
-    guard let pointer = fetch(name) else { preconditionFailure("OpenSSL has no \(name); the default provider is not loaded") }
+    guard let pointer = fetch(name) else {
+        preconditionFailure("OpenSSL has no \(name); the default provider is not loaded")
+    }
     return pointer
 }
 

@@ -30,7 +30,9 @@ public enum P256 {
         /// Parses an uncompressed point and checks that it is on the curve.
         public init(x963 point: [UInt8]) throws {
             guard point.count == P256.uncompressedPointByteCount, point[0] == 0x04 else {
-                throw CryptoError(.invalidKey, "a P-256 public key must be a 65-byte uncompressed point starting 0x04, got \(point.count) bytes")
+                throw CryptoError(
+                    .invalidKey,
+                    "a P-256 public key must be a 65-byte uncompressed point starting 0x04, got \(point.count) bytes")
             }
             backing = try P256KeyCache.shared.key(x963: point)
             x963 = point
@@ -39,7 +41,8 @@ public enum P256 {
         /// Parses a DER SubjectPublicKeyInfo; only P-256 keys are accepted.
         public init(spki der: [UInt8]) throws {
             guard der.count == P256.spkiPrefix.count + P256.uncompressedPointByteCount,
-                  Array(der.prefix(P256.spkiPrefix.count)) == P256.spkiPrefix else {
+                Array(der.prefix(P256.spkiPrefix.count)) == P256.spkiPrefix
+            else {
                 throw CryptoError(.invalidKey, "not a P-256 SubjectPublicKeyInfo with an uncompressed point")
             }
             try self.init(x963: Array(der.suffix(P256.uncompressedPointByteCount)))
@@ -78,7 +81,7 @@ public enum P256 {
     /// Verifies signatures by one key, reusing one verify context. Not thread-safe: one per thread.
     public final class Verifier {
         private let context: OpaquePointer
-        private let key: EVPPublicKey  // kept alive as long as the context that uses it
+        private let key: EVPPublicKey // kept alive as long as the context that uses it
 
         fileprivate init?(_ key: EVPPublicKey) {
             guard let context = EVP_PKEY_CTX_new(key.pointer, nil) else { return nil }
@@ -129,7 +132,8 @@ public struct ECDSASignature: Hashable, Sendable {
         }
         var inner = DERReader(sequence)
         guard let rBytes = inner.read(tag: 0x02), let sBytes = inner.read(tag: 0x02), inner.isAtEnd,
-              let r = DERReader.unsignedScalar(rBytes), let s = DERReader.unsignedScalar(sBytes) else {
+            let r = DERReader.unsignedScalar(rBytes), let s = DERReader.unsignedScalar(sBytes)
+        else {
             throw CryptoError(.invalidSignature, "an ECDSA signature must hold two minimal DER INTEGERs r and s")
         }
         self.r = r

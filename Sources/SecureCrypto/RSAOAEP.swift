@@ -18,12 +18,14 @@ public struct RSAPublicKey: Sendable, Equatable {
         let modulus = Array(modulus.drop { $0 == 0 }), exponent = Array(publicExponent.drop { $0 == 0 })
         let bitCount = modulus.isEmpty ? 0 : (modulus.count - 1) * 8 + (8 - modulus[0].leadingZeroBitCount)
         guard Self.modulusBitCountRange.contains(bitCount), modulus.last! & 1 == 1 else {
-            throw CryptoError.openSSL("an RSA modulus of \(bitCount) bits is outside 2048...4096 or even", code: .invalidKey)
+            throw CryptoError.openSSL(
+                "an RSA modulus of \(bitCount) bits is outside 2048...4096 or even", code: .invalidKey)
         }
         guard !exponent.isEmpty, exponent.count <= Self.exponentByteCountMax, exponent.last! & 1 == 1,
             exponent != [1]
         else {
-            throw CryptoError.openSSL("the RSA public exponent is not an odd number of at most 4 bytes above 1", code: .invalidKey)
+            throw CryptoError.openSSL(
+                "the RSA public exponent is not an odd number of at most 4 bytes above 1", code: .invalidKey)
         }
         self.modulus = modulus
         self.publicExponent = exponent

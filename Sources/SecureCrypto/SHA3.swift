@@ -5,7 +5,7 @@ public enum SHA3_256 {
 
     /// Hashes bytes in one call.
     public static func hash(_ data: [UInt8]) -> [UInt8] {
-        KeccakContext().compute(.sha3_256, parts: [data], outputByteCount: byteCount, isXOF: false)
+        KeccakContext().compute(.sha3With256Bits, parts: [data], outputByteCount: byteCount, isXOF: false)
     }
 }
 
@@ -16,7 +16,7 @@ public enum SHA3_512 {
 
     /// Hashes bytes in one call.
     public static func hash(_ data: [UInt8]) -> [UInt8] {
-        KeccakContext().compute(.sha3_512, parts: [data], outputByteCount: byteCount, isXOF: false)
+        KeccakContext().compute(.sha3With512Bits, parts: [data], outputByteCount: byteCount, isXOF: false)
     }
 }
 

@@ -7,8 +7,9 @@ public struct SignatureLabel: Hashable, Sendable, CustomStringConvertible {
 
     /// Makes a label. Labels are fixed strings of printable ASCII with no zero byte.
     public init(_ rawValue: String) {
-        precondition(!rawValue.isEmpty && rawValue.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7e },
-                     "signature labels are non-empty printable ASCII")
+        precondition(
+            !rawValue.isEmpty && rawValue.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7e },
+            "signature labels are non-empty printable ASCII")
         self.rawValue = rawValue
     }
 

@@ -31,7 +31,7 @@ public enum XWing: KEM {
         x25519PublicKey: [UInt8]
     ) -> SecretBytes {
         let keccak = KeccakContext()
-        keccak.start(.sha3_256)
+        keccak.start(.sha3With256Bits)
         mlkemSecret.withUnsafeBytes { keccak.absorb($0.baseAddress, $0.count) }
         x25519Secret.withUnsafeBytes { keccak.absorb($0.baseAddress, $0.count) }
         keccak.absorb(x25519Ciphertext)

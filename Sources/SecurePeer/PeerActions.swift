@@ -52,8 +52,10 @@ public final class PeerActions {
     @_spi(Simulation) public var answersLookupBeforeKeyEvents = false
 
     /// Prepares one side of a session. `helloSize` is the checkpoint size of this wallet's hello.
-    public init(wallet: Wallet, machine: Machine, helloSize: UInt64, environment: PeerEnvironment,
-                walletLock: NSLock = NSLock()) {
+    public init(
+        wallet: Wallet, machine: Machine, helloSize: UInt64, environment: PeerEnvironment,
+        walletLock: NSLock = NSLock()
+    ) {
         self.wallet = wallet
         self.machine = machine
         self.helloSize = helloSize
@@ -66,10 +68,11 @@ public final class PeerActions {
     public static func hello(wallet: Wallet, displayName: String, randomBytes: (Int) -> [UInt8]) throws -> PeerHello {
         guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint") }
         let evidence = try wallet.ledger.evidence().map { EvidenceDigest(of: $0) }
-        return try PeerHello(walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
-                             nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
-                             evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
-                             keyEventHead: wallet.keyLog.head)
+        return try PeerHello(
+            walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
+            nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
+            evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
+            keyEventHead: wallet.keyLog.head)
     }
 
     // MARK: The machine
@@ -95,7 +98,9 @@ public final class PeerActions {
         return false
     }
 
-    private func mutate(payer: (inout PayerMachine) -> [PeerAction], payee: (inout PayeeMachine) -> [PeerAction]) -> [PeerAction] {
+    private func mutate(payer: (inout PayerMachine) -> [PeerAction], payee: (inout PayeeMachine) -> [PeerAction])
+        -> [PeerAction]
+    {
         switch machine {
         case .payer(var machineValue):
             defer { machine = .payer(machineValue) }
@@ -107,7 +112,9 @@ public final class PeerActions {
     }
 
     public func start() -> [PeerAction] { mutate(payer: { $0.start() }, payee: { $0.start() }) }
-    public func timeoutExpired() -> [PeerAction] { mutate(payer: { $0.timeoutExpired() }, payee: { $0.timeoutExpired() }) }
+    public func timeoutExpired() -> [PeerAction] {
+        mutate(payer: { $0.timeoutExpired() }, payee: { $0.timeoutExpired() })
+    }
     public func linkDropped() -> [PeerAction] { mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() }) }
     public func localFailure() -> [PeerAction] { mutate(payer: { $0.localFailure() }, payee: { $0.localFailure() }) }
     /// The payee withdraws its request or stops waiting (payee only; a payer ignores it).
@@ -141,7 +148,8 @@ public final class PeerActions {
         // side messages (evidence, key events) still pass, or two rotated wallets would wait for each other.
         if keyEventFetch != nil, !message.isSideMessage, !Self.isHello(message) {
             guard heldMessages.count < PeerLimits.heldMessageCountMax else {
-                return protocolViolation("more than \(PeerLimits.heldMessageCountMax) messages while its key events were awaited")
+                return protocolViolation(
+                    "more than \(PeerLimits.heldMessageCountMax) messages while its key events were awaited")
             }
             heldMessages.append(message)
             return []
@@ -180,7 +188,8 @@ public final class PeerActions {
                 return try payee.receive(message)
             }
         } catch let error as PeerProtocolError {
-            environment.person.event("protocol", ["error": error.message], "the other side broke the protocol: \(error.message)")
+            environment.person.event(
+                "protocol", ["error": error.message], "the other side broke the protocol: \(error.message)")
             return error.actions
         } catch {
             return protocolViolation("\(error)")
@@ -210,7 +219,8 @@ public final class PeerActions {
         if let until = pinHeldUntil, environment.now() >= until {
             environment.releaseToken(wallet.token)
             pinHeldUntil = nil
-            environment.person.event("pin", [:], "the PIN was wiped after \(Self.pinHoldMillisecondsMax / 1000) seconds")
+            environment.person.event(
+                "pin", [:], "the PIN was wiped after \(Self.pinHoldMillisecondsMax / 1000) seconds")
         }
     }
 
@@ -257,12 +267,13 @@ public final class PeerActions {
             case .send:
                 return linkDropped()
             case .lookUpPeer, .chooseCategory, .checkPayment, .askApproval, .measure, .persistReadyRecord, .commitDebit,
-                 .loadReadyRecord, .credit:
+                .loadReadyRecord, .credit:
                 return localFailure()
             case .keepKeyEvents:
                 // The log could not be kept (storage); the lookup goes on with the log as known before.
                 return (try? endKeyEventFetch()) ?? localFailure()
-            case .cancelApproval, .keepReceipt, .appendReversal, .provideEvidence, .keepEvidence, .provideKeyEvents, .finish:
+            case .cancelApproval, .keepReceipt, .appendReversal, .provideEvidence, .keepEvidence, .provideKeyEvents,
+                .finish:
                 // Side work the machine did not wait for: the failure is reported, the session goes on.
                 return []
             }
@@ -277,7 +288,9 @@ public final class PeerActions {
             return []
         case .lookUpPeer(let identity): return try lookUp(identity)
         case .chooseCategory(let request, let peer):
-            guard let category = person.chooseCategory(for: request, from: peer) else { return payerOnly { $0.userDeclined() } }
+            guard let category = person.chooseCategory(for: request, from: peer) else {
+                return payerOnly { $0.userDeclined() }
+            }
             return payerOnly { $0.categoryChosen(category) }
         case .checkPayment(let amount, let category):
             // The wallet's clock, as `Wallet.append` dates the debit: budgets' periods agree with the entry.
@@ -292,34 +305,45 @@ public final class PeerActions {
         case .measure(let task): return try measure(task)
         case .persistReadyRecord(let record):
             try environment.crashPoint(.beforeReadyRecord, of: action)
-            try walletLock.withLock { try wallet.ledger.storeReadyRecord(offerID: record.offerID, record: record.encoded) }
+            try walletLock.withLock {
+                try wallet.ledger.storeReadyRecord(offerID: record.offerID, record: record.encoded)
+            }
             try environment.crashPoint(.afterReadyRecord, of: action)
             return payeeOnly { $0.readyPersisted() }
         case .commitDebit(let task): return try commitDebit(task, action)
         case .loadReadyRecord(let offerID):
-            let record = try walletLock.withLock { try wallet.ledger.readyRecord(offerID: offerID) }.flatMap { try ReadyRecord.decode($0) }
+            let record = try walletLock.withLock { try wallet.ledger.readyRecord(offerID: offerID) }.flatMap {
+                try ReadyRecord.decode($0)
+            }
             return payeeOnly { $0.readyRecordLoaded(record) }
         case .credit(let task): return try credit(task, action)
         case .keepReceipt(let receipt, _):
             try environment.crashPoint(.beforeReceipt, of: action)
             try walletLock.withLock { try wallet.confirm(receipt, payeeKeys: Set([peerKey].compactMap { $0 })) }
-            person.event("receipt", ["transferID": receipt.payload.transferID.hex], "the payee's countersigned receipt is kept")
+            person.event(
+                "receipt", ["transferID": receipt.payload.transferID.hex], "the payee's countersigned receipt is kept")
             return []
         case .appendReversal(let refusal, _):
             try unlockWithoutPrompt("record the reversal of a refused payment")
             try environment.crashPoint(.beforeReversal, of: action)
-            let outcome = try walletLock.withLock { try wallet.applyRefusal(refusal, payeeKeys: Set([peerKey].compactMap { $0 })) }
-            person.event("reversal", ["reason": "\(refusal.payload.reason)", "outcome": "\(outcome)"],
-                         "the payee refused the transfer (\(refusal.payload.reason)); the reversal credits it back: \(outcome)")
+            let outcome = try walletLock.withLock {
+                try wallet.applyRefusal(refusal, payeeKeys: Set([peerKey].compactMap { $0 }))
+            }
+            person.event(
+                "reversal", ["reason": "\(refusal.payload.reason)", "outcome": "\(outcome)"],
+                "the payee refused the transfer (\(refusal.payload.reason)); the reversal credits it back: \(outcome)")
             return []
         case .provideEvidence(let digests): return try provideEvidence(digests)
         case .keepEvidence(let evidence):
-            if evidence.verify().isProven { try walletLock.withLock { try wallet.ledger.storeEvidence(evidence.encoded) } }
+            if evidence.verify().isProven {
+                try walletLock.withLock { try wallet.ledger.storeEvidence(evidence.encoded) }
+            }
             return []
         case .provideKeyEvents(let walletID, let from):
             // Pages of the whole log, from the inception: a log is only checkable from its start.
             if walletID == wallet.walletID,
-               let page = KeyEventsMessage.page(of: wallet.keyLog.events, walletID: walletID, from: from) {
+                let page = KeyEventsMessage.page(of: wallet.keyLog.events, walletID: walletID, from: from)
+            {
                 try environment.send(.keyEvents(page))
             }
             return []
@@ -348,11 +372,14 @@ public final class PeerActions {
     /// One page of the awaited log: asks for the next, or follows the whole log and answers the lookup
     /// that waited for it. A page nobody asked for is ignored; a page that does not continue the log ends
     /// the wait with the log as known before, and the checks that follow decide.
-    private func keepKeyEventPage(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws -> [PeerAction] {
+    private func keepKeyEventPage(walletID: WalletID, from: UInt32, total: UInt32, events: [SignedKeyEvent]) throws
+        -> [PeerAction]
+    {
         guard var fetch = keyEventFetch, fetch.walletID == walletID else { return [] }
         let person = environment.person
         guard fetch.accept(from: from, total: total, events: events) else {
-            person.event("keyEvents", ["outcome": "refused"], "the peer's key-event log came out of order; not followed")
+            person.event(
+                "keyEvents", ["outcome": "refused"], "the peer's key-event log came out of order; not followed")
             return try endKeyEventFetch()
         }
         if !fetch.isComplete {
@@ -364,8 +391,12 @@ public final class PeerActions {
         let outcome = try walletLock.withLock { try wallet.followKeyEvents(of: walletID, events: fetch.events) }
         switch outcome {
         case .followed: person.event("keyEvents", ["outcome": "followed"], "followed the peer's key-event log")
-        case .refused(let error): person.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
-        case .conflict: person.event("keyEvents", ["outcome": "conflict"], "the peer signed two key events with one sequence; kept as evidence")
+        case .refused(let error):
+            person.event("keyEvents", ["outcome": "refused"], "the peer's key events were refused: \(error)")
+        case .conflict:
+            person.event(
+                "keyEvents", ["outcome": "conflict"],
+                "the peer signed two key events with one sequence; kept as evidence")
         }
         return try endKeyEventFetch()
     }
@@ -393,11 +424,17 @@ public final class PeerActions {
             keyLog = try walletLock.withLock { try wallet.peerKeyLog(of: identity.walletID) }
         }
         lookedUpKeyLog = keyLog
-        environment.person.event("peer", ["fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
-                                          "walletID": identity.walletID.hex],
-                                 "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)")
-        return mutate(payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
-                      payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
+        environment.person.event(
+            "peer",
+            [
+                "fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
+                "walletID": identity.walletID.hex,
+            ],
+            "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)"
+        )
+        return mutate(
+            payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
+            payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
     }
 
     // MARK: The person, ranging and the ledger
@@ -423,7 +460,9 @@ public final class PeerActions {
         let source: RangingSource
         do {
             let taken = try environment.rangingSamples { millimetres in
-                person.event("distance", ["millimetres": "\(millimetres)"], String(format: "distance %.2f m", Double(millimetres) / 1000))
+                person.event(
+                    "distance", ["millimetres": "\(millimetres)"],
+                    String(format: "distance %.2f m", Double(millimetres) / 1000))
             }
             source = taken.source
             summary = try RangingSummary(samples: taken.samples)
@@ -431,14 +470,21 @@ public final class PeerActions {
             return mutate(payer: { $0.rangingFailed(error) }, payee: { $0.rangingFailed(error) })
         }
         let signed = try walletLock.withLock {
-            try task.context.measurement(role: task.role, summary: summary, source: source).sign(with: try wallet.signer)
+            try task.context.measurement(role: task.role, summary: summary, source: source).sign(
+                with: try wallet.signer)
         }
-        person.event("measured", ["median": "\(summary.medianMillimetres)", "spread": "\(summary.spreadMillimetres)",
-                                  "source": "\(source)"],
-                     "measured \(summary.medianMillimetres) mm (spread \(summary.spreadMillimetres) mm, \(source)), signed on the token")
+        person.event(
+            "measured",
+            [
+                "median": "\(summary.medianMillimetres)", "spread": "\(summary.spreadMillimetres)",
+                "source": "\(source)",
+            ],
+            "measured \(summary.medianMillimetres) mm (spread \(summary.spreadMillimetres) mm, \(source)), signed on the token"
+        )
         var proof: [[UInt8]]?
         if let from = task.consistencyFromSize {
-            proof = from >= 1 && from <= helloSize
+            proof =
+                from >= 1 && from <= helloSize
                 ? try walletLock.withLock { try wallet.ledger.consistencyProof(oldSize: from, newSize: helloSize) } : []
         }
         return mutate(payer: { $0.measured(signed, consistencyProof: proof) }, payee: { $0.measured(signed) })
@@ -447,12 +493,18 @@ public final class PeerActions {
     private func commitDebit(_ task: DebitTask, _ action: PeerAction) throws -> [PeerAction] {
         try environment.crashPoint(.beforeDebit, of: action)
         let (debit, transfer) = try walletLock.withLock {
-            try wallet.commitDebit(order: task.order, draft: task.draft, expectedPosition: task.position,
-                                   message: { PeerMessage.transfer(task.pending($0)).encoded })
+            try wallet.commitDebit(
+                order: task.order, draft: task.draft, expectedPosition: task.position,
+                message: { PeerMessage.transfer(task.pending($0)).encoded })
         }
-        environment.person.event("debit", ["position": "\(debit.position)", "transferID": task.order.transferID.hex,
-                                           "amount": "\(task.order.amount)"],
-                                 "paid \(MoneyText.format(task.order.amount)): debit committed as entry \(debit.position); sending the signed transfer")
+        environment.person.event(
+            "debit",
+            [
+                "position": "\(debit.position)", "transferID": task.order.transferID.hex,
+                "amount": "\(task.order.amount)",
+            ],
+            "paid \(MoneyText.format(task.order.amount)): debit committed as entry \(debit.position); sending the signed transfer"
+        )
         try environment.crashPoint(.afterDebit, of: action)
         return payerOnly { $0.debitCommitted(transfer) }
     }
@@ -468,15 +520,18 @@ public final class PeerActions {
         switch outcome {
         // A new credit, or a re-delivery of a credited transfer (not of a refused one), gets a receipt.
         case .recorded(let entry),
-             .duplicate(let entry) where entry.kind == .paymentIn:
+            .duplicate(let entry) where entry.kind == .paymentIn:
             let receipt = try walletLock.withLock {
                 try wallet.receipt(for: task.transfer, creditPosition: entry.position)
             }
-            person.event("credit", ["position": "\(entry.position)", "amount": "\(task.transfer.payload.order.amount)"],
-                         "received \(MoneyText.format(task.transfer.payload.order.amount)) as entry \(entry.position); receipt sent")
+            person.event(
+                "credit", ["position": "\(entry.position)", "amount": "\(task.transfer.payload.order.amount)"],
+                "received \(MoneyText.format(task.transfer.payload.order.amount)) as entry \(entry.position); receipt sent"
+            )
             return payeeOnly { $0.credited(receipt) }
         case .refused(let reason, _, let refusal?):
-            person.event("refused", ["reason": "\(reason)"], "the transfer failed a check (\(reason)); a signed refusal is sent")
+            person.event(
+                "refused", ["reason": "\(reason)"], "the transfer failed a check (\(reason)); a signed refusal is sent")
             return payeeOnly { $0.refused(refusal) }
         case .recorded, .duplicate, .conflict, .refused, .policyRefusal, .dropped:
             person.event("refused", ["outcome": "\(outcome)"], "the transfer was not credited: \(outcome)")
@@ -486,7 +541,8 @@ public final class PeerActions {
 
     private func provideEvidence(_ digests: [EvidenceDigest]) throws -> [PeerAction] {
         let wanted = Set(digests)
-        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() }) where wanted.contains(EvidenceDigest(of: bytes)) {
+        for bytes in try walletLock.withLock({ try wallet.ledger.evidence() })
+        where wanted.contains(EvidenceDigest(of: bytes)) {
             if let evidence = try? ForkEvidence.decode(bytes) { try environment.send(.evidence(.item(evidence))) }
         }
         return []
@@ -524,10 +580,12 @@ public final class PeerActions {
         switch outcome {
         case .paid(let receipt): return "paid; receipt: \(Self.describe(receipt))"
         case .reversed(let reason): return "the payee refused the transfer (\(reason)); the debit was reversed"
-        case .unconfirmed(let id): return "debited but not confirmed: `secure pending` lists \(id.hex); `secure retry` re-sends it"
+        case .unconfirmed(let id):
+            return "debited but not confirmed: `secure pending` lists \(id.hex); `secure retry` re-sends it"
         case .received(let receipt): return "received; receipt sent: \(Self.describe(receipt))"
         case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
-        case .failed(let reason, let byPeer): return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
+        case .failed(let reason, let byPeer):
+            return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
         }
     }
 }
@@ -546,7 +604,8 @@ struct KeyEventFetch {
     /// Adds a page; false when it does not continue the log.
     mutating func accept(from: UInt32, total pageTotal: UInt32, events page: [SignedKeyEvent]) -> Bool {
         guard Int(from) == events.count, total == nil || total == pageTotal,
-              events.count + page.count <= Int(pageTotal) else { return false }
+            events.count + page.count <= Int(pageTotal)
+        else { return false }
         total = pageTotal
         events += page
         return true

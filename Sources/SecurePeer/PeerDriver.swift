@@ -38,8 +38,10 @@ public final class PeerDriver {
     private let timeoutScale: Double
 
     /// Prepares a session on an open channel. The wallet's latest checkpoint goes into `hello`.
-    public init(wallet: Wallet, channel: SecureChannel, role: Role, interface: PeerInterface, ranging: RangingConfiguration,
-                policy: RangingPolicy, displayName: String, walletLock: NSLock = NSLock(), timeoutScale: Double = 1) throws {
+    public init(
+        wallet: Wallet, channel: SecureChannel, role: Role, interface: PeerInterface, ranging: RangingConfiguration,
+        policy: RangingPolicy, displayName: String, walletLock: NSLock = NSLock(), timeoutScale: Double = 1
+    ) throws {
         precondition(timeoutScale > 0 && timeoutScale <= 1, "timeouts may only be shortened, for tests of silent links")
         self.timeoutScale = timeoutScale
         self.channel = channel
@@ -47,8 +49,9 @@ public final class PeerDriver {
         let hello = try walletLock.withLock {
             try PeerActions.hello(wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) })
         }
-        let context = PeerSessionContext(transcriptHash: channel.summary.transcriptHash, channelBinding: channel.channelBinding,
-                                         hello: hello, rangingPolicy: policy)
+        let context = PeerSessionContext(
+            transcriptHash: channel.summary.transcriptHash, channelBinding: channel.channelBinding,
+            hello: hello, rangingPolicy: policy)
         let machine: PeerActions.Machine
         switch role {
         case .pay(let intent): machine = .payer(PayerMachine(paying: intent, context: context, transferID: .random()))
@@ -56,17 +59,19 @@ public final class PeerDriver {
         case .retry(let message): machine = .payer(PayerMachine(retrying: message, context: context))
         case .receive(let request): machine = .payee(PayeeMachine(context: context, request: request))
         }
-        actions = PeerActions(wallet: wallet, machine: machine, helloSize: hello.checkpoint.checkpoint.size,
-                              environment: ChannelEnvironment(channel: channel, person: interface, ranging: ranging),
-                              walletLock: walletLock)
+        actions = PeerActions(
+            wallet: wallet, machine: machine, helloSize: hello.checkpoint.checkpoint.size,
+            environment: ChannelEnvironment(channel: channel, person: interface, ranging: ranging),
+            walletLock: walletLock)
     }
 
     // MARK: The loop
 
     /// Runs the session to its end and returns how it ended. The channel is closed and the token locked.
     public func run() -> PeerOutcome {
-        interface.event("channel", ["sas": channel.sas.digits, "sasWords": channel.sas.words.joined(separator: " ")],
-                        "secure channel up; compare the code with the other person: \(channel.sas)")
+        interface.event(
+            "channel", ["sas": channel.sas.digits, "sasWords": channel.sas.words.joined(separator: " ")],
+            "secure channel up; compare the code with the other person: \(channel.sas)")
         var queue = actions.start()
         var currentWait: PeerWait?
         var deadline = Date()
@@ -91,7 +96,8 @@ public final class PeerDriver {
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 {
-                interface.event("timeout", ["wait": wait.rawValue], "no answer while waiting for \(wait.rawValue); giving up")
+                interface.event(
+                    "timeout", ["wait": wait.rawValue], "no answer while waiting for \(wait.rawValue); giving up")
                 queue = actions.timeoutExpired()
                 continue
             }
@@ -101,7 +107,9 @@ public final class PeerDriver {
                     continue
                 }
                 fragments += record.payload
-                guard fragments.count <= PeerMessage.encodedByteCountMax else { queue = actions.linkDropped(); continue }
+                guard fragments.count <= PeerMessage.encodedByteCountMax else {
+                    queue = actions.linkDropped(); continue
+                }
                 guard record.type == Self.messageRecordType else { continue }
                 let bytes = fragments
                 fragments = []

@@ -61,10 +61,13 @@ public enum RangingConfiguration: Sendable {
                     pending.removeSubrange(...newline)
                 }
                 guard pending.count <= ExternalRangingParser.lineByteCountMax else {
-                    throw RangingError(.malformedLine, "a ranging line is longer than \(ExternalRangingParser.lineByteCountMax) bytes")
+                    throw RangingError(
+                        .malformedLine, "a ranging line is longer than \(ExternalRangingParser.lineByteCountMax) bytes")
                 }
             }
-            if !pending.isEmpty, let reading = try ExternalRangingParser.parse(lineBytes: pending) { samples.append(reading) }
+            if !pending.isEmpty, let reading = try ExternalRangingParser.parse(lineBytes: pending) {
+                samples.append(reading)
+            }
             return (.external, Array(samples.prefix(Self.sampleCount)))
         }
     }

@@ -2,8 +2,8 @@ import Foundation
 import SecureCore
 import SecureCrypto
 @_spi(Simulation) import SecurePeer
-@_spi(Simulation) import SecureWallet
 import SecureStore
+@_spi(Simulation) import SecureWallet
 
 /// The independent model the simulator checks after every step. It reads the wallets' ledgers entry by
 /// entry and keeps its own books (balances, and every transfer id's debits, credits and reversals); it
@@ -63,7 +63,9 @@ final class Auditor {
         balances = Array(repeating: 0, count: simulator.wallets.count)
     }
 
-    private func fail(_ invariant: String, _ detail: String) -> SimulationFailure { simulator.failure(invariant, detail) }
+    private func fail(_ invariant: String, _ detail: String) -> SimulationFailure {
+        simulator.failure(invariant, detail)
+    }
 
     // MARK: After every step
 
@@ -80,13 +82,17 @@ final class Auditor {
                 throw fail("no-negative-balance", "w\(simulated.index) has \(balance)")
             }
             guard balance == balances[simulated.index] else {
-                throw fail("ledger-state", "w\(simulated.index) reports \(balance) but its entries add up to \(balances[simulated.index])")
+                throw fail(
+                    "ledger-state",
+                    "w\(simulated.index) reports \(balance) but its entries add up to \(balances[simulated.index])")
             }
             try checkAnchor(simulated)
         }
         for (voucherID, index) in depositsReported where deposits[voucherID, default: 0] == 0 {
-            throw fail("deposit-recorded", "w\(index) reported the deposit of voucher \(Hex.encode(voucherID.prefix(6))) done, "
-                + "but its ledger holds no deposit of it")
+            throw fail(
+                "deposit-recorded",
+                "w\(index) reported the deposit of voucher \(Hex.encode(voucherID.prefix(6))) done, "
+                    + "but its ledger holds no deposit of it")
         }
         depositsReported = []
         try checkConservation()
@@ -113,7 +119,9 @@ final class Auditor {
         var payer: WalletID?
         switch entry.kind {
         case .paymentOut:
-            guard let order = try TransferOrder.decode(entry.payload) else { throw fail("ledger", "an undecodable debit") }
+            guard let order = try TransferOrder.decode(entry.payload) else {
+                throw fail("ledger", "an undecodable debit")
+            }
             transferID = order.transferID.bytes
             payer = order.payerWalletID
             if case .spatialProof = order.proximity { isPeerDebit = true }
@@ -146,12 +154,15 @@ final class Auditor {
             transfers[transferID!, default: TransferBooks()].reversals += 1
             balances[index] += units
         case .deposit:
-            transferID = entry.statement?.id  // the voucher id, kept so a restore can forget the deposit
+            transferID = entry.statement?.id // the voucher id, kept so a restore can forget the deposit
             guard let id = entry.statement?.id, let amount = minted[id] else {
-                throw fail("deposit-minted", "w\(index) recorded a deposit of \(units) for a voucher the issuer never minted")
+                throw fail(
+                    "deposit-minted", "w\(index) recorded a deposit of \(units) for a voucher the issuer never minted")
             }
             guard amount == units else {
-                throw fail("deposit-minted", "w\(index) recorded \(units) for voucher \(Hex.encode(id.prefix(6))) minted for \(amount)")
+                throw fail(
+                    "deposit-minted",
+                    "w\(index) recorded \(units) for voucher \(Hex.encode(id.prefix(6))) minted for \(amount)")
             }
             deposits[id, default: 0] += 1
             if deposits[id] == 1 { undeposited -= amount }
@@ -159,15 +170,20 @@ final class Auditor {
         case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement:
             break
         }
-        seen[index].append(Seen(kind: entry.kind, minorUnits: units, transferID: transferID, isPeerDebit: isPeerDebit,
-                                payerWalletID: payer))
+        seen[index].append(
+            Seen(
+                kind: entry.kind, minorUnits: units, transferID: transferID, isPeerDebit: isPeerDebit,
+                payerWalletID: payer))
         if let transferID, let books = transfers[transferID] {
             guard books.debits <= 1, books.credits <= 1, books.reversals <= 1 else {
-                throw fail("transfer-at-most-once", "transfer \(Hex.encode(transferID.prefix(6))) has \(books.debits) debits, "
-                    + "\(books.credits) credits and \(books.reversals) reversals")
+                throw fail(
+                    "transfer-at-most-once",
+                    "transfer \(Hex.encode(transferID.prefix(6))) has \(books.debits) debits, "
+                        + "\(books.credits) credits and \(books.reversals) reversals")
             }
             guard books.credits == 0 || books.reversals == 0 else {
-                throw fail("refusal-zero-debit", "transfer \(Hex.encode(transferID.prefix(6))) was both credited and reversed")
+                throw fail(
+                    "refusal-zero-debit", "transfer \(Hex.encode(transferID.prefix(6))) was both credited and reversed")
             }
         }
         if entry.kind == .deposit, let id = entry.statement?.id, deposits[id]! > 1 {
@@ -177,18 +193,26 @@ final class Auditor {
 
     /// A peer debit needs a `ready` for exactly its amount, received in the session whose channel it names.
     private func checkReadyBeforeDebit(_ order: TransferOrder, _ simulated: SimulatedWallet) throws {
-        guard case .spatialProof = order.proximity else { return }  // `spend --out` file transfers are exempt
+        guard case .spatialProof = order.proximity else { return } // `spend --out` file transfers are exempt
         // Kept beyond the session: a crash between the commit and this look ends the session first.
-        guard readies.contains(where: { $0.wallet == simulated.index && $0.binding == order.channelBinding && $0.amount == order.amount }) else {
-            throw fail("ready-before-debit", "w\(simulated.index) debited \(order.amount) for transfer "
-                + "\(Hex.encode(order.transferID.bytes.prefix(6))) without a ready for that amount on its channel")
+        guard
+            readies.contains(where: {
+                $0.wallet == simulated.index && $0.binding == order.channelBinding && $0.amount == order.amount
+            })
+        else {
+            throw fail(
+                "ready-before-debit",
+                "w\(simulated.index) debited \(order.amount) for transfer "
+                    + "\(Hex.encode(order.transferID.bytes.prefix(6))) without a ready for that amount on its channel")
         }
     }
 
     private func checkAnchor(_ simulated: SimulatedWallet) throws {
         guard let size = simulated.anchoredSize() else { return }
         guard size >= simulated.anchorSizeSeen else {
-            throw fail("anchor-monotonic", "w\(simulated.index)'s anchor moved back from \(simulated.anchorSizeSeen) to \(size)")
+            throw fail(
+                "anchor-monotonic",
+                "w\(simulated.index)'s anchor moved back from \(simulated.anchorSizeSeen) to \(size)")
         }
         simulated.anchorSizeSeen = size
     }
@@ -203,15 +227,19 @@ final class Auditor {
         for books in transfers.values {
             if books.debits == 1 && books.credits == 0 && books.reversals == 0 { inFlight += books.minorUnits }
             if books.debits == 0 && (books.credits + books.reversals) > 0 {
-                guard let payer = simulator.wallets.first(where: { $0.walletID == books.payerWalletID }), !payer.isHonest else {
+                guard let payer = simulator.wallets.first(where: { $0.walletID == books.payerWalletID }),
+                    !payer.isHonest
+                else {
                     throw fail("conservation", "a credit of \(books.minorUnits) has no debit, and its payer is honest")
                 }
                 orphaned += books.minorUnits
             }
         }
         guard total + inFlight + undeposited == mintedTotal + orphaned else {
-            throw fail("conservation", "balances \(total) + in flight \(inFlight) + undeposited vouchers \(undeposited) "
-                + "!= minted \(mintedTotal) + traced excess \(orphaned)")
+            throw fail(
+                "conservation",
+                "balances \(total) + in flight \(inFlight) + undeposited vouchers \(undeposited) "
+                    + "!= minted \(mintedTotal) + traced excess \(orphaned)")
         }
         simulator.stats.excessTraced = orphaned
     }
@@ -277,15 +305,18 @@ final class Auditor {
         guard payee.isHonest else { return }
         let payload = transfer.payload
         let checkpoint = payload.checkpoint.checkpoint
-        let credit = CreditSeen(transferID: payload.order.transferID.bytes,
-                                debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
-                                checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head,
-                                checkpointKey: checkpoint.walletKey.fingerprint)
+        let credit = CreditSeen(
+            transferID: payload.order.transferID.bytes,
+            debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
+            checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head,
+            checkpointKey: checkpoint.walletKey.fingerprint)
         let payer = payload.order.payerWalletID
         let earlier = creditsSeen[payee.index, default: [:]][payer, default: []]
         creditsSeen[payee.index, default: [:]][payer, default: []].append(credit)
         let conflicting = earlier.first { other in
-            guard other.transferID != credit.transferID, other.checkpointKey == credit.checkpointKey else { return false }
+            guard other.transferID != credit.transferID, other.checkpointKey == credit.checkpointKey else {
+                return false
+            }
             if let position = credit.debitPosition, other.debitPosition == position { return true }
             return other.checkpointSize == credit.checkpointSize
                 && (other.checkpointRoot != credit.checkpointRoot || other.checkpointHead != credit.checkpointHead)
@@ -293,9 +324,11 @@ final class Auditor {
         guard let conflicting, let wallet = payee.wallet else { return }
         simulator.stats.doubleSpendsDetectable += 1
         guard try wallet.ledger.evidence().isEmpty else { return }
-        throw fail("double-spend-detected", "w\(payee.index) credited transfer \(Hex.encode(credit.transferID.prefix(6))) while it holds "
-            + "transfer \(Hex.encode(conflicting.transferID.prefix(6))) of the same payer at the same ledger position or "
-            + "checkpoint size, and holds no fork evidence")
+        throw fail(
+            "double-spend-detected",
+            "w\(payee.index) credited transfer \(Hex.encode(credit.transferID.prefix(6))) while it holds "
+                + "transfer \(Hex.encode(conflicting.transferID.prefix(6))) of the same payer at the same ledger position or "
+                + "checkpoint size, and holds no fork evidence")
     }
 
     /// How many credits of this transfer the auditor has seen.
@@ -315,16 +348,22 @@ final class Auditor {
         switch outcome {
         case .failed where end.isPayer && session.kind != .retry:
             guard books.debits == 0 else {
-                throw fail("refusal-zero-debit", "s\(session.number) ended as nothing moved, but the payer debited the transfer")
+                throw fail(
+                    "refusal-zero-debit",
+                    "s\(session.number) ended as nothing moved, but the payer debited the transfer")
             }
         case .paid where payeeHonest:
-            guard books.credits == 1 else { throw fail("exactly-once", "s\(session.number) paid but the payee has no credit") }
+            guard books.credits == 1 else {
+                throw fail("exactly-once", "s\(session.number) paid but the payee has no credit")
+            }
         case .reversed:
             guard books.reversals == 1, books.credits == 0 else {
                 throw fail("refusal-zero-debit", "s\(session.number) reversed but the books say \(books)")
             }
         case .refusedTransfer(let reason) where payerHonest && payeeHonest:
-            throw fail("transient-failures-retryable", "s\(session.number): an honest payee refused an honest transfer (\(reason))")
+            throw fail(
+                "transient-failures-retryable",
+                "s\(session.number): an honest payee refused an honest transfer (\(reason))")
         case .failed(.checkpointInconsistent, byPeer: false) where payerHonest && payeeHonest:
             try checkPeerFollowed(end, in: session)
         case .failed, .paid, .unconfirmed, .received, .refusedTransfer:
@@ -339,8 +378,10 @@ final class Auditor {
         let peer = simulator.wallets[session.other(end).walletIndex]
         guard let wallet = simulator.wallets[end.walletIndex].wallet, let peerWallet = peer.wallet else { return }
         guard try wallet.peerKeyLog(of: peer.walletID)?.head == peerWallet.keyLog.head else { return }
-        throw fail("honest-peers-agree", "s\(session.number): w\(end.walletIndex) follows w\(peer.index)'s key-event log "
-            + "(\(peerWallet.keyLog.events.count) events), yet called its checkpoint inconsistent")
+        throw fail(
+            "honest-peers-agree",
+            "s\(session.number): w\(end.walletIndex) follows w\(peer.index)'s key-event log "
+                + "(\(peerWallet.keyLog.events.count) events), yet called its checkpoint inconsistent")
     }
 
     // MARK: At the end
@@ -350,23 +391,33 @@ final class Auditor {
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { throw fail("restart", "w\(simulated.index) is still down") }
             let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID, cores: 1)
-            guard report.isValid else { throw fail("ledger-verifies", "w\(simulated.index): \(report.problems.prefix(3))") }
+            guard report.isValid else {
+                throw fail("ledger-verifies", "w\(simulated.index): \(report.problems.prefix(3))")
+            }
             guard report.state.balance(.eur) == wallet.state.balance(.eur) else {
-                throw fail("ledger-verifies", "w\(simulated.index): replay gives \(report.state.balance(.eur)), the wallet \(wallet.state.balance(.eur))")
+                throw fail(
+                    "ledger-verifies",
+                    "w\(simulated.index): replay gives \(report.state.balance(.eur)), the wallet \(wallet.state.balance(.eur))"
+                )
             }
         }
         // File transfers (`spend --out`) are exempt: one whose spend crashed after the commit never reached
         // a file, and only the person can send its bytes again.
         for (id, books) in transfers where books.debits == 1 && books.isPeer {
             guard let payer = simulator.wallets.first(where: { $0.walletID == books.payerWalletID }),
-                  let payee = simulator.wallets.first(where: { $0.walletID == books.payeeWalletID }),
-                  payer.isHonest, payee.isHonest, !payer.isLocked, !payee.isLocked else { continue }
+                let payee = simulator.wallets.first(where: { $0.walletID == books.payeeWalletID }),
+                payer.isHonest, payee.isHonest, !payer.isLocked, !payee.isLocked
+            else { continue }
             guard books.credits + books.reversals == 1 else {
-                throw fail("retries-resolve", "transfer \(Hex.encode(id.prefix(6))) of \(books.minorUnits) is unresolved after healing")
+                throw fail(
+                    "retries-resolve",
+                    "transfer \(Hex.encode(id.prefix(6))) of \(books.minorUnits) is unresolved after healing")
             }
         }
         var covered: Int64 = 0
-        let evidenceCount = try simulator.wallets.filter { $0.isHonest }.compactMap { $0.wallet }.map { try $0.ledger.evidence().count }.reduce(0, +)
+        let evidenceCount = try simulator.wallets.filter { $0.isHonest }.compactMap { $0.wallet }.map {
+            try $0.ledger.evidence().count
+        }.reduce(0, +)
         if evidenceCount > 0 { covered = simulator.stats.excessTraced }
         simulator.stats.excessCoveredByEvidence = covered
     }

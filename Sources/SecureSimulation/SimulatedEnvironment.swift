@@ -2,10 +2,10 @@ import Foundation
 import SecureCore
 import SecureCrypto
 @_spi(Simulation) import SecurePeer
-@_spi(Simulation) import SecureWallet
 import SecureStore
 import SecureTestSupport
 import SecureToken
+@_spi(Simulation) import SecureWallet
 
 /// The planted `refusalAfterDebit` bug: a check that should have refused before the debit fails after it.
 struct PlantedRefusal: Error, CustomStringConvertible {
@@ -44,8 +44,9 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
     func now() -> Int64 { simulator.clock.now }
 
     func rangingSamples(show: (UInt32) -> Void) throws -> (source: RangingSource, samples: [UInt32]) {
-        var ranging = SimulatedRanging(seed: simulator.random.next(),
-                                       distanceMillimetres: 300 + UInt32(simulator.random.next() % 300))
+        var ranging = SimulatedRanging(
+            seed: simulator.random.next(),
+            distanceMillimetres: 300 + UInt32(simulator.random.next() % 300))
         return (.simulated, ranging.samples(count: 16))
     }
 
@@ -77,8 +78,10 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
     /// The planted `nonIdempotentAccept` bug on a peer credit: accept appended nothing for a transfer whose
     /// credit the auditor has seen (a re-delivery), and the driver credits it again.
     private func plantRepeatedCredit(_ task: CreditTask) throws {
-        guard simulator.config.broken == .nonIdempotentAccept, let wallet = simulated.wallet, wallet.size == sizeBeforeCredit,
-              simulator.auditor.creditCount(of: task.transfer.payload.order.transferID) > 0 else { return }
+        guard simulator.config.broken == .nonIdempotentAccept, let wallet = simulated.wallet,
+            wallet.size == sizeBeforeCredit,
+            simulator.auditor.creditCount(of: task.transfer.payload.order.transferID) > 0
+        else { return }
         try simulator.plantSecondCredit(task.transfer, in: wallet)
     }
 
@@ -112,7 +115,10 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
             if fields["outcome"] == "followed" { simulator.stats.keyLogsFollowed += 1 } else { keyLogGarbled = true }
             note("key events \(fields["outcome"] ?? "?")")
         case "debit", "credit", "refused", "reversal", "protocol", "receipt":
-            note("\(name) " + fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.prefix(40))" }.joined(separator: " "))
+            note(
+                "\(name) "
+                    + fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.prefix(40))" }.joined(
+                        separator: " "))
         case "peer":
             if !keyLogGarbled { checkPeerLogFollowed() }
         default:
@@ -128,7 +134,8 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
         let known = actions.lookedUpKeyLog
         guard known?.head != peerWallet.keyLog.head else { return }
         simulator.auditor.violation = simulator.failure(
-            "peer-key-log-followed", "s\(session.number): w\(end.walletIndex) looked up w\(peer.index) knowing "
+            "peer-key-log-followed",
+            "s\(session.number): w\(end.walletIndex) looked up w\(peer.index) knowing "
                 + "\(known?.events.count ?? 0) of its \(peerWallet.keyLog.events.count) key events")
     }
 }

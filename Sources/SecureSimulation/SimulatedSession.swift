@@ -2,10 +2,10 @@ import Foundation
 import SecureCore
 import SecureCrypto
 @_spi(Simulation) import SecurePeer
-@_spi(Simulation) import SecureWallet
 import SecureStore
 import SecureTestSupport
 import SecureToken
+@_spi(Simulation) import SecureWallet
 
 /// One side of a simulated peer session: the real `PeerActions` (the same code `secure pay` runs) with
 /// its machine, the actions it returned and not yet carried out, and the messages on their way to it.
@@ -73,8 +73,10 @@ final class SimulatedSession {
     /// The amount offered or requested.
     let amount: Money
 
-    init(number: Int, kind: Kind, payer: SessionEnd, payee: SessionEnd, transferID: TransferID, payerSizeAtStart: UInt64,
-         binding: [UInt8], amount: Money) {
+    init(
+        number: Int, kind: Kind, payer: SessionEnd, payee: SessionEnd, transferID: TransferID, payerSizeAtStart: UInt64,
+        binding: [UInt8], amount: Money
+    ) {
         self.binding = binding
         self.amount = amount
         self.number = number

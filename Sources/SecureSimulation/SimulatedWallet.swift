@@ -2,14 +2,14 @@ import Foundation
 import SecureCore
 import SecureCrypto
 @_spi(Simulation) import SecurePeer
-@_spi(Simulation) import SecureWallet
 import SecureStore
 import SecureTestSupport
 import SecureToken
+@_spi(Simulation) import SecureWallet
 
 /// The simulated clock: milliseconds, moved only by the scheduler.
 final class SimulatedClock: @unchecked Sendable {
-    var now: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+    var now: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z
 }
 
 /// Thrown by a crash point: the wallet's process is gone.
@@ -102,7 +102,8 @@ extension SimulatedWallet {
             try FileManager.default.removeItem(atPath: paths.directory + "/" + name)
         }
         for name in try FileManager.default.contentsOfDirectory(atPath: snapshot.directory) {
-            try FileManager.default.copyItem(atPath: snapshot.directory + "/" + name, toPath: paths.directory + "/" + name)
+            try FileManager.default.copyItem(
+                atPath: snapshot.directory + "/" + name, toPath: paths.directory + "/" + name)
         }
         if withAnchor { token.objects = snapshot.objects }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import SecureCore
 
 /// What one simulation run does. A run is a pure function of its configuration: the seed fixes every
@@ -19,8 +20,10 @@ public struct SimulationConfig: Sendable {
     /// A deliberately broken variant, selectable only from tests (`@testable import`).
     var broken: BrokenVariant?
 
-    public init(seed: UInt64, steps: Int = 3_000, walletCount: Int = 4, sessionCountMax: Int = 2, faults: Bool = true,
-                directory: String = SimulationConfig.defaultDirectory) {
+    public init(
+        seed: UInt64, steps: Int = 3_000, walletCount: Int = 4, sessionCountMax: Int = 2, faults: Bool = true,
+        directory: String = SimulationConfig.defaultDirectory
+    ) {
         self.seed = seed
         self.steps = steps
         self.walletCount = walletCount
@@ -32,12 +35,12 @@ public struct SimulationConfig: Sendable {
     /// /dev/shm where it exists (tmpfs: fsync costs nothing), else the temporary folder.
     public static var defaultDirectory: String {
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue { return "/dev/shm" }
+        if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue {
+            return "/dev/shm"
+        }
         return FileManager.default.temporaryDirectory.path
     }
 }
-
-import Foundation
 
 /// Bugs the simulator must catch, planted in the simulator's own driver or through the wallet's SPI hooks.
 /// Each exists to show that an invariant has teeth; none is reachable from `secure` or `secure-sim`.

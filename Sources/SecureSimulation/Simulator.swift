@@ -2,10 +2,10 @@ import Foundation
 import SecureCore
 import SecureCrypto
 @_spi(Simulation) import SecurePeer
-@_spi(Simulation) import SecureWallet
 import SecureStore
 import SecureTestSupport
 import SecureToken
+@_spi(Simulation) import SecureWallet
 
 /// The deterministic simulator (issue 7): several wallets and an issuer, driven by a seeded scheduler
 /// through random workloads and faults, checked by the auditor after every step. See docs/SIMULATION.md.
@@ -60,7 +60,9 @@ public final class Simulator {
     public var replayCommand: String {
         var command = "scripts/simulate --seed \(config.seed) --steps \(config.steps) --wallets \(config.walletCount)"
         if !config.faults { command += " --no-faults" }
-        if let broken = config.broken { command += "   (broken variant \(broken.rawValue): only from SecureSimulationTests)" }
+        if let broken = config.broken {
+            command += "   (broken variant \(broken.rawValue): only from SecureSimulationTests)"
+        }
         return command
     }
 
@@ -75,8 +77,10 @@ public final class Simulator {
             try runStep()
             drained += 1
             if drained > Self.drainStepsMax {
-                throw failure("retries-resolve", "the run did not settle within \(Self.drainStepsMax) steps after healing: "
-                    + (quiescenceBlocker() ?? "?"))
+                throw failure(
+                    "retries-resolve",
+                    "the run did not settle within \(Self.drainStepsMax) steps after healing: "
+                        + (quiescenceBlocker() ?? "?"))
             }
         }
         try auditor.checkFinal()
@@ -120,8 +124,9 @@ public final class Simulator {
     }
 
     func failure(_ invariant: String, _ detail: String) -> SimulationFailure {
-        SimulationFailure(seed: config.seed, step: step, invariant: invariant, detail: detail, trace: trace,
-                          replay: replayCommand)
+        SimulationFailure(
+            seed: config.seed, step: step, invariant: invariant, detail: detail, trace: trace,
+            replay: replayCommand)
     }
 
     /// Minor units of EUR; every amount the simulator makes is positive and far below any limit.
@@ -144,7 +149,9 @@ public final class Simulator {
         for session in sessions {
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
                 end.actions?.releasePINIfExpired()
-                if let actions = end.actions, let wait = end.wait, end.currentWait == wait, clock.now >= end.deadline, !end.canAct {
+                if let actions = end.actions, let wait = end.wait, end.currentWait == wait, clock.now >= end.deadline,
+                    !end.canAct
+                {
                     stats.timeouts += 1
                     note("s\(session.number) \(role(end)) timeout \(wait.rawValue)")
                     end.queue += actions.timeoutExpired()
@@ -185,7 +192,9 @@ public final class Simulator {
     private func advanceClockToNextEvent() {
         var next = Int64.max
         for session in sessions {
-            for end in [session.payer, session.payee] where !end.closed && end.silent { next = min(next, end.silentUntil) }
+            for end in [session.payer, session.payee] where !end.closed && end.silent {
+                next = min(next, end.silentUntil)
+            }
             for end in [session.payer, session.payee] where !end.closed && !end.silent {
                 if end.wait != nil { next = min(next, end.deadline) }
                 for message in end.inbox { next = min(next, message.deliverAt) }
@@ -204,9 +213,12 @@ public final class Simulator {
         if let session = sessions.first { return "session s\(session.number) is still open" }
         if let down = wallets.first(where: { !$0.isUp }) { return "w\(down.index) is down" }
         for wallet in wallets where wallet.isHonest && !wallet.isLocked {
-            if !wallet.vouchers.isEmpty { return "w\(wallet.index) holds \(wallet.vouchers.count) undeposited vouchers" }
+            if !wallet.vouchers.isEmpty {
+                return "w\(wallet.index) holds \(wallet.vouchers.count) undeposited vouchers"
+            }
             if let message = (try? retryablePending(wallet))?.first(where: { resolvable($0) }) {
-                return "w\(wallet.index) has pending transfer \(Hex.encode(message.transfer.payload.order.transferID.bytes.prefix(6)))"
+                return
+                    "w\(wallet.index) has pending transfer \(Hex.encode(message.transfer.payload.order.transferID.bytes.prefix(6)))"
             }
         }
         if let waiting = mailbox.first(where: { wallets[$0.payee].isHonest && !wallets[$0.payee].isLocked }) {
@@ -217,7 +229,9 @@ public final class Simulator {
 
     /// Whether a pending payment must resolve once the link returns: its payee is an honest, unlocked wallet.
     func resolvable(_ message: TransferMessage) -> Bool {
-        guard let payee = wallets.first(where: { $0.walletID == message.transfer.payload.order.payeeWalletID }) else { return false }
+        guard let payee = wallets.first(where: { $0.walletID == message.transfer.payload.order.payeeWalletID }) else {
+            return false
+        }
         return payee.isHonest && !payee.isLocked
     }
 
@@ -231,9 +245,11 @@ public final class Simulator {
         simulated.token.lock()
         try simulated.token.unlock(pin: try PIN("1234"), confirmFinalTry: false)
         try simulated.backup.unlock(pin: try PIN("1234"), confirmFinalTry: false)
-        let options = Wallet.InitOptions(tokenURI: simulated.token.uri, backup: (simulated.backup, simulated.backup.uri),
-                                         allowFileAnchor: false, label: "wallet")
-        let wallet = try Wallet.create(paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
+        let options = Wallet.InitOptions(
+            tokenURI: simulated.token.uri, backup: (simulated.backup, simulated.backup.uri),
+            allowFileAnchor: false, label: "wallet")
+        let wallet = try Wallet.create(
+            paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
         try wallet.trust(issuer: issuer.publicKey)
         simulated.walletID = wallet.walletID
         simulated.token.lock()
@@ -304,12 +320,15 @@ public final class Simulator {
     private func restart(_ simulated: SimulatedWallet) throws {
         do {
             try simulated.unlockToken()
-            let wallet = try Wallet.open(paths: simulated.paths, token: simulated.token, clock: clockFunction(simulated))
+            let wallet = try Wallet.open(
+                paths: simulated.paths, token: simulated.token, clock: clockFunction(simulated))
             simulated.token.lock()
             simulated.wallet = wallet
             armHooks(simulated)
             stats.restarts += 1
-            note("restart w\(simulated.index) size \(wallet.size) locked \(wallet.lockReason.map { "\($0)".prefix(30) } ?? "no")")
+            note(
+                "restart w\(simulated.index) size \(wallet.size) locked \(wallet.lockReason.map { "\($0)".prefix(30) } ?? "no")"
+            )
             try auditor.checkOpened(simulated)
         } catch let error as TokenError {
             simulated.token.lock()
@@ -355,7 +374,9 @@ public final class Simulator {
             note("w\(wallet.index) clock skew \(wallet.skewMilliseconds)ms")
         case 6:
             // The payee withdraws its request or stops waiting.
-            guard chance(500), let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed, !session.payee.silent else {
+            guard chance(500), let session = sessions.isEmpty ? nil : pick(sessions), !session.payee.closed,
+                !session.payee.silent
+            else {
                 return
             }
             note("s\(session.number) payee withdraws")
@@ -382,7 +403,9 @@ public final class Simulator {
         guard chance(200) else { return }
         // Not between a rotation's two hops: the key committed to for the home hop is on the lost token, so
         // no rotation could complete and the wallet could never spend again (a finding: see SIMULATION.md).
-        let eligible = wallets.filter { $0.isUp && !$0.busy && $0.isHonest && !$0.isLocked && !needsRotationResumed($0) }
+        let eligible = wallets.filter {
+            $0.isUp && !$0.busy && $0.isHonest && !$0.isLocked && !needsRotationResumed($0)
+        }
         guard !eligible.isEmpty else { return }
         let simulated = pick(eligible)
         stats.recoveries += 1
@@ -390,7 +413,8 @@ public final class Simulator {
         simulated.token.lock()
         let newToken = SimulatedToken(label: "sim-\(simulated.index)-recovered-\(stats.recoveries)")
         try newToken.unlock(pin: try PIN("1234"), confirmFinalTry: false)
-        try Wallet.recover(paths: simulated.paths, backup: simulated.backup, newToken: newToken, newTokenURI: newToken.uri)
+        try Wallet.recover(
+            paths: simulated.paths, backup: simulated.backup, newToken: newToken, newTokenURI: newToken.uri)
         newToken.lock()
         simulated.token = newToken
         installFaults(simulated)
@@ -494,12 +518,18 @@ public final class Simulator {
     /// learn the new key only from its key-event log in their next session with it.
     private func rotate(_ simulated: SimulatedWallet) throws {
         guard let events = simulated.wallet?.keyLog.events.count,
-              events < Self.keyEventCountMax || needsRotationResumed(simulated) else { return }
-        guard let result = try walletStep(simulated, "rotate", { try $0.rotate(backup: simulated.backup, destroyOld: false) }) else {
+            events < Self.keyEventCountMax || needsRotationResumed(simulated)
+        else { return }
+        guard
+            let result = try walletStep(
+                simulated, "rotate", { try $0.rotate(backup: simulated.backup, destroyOld: false) })
+        else {
             return
         }
         stats.rotations += 1
-        note("w\(simulated.index) rotates: \(result.events.count) key events, \(events + result.events.count) in its log")
+        note(
+            "w\(simulated.index) rotates: \(result.events.count) key events, \(events + result.events.count) in its log"
+        )
     }
 
     /// A rotation stopped between its two events (a crash or a token fault) leaves the key in force on the
@@ -515,8 +545,10 @@ public final class Simulator {
         guard wallet.vouchers.count < 4 else { return }
         issuerSequence += 1
         let amount = Self.euros(100 + Int64(random.next() % 5_000))
-        let voucher = try! Voucher(issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
-                                   voucherID: .random(using: &random), issuerSequence: issuerSequence).sign(with: issuer)
+        let voucher = try! Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
+            voucherID: .random(using: &random), issuerSequence: issuerSequence
+        ).sign(with: issuer)
         wallet.vouchers.append(voucher)
         auditor.voucherMinted(voucher)
         note("mint \(amount) to w\(wallet.index)")
@@ -563,9 +595,13 @@ public final class Simulator {
         guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
         let payee = pick(payees)
         let amount = Self.euros(1 + Int64(random.next() % UInt64(min(balance.minorUnits, Self.amountMinorUnitsMax))))
-        guard let transfer = try walletStep(payer, "spend --out", {
-            try $0.spend(to: payee.walletID, amount: amount, category: "misc", note: "file")
-        }) else { return }
+        guard
+            let transfer = try walletStep(
+                payer, "spend --out",
+                {
+                    try $0.spend(to: payee.walletID, amount: amount, category: "misc", note: "file")
+                })
+        else { return }
         stats.fileTransfers += 1
         mailbox.append((transfer, payee.index))
         note("w\(payer.index) spend --out \(amount) to w\(payee.index)")
@@ -574,11 +610,17 @@ public final class Simulator {
     private func acceptFile(_ payee: SimulatedWallet) throws {
         guard let slot = mailbox.firstIndex(where: { $0.payee == payee.index }) else { return }
         let transfer = mailbox[slot].transfer
-        guard let outcome = try walletStep(payee, "accept FILE", { wallet in
-            let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
-            if case .duplicate = outcome, config.broken == .nonIdempotentAccept { try plantSecondCredit(transfer, in: wallet) }
-            return outcome
-        }) else { return }
+        guard
+            let outcome = try walletStep(
+                payee, "accept FILE",
+                { wallet in
+                    let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+                    if case .duplicate = outcome, config.broken == .nonIdempotentAccept {
+                        try plantSecondCredit(transfer, in: wallet)
+                    }
+                    return outcome
+                })
+        else { return }
         note("w\(payee.index) accept file: \(outcomeName(outcome))")
         switch outcome {
         case .recorded, .duplicate:
@@ -590,13 +632,20 @@ public final class Simulator {
             }
             // The receipt goes back to the payer by file too; it is best-effort here (a lost receipt leaves the
             // file transfer listed by `pending`, which is all the protocol promises).
-            if case .recorded(let entry) = outcome, let payerIndex = wallets.firstIndex(where: { $0.walletID == transfer.payload.order.payerWalletID }),
-               let receipt = try walletStep(payee, "receipt", { try $0.receipt(for: transfer, creditPosition: entry.position) }) {
+            if case .recorded(let entry) = outcome,
+                let payerIndex = wallets.firstIndex(where: { $0.walletID == transfer.payload.order.payerWalletID }),
+                let receipt = try walletStep(
+                    payee, "receipt", { try $0.receipt(for: transfer, creditPosition: entry.position) })
+            {
                 let payeeKey = payee.wallet?.signingKey
-                try walletStep(wallets[payerIndex], "confirm", { try $0.confirm(receipt, payeeKeys: Set([payeeKey].compactMap { $0 })) })
+                try walletStep(
+                    wallets[payerIndex], "confirm",
+                    { try $0.confirm(receipt, payeeKeys: Set([payeeKey].compactMap { $0 })) })
             }
         case .refused, .conflict, .policyRefusal, .dropped:
-            if payee.isHonest && wallets.first(where: { $0.walletID == transfer.payload.order.payerWalletID })?.isHonest == true {
+            if payee.isHonest
+                && wallets.first(where: { $0.walletID == transfer.payload.order.payerWalletID })?.isHonest == true
+            {
                 throw failure("transient-failures-retryable", "an honest file transfer was not credited: \(outcome)")
             }
             mailbox.remove(at: slot)
@@ -607,10 +656,13 @@ public final class Simulator {
     /// statement id.
     func plantSecondCredit(_ transfer: SignedTransfer, in wallet: Wallet) throws {
         let order = transfer.payload.order
-        let statement = try StatementReference(signer: order.payerKey.fingerprint, id: random.bytes(16),
-                                               payloadDigest: SHA256.hash(transfer.payload.encoded))
-        _ = try wallet.appendDraft(EntryDraft(kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
-                                              statement: statement, payload: transfer.encoded))
+        let statement = try StatementReference(
+            signer: order.payerKey.fingerprint, id: random.bytes(16),
+            payloadDigest: SHA256.hash(transfer.payload.encoded))
+        _ = try wallet.appendDraft(
+            EntryDraft(
+                kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
+                statement: statement, payload: transfer.encoded))
         note("planted second credit")
     }
 
@@ -630,21 +682,27 @@ public final class Simulator {
         guard let wallet = simulated.wallet else { return [] }
         return try wallet.pendingTransfers().compactMap { pending in
             guard let bytes = try wallet.ledger.outgoingMessage(transferID: pending.transfer.payload.order.transferID),
-                  case .transfer(let message)? = try PeerMessage.decode(bytes) else { return nil }
+                case .transfer(let message)? = try PeerMessage.decode(bytes)
+            else { return nil }
             return message
         }
     }
 
     // MARK: Peer sessions
 
-    private func context(for simulated: SimulatedWallet, transcript: [UInt8], binding: [UInt8]) throws -> PeerSessionContext {
+    private func context(for simulated: SimulatedWallet, transcript: [UInt8], binding: [UInt8]) throws
+        -> PeerSessionContext
+    {
         guard let wallet = simulated.wallet else { throw SimulatedCrash(point: "context") }
-        let hello = try PeerActions.hello(wallet: wallet, displayName: simulated.name, randomBytes: { self.random.bytes($0) })
-        return PeerSessionContext(transcriptHash: transcript, channelBinding: binding, hello: hello,
-                                  rangingPolicy: RangingPolicy(allowsSimulated: true))
+        let hello = try PeerActions.hello(
+            wallet: wallet, displayName: simulated.name, randomBytes: { self.random.bytes($0) })
+        return PeerSessionContext(
+            transcriptHash: transcript, channelBinding: binding, hello: hello,
+            rangingPolicy: RangingPolicy(allowsSimulated: true))
     }
 
-    private func startPeerSession(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, free: [SimulatedWallet]) throws {
+    private func startPeerSession(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, free: [SimulatedWallet]) throws
+    {
         let payees = free.filter { $0 !== payer }
         guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
         // Half the payments go to w0 when it is free, as to a shop: its payers meet it again after their
@@ -662,20 +720,25 @@ public final class Simulator {
         let request: PaymentRequest?
         switch kind {
         case .pay:
-            payerMachine = PayerMachine(paying: PaymentIntent(offerID: offerID, amount: amount, category: "food", note: "sim"),
-                                        context: payerContext, transferID: transferID)
+            payerMachine = PayerMachine(
+                paying: PaymentIntent(offerID: offerID, amount: amount, category: "food", note: "sim"),
+                context: payerContext, transferID: transferID)
             request = nil
         case .request, .retry:
             payerMachine = PayerMachine(answeringRequestWith: payerContext, transferID: transferID)
             request = try PaymentRequest(requestID: offerID, amount: amount, note: "sim request")
         }
-        open(kind, payer: payer, payerMachine: payerMachine, payee: payee,
-             payeeMachine: PayeeMachine(context: payeeContext, request: request), transferID: transferID, binding: binding, amount: amount)
+        open(
+            kind, payer: payer, payerMachine: payerMachine, payee: payee,
+            payeeMachine: PayeeMachine(context: payeeContext, request: request), transferID: transferID,
+            binding: binding, amount: amount)
         note("s\(sessionCount) \(kind) \(amount) w\(payer.index) -> w\(payee.index)")
     }
 
     /// Re-sends one pending payment whose payee is free now (`secure retry`), chosen by the seed.
-    private func startRetry(_ payer: SimulatedWallet, free: [SimulatedWallet], among candidates: [TransferMessage]? = nil) throws {
+    private func startRetry(
+        _ payer: SimulatedWallet, free: [SimulatedWallet], among candidates: [TransferMessage]? = nil
+    ) throws {
         let ready = try (candidates ?? retryablePending(payer)).filter { message in
             free.contains { $0.walletID == message.transfer.payload.order.payeeWalletID && $0 !== payer }
         }
@@ -684,27 +747,36 @@ public final class Simulator {
         let payeeID = message.transfer.payload.order.payeeWalletID
         guard let payee = free.first(where: { $0.walletID == payeeID }) else { return }
         let transcript = random.bytes(32), binding = random.bytes(32)
-        let payerMachine = PayerMachine(retrying: message, context: try context(for: payer, transcript: transcript, binding: binding))
+        let payerMachine = PayerMachine(
+            retrying: message, context: try context(for: payer, transcript: transcript, binding: binding))
         let payeeMachine = PayeeMachine(context: try context(for: payee, transcript: transcript, binding: binding))
         stats.retries += 1
-        open(.retry, payer: payer, payerMachine: payerMachine, payee: payee, payeeMachine: payeeMachine,
-             transferID: message.transfer.payload.order.transferID, binding: binding, amount: message.transfer.payload.order.amount)
+        open(
+            .retry, payer: payer, payerMachine: payerMachine, payee: payee, payeeMachine: payeeMachine,
+            transferID: message.transfer.payload.order.transferID, binding: binding,
+            amount: message.transfer.payload.order.amount)
         note("s\(sessionCount) retry \(message.transfer.payload.order.amount) w\(payer.index) -> w\(payee.index)")
     }
 
-    private func open(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, payerMachine: PayerMachine, payee: SimulatedWallet,
-                      payeeMachine: PayeeMachine, transferID: TransferID, binding: [UInt8], amount: Money) {
+    private func open(
+        _ kind: SimulatedSession.Kind, payer: SimulatedWallet, payerMachine: PayerMachine, payee: SimulatedWallet,
+        payeeMachine: PayeeMachine, transferID: TransferID, binding: [UInt8], amount: Money
+    ) {
         sessionCount += 1
         stats.sessions += 1
         let payerEnd = SessionEnd(walletIndex: payer.index, isPayer: true)
         let payeeEnd = SessionEnd(walletIndex: payee.index, isPayer: false)
-        let session = SimulatedSession(number: sessionCount, kind: kind, payer: payerEnd, payee: payeeEnd,
-                                       transferID: transferID, payerSizeAtStart: payer.wallet!.size, binding: binding, amount: amount)
+        let session = SimulatedSession(
+            number: sessionCount, kind: kind, payer: payerEnd, payee: payeeEnd,
+            transferID: transferID, payerSizeAtStart: payer.wallet!.size, binding: binding, amount: amount)
         payer.busy = true
         payee.busy = true
-        for (end, wallet, machine) in [(payerEnd, payer, PeerActions.Machine.payer(payerMachine)), (payeeEnd, payee, .payee(payeeMachine))] {
-            let actions = PeerActions(wallet: wallet.wallet!, machine: machine, helloSize: wallet.wallet!.latest!.checkpoint.size,
-                                      environment: SimulatedEnvironment(simulator: self, end: end, session: session))
+        for (end, wallet, machine) in [
+            (payerEnd, payer, PeerActions.Machine.payer(payerMachine)), (payeeEnd, payee, .payee(payeeMachine)),
+        ] {
+            let actions = PeerActions(
+                wallet: wallet.wallet!, machine: machine, helloSize: wallet.wallet!.latest!.checkpoint.size,
+                environment: SimulatedEnvironment(simulator: self, end: end, session: session))
             actions.answersLookupBeforeKeyEvents = config.broken == .lookupBeforeKeyEvents
             end.actions = actions
             end.queue = actions.start()
@@ -790,9 +862,10 @@ public final class Simulator {
         let simulated = wallets[end.walletIndex]
         guard let wallet = simulated.wallet, session.kind != .retry, end.isPayer else { return }
         do {
-            let order = try TransferOrder(transferID: session.transferID, payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
-                                          payeeWalletID: wallets[session.payee.walletIndex].walletID, amount: session.amount,
-                                          proximity: .spatialProof(digest: random.bytes(32)), channelBinding: session.binding)
+            let order = try TransferOrder(
+                transferID: session.transferID, payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+                payeeWalletID: wallets[session.payee.walletIndex].walletID, amount: session.amount,
+                proximity: .spatialProof(digest: random.bytes(32)), channelBinding: session.binding)
             try simulated.unlockToken()
             _ = try wallet.commitDebit(order: order, draft: order.debitDraft(category: "food"), message: nil)
             note("s\(session.number) \(role(end)) planted debit before ready")

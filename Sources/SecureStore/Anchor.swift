@@ -42,10 +42,13 @@ public enum DurableFile {
     /// Writes `bytes` to `path` atomically and durably (temporary file, fsync, rename, fsync of the folder).
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let temporary = path + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw StoreError(.io, "cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else {
+            throw StoreError(.io, "cannot write \(temporary): \(String(cString: strerror(errno)))")
+        }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }

@@ -74,7 +74,9 @@ public struct WrappedKeyFile: Equatable, Sendable {
 
     /// The key-check value of a database key.
     public static func keyCheck(of key: SecretBytes) -> [UInt8] {
-        Array(HMACSHA256.authenticationCode(key: key, message: Array("secure-key-check-v1".utf8)).prefix(keyCheckByteCount))
+        Array(
+            HMACSHA256.authenticationCode(key: key, message: Array("secure-key-check-v1".utf8)).prefix(
+                keyCheckByteCount))
     }
 
     /// Starts a file for a new key; recipients are added with `wrap`.
@@ -95,14 +97,19 @@ public struct WrappedKeyFile: Equatable, Sendable {
         }
         let ephemeral = P256.KeyAgreementPrivateKey.generate()
         let shared = try ephemeral.sharedSecret(with: recipientKey)
-        let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey)
+        let kek = try Self.keyEncryptionKey(
+            shared, walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey)
         let nonce = SystemRandom.bytes(AES256GCM.nonceByteCount)
         let sealed = try key.withUnsafeBytes { bytes in
-            try AES256GCM.seal(Array(bytes), key: kek, nonce: nonce,
-                               associatedData: Self.associatedData(walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey))
+            try AES256GCM.seal(
+                Array(bytes), key: kek, nonce: nonce,
+                associatedData: Self.associatedData(
+                    walletID: walletID, recipient: recipientKey, ephemeral: ephemeral.publicKey))
         }
-        recipients.append(Recipient(type: .p256ECDH, recipientKey: recipientKey, ephemeralKey: ephemeral.publicKey,
-                                    nonce: nonce, sealed: sealed))
+        recipients.append(
+            Recipient(
+                type: .p256ECDH, recipientKey: recipientKey, ephemeralKey: ephemeral.publicKey,
+                nonce: nonce, sealed: sealed))
     }
 
     /// Wraps the key to an RSA public key (type 2): a random seed goes to the key with RSA-OAEP, and the
@@ -116,32 +123,43 @@ public struct WrappedKeyFile: Equatable, Sendable {
         let kek = try Self.keyEncryptionKey(seed: seed, walletID: walletID, recipient: recipientKey)
         let nonce = SystemRandom.bytes(AES256GCM.nonceByteCount)
         let sealed = try key.withUnsafeBytes { bytes in
-            try AES256GCM.seal(Array(bytes), key: kek, nonce: nonce,
-                               associatedData: Self.associatedData(walletID: walletID, recipient: recipientKey))
+            try AES256GCM.seal(
+                Array(bytes), key: kek, nonce: nonce,
+                associatedData: Self.associatedData(walletID: walletID, recipient: recipientKey))
         }
-        rsaRecipients.append(RSARecipient(recipientKey: recipientKey, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed))
+        rsaRecipients.append(
+            RSARecipient(recipientKey: recipientKey, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed))
     }
 
     /// Unwraps the key with the RSA recipient the unwrapper holds, and checks it against the key-check value.
     public func unwrap(with unwrapper: RSAOAEPUnwrapper) throws -> SecretBytes {
         guard let recipient = rsaRecipients.first(where: { $0.recipientKey == unwrapper.rsaPublicKey }) else {
-            throw StoreError(.wrongKey, "the database key is not wrapped to this token's RSA key; "
-                + "is this the wallet's token (or its backup)?")
+            throw StoreError(
+                .wrongKey,
+                "the database key is not wrapped to this token's RSA key; "
+                    + "is this the wallet's token (or its backup)?")
         }
         let seed = try unwrapper.decryptOAEPSHA256(recipient.encryptedSeed)
-        guard seed.count == 32 else { throw StoreError(.wrongKey, "the token's RSA-OAEP decryption gave no 32-byte seed") }
+        guard seed.count == 32 else {
+            throw StoreError(.wrongKey, "the token's RSA-OAEP decryption gave no 32-byte seed")
+        }
         let kek = try Self.keyEncryptionKey(seed: seed, walletID: walletID, recipient: recipient.recipientKey)
-        return try openChecked(recipient.sealed, kek: kek, nonce: recipient.nonce,
-                               associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey))
+        return try openChecked(
+            recipient.sealed, kek: kek, nonce: recipient.nonce,
+            associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey))
     }
 
-    private func openChecked(_ sealed: [UInt8], kek: SecretBytes, nonce: [UInt8], associatedData: [UInt8]) throws -> SecretBytes {
+    private func openChecked(_ sealed: [UInt8], kek: SecretBytes, nonce: [UInt8], associatedData: [UInt8]) throws
+        -> SecretBytes
+    {
         let opened: [UInt8]
         do {
             opened = try AES256GCM.open(sealed, key: kek, nonce: nonce, associatedData: associatedData)
         } catch {
-            throw StoreError(.wrongKey, "the wrapped database key does not open with this token's key; the key file "
-                + "is damaged or belongs to another wallet")
+            throw StoreError(
+                .wrongKey,
+                "the wrapped database key does not open with this token's key; the key file "
+                    + "is damaged or belongs to another wallet")
         }
         let key = SecretBytes(opened)
         guard ConstantTime.equal(Self.keyCheck(of: key), keyCheck) else {
@@ -164,20 +182,29 @@ public struct WrappedKeyFile: Equatable, Sendable {
     /// value. Throws `.wrongKey` when no recipient is this unwrapper's key or the key does not check.
     public func unwrap(with unwrapper: KeyAgreementUnwrapper) throws -> SecretBytes {
         guard let recipient = recipients.first(where: { $0.recipientKey == unwrapper.publicKey }) else {
-            throw StoreError(.wrongKey, "the database key is not wrapped to this token's key-agreement key; "
-                + "is this the wallet's token (or its backup)?")
+            throw StoreError(
+                .wrongKey,
+                "the database key is not wrapped to this token's key-agreement key; "
+                    + "is this the wallet's token (or its backup)?")
         }
         let shared = try unwrapper.sharedSecret(with: recipient.ephemeralKey)
-        let kek = try Self.keyEncryptionKey(shared, walletID: walletID, recipient: recipient.recipientKey, ephemeral: recipient.ephemeralKey)
-        return try openChecked(recipient.sealed, kek: kek, nonce: recipient.nonce,
-                               associatedData: Self.associatedData(walletID: walletID, recipient: recipient.recipientKey,
-                                                                   ephemeral: recipient.ephemeralKey))
+        let kek = try Self.keyEncryptionKey(
+            shared, walletID: walletID, recipient: recipient.recipientKey, ephemeral: recipient.ephemeralKey)
+        return try openChecked(
+            recipient.sealed, kek: kek, nonce: recipient.nonce,
+            associatedData: Self.associatedData(
+                walletID: walletID, recipient: recipient.recipientKey,
+                ephemeral: recipient.ephemeralKey))
     }
 
-    static func keyEncryptionKey(_ shared: SecretBytes, walletID: WalletID, recipient: P256.PublicKey,
-                                 ephemeral: P256.PublicKey) throws -> SecretBytes {
-        let info = DomainLabel.bytes("secure-wrap-p256-v1") + [version] + walletID.bytes + recipient.x963 + ephemeral.x963
-        return SecretBytes(try HKDFSHA256.deriveKey(inputKeyMaterial: shared, salt: [], info: info, outputByteCount: 32))
+    static func keyEncryptionKey(
+        _ shared: SecretBytes, walletID: WalletID, recipient: P256.PublicKey,
+        ephemeral: P256.PublicKey
+    ) throws -> SecretBytes {
+        let info =
+            DomainLabel.bytes("secure-wrap-p256-v1") + [version] + walletID.bytes + recipient.x963 + ephemeral.x963
+        return SecretBytes(
+            try HKDFSHA256.deriveKey(inputKeyMaterial: shared, salt: [], info: info, outputByteCount: 32))
     }
 
     static func associatedData(walletID: WalletID, recipient: P256.PublicKey, ephemeral: P256.PublicKey) -> [UInt8] {
@@ -201,7 +228,9 @@ public struct WrappedKeyFile: Equatable, Sendable {
             writer.write(prefixed16: body, max: Int(UInt16.max))
         }
         for recipient in recipients {
-            append(recipient.type, recipient.recipientKey.x963 + recipient.ephemeralKey.x963 + recipient.nonce + recipient.sealed)
+            append(
+                recipient.type,
+                recipient.recipientKey.x963 + recipient.ephemeralKey.x963 + recipient.nonce + recipient.sealed)
         }
         for recipient in rsaRecipients {
             let key = recipient.recipientKey
@@ -217,11 +246,14 @@ public struct WrappedKeyFile: Equatable, Sendable {
     /// Parses the file; any deviation from the format is `.malformed`, never a trap.
     public init(encoded bytes: [UInt8]) throws {
         var reader = ByteReader(bytes)
-        func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
+        func malformed(_ what: String) -> StoreError {
+            StoreError(.malformed, "the wrapped-key file is malformed: \(what)")
+        }
         guard let magic = reader.readFixed(8), magic == Self.magic else { throw malformed("bad magic") }
         guard let version = reader.readUInt8(), version == Self.version else { throw malformed("unknown version") }
         guard let walletID = reader.read(WalletID.self), let keyCheck = reader.readFixed(Self.keyCheckByteCount),
-              let salt = reader.readFixed(Self.saltByteCount), let count = reader.readUInt8() else {
+            let salt = reader.readFixed(Self.saltByteCount), let count = reader.readUInt8()
+        else {
             throw malformed("truncated header")
         }
         guard count >= 1, Int(count) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
@@ -231,17 +263,23 @@ public struct WrappedKeyFile: Equatable, Sendable {
             guard let typeByte = reader.readUInt8(), let length = reader.readUInt16().map(Int.init) else {
                 throw malformed("truncated recipient")
             }
-            guard let type = RecipientType(rawValue: typeByte) else { throw malformed("unknown recipient type \(typeByte)") }
+            guard let type = RecipientType(rawValue: typeByte) else {
+                throw malformed("unknown recipient type \(typeByte)")
+            }
             if type == .rsaOAEP {
                 guard let body = reader.readFixed(length) else { throw malformed("truncated recipient") }
                 rsaRecipients.append(try Self.decodeRSARecipient(body))
                 continue
             }
-            guard length == 65 + 65 + 12 + 48, let body = reader.readFixed(length) else { throw malformed("bad recipient length") }
+            guard length == 65 + 65 + 12 + 48, let body = reader.readFixed(length) else {
+                throw malformed("bad recipient length")
+            }
             do {
-                recipients.append(Recipient(type: type, recipientKey: try P256.PublicKey(x963: Array(body[0..<65])),
-                                            ephemeralKey: try P256.PublicKey(x963: Array(body[65..<130])),
-                                            nonce: Array(body[130..<142]), sealed: Array(body[142...])))
+                recipients.append(
+                    Recipient(
+                        type: type, recipientKey: try P256.PublicKey(x963: Array(body[0..<65])),
+                        ephemeralKey: try P256.PublicKey(x963: Array(body[65..<130])),
+                        nonce: Array(body[130..<142]), sealed: Array(body[142...])))
             } catch {
                 throw malformed("a recipient key is not a valid P-256 point")
             }
@@ -258,14 +296,19 @@ public struct WrappedKeyFile: Equatable, Sendable {
     /// OAEP ciphertext (as long as the modulus), the 12-byte nonce, the 48-byte sealed key.
     private static func decodeRSARecipient(_ body: [UInt8]) throws -> RSARecipient {
         var reader = ByteReader(body)
-        func malformed(_ what: String) -> StoreError { StoreError(.malformed, "the wrapped-key file is malformed: \(what)") }
+        func malformed(_ what: String) -> StoreError {
+            StoreError(.malformed, "the wrapped-key file is malformed: \(what)")
+        }
         guard let modulusLength = reader.readUInt16(), let modulus = reader.readFixed(Int(modulusLength)),
-              let exponentLength = reader.readUInt8(), let exponent = reader.readFixed(Int(exponentLength)),
-              let encryptedSeed = reader.readFixed(modulus.count), let nonce = reader.readFixed(AES256GCM.nonceByteCount),
-              let sealed = reader.readFixed(48), reader.isAtEnd else {
+            let exponentLength = reader.readUInt8(), let exponent = reader.readFixed(Int(exponentLength)),
+            let encryptedSeed = reader.readFixed(modulus.count), let nonce = reader.readFixed(AES256GCM.nonceByteCount),
+            let sealed = reader.readFixed(48), reader.isAtEnd
+        else {
             throw malformed("bad RSA recipient length")
         }
-        guard modulus.first != 0, exponent.first != 0, let key = try? RSAPublicKey(modulus: modulus, publicExponent: exponent) else {
+        guard modulus.first != 0, exponent.first != 0,
+            let key = try? RSAPublicKey(modulus: modulus, publicExponent: exponent)
+        else {
             throw malformed("an RSA recipient key is not a valid 2048- to 4096-bit public key")
         }
         return RSARecipient(recipientKey: key, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed)

@@ -17,29 +17,29 @@ public final class LedgerStore: @unchecked Sendable {
 
     private static let migrations: [Int64: String] = [
         1: """
-            CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
-            CREATE TABLE entries (position INTEGER PRIMARY KEY, id BLOB NOT NULL, kind INTEGER NOT NULL,
-                                  encoded BLOB NOT NULL, link BLOB NOT NULL, leaf BLOB NOT NULL);
-            CREATE INDEX entries_by_id ON entries (id);
-            CREATE INDEX entries_by_kind ON entries (kind);
-            CREATE TABLE checkpoints (size INTEGER PRIMARY KEY, encoded BLOB NOT NULL);
-            CREATE TABLE nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx));
-            CREATE TABLE outgoing (transfer_id BLOB PRIMARY KEY, position INTEGER NOT NULL, signed BLOB NOT NULL,
-                                   status INTEGER NOT NULL, receipt BLOB, message BLOB);
-            CREATE TABLE ready_records (offer_id BLOB PRIMARY KEY, record BLOB NOT NULL);
-            CREATE TABLE refusals (signer BLOB NOT NULL, id BLOB NOT NULL, signed BLOB NOT NULL, PRIMARY KEY (signer, id));
-            CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
-                                     digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
-            CREATE INDEX statements_by_kind_id ON statements (kind, id);
-            CREATE TABLE peer_checkpoints (wallet BLOB NOT NULL, size INTEGER NOT NULL, encoded BLOB NOT NULL,
-                                           PRIMARY KEY (wallet, size));
-            CREATE TABLE evidence (digest BLOB PRIMARY KEY, encoded BLOB NOT NULL);
-            """,
+        CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+        CREATE TABLE entries (position INTEGER PRIMARY KEY, id BLOB NOT NULL, kind INTEGER NOT NULL,
+                              encoded BLOB NOT NULL, link BLOB NOT NULL, leaf BLOB NOT NULL);
+        CREATE INDEX entries_by_id ON entries (id);
+        CREATE INDEX entries_by_kind ON entries (kind);
+        CREATE TABLE checkpoints (size INTEGER PRIMARY KEY, encoded BLOB NOT NULL);
+        CREATE TABLE nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx));
+        CREATE TABLE outgoing (transfer_id BLOB PRIMARY KEY, position INTEGER NOT NULL, signed BLOB NOT NULL,
+                               status INTEGER NOT NULL, receipt BLOB, message BLOB);
+        CREATE TABLE ready_records (offer_id BLOB PRIMARY KEY, record BLOB NOT NULL);
+        CREATE TABLE refusals (signer BLOB NOT NULL, id BLOB NOT NULL, signed BLOB NOT NULL, PRIMARY KEY (signer, id));
+        CREATE TABLE statements (signer BLOB NOT NULL, id BLOB NOT NULL, kind INTEGER NOT NULL,
+                                 digest BLOB NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (signer, id));
+        CREATE INDEX statements_by_kind_id ON statements (kind, id);
+        CREATE TABLE peer_checkpoints (wallet BLOB NOT NULL, size INTEGER NOT NULL, encoded BLOB NOT NULL,
+                                       PRIMARY KEY (wallet, size));
+        CREATE TABLE evidence (digest BLOB PRIMARY KEY, encoded BLOB NOT NULL);
+        """,
         // Version 2 (key rotation): the key-event logs of peers and trusted issuers, one row per event.
         2: """
-            CREATE TABLE peer_key_events (wallet BLOB NOT NULL, sequence INTEGER NOT NULL, encoded BLOB NOT NULL,
-                                          PRIMARY KEY (wallet, sequence));
-            """,
+        CREATE TABLE peer_key_events (wallet BLOB NOT NULL, sequence INTEGER NOT NULL, encoded BLOB NOT NULL,
+                                      PRIMARY KEY (wallet, sequence));
+        """,
     ]
 
     private init(database: Database, path: String) {
@@ -56,14 +56,18 @@ public final class LedgerStore: @unchecked Sendable {
         try store.configure()
         try store.migrate()
         try store.database.transaction {
-            try store.database.prepare("INSERT INTO meta (name, value) VALUES ('wallet-id', ?)").bind([.blob(walletID.bytes)]).run()
+            try store.database.prepare("INSERT INTO meta (name, value) VALUES ('wallet-id', ?)").bind([
+                .blob(walletID.bytes)
+            ]).run()
         }
         return store
     }
 
     /// Opens an existing database with its key. Failures say which: corruption (the salt matches but the
     /// file cannot be read), another wallet's database (the salt differs), or a missing file.
-    public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: WalletID) throws -> LedgerStore {
+    public static func open(path: String, key: SecretBytes, expectedSalt: [UInt8], walletID: WalletID) throws
+        -> LedgerStore
+    {
         try checkFile(path, expectedSalt: expectedSalt)
         let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
         try store.explainCorruption {
@@ -81,8 +85,10 @@ public final class LedgerStore: @unchecked Sendable {
     /// writer in another process goes on appending. It takes no lock and writes nothing: no pragma that
     /// writes, no migration (a file on an older schema must be opened by a writing command first), and
     /// SQLite never checkpoints on closing a read-only connection.
-    public static func openForReading(path: String, key: SecretBytes, expectedSalt: [UInt8],
-                                      walletID: WalletID) throws -> LedgerStore {
+    public static func openForReading(
+        path: String, key: SecretBytes, expectedSalt: [UInt8],
+        walletID: WalletID
+    ) throws -> LedgerStore {
         try checkFile(path, expectedSalt: expectedSalt)
         let store = LedgerStore(database: try Database(path: path, key: key, create: false, readOnly: true), path: path)
         try store.explainCorruption {
@@ -94,11 +100,14 @@ public final class LedgerStore: @unchecked Sendable {
         _ = try statement.step()
         let version = statement.integer(0)
         guard version <= Self.schemaVersion else {
-            throw StoreError(.schemaTooNew, "the ledger was written by a newer secure (schema \(version)); upgrade secure")
+            throw StoreError(
+                .schemaTooNew, "the ledger was written by a newer secure (schema \(version)); upgrade secure")
         }
         guard version == Self.schemaVersion else {
-            throw StoreError(.schemaOutdated, "the ledger is on schema \(version), which this secure reads only after "
-                + "upgrading it; `secure ledger repair` upgrades it")
+            throw StoreError(
+                .schemaOutdated,
+                "the ledger is on schema \(version), which this secure reads only after "
+                    + "upgrading it; `secure ledger repair` upgrades it")
         }
         guard try store.walletID() == walletID else {
             throw StoreError(.foreignDatabase, "\(path) belongs to another wallet")
@@ -109,13 +118,17 @@ public final class LedgerStore: @unchecked Sendable {
     /// The checks before a database is opened: it exists, and its salt is this wallet's.
     private static func checkFile(_ path: String, expectedSalt: [UInt8]) throws {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw StoreError(.walletMissing, "the ledger database \(path) is missing; restore it from a backup. "
-                + "The wallet is never silently recreated")
+            throw StoreError(
+                .walletMissing,
+                "the ledger database \(path) is missing; restore it from a backup. "
+                    + "The wallet is never silently recreated")
         }
         let salt = try fileSalt(path)
         guard salt == expectedSalt else {
-            throw StoreError(.foreignDatabase, "\(path) is not this wallet's database (its salt differs from the one recorded "
-                + "with the wrapped key); was another wallet's file copied here?")
+            throw StoreError(
+                .foreignDatabase,
+                "\(path) is not this wallet's database (its salt differs from the one recorded "
+                    + "with the wrapped key); was another wallet's file copied here?")
         }
     }
 
@@ -124,9 +137,11 @@ public final class LedgerStore: @unchecked Sendable {
         do {
             try body()
         } catch let error as StoreError where error.code == .corrupted {
-            throw StoreError(.corrupted, "the ledger database \(path) is corrupted: the key is right (it matches the key-check "
-                + "value) and the file is this wallet's (its salt matches), but SQLCipher cannot read it. Restore a backup, "
-                + "then `secure ledger verify`")
+            throw StoreError(
+                .corrupted,
+                "the ledger database \(path) is corrupted: the key is right (it matches the key-check "
+                    + "value) and the file is this wallet's (its salt matches), but SQLCipher cannot read it. Restore a backup, "
+                    + "then `secure ledger verify`")
         }
     }
 
@@ -156,7 +171,8 @@ public final class LedgerStore: @unchecked Sendable {
         _ = try statement.step()
         var version = statement.integer(0)
         guard version <= Self.schemaVersion else {
-            throw StoreError(.schemaTooNew, "the ledger was written by a newer secure (schema \(version)); upgrade secure")
+            throw StoreError(
+                .schemaTooNew, "the ledger was written by a newer secure (schema \(version)); upgrade secure")
         }
         while version < Self.schemaVersion {
             let next = version + 1
@@ -199,8 +215,9 @@ public final class LedgerStore: @unchecked Sendable {
     /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
     public func append(_ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil) throws {
-        try write(appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks,
-                  outgoing: outgoing)
+        try write(
+            appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks,
+            outgoing: outgoing)
     }
 
     /// Appends many entries and one signed checkpoint that covers them all (its size is the ledger's new
@@ -210,44 +227,60 @@ public final class LedgerStore: @unchecked Sendable {
         try write(entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks, outgoing: nil)
     }
 
-    private func write(_ entries: [LedgerEntry], checkpoints: [(size: UInt64, encoded: [UInt8])],
-                       treePeaks: MerkleCompactRange, outgoing: Outgoing?) throws {
+    private func write(
+        _ entries: [LedgerEntry], checkpoints: [(size: UInt64, encoded: [UInt8])],
+        treePeaks: MerkleCompactRange, outgoing: Outgoing?
+    ) throws {
         try database.transaction {
             if let outgoing {
-                try database.prepare("INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)")
-                    .bind([.blob(outgoing.transferID.bytes), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
-                           outgoing.message.map { .blob($0) } ?? .null]).run()
+                try database.prepare(
+                    "INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)"
+                )
+                .bind([
+                    .blob(outgoing.transferID.bytes), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
+                    outgoing.message.map { .blob($0) } ?? .null,
+                ]).run()
             }
             let insertEntry = try database.prepare(
                 "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
             let insertStatement = try database.prepare(
                 "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, ?, ?, ?)")
-            let insertCheckpoint = try database.prepare("INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
+            let insertCheckpoint = try database.prepare(
+                "INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
             let insertNode = try database.prepare("INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)")
             var expected = try size()
             var range = try self.treePeaks()
             for entry in entries {
-                precondition(entry.position == expected, "append out of order: \(entry.position) after size \(expected)")
+                precondition(
+                    entry.position == expected, "append out of order: \(entry.position) after size \(expected)")
                 let encoded = entry.encoded
                 let kind = Int64(entry.kind.rawValue)
                 let leaf = Merkle.leafHash(encoded)
-                try insertEntry.bind([.integer(Int64(entry.position)), .blob(entry.id), .integer(kind),
-                                      .blob(encoded), .blob(entry.link), .blob(leaf)]).run()
+                try insertEntry.bind([
+                    .integer(Int64(entry.position)), .blob(entry.id), .integer(kind),
+                    .blob(encoded), .blob(entry.link), .blob(leaf),
+                ]).run()
                 for (level, index, hash) in Self.completedNodes(range, position: entry.position, leaf: leaf) {
                     try insertNode.bind([.integer(Int64(level)), .integer(Int64(index)), .blob(hash)]).run()
                 }
                 range.append(leafHash: leaf)
                 if let statement = entry.statement, entry.kind != .conflictingStatement {
-                    try insertStatement.bind([.blob(statement.signer), .blob(statement.id), .integer(kind),
-                                              .blob(statement.payloadDigest), .integer(Int64(entry.position))]).run()
+                    try insertStatement.bind([
+                        .blob(statement.signer), .blob(statement.id), .integer(kind),
+                        .blob(statement.payloadDigest), .integer(Int64(entry.position)),
+                    ]).run()
                 }
                 // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
                 // credit must not leave the payee without the checkpoint that later fork checks compare against.
                 if entry.kind == .paymentIn, let transfer = try? SignedTransfer.decode(entry.payload) {
                     let checkpoint = transfer.payload.checkpoint
-                    try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
-                        .bind([.blob(checkpoint.checkpoint.walletID.bytes), .integer(Int64(checkpoint.checkpoint.size)),
-                               .blob(checkpoint.encoded)]).run()
+                    try database.prepare(
+                        "INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)"
+                    )
+                    .bind([
+                        .blob(checkpoint.checkpoint.walletID.bytes), .integer(Int64(checkpoint.checkpoint.size)),
+                        .blob(checkpoint.encoded),
+                    ]).run()
                 }
                 expected += 1
             }
@@ -263,7 +296,8 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// The perfect subtrees that leaf `position` completes, as (level, index, hash): the same carries the
     /// compact range makes. Stored, they let any RFC 9162 proof be built with O(log n) reads.
-    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: [UInt8]) -> [(Int, UInt64, [UInt8])] {
+    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: [UInt8]) -> [(Int, UInt64, [UInt8])]
+    {
         var nodes: [(Int, UInt64, [UInt8])] = []
         var hash = leaf
         var peaks = range.peaks
@@ -293,10 +327,15 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     private func node(level: Int, index: UInt64) throws -> [UInt8] {
-        let statement = level == 0
+        let statement =
+            level == 0
             ? try database.prepare("SELECT leaf FROM entries WHERE position = ?").bind([.integer(Int64(index))])
-            : try database.prepare("SELECT hash FROM nodes WHERE level = ? AND idx = ?").bind([.integer(Int64(level)), .integer(Int64(index))])
-        guard try statement.step() else { throw StoreError(.corrupted, "the Merkle node (\(level), \(index)) is missing") }
+            : try database.prepare("SELECT hash FROM nodes WHERE level = ? AND idx = ?").bind([
+                .integer(Int64(level)), .integer(Int64(index)),
+            ])
+        guard try statement.step() else {
+            throw StoreError(.corrupted, "the Merkle node (\(level), \(index)) is missing")
+        }
         return statement.blob(0)
     }
 
@@ -315,7 +354,9 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare("SELECT value FROM meta WHERE name = 'merkle-peaks'")
         guard try statement.step() else { return MerkleCompactRange() }
         let bytes = statement.blob(0)
-        guard bytes.count >= 8, (bytes.count - 8) % 32 == 0 else { throw StoreError(.corrupted, "the stored Merkle peaks are malformed") }
+        guard bytes.count >= 8, (bytes.count - 8) % 32 == 0 else {
+            throw StoreError(.corrupted, "the stored Merkle peaks are malformed")
+        }
         let size = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let peaks = stride(from: 8, to: bytes.count, by: 32).map { Array(bytes[$0..<$0 + 32]) }
         do {
@@ -340,7 +381,9 @@ public final class LedgerStore: @unchecked Sendable {
     /// Sets a value in the meta table.
     public func setMeta(_ name: String, _ value: [UInt8]) throws {
         try database.transaction {
-            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)").bind([.text(name), .blob(value)]).run()
+            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)").bind([
+                .text(name), .blob(value),
+            ]).run()
         }
     }
 
@@ -349,7 +392,9 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare("SELECT position, encoded FROM entries WHERE kind = ? ORDER BY position")
             .bind([.integer(Int64(kind.rawValue))])
         var result: [LedgerEntry] = []
-        while try statement.step() { result.append(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0)))) }
+        while try statement.step() {
+            result.append(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0))))
+        }
         return result
     }
 
@@ -364,7 +409,9 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// The entry at a position, decoded; nil past the end.
     public func entry(at position: UInt64) throws -> LedgerEntry? {
-        let statement = try database.prepare("SELECT encoded FROM entries WHERE position = ?").bind([.integer(Int64(position))])
+        let statement = try database.prepare("SELECT encoded FROM entries WHERE position = ?").bind([
+            .integer(Int64(position))
+        ])
         guard try statement.step() else { return nil }
         return try decodeEntry(statement.blob(0), position: position)
     }
@@ -378,8 +425,10 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// Calls `body` with every entry in [from, to), in order, decoding lazily.
     public func forEachEntry(from: UInt64 = 0, to: UInt64 = .max, _ body: (LedgerEntry) throws -> Void) throws {
-        let statement = try database.prepare("SELECT position, encoded FROM entries WHERE position >= ? AND position < ? ORDER BY position")
-            .bind([.integer(Int64(from)), .integer(Int64(min(to, UInt64(Int64.max))))])
+        let statement = try database.prepare(
+            "SELECT position, encoded FROM entries WHERE position >= ? AND position < ? ORDER BY position"
+        )
+        .bind([.integer(Int64(from)), .integer(Int64(min(to, UInt64(Int64.max))))])
         while try statement.step() {
             try body(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0))))
         }
@@ -387,8 +436,10 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// The raw encodings of entries in [from, to), in order (for parallel verification).
     public func encodedEntries(from: UInt64, to: UInt64) throws -> [[UInt8]] {
-        let statement = try database.prepare("SELECT encoded FROM entries WHERE position >= ? AND position < ? ORDER BY position")
-            .bind([.integer(Int64(from)), .integer(Int64(to))])
+        let statement = try database.prepare(
+            "SELECT encoded FROM entries WHERE position >= ? AND position < ? ORDER BY position"
+        )
+        .bind([.integer(Int64(from)), .integer(Int64(to))])
         var result: [[UInt8]] = []
         while try statement.step() { result.append(statement.blob(0)) }
         return result
@@ -396,8 +447,10 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// Stored leaf hashes of entries in [from, to), in order.
     public func leafHashes(from: UInt64 = 0, to: UInt64) throws -> [[UInt8]] {
-        let statement = try database.prepare("SELECT leaf FROM entries WHERE position >= ? AND position < ? ORDER BY position")
-            .bind([.integer(Int64(from)), .integer(Int64(to))])
+        let statement = try database.prepare(
+            "SELECT leaf FROM entries WHERE position >= ? AND position < ? ORDER BY position"
+        )
+        .bind([.integer(Int64(from)), .integer(Int64(to))])
         var result: [[UInt8]] = []
         while try statement.step() { result.append(statement.blob(0)) }
         return result
@@ -425,15 +478,19 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// The signed checkpoint of a given size.
     public func checkpoint(size: UInt64) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT encoded FROM checkpoints WHERE size = ?").bind([.integer(Int64(size))])
+        let statement = try database.prepare("SELECT encoded FROM checkpoints WHERE size = ?").bind([
+            .integer(Int64(size))
+        ])
         return try statement.step() ? statement.blob(0) : nil
     }
 
     /// The stored checkpoints with sizes in (after, through], ascending, read in one query (a full
     /// verification reads them alongside each batch of entries).
     public func encodedCheckpoints(after: UInt64, through: UInt64) throws -> [(size: UInt64, encoded: [UInt8])] {
-        let statement = try database.prepare("SELECT size, encoded FROM checkpoints WHERE size > ? AND size <= ? ORDER BY size")
-            .bind([.integer(Int64(after)), .integer(Int64(through))])
+        let statement = try database.prepare(
+            "SELECT size, encoded FROM checkpoints WHERE size > ? AND size <= ? ORDER BY size"
+        )
+        .bind([.integer(Int64(after)), .integer(Int64(through))])
         var result: [(size: UInt64, encoded: [UInt8])] = []
         while try statement.step() { result.append((UInt64(statement.integer(0)), statement.blob(1))) }
         return result
@@ -467,8 +524,10 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// A peer's latest stored checkpoint.
     public func latestPeerCheckpoint(wallet: WalletID) throws -> (size: UInt64, encoded: [UInt8])? {
-        let statement = try database.prepare("SELECT size, encoded FROM peer_checkpoints WHERE wallet = ? ORDER BY size DESC LIMIT 1")
-            .bind([.blob(wallet.bytes)])
+        let statement = try database.prepare(
+            "SELECT size, encoded FROM peer_checkpoints WHERE wallet = ? ORDER BY size DESC LIMIT 1"
+        )
+        .bind([.blob(wallet.bytes)])
         guard try statement.step() else { return nil }
         return (UInt64(statement.integer(0)), statement.blob(1))
     }
@@ -505,13 +564,15 @@ extension LedgerStore: StatementIndex {
     }
 
     public func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool)? {
-        guard let row = try? database.prepare("SELECT position FROM statements WHERE kind = ? AND id = ?")
-            .bind([.integer(Int64(EntryKind.paymentOut.rawValue)), .blob(transferID)]),
+        guard
+            let row = try? database.prepare("SELECT position FROM statements WHERE kind = ? AND id = ?")
+                .bind([.integer(Int64(EntryKind.paymentOut.rawValue)), .blob(transferID)]),
             (try? row.step()) == true,
             let entry = try? self.entry(at: UInt64(row.integer(0))), let amount = entry.amount
         else { return nil }
-        let reversed = (try? database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?")
-            .bind([.integer(Int64(EntryKind.reversal.rawValue)), .blob(transferID)]).step()) ?? false
+        let reversed =
+            (try? database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?")
+                .bind([.integer(Int64(EntryKind.reversal.rawValue)), .blob(transferID)]).step()) ?? false
         return (amount, entry.position, reversed)
     }
 }
@@ -541,7 +602,9 @@ extension LedgerStore {
 
     /// The stored peer message of a sent transfer, if it was sent in a peer session.
     public func outgoingMessage(transferID: TransferID) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([.blob(transferID.bytes)])
+        let statement = try database.prepare("SELECT message FROM outgoing WHERE transfer_id = ?").bind([
+            .blob(transferID.bytes)
+        ])
         guard try statement.step(), !statement.isNull(0) else { return nil }
         return statement.blob(0)
     }
@@ -556,7 +619,9 @@ extension LedgerStore {
 
     /// The signed refusal kept for a transfer.
     public func refusal(signer: [UInt8], id: [UInt8]) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT signed FROM refusals WHERE signer = ? AND id = ?").bind([.blob(signer), .blob(id)])
+        let statement = try database.prepare("SELECT signed FROM refusals WHERE signer = ? AND id = ?").bind([
+            .blob(signer), .blob(id),
+        ])
         return try statement.step() ? statement.blob(0) : nil
     }
 
@@ -570,25 +635,35 @@ extension LedgerStore {
 
     /// A persisted ready record by offer id.
     public func readyRecord(offerID: OfferID) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([.blob(offerID.bytes)])
+        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([
+            .blob(offerID.bytes)
+        ])
         return try statement.step() ? statement.blob(0) : nil
     }
 
     /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.
     public func storeOutgoing(transferID: TransferID, position: UInt64, signed: [UInt8]) throws {
         try database.transaction {
-            try database.prepare("INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)")
-                .bind([.blob(transferID.bytes), .integer(Int64(position)), .blob(signed)]).run()
+            try database.prepare(
+                "INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)"
+            )
+            .bind([.blob(transferID.bytes), .integer(Int64(position)), .blob(signed)]).run()
         }
     }
 
     /// A sent transfer's record.
-    public func outgoing(transferID: TransferID) throws -> (position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?)? {
-        let statement = try database.prepare("SELECT position, signed, status, receipt FROM outgoing WHERE transfer_id = ?")
-            .bind([.blob(transferID.bytes)])
+    public func outgoing(transferID: TransferID) throws -> (
+        position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?
+    )? {
+        let statement = try database.prepare(
+            "SELECT position, signed, status, receipt FROM outgoing WHERE transfer_id = ?"
+        )
+        .bind([.blob(transferID.bytes)])
         guard try statement.step() else { return nil }
-        return (UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
-                statement.isNull(3) ? nil : statement.blob(3))
+        return (
+            UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
+            statement.isNull(3) ? nil : statement.blob(3)
+        )
     }
 
     /// Marks a sent transfer confirmed, with its receipt.
@@ -601,6 +676,8 @@ extension LedgerStore {
 
     /// Whether a statement of a kind with an id was recorded (e.g. a reversal of a transfer id).
     public func statementExists(kind: EntryKind, id: [UInt8]) throws -> Bool {
-        try database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?").bind([.integer(Int64(kind.rawValue)), .blob(id)]).step()
+        try database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?").bind([
+            .integer(Int64(kind.rawValue)), .blob(id),
+        ]).step()
     }
 }

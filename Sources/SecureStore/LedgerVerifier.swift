@@ -30,15 +30,20 @@ public enum LedgerVerifier {
     /// replay goes on, so the replay's own time hides behind the signature checks instead of adding to them.
     /// Each chunk carries the key-event log as the replay had it then: whether a key was in force for a
     /// checkpoint of size s depends only on the events before position s, which that log holds.
-    public static func verify(_ store: LedgerStore, walletID: WalletID, cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws -> Report {
+    public static func verify(
+        _ store: LedgerStore, walletID: WalletID, cores: Int = ProcessInfo.processInfo.activeProcessorCount
+    ) throws -> Report {
         var report = Report()
         let size = try store.size()
         guard size > 0, let first = try store.entry(at: 0), first.kind == .keyEvent,
-              let inception = try? SignedKeyEvent.decode(first.payload) else {
+            let inception = try? SignedKeyEvent.decode(first.payload)
+        else {
             report.problems.append("entry 0 is not a signed inception event")
             return report
         }
-        if WalletID(inception: inception.event) != walletID { report.problems.append("entry 0's inception event is not this wallet's (wallet id differs)") }
+        if WalletID(inception: inception.event) != walletID {
+            report.problems.append("entry 0's inception event is not this wallet's (wallet id differs)")
+        }
         guard var log = try? KeyEventLog(inception: inception) else {
             report.problems.append("entry 0's inception event breaks the key-event rules")
             return report
@@ -70,8 +75,10 @@ public enum LedgerVerifier {
                 position += 1
                 if let (checkpointSize, bytes) = checkpoints.first, checkpointSize == position {
                     checkpoints.removeFirst()
-                    checker.add(PendingCheckpoint(size: position, encoded: bytes, snapshot: LedgerSnapshot(report.state),
-                                                  peaks: peaks, head: report.state.head), log: log)
+                    checker.add(
+                        PendingCheckpoint(
+                            size: position, encoded: bytes, snapshot: LedgerSnapshot(report.state),
+                            peaks: peaks, head: report.state.head), log: log)
                 }
             }
             if encodings.isEmpty { break }
@@ -87,7 +94,9 @@ public enum LedgerVerifier {
 
     /// A rotation entry must hold a signed event that follows the log and takes effect at its own position.
     static func follow(_ log: inout KeyEventLog, _ entry: LedgerEntry) -> String? {
-        guard let event = try? SignedKeyEvent.decode(entry.payload) else { return "entry \(entry.position)'s key event does not decode" }
+        guard let event = try? SignedKeyEvent.decode(entry.payload) else {
+            return "entry \(entry.position)'s key event does not decode"
+        }
         guard event.event.ledgerPosition == entry.position else {
             return "entry \(entry.position)'s key event names ledger position \(event.event.ledgerPosition)"
         }
@@ -146,7 +155,9 @@ public enum LedgerVerifier {
             submitted += 1
             queue.addOperation { [self] in
                 var verifiers = Verifiers()
-                let problems = chunk.compactMap { LedgerVerifier.problem($0, log: log, verifiers: &verifiers, walletID: walletID) }
+                let problems = chunk.compactMap {
+                    LedgerVerifier.problem($0, log: log, verifiers: &verifiers, walletID: walletID)
+                }
                 lock.withLock { results[index] = problems }
             }
         }
@@ -175,12 +186,15 @@ public enum LedgerVerifier {
                 self.key = key
                 verifier = key.verifier()
             }
-            return verifier?.isValidSignature(signature, digest: digest) ?? key.isValidSignature(signature, digest: digest)
+            return verifier?.isValidSignature(signature, digest: digest)
+                ?? key.isValidSignature(signature, digest: digest)
         }
     }
 
-    private static func problem(_ item: PendingCheckpoint, log: KeyEventLog, verifiers: inout Verifiers,
-                                walletID: WalletID) -> String? {
+    private static func problem(
+        _ item: PendingCheckpoint, log: KeyEventLog, verifiers: inout Verifiers,
+        walletID: WalletID
+    ) -> String? {
         let size = item.size
         let expected = log.event(signingCheckpointOfSize: size)
         guard let signed = try? SignedCheckpoint.decode(item.encoded, knownKey: expected?.signingKey) else {
@@ -189,24 +203,37 @@ public enum LedgerVerifier {
         let checkpoint = signed.checkpoint
         // SignedCheckpoint.isValid(signedBy:), with the task's verify context.
         guard let expected, checkpoint.walletKey == expected.signingKey,
-              verifiers.isValidSignature(signed.signature, digest: Checkpoint.signatureLabel.digest(of: checkpoint.encoded),
-                                         by: expected.signingKey) else {
+            verifiers.isValidSignature(
+                signed.signature, digest: Checkpoint.signatureLabel.digest(of: checkpoint.encoded),
+                by: expected.signingKey)
+        else {
             return "checkpoint \(size) is not signed by the wallet key in force at that size"
         }
         // KeyEventLog.check(signed), without its second verification of the signature just checked.
-        let use = checkpoint.walletID == walletID
-            ? log.keyUse(key: checkpoint.walletKey, sequence: checkpoint.keySequence, eventPosition: checkpoint.keyEventPosition,
-                         size: checkpoint.size)
+        let use =
+            checkpoint.walletID == walletID
+            ? log.keyUse(
+                key: checkpoint.walletKey, sequence: checkpoint.keySequence, eventPosition: checkpoint.keyEventPosition,
+                size: checkpoint.size)
             : .unknown
         switch use {
         case .inForce: break
         case .retired: return "checkpoint \(size) is signed by a key after its retirement"
-        case .unknown, .beforeInForce: return "checkpoint \(size) names a key sequence or event position the log does not"
+        case .unknown, .beforeInForce:
+            return "checkpoint \(size) names a key sequence or event position the log does not"
         }
-        guard checkpoint.walletID == walletID, checkpoint.size == size else { return "checkpoint \(size) names another wallet or size" }
-        guard checkpoint.root == item.peaks.root else { return "checkpoint \(size)'s root differs from the entries' tree" }
-        guard checkpoint.head == item.head else { return "checkpoint \(size)'s chain head differs from the entries' chain" }
-        guard checkpoint.snapshot == item.snapshot else { return "checkpoint \(size)'s balances or budgets differ from the replay" }
+        guard checkpoint.walletID == walletID, checkpoint.size == size else {
+            return "checkpoint \(size) names another wallet or size"
+        }
+        guard checkpoint.root == item.peaks.root else {
+            return "checkpoint \(size)'s root differs from the entries' tree"
+        }
+        guard checkpoint.head == item.head else {
+            return "checkpoint \(size)'s chain head differs from the entries' chain"
+        }
+        guard checkpoint.snapshot == item.snapshot else {
+            return "checkpoint \(size)'s balances or budgets differ from the replay"
+        }
         return nil
     }
 }

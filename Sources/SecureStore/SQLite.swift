@@ -108,8 +108,10 @@ final class Database {
             return StoreError(.walletBusy, "the database is busy: \(message)")
         case SQLiteCode.readOnly:
             // Our bug if it happens: a reading command's wallet was asked to write.
-            return StoreError(.sqlite, "the wallet was opened for reading and cannot write (SQLITE_READONLY): "
-                + message)
+            return StoreError(
+                .sqlite,
+                "the wallet was opened for reading and cannot write (SQLITE_READONLY): "
+                    + message)
         default:
             return StoreError(.sqlite, "SQLite error \(code): \(message)")
         }
@@ -140,7 +142,11 @@ final class Statement {
             case .integer(let number): result = sqlite3_bind_int64(handle, index, number)
             case .text(let text): result = sqlite3_bind_text(handle, index, text, -1, transientDestructor)
             case .blob(let bytes):
-                result = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor) }
+                result = bytes.withUnsafeBytes {
+                    sqlite3_bind_blob(
+                        handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count),
+                        transientDestructor)
+                }
             case .null: result = sqlite3_bind_null(handle, index)
             }
             guard result == SQLITE_OK else { throw Database.error(result, database.lastMessage) }

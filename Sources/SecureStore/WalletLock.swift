@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One writer per wallet: an exclusive `flock` on the wallet's lock file, held for the life of this
@@ -23,7 +24,9 @@ package final class WalletLock {
             let busy = errno == EWOULDBLOCK
             close(descriptor)
             throw busy
-                ? StoreError(.walletBusy, "the wallet is busy: another secure process is using it (lock \(path)); wait for it to finish")
+                ? StoreError(
+                    .walletBusy,
+                    "the wallet is busy: another secure process is using it (lock \(path)); wait for it to finish")
                 : StoreError(.io, "cannot lock \(path): \(String(cString: strerror(errno)))")
         }
     }

@@ -1,7 +1,7 @@
 import SecureCore
 import SecureCrypto
-import SecureWallet
 import SecureToken
+import SecureWallet
 
 /// TEST SUPPORT ONLY. A PKCS#11 token stand-in for the deterministic simulator: keys are software keys in
 /// process memory (`SoftwareSigner`, `P256.KeyAgreementPrivateKey`), so a simulation can run millions of
@@ -69,12 +69,14 @@ public final class SimulatedToken: WalletToken {
         switch try begin(.unlock, needsLogin: false) {
         case .wrongPIN?:
             pin.discard()
-            throw TokenError(.pinIncorrect, "the token \"\(label)\" refused the PIN; enter it again",
-                             returnValueName: "CKR_PIN_INCORRECT")
+            throw TokenError(
+                .pinIncorrect, "the token \"\(label)\" refused the PIN; enter it again",
+                returnValueName: "CKR_PIN_INCORRECT")
         case .pinLocked?:
             pin.discard()
-            throw TokenError(.pinLocked, "the token \"\(label)\" has locked its PIN; unblock it with the SO PIN",
-                             returnValueName: "CKR_PIN_LOCKED")
+            throw TokenError(
+                .pinLocked, "the token \"\(label)\" has locked its PIN; unblock it with the SO PIN",
+                returnValueName: "CKR_PIN_LOCKED")
         case nil, .deviceRemoved?, .sessionHandleInvalid?, .slow?:
             loggedIn = true
         }
@@ -112,7 +114,8 @@ public final class SimulatedToken: WalletToken {
             (wanted.id.map { $0 == key.id } ?? true) && (wanted.object.map { $0 == key.label } ?? true)
         }
         guard matches.count == 1 else {
-            throw TokenError(matches.isEmpty ? .keyNotFound : .ambiguous, "no single key on \"\(label)\" matches \(wanted)")
+            throw TokenError(
+                matches.isEmpty ? .keyNotFound : .ambiguous, "no single key on \"\(label)\" matches \(wanted)")
         }
         return matches[0]
     }
@@ -125,7 +128,8 @@ public final class SimulatedToken: WalletToken {
     public func deriveSharedSecret(key: TokenKey, peer: P256.PublicKey) throws -> [UInt8] {
         _ = try begin(.derive, needsLogin: true)
         guard case .agreement(let agreement)? = keyMaterial[key.id] else {
-            throw TokenError(.keyRefused, "the key \(key.label) cannot derive", returnValueName: "CKR_KEY_TYPE_INCONSISTENT")
+            throw TokenError(
+                .keyRefused, "the key \(key.label) cannot derive", returnValueName: "CKR_KEY_TYPE_INCONSISTENT")
         }
         return try agreement.sharedSecret(with: peer).copyBytes()
     }
@@ -133,7 +137,8 @@ public final class SimulatedToken: WalletToken {
     public func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature {
         _ = try begin(.sign, needsLogin: true)
         guard case .signing(let signer)? = keyMaterial[key.id] else {
-            throw TokenError(.keyRefused, "the key \(key.label) cannot sign", returnValueName: "CKR_KEY_TYPE_INCONSISTENT")
+            throw TokenError(
+                .keyRefused, "the key \(key.label) cannot sign", returnValueName: "CKR_KEY_TYPE_INCONSISTENT")
         }
         return try signer.sign(digest: digest)
     }
@@ -163,20 +168,23 @@ public final class SimulatedToken: WalletToken {
         switch fault {
         case .deviceRemoved?:
             loggedIn = false
-            throw TokenError(.tokenRemoved, "the token \"\(label)\" was removed; insert it and try again",
-                             returnValueName: "CKR_DEVICE_REMOVED")
+            throw TokenError(
+                .tokenRemoved, "the token \"\(label)\" was removed; insert it and try again",
+                returnValueName: "CKR_DEVICE_REMOVED")
         case .sessionHandleInvalid?:
             loggedIn = false
-            throw TokenError(.tokenRemoved, "the session with \"\(label)\" was lost; try again",
-                             returnValueName: "CKR_SESSION_HANDLE_INVALID")
+            throw TokenError(
+                .tokenRemoved, "the session with \"\(label)\" was lost; try again",
+                returnValueName: "CKR_SESSION_HANDLE_INVALID")
         case .slow(let milliseconds)?:
             onSlow?(milliseconds)
         case nil, .wrongPIN?, .pinLocked?:
             break
         }
         if needsLogin && !loggedIn {
-            throw TokenError(.pinUnavailable, "the token \"\(label)\" is locked; the operation needs the PIN",
-                             returnValueName: "CKR_USER_NOT_LOGGED_IN")
+            throw TokenError(
+                .pinUnavailable, "the token \"\(label)\" is locked; the operation needs the PIN",
+                returnValueName: "CKR_USER_NOT_LOGGED_IN")
         }
         return operation == .unlock ? fault : nil
     }

@@ -12,7 +12,7 @@ public enum TestTokens {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("secure-tests-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         let layout = DemoToken.Layout(directory: directory)
-        try! DemoToken.prepare(layout)  // a test process without a writable temp folder cannot test anything
+        try! DemoToken.prepare(layout) // a test process without a writable temp folder cannot test anything
         return layout
     }()
 
@@ -43,7 +43,11 @@ public enum TestTokens {
     private final class Counter: @unchecked Sendable {
         private var value = 0
         private let lock = NSLock()
-        func next() -> Int { lock.withLock { value += 1; return value } }
+        func next() -> Int {
+            lock.withLock {
+                value += 1; return value
+            }
+        }
     }
 }
 
@@ -58,8 +62,10 @@ public struct ProcessResult: Sendable {
 
 public enum Run {
     /// Runs `executable` with arguments, an optional environment overlay and standard input bytes.
-    public static func program(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                               input: [UInt8] = [], directory: String? = nil) throws -> ProcessResult {
+    public static func program(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        input: [UInt8] = [], directory: String? = nil
+    ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -85,17 +91,22 @@ public enum Run {
         done.wait()
         let errData = errBox.data
         process.waitUntilExit()
-        return ProcessResult(status: process.terminationStatus, stdout: Array(outData),
-                             stderr: String(decoding: errData, as: UTF8.self))
+        return ProcessResult(
+            status: process.terminationStatus, stdout: Array(outData),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// The directory of the build products (where the `secure` executable is), found from the test bundle.
     public static var productsDirectory: String {
-        let candidates = [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        let candidates = [
+            Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        ]
         for candidate in candidates {
             var url = candidate
             for _ in 0..<3 {
-                if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("secure").path) { return url.path }
+                if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("secure").path) {
+                    return url.path
+                }
                 url = url.deletingLastPathComponent()
             }
         }
@@ -107,6 +118,7 @@ public enum Run {
 
     /// The project's root folder (where Package.swift is), found from this source file.
     public static var projectRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
     }
 }

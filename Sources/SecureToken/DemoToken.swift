@@ -1,7 +1,8 @@
 import Foundation
 import SecureCrypto
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// SoftHSM tokens in a local folder, for the demo and the tests. Never the system's token folder.
@@ -18,7 +19,9 @@ public enum DemoToken {
         public func soPINPath(label: String) -> String { directory + "/\(label).so-pin" }
 
         public init(directory: String) {
-            self.directory = directory.hasPrefix("/") ? directory
+            self.directory =
+                directory.hasPrefix("/")
+                ? directory
                 : FileManager.default.currentDirectoryPath + "/" + directory
         }
     }
@@ -33,8 +36,9 @@ public enum DemoToken {
     /// Writes the SoftHSM config for a folder and points this process at it. It must run before SoftHSM
     /// is initialized in this process: SoftHSM reads SOFTHSM2_CONF only in C_Initialize.
     public static func prepare(_ layout: Layout) throws {
-        try FileManager.default.createDirectory(atPath: layout.tokenDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: layout.tokenDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let config = """
             # SoftHSM configuration written by `secure token init-demo`. Demo and test tokens only.
             directories.tokendir = \(layout.tokenDirectory)
@@ -62,9 +66,11 @@ public enum DemoToken {
                 throw TokenError(.ambiguous, "a token labelled \"\(label)\" already exists in \(layout.directory)")
             }
         }
-        guard let freeSlot = try module.allSlots().first(where: { slot in
-            (try? module.tokenInfo(slot).flags & TokenFlag.tokenInitialized == 0) ?? false
-        }) else {
+        guard
+            let freeSlot = try module.allSlots().first(where: { slot in
+                (try? module.tokenInfo(slot).flags & TokenFlag.tokenInitialized == 0) ?? false
+            })
+        else {
             throw TokenError(.tokenNotFound, "SoftHSM offers no free slot in \(layout.directory)")
         }
         let userPIN = randomDigits(8), soPIN = randomDigits(12)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A PIN in memory that is locked against swapping where the system allows it and wiped when the PIN is
@@ -57,7 +58,8 @@ public final class PIN: @unchecked Sendable {
     func withBytes<Result>(_ body: (UnsafeMutablePointer<UInt8>, Int) throws -> Result) throws -> Result {
         try lock.withLock {
             guard length > 0 else {
-                throw TokenError(.pinUnavailable, "the PIN was discarded after use or after a wrong-PIN answer; enter it again")
+                throw TokenError(
+                    .pinUnavailable, "the PIN was discarded after use or after a wrong-PIN answer; enter it again")
             }
             return try body(storage.baseAddress!.assumingMemoryBound(to: UInt8.self), length)
         }

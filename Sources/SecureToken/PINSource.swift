@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a PIN comes from: `prompt`, `file:PATH`, `env:VAR` or `fd:N`. A URI's `pin-source` (a path or
@@ -24,7 +25,8 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
         } else if spec.hasPrefix("fd:"), let number = Int32(spec.dropFirst(3)), number >= 0 {
             self = .fileDescriptor(number)
         } else {
-            throw TokenError(.pinUnavailable, "the PIN source \"\(spec)\" is not one of prompt, file:PATH, env:VAR, fd:N")
+            throw TokenError(
+                .pinUnavailable, "the PIN source \"\(spec)\" is not one of prompt, file:PATH, env:VAR, fd:N")
         }
     }
 
@@ -36,12 +38,13 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
         } else if let source = uri.pinSource {
             if source.hasPrefix("file:") {
                 var path = String(source.dropFirst(5))
-                if path.hasPrefix("//") { path = String(path.dropFirst(2)) }  // file:///path
+                if path.hasPrefix("//") { path = String(path.dropFirst(2)) } // file:///path
                 self = .file(path)
             } else if source.hasPrefix("/") {
                 self = .file(source)
             } else {
-                throw TokenError(.pinUnavailable, "the URI's pin-source \"\(source)\" is neither a path nor a file: URI")
+                throw TokenError(
+                    .pinUnavailable, "the URI's pin-source \"\(source)\" is neither a path nor a file: URI")
             }
         } else {
             return nil
@@ -74,7 +77,8 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
         case .file(let path):
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
-                throw TokenError(.pinUnavailable, "cannot open the PIN file \(path): \(String(cString: strerror(errno)))")
+                throw TokenError(
+                    .pinUnavailable, "cannot open the PIN file \(path): \(String(cString: strerror(errno)))")
             }
             defer { close(descriptor) }
             return try Self.readPIN(from: descriptor, what: "the PIN file \(path)")
@@ -88,9 +92,13 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
         defer { wipe(&buffer) }
         var total = 0
         while total < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + total, $0.count - total) }
+            let count = buffer.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + total, $0.count - total)
+            }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw TokenError(.pinUnavailable, "cannot read \(what): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else {
+                throw TokenError(.pinUnavailable, "cannot read \(what): \(String(cString: strerror(errno)))")
+            }
             if count == 0 { break }
             total += count
             // A PIN ends at the first newline, so reading from a pipe or terminal never waits for EOF.
@@ -107,7 +115,8 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
     private static func promptWithoutEcho(_ text: String) throws -> PIN {
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard terminal >= 0 else {
-            throw TokenError(.pinUnavailable, "no terminal to ask for the PIN; pass --pin-source file:PATH, env:VAR or fd:N")
+            throw TokenError(
+                .pinUnavailable, "no terminal to ask for the PIN; pass --pin-source file:PATH, env:VAR or fd:N")
         }
         defer { close(terminal) }
         var saved = termios()

@@ -83,7 +83,9 @@ final class Template {
 
 /// An error for a failed C_* call, with the function's name.
 func pkcs11Error(_ function: String, _ value: UInt) -> TokenError {
-    TokenError(ReturnValue.code(value), "\(function): \(ReturnValue.sentence(value))", returnValueName: ReturnValue.name(value))
+    TokenError(
+        ReturnValue.code(value), "\(function): \(ReturnValue.sentence(value))", returnValueName: ReturnValue.name(value)
+    )
 }
 
 /// A loaded PKCS#11 module. p11-kit loads it unmanaged, so this process calls C_Initialize itself: with
@@ -115,7 +117,7 @@ final class Module: @unchecked Sendable {
     /// Loads every module p11-kit has registered, without initializing any.
     static func loadRegistered() -> [Module] {
         guard let list = p11_kit_modules_load(nil, Int32(P11_KIT_MODULE_UNMANAGED)) else { return [] }
-        defer { free(list) }  // the array only; each module is released by its Module
+        defer { free(list) } // the array only; each module is released by its Module
         var modules: [Module] = []
         var index = 0
         while let functions = list[index] {
@@ -150,12 +152,13 @@ final class Module: @unchecked Sendable {
             guard !initializedHere else { return }
             let reserved = (initArguments ?? registeredInitArguments).map { strdup($0) } ?? nil
             defer { free(reserved) }
-            var arguments = CK_C_INITIALIZE_ARGS(CreateMutex: nil, DestroyMutex: nil, LockMutex: nil,
-                                                 UnlockMutex: nil, flags: CK.osLockingOK, pReserved: UnsafeMutableRawPointer(reserved))
+            var arguments = CK_C_INITIALIZE_ARGS(
+                CreateMutex: nil, DestroyMutex: nil, LockMutex: nil,
+                UnlockMutex: nil, flags: CK.osLockingOK, pReserved: UnsafeMutableRawPointer(reserved))
             let value = functions.pointee.C_Initialize(&arguments)
             switch value {
             case ReturnValue.ok: initializedHere = true
-            case ReturnValue.cryptokiAlreadyInitialized: initializedHere = false  // someone else owns it
+            case ReturnValue.cryptokiAlreadyInitialized: initializedHere = false // someone else owns it
             default: throw pkcs11Error("C_Initialize of \(name)", value)
             }
         }
@@ -174,8 +177,10 @@ final class Module: @unchecked Sendable {
     func info() throws -> (description: String, manufacturer: String, version: String) {
         var info = CK_INFO()
         try check("C_GetInfo", functions.pointee.C_GetInfo(&info))
-        return (padded(info.libraryDescription), padded(info.manufacturerID),
-                "\(info.libraryVersion.major).\(info.libraryVersion.minor)")
+        return (
+            padded(info.libraryDescription), padded(info.manufacturerID),
+            "\(info.libraryVersion.major).\(info.libraryVersion.minor)"
+        )
     }
 
     /// Slots with a token present.
@@ -187,11 +192,12 @@ final class Module: @unchecked Sendable {
         try check("C_GetTokenInfo", functions.pointee.C_GetTokenInfo(slot, &info))
         var slotInfo = CK_SLOT_INFO()
         try check("C_GetSlotInfo", functions.pointee.C_GetSlotInfo(slot, &slotInfo))
-        return TokenInfo(label: padded(info.label), manufacturer: padded(info.manufacturerID),
-                         model: padded(info.model), serial: padded(info.serialNumber), flags: info.flags,
-                         sessionCount: info.ulSessionCount,
-                         slotDescription: padded(slotInfo.slotDescription),
-                         slotManufacturer: padded(slotInfo.manufacturerID))
+        return TokenInfo(
+            label: padded(info.label), manufacturer: padded(info.manufacturerID),
+            model: padded(info.model), serial: padded(info.serialNumber), flags: info.flags,
+            sessionCount: info.ulSessionCount,
+            slotDescription: padded(slotInfo.slotDescription),
+            slotManufacturer: padded(slotInfo.manufacturerID))
     }
 
     /// Whether the token offers a mechanism.
@@ -327,7 +333,8 @@ final class SessionHandle {
         var probe = CK_ATTRIBUTE(type: type, pValue: nil, ulValueLen: 0)
         let first = module.list.C_GetAttributeValue(handle, object, &probe, 1)
         if first == CKR_ATTRIBUTE_SENSITIVE || first == CKR_ATTRIBUTE_TYPE_INVALID
-            || probe.ulValueLen == CK.unavailableInformation {
+            || probe.ulValueLen == CK.unavailableInformation
+        {
             return nil
         }
         try check("C_GetAttributeValue", first)
@@ -342,25 +349,33 @@ final class SessionHandle {
     }
 
     /// C_GenerateKeyPair with the EC mechanism; returns (public, private) handles.
-    func generateECKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
+    func generateECKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (
+        ObjectHandle, ObjectHandle
+    ) {
         try generateKeyPair(CK.mechanismECKeyPairGen, publicTemplate: publicTemplate, privateTemplate: privateTemplate)
     }
 
     /// C_GenerateKeyPair with CKM_RSA_PKCS_KEY_PAIR_GEN; returns (public, private) handles.
-    func generateRSAKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
+    func generateRSAKeyPair(publicTemplate: [AttributeValue], privateTemplate: [AttributeValue]) throws -> (
+        ObjectHandle, ObjectHandle
+    ) {
         try generateKeyPair(CK.mechanismRSAKeyPairGen, publicTemplate: publicTemplate, privateTemplate: privateTemplate)
     }
 
     /// C_GenerateKeyPair with a parameterless mechanism; returns (public, private) handles.
-    private func generateKeyPair(_ mechanismType: UInt, publicTemplate: [AttributeValue],
-                                 privateTemplate: [AttributeValue]) throws -> (ObjectHandle, ObjectHandle) {
+    private func generateKeyPair(
+        _ mechanismType: UInt, publicTemplate: [AttributeValue],
+        privateTemplate: [AttributeValue]
+    ) throws -> (ObjectHandle, ObjectHandle) {
         var mechanism = CK_MECHANISM(mechanism: mechanismType, pParameter: nil, ulParameterLen: 0)
         let publicOwner = Template(publicTemplate), privateOwner = Template(privateTemplate)
         var publicAttributes = publicOwner.attributes, privateAttributes = privateOwner.attributes
         var publicKey: UInt = 0, privateKey: UInt = 0
-        try check("C_GenerateKeyPair", module.list.C_GenerateKeyPair(
-            handle, &mechanism, &publicAttributes, UInt(publicAttributes.count),
-            &privateAttributes, UInt(privateAttributes.count), &publicKey, &privateKey))
+        try check(
+            "C_GenerateKeyPair",
+            module.list.C_GenerateKeyPair(
+                handle, &mechanism, &publicAttributes, UInt(publicAttributes.count),
+                &privateAttributes, UInt(privateAttributes.count), &publicKey, &privateKey))
         return (publicKey, privateKey)
     }
 
@@ -368,11 +383,13 @@ final class SessionHandle {
     /// buffer of `outputByteCountMax` bytes: no size query, so the operation is one call. The caller wipes
     /// the result.
     func decryptRSAOAEP(_ key: ObjectHandle, ciphertext: [UInt8], outputByteCountMax: Int) throws -> [UInt8] {
-        var parameters = CK_RSA_PKCS_OAEP_PARAMS(hashAlg: CK.mechanismSHA256, mgf: CK.mgf1SHA256,
-                                                 source: CK.oaepSourceDataSpecified, pSourceData: nil, ulSourceDataLen: 0)
+        var parameters = CK_RSA_PKCS_OAEP_PARAMS(
+            hashAlg: CK.mechanismSHA256, mgf: CK.mgf1SHA256,
+            source: CK.oaepSourceDataSpecified, pSourceData: nil, ulSourceDataLen: 0)
         try withUnsafeMutableBytes(of: &parameters) { parameterBytes in
-            var mechanism = CK_MECHANISM(mechanism: CK.mechanismRSAOAEP, pParameter: parameterBytes.baseAddress,
-                                         ulParameterLen: UInt(parameterBytes.count))
+            var mechanism = CK_MECHANISM(
+                mechanism: CK.mechanismRSAOAEP, pParameter: parameterBytes.baseAddress,
+                ulParameterLen: UInt(parameterBytes.count))
             try check("C_DecryptInit", module.list.C_DecryptInit(handle, &mechanism, key))
         }
         var input = ciphertext
@@ -401,7 +418,8 @@ final class SessionHandle {
     func setAttributes(_ object: ObjectHandle, _ values: [AttributeValue]) throws {
         let owner = Template(values)
         var attributes = owner.attributes
-        try check("C_SetAttributeValue", module.list.C_SetAttributeValue(handle, object, &attributes, UInt(attributes.count)))
+        try check(
+            "C_SetAttributeValue", module.list.C_SetAttributeValue(handle, object, &attributes, UInt(attributes.count)))
     }
 
     /// C_DestroyObject.
@@ -430,12 +448,14 @@ final class SessionHandle {
     func deriveECDH(_ key: ObjectHandle, peerPoint: [UInt8]) throws -> ObjectHandle {
         var point = peerPoint
         return try point.withUnsafeMutableBufferPointer { pointBuffer in
-            var parameters = CK_ECDH1_DERIVE_PARAMS(kdf: CK.kdfNull, ulSharedDataLen: 0, pSharedData: nil,
-                                                    ulPublicDataLen: UInt(pointBuffer.count),
-                                                    pPublicData: pointBuffer.baseAddress)
+            var parameters = CK_ECDH1_DERIVE_PARAMS(
+                kdf: CK.kdfNull, ulSharedDataLen: 0, pSharedData: nil,
+                ulPublicDataLen: UInt(pointBuffer.count),
+                pPublicData: pointBuffer.baseAddress)
             return try withUnsafeMutableBytes(of: &parameters) { parameterBytes in
-                var mechanism = CK_MECHANISM(mechanism: CK.mechanismECDH1Derive, pParameter: parameterBytes.baseAddress,
-                                             ulParameterLen: UInt(parameterBytes.count))
+                var mechanism = CK_MECHANISM(
+                    mechanism: CK.mechanismECDH1Derive, pParameter: parameterBytes.baseAddress,
+                    ulParameterLen: UInt(parameterBytes.count))
                 let owner = Template([
                     .number(Attribute.class, CK.classSecretKey), .number(Attribute.keyType, CK.keyTypeGenericSecret),
                     .bool(Attribute.token, false), .bool(Attribute.sensitive, false),
@@ -443,8 +463,11 @@ final class SessionHandle {
                 ])
                 var attributes = owner.attributes
                 var derived: UInt = 0
-                try check("C_DeriveKey", module.list.C_DeriveKey(handle, &mechanism, key, &attributes,
-                                                                UInt(attributes.count), &derived))
+                try check(
+                    "C_DeriveKey",
+                    module.list.C_DeriveKey(
+                        handle, &mechanism, key, &attributes,
+                        UInt(attributes.count), &derived))
                 return derived
             }
         }

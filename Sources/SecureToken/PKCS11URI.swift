@@ -31,9 +31,11 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
     /// The longest URI accepted; a real one is a few hundred bytes.
     static let textByteCountMax = 4096
 
-    private static let pathKeys = ["token", "manufacturer", "model", "serial", "object", "id", "type",
-                                   "library-manufacturer", "library-description", "library-version",
-                                   "slot-description", "slot-manufacturer", "slot-id"]
+    private static let pathKeys = [
+        "token", "manufacturer", "model", "serial", "object", "id", "type",
+        "library-manufacturer", "library-description", "library-version",
+        "slot-description", "slot-manufacturer", "slot-id",
+    ]
     private static let queryKeys = ["module-name", "module-path", "pin-source", "pin-value"]
 
     /// Parses a URI. The error names the part that is wrong.
@@ -71,12 +73,15 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
         case "id": id = value
         case "type":
             guard let parsed = ObjectType(rawValue: try Self.text(value, key)) else {
-                throw Self.invalid("has type=\(String(decoding: value, as: UTF8.self)); expected one of "
-                    + ObjectType.allCases.map(\.rawValue).joined(separator: ", "))
+                throw Self.invalid(
+                    "has type=\(String(decoding: value, as: UTF8.self)); expected one of "
+                        + ObjectType.allCases.map(\.rawValue).joined(separator: ", "))
             }
             type = parsed
         case "slot-id":
-            guard let number = UInt(try Self.text(value, key)) else { throw Self.invalid("has a slot-id that is not a number") }
+            guard let number = UInt(try Self.text(value, key)) else {
+                throw Self.invalid("has a slot-id that is not a number")
+            }
             slotID = number
         case "token": token = try Self.text(value, key)
         case "manufacturer": manufacturer = try Self.text(value, key)
@@ -87,11 +92,12 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
         case "library-description": libraryDescription = try Self.text(value, key)
         case "slot-description": slotDescription = try Self.text(value, key)
         case "slot-manufacturer": slotManufacturer = try Self.text(value, key)
-        case "library-version": break  // accepted and ignored: a version does not select a token here
+        case "library-version": break // accepted and ignored: a version does not select a token here
         default:
             // RFC 7512 reserves x- names for vendor extensions; anything else is a typo worth naming.
             guard key.hasPrefix("x-") else {
-                throw Self.invalid("has an unknown path attribute \"\(key)\"; known: " + Self.pathKeys.joined(separator: ", "))
+                throw Self.invalid(
+                    "has an unknown path attribute \"\(key)\"; known: " + Self.pathKeys.joined(separator: ", "))
             }
         }
     }
@@ -104,7 +110,8 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
         case "pin-value": pinValue = try Self.text(value, key)
         default:
             guard key.hasPrefix("x-") else {
-                throw Self.invalid("has an unknown query attribute \"\(key)\"; known: " + Self.queryKeys.joined(separator: ", "))
+                throw Self.invalid(
+                    "has an unknown query attribute \"\(key)\"; known: " + Self.queryKeys.joined(separator: ", "))
             }
         }
     }
@@ -119,17 +126,23 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
         func joined(_ attributes: [(String, String?)], separator: String) -> String {
             attributes.compactMap { key, value in value.map { key + "=" + $0 } }.joined(separator: separator)
         }
-        let path = joined([("token", encoded(token)), ("manufacturer", encoded(manufacturer)), ("model", encoded(model)),
-                           ("serial", encoded(serial)), ("library-manufacturer", encoded(libraryManufacturer)),
-                           ("library-description", encoded(libraryDescription)),
-                           ("slot-description", encoded(slotDescription)),
-                           ("slot-manufacturer", encoded(slotManufacturer)), ("slot-id", slotID.map { "\($0)" }),
-                           ("object", encoded(object)), ("id", id.map { Self.encode($0, allowed: []) }),
-                           ("type", encoded(type?.rawValue))], separator: ";")
-        let query = joined([("module-name", encoded(moduleName, Self.queryRaw)),
-                            ("module-path", encoded(modulePath, Self.queryRaw)),
-                            ("pin-source", encoded(pinSource, Self.queryRaw)),
-                            ("pin-value", encoded(pinValue, Self.queryRaw))], separator: "&")
+        let path = joined(
+            [
+                ("token", encoded(token)), ("manufacturer", encoded(manufacturer)), ("model", encoded(model)),
+                ("serial", encoded(serial)), ("library-manufacturer", encoded(libraryManufacturer)),
+                ("library-description", encoded(libraryDescription)),
+                ("slot-description", encoded(slotDescription)),
+                ("slot-manufacturer", encoded(slotManufacturer)), ("slot-id", slotID.map { "\($0)" }),
+                ("object", encoded(object)), ("id", id.map { Self.encode($0, allowed: []) }),
+                ("type", encoded(type?.rawValue)),
+            ], separator: ";")
+        let query = joined(
+            [
+                ("module-name", encoded(moduleName, Self.queryRaw)),
+                ("module-path", encoded(modulePath, Self.queryRaw)),
+                ("pin-source", encoded(pinSource, Self.queryRaw)),
+                ("pin-value", encoded(pinValue, Self.queryRaw)),
+            ], separator: "&")
         return "pkcs11:" + path + (query.isEmpty ? "" : "?" + query)
     }
 
@@ -175,14 +188,17 @@ public struct PKCS11URI: Hashable, Sendable, CustomStringConvertible {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
                 guard index + 2 < bytes.count,
-                      let decoded = percentByte(bytes[index + 1], bytes[index + 2]) else {
+                    let decoded = percentByte(bytes[index + 1], bytes[index + 2])
+                else {
                     throw invalid("has a bad percent-escape in \"\(key)\"")
                 }
                 output.append(decoded)
                 index += 3
             } else {
                 guard allowed.contains(byte) else {
-                    throw invalid("has the character \"\(String(decoding: [byte], as: UTF8.self))\" in \"\(key)\"; percent-encode it")
+                    throw invalid(
+                        "has the character \"\(String(decoding: [byte], as: UTF8.self))\" in \"\(key)\"; percent-encode it"
+                    )
                 }
                 output.append(byte)
                 index += 1

@@ -43,7 +43,7 @@ enum ReturnValue {
         case CKR_PIN_INCORRECT: return .pinIncorrect
         case CKR_PIN_LOCKED: return .pinLocked
         case CKR_DEVICE_REMOVED, CKR_TOKEN_NOT_PRESENT, CKR_SESSION_HANDLE_INVALID,
-             CKR_SESSION_CLOSED, CKR_DEVICE_ERROR:
+            CKR_SESSION_CLOSED, CKR_DEVICE_ERROR:
             return .tokenRemoved
         case CKR_KEY_HANDLE_INVALID, CKR_OBJECT_HANDLE_INVALID: return .keyNotFound
         case CKR_FUNCTION_NOT_SUPPORTED, CKR_MECHANISM_INVALID, CKR_CURVE_NOT_SUPPORTED: return .unsupported
@@ -62,11 +62,15 @@ enum ReturnValue {
         (CKR_CANCEL, "CKR_CANCEL", "the operation was cancelled"),
         (CKR_HOST_MEMORY, "CKR_HOST_MEMORY", "the token module ran out of memory"),
         (CKR_SLOT_ID_INVALID, "CKR_SLOT_ID_INVALID", "the slot no longer exists; was the reader unplugged?"),
-        (CKR_GENERAL_ERROR, "CKR_GENERAL_ERROR",
-         "the token module failed; try again, and reinsert the token if it persists"),
+        (
+            CKR_GENERAL_ERROR, "CKR_GENERAL_ERROR",
+            "the token module failed; try again, and reinsert the token if it persists"
+        ),
         (CKR_FUNCTION_FAILED, "CKR_FUNCTION_FAILED", "the token could not carry out the operation"),
-        (CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD",
-         "the module refused its arguments (some modules, such as NSS softokn, need init args)"),
+        (
+            CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD",
+            "the module refused its arguments (some modules, such as NSS softokn, need init args)"
+        ),
         (CKR_CANT_LOCK, "CKR_CANT_LOCK", "the module cannot do the thread locking this program needs"),
         (CKR_ATTRIBUTE_READ_ONLY, "CKR_ATTRIBUTE_READ_ONLY", "the token will not change that attribute"),
         (CKR_ATTRIBUTE_SENSITIVE, "CKR_ATTRIBUTE_SENSITIVE", "the token keeps that value secret, as it should"),
@@ -94,16 +98,20 @@ enum ReturnValue {
         (CKR_PIN_INVALID, "CKR_PIN_INVALID", "the PIN has characters the token does not accept"),
         (CKR_PIN_LEN_RANGE, "CKR_PIN_LEN_RANGE", "the PIN is too short or too long for this token"),
         (CKR_PIN_EXPIRED, "CKR_PIN_EXPIRED", "the PIN has expired; set a new one with the token's own tool"),
-        (CKR_PIN_LOCKED, "CKR_PIN_LOCKED",
-         "the PIN is locked after too many wrong tries; unblock it with the SO PIN or PUK"),
+        (
+            CKR_PIN_LOCKED, "CKR_PIN_LOCKED",
+            "the PIN is locked after too many wrong tries; unblock it with the SO PIN or PUK"
+        ),
         (CKR_SESSION_CLOSED, "CKR_SESSION_CLOSED", "the session was closed during the operation"),
         (CKR_SESSION_COUNT, "CKR_SESSION_COUNT", "the token has too many open sessions"),
         (CKR_SESSION_HANDLE_INVALID, "CKR_SESSION_HANDLE_INVALID", "the session is gone; was the token removed?"),
         (CKR_SESSION_PARALLEL_NOT_SUPPORTED, "CKR_SESSION_PARALLEL_NOT_SUPPORTED", "the token needs serial sessions"),
         (CKR_SESSION_READ_ONLY, "CKR_SESSION_READ_ONLY", "the session is read-only"),
         (CKR_SESSION_EXISTS, "CKR_SESSION_EXISTS", "sessions are open, so the token cannot be initialized"),
-        (CKR_SESSION_READ_ONLY_EXISTS, "CKR_SESSION_READ_ONLY_EXISTS",
-         "a read-only session exists, so the SO cannot log in"),
+        (
+            CKR_SESSION_READ_ONLY_EXISTS, "CKR_SESSION_READ_ONLY_EXISTS",
+            "a read-only session exists, so the SO cannot log in"
+        ),
         (CKR_SESSION_READ_WRITE_SO_EXISTS, "CKR_SESSION_READ_WRITE_SO_EXISTS", "an SO session exists"),
         (CKR_SIGNATURE_INVALID, "CKR_SIGNATURE_INVALID", "the signature is invalid"),
         (CKR_SIGNATURE_LEN_RANGE, "CKR_SIGNATURE_LEN_RANGE", "the signature has the wrong length"),
@@ -114,11 +122,15 @@ enum ReturnValue {
         (CKR_TOKEN_WRITE_PROTECTED, "CKR_TOKEN_WRITE_PROTECTED", "the token is write-protected"),
         (CKR_USER_ALREADY_LOGGED_IN, "CKR_USER_ALREADY_LOGGED_IN", "the user is already logged in"),
         (CKR_USER_NOT_LOGGED_IN, "CKR_USER_NOT_LOGGED_IN", "the token needs a PIN login for this"),
-        (CKR_USER_PIN_NOT_INITIALIZED, "CKR_USER_PIN_NOT_INITIALIZED",
-         "the token has no user PIN yet; initialize it first"),
+        (
+            CKR_USER_PIN_NOT_INITIALIZED, "CKR_USER_PIN_NOT_INITIALIZED",
+            "the token has no user PIN yet; initialize it first"
+        ),
         (CKR_USER_TYPE_INVALID, "CKR_USER_TYPE_INVALID", "the token refused the login type"),
-        (CKR_USER_ANOTHER_ALREADY_LOGGED_IN, "CKR_USER_ANOTHER_ALREADY_LOGGED_IN",
-         "another user is logged in to the token"),
+        (
+            CKR_USER_ANOTHER_ALREADY_LOGGED_IN, "CKR_USER_ANOTHER_ALREADY_LOGGED_IN",
+            "another user is logged in to the token"
+        ),
         (CKR_USER_TOO_MANY_TYPES, "CKR_USER_TOO_MANY_TYPES", "too many users are logged in to the token"),
         (CKR_RANDOM_SEED_NOT_SUPPORTED, "CKR_RANDOM_SEED_NOT_SUPPORTED", "the token does not take random seeds"),
         (CKR_RANDOM_NO_RNG, "CKR_RANDOM_NO_RNG", "the token has no random number generator"),
@@ -127,8 +139,10 @@ enum ReturnValue {
         (CKR_BUFFER_TOO_SMALL, "CKR_BUFFER_TOO_SMALL", "the output buffer was too small"),
         (CKR_INFORMATION_SENSITIVE, "CKR_INFORMATION_SENSITIVE", "the token will not reveal that information"),
         (CKR_CRYPTOKI_NOT_INITIALIZED, "CKR_CRYPTOKI_NOT_INITIALIZED", "the module was not initialized"),
-        (CKR_CRYPTOKI_ALREADY_INITIALIZED, "CKR_CRYPTOKI_ALREADY_INITIALIZED",
-         "the module was already initialized in this process"),
+        (
+            CKR_CRYPTOKI_ALREADY_INITIALIZED, "CKR_CRYPTOKI_ALREADY_INITIALIZED",
+            "the module was already initialized in this process"
+        ),
         (CKR_MUTEX_BAD, "CKR_MUTEX_BAD", "the module's locking failed"),
         (CKR_MUTEX_NOT_LOCKED, "CKR_MUTEX_NOT_LOCKED", "the module's locking failed"),
         (CKR_LIBRARY_LOAD_FAILED, "CKR_LIBRARY_LOAD_FAILED", "the module could not load a library it needs"),

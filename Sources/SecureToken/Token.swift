@@ -32,15 +32,21 @@ public enum PINState: String, Sendable, Codable {
         switch self {
         case .ok, .countLow, .notRequired: return
         case .notInitialized:
-            throw TokenError(.pinUnavailable, "the token \"\(tokenLabel)\" has no user PIN set; initialize it with the token's own tool")
+            throw TokenError(
+                .pinUnavailable,
+                "the token \"\(tokenLabel)\" has no user PIN set; initialize it with the token's own tool")
         case .locked:
-            throw TokenError(.pinLocked, "the user PIN of \"\(tokenLabel)\" is locked after too many wrong tries; "
-                + (unblockAdvice ?? UnblockAdvice.generic) + ", then try again",
-                             returnValueName: ReturnValue.name(ReturnValue.pinLocked))
+            throw TokenError(
+                .pinLocked,
+                "the user PIN of \"\(tokenLabel)\" is locked after too many wrong tries; "
+                    + (unblockAdvice ?? UnblockAdvice.generic) + ", then try again",
+                returnValueName: ReturnValue.name(ReturnValue.pinLocked))
         case .finalTry:
             guard confirmedFinalTry else {
-                throw TokenError(.pinFinalTry, "the token \"\(tokenLabel)\" has ONE PIN try left; a wrong PIN now locks it. "
-                    + "Check the PIN, then pass --confirm-final-try to use the last try")
+                throw TokenError(
+                    .pinFinalTry,
+                    "the token \"\(tokenLabel)\" has ONE PIN try left; a wrong PIN now locks it. "
+                        + "Check the PIN, then pass --confirm-final-try to use the last try")
             }
         }
     }
@@ -49,16 +55,21 @@ public enum PINState: String, Sendable, Codable {
 /// How to unblock a locked user PIN, per kind of token. Only the token's own tools can do it: the wallet
 /// never holds a PUK or SO PIN.
 enum UnblockAdvice {
-    static let generic = "unblock it with the SO PIN or PUK using the token's own tool (yubico-piv-tool -a unblock-pin, "
+    static let generic =
+        "unblock it with the SO PIN or PUK using the token's own tool (yubico-piv-tool -a unblock-pin, "
         + "or pkcs11-tool --login --login-type so --init-pin)"
-    static let piv = "unblock it with the card's PUK: yubico-piv-tool -a unblock-pin -P PUK -N NEW_PIN "
+    static let piv =
+        "unblock it with the card's PUK: yubico-piv-tool -a unblock-pin -P PUK -N NEW_PIN "
         + "(or ykman piv access unblock-pin); after 3 wrong PUKs only a reset of the PIV application helps, "
         + "and it erases the keys"
-    static let smartCardHSM = "unblock it with the SO PIN: pkcs11-tool --module opensc-pkcs11.so --login --login-type so "
+    static let smartCardHSM =
+        "unblock it with the SO PIN: pkcs11-tool --module opensc-pkcs11.so --login --login-type so "
         + "--so-pin SO_PIN --init-pin --new-pin NEW_PIN (Nitrokey HSM / SmartCard-HSM)"
-    static let softHSM = "reset it as the SO: pkcs11-tool --module libsofthsm2.so --token-label LABEL --login "
+    static let softHSM =
+        "reset it as the SO: pkcs11-tool --module libsofthsm2.so --token-label LABEL --login "
         + "--login-type so --so-pin SO_PIN --init-pin --new-pin NEW_PIN"
-    static let tpm = "the TPM locks out after wrong PINs and unlocks after its recovery time; an owner can clear it "
+    static let tpm =
+        "the TPM locks out after wrong PINs and unlocks after its recovery time; an owner can clear it "
         + "at once with tpm2_dictionarylockout --clear-lockout, and the SO can set a new user PIN with tpm2_ptool initpin"
 
     /// The advice for a token, by what its module reports.
@@ -100,8 +111,9 @@ public final class Token: @unchecked Sendable {
 
     /// How to unblock this token's locked user PIN, with its own tools.
     public var unblockAdvice: String {
-        UnblockAdvice.forToken(manufacturer: manufacturer, model: model,
-                               moduleDescription: (try? module.info().description) ?? "")
+        UnblockAdvice.forToken(
+            manufacturer: manufacturer, model: model,
+            moduleDescription: (try? module.info().description) ?? "")
     }
 
     /// Checks that a login may be attempted, with this token's unblock advice when its PIN is locked.
@@ -110,7 +122,9 @@ public final class Token: @unchecked Sendable {
     }
 
     /// Whether the token's PIN pad or biometrics handle authentication itself.
-    public var hasProtectedAuthenticationPath: Bool { get throws { try flags & TokenFlag.protectedAuthenticationPath != 0 } }
+    public var hasProtectedAuthenticationPath: Bool {
+        get throws { try flags & TokenFlag.protectedAuthenticationPath != 0 }
+    }
 
     /// A URI that names this token and its module, never its slot id.
     public var uri: PKCS11URI {
@@ -169,8 +183,10 @@ public final class TokenLibrary: @unchecked Sendable {
             guard let name = uri.moduleName else { return all }
             guard let module = all.first(where: { $0.name == name }) else {
                 let known = all.map(\.name).sorted().joined(separator: ", ")
-                throw TokenError(.moduleNotFound, "p11-kit has no module named \"\(name)\" (registered: \(known.isEmpty ? "none" : known)); "
-                    + "install it, or give its path with module-path=")
+                throw TokenError(
+                    .moduleNotFound,
+                    "p11-kit has no module named \"\(name)\" (registered: \(known.isEmpty ? "none" : known)); "
+                        + "install it, or give its path with module-path=")
             }
             return [module]
         }
@@ -202,10 +218,12 @@ public final class TokenLibrary: @unchecked Sendable {
                     let token = Token(module: module, slot: slot, info: info)
                     return token.matches(uri, slotInfo: info) ? token : nil
                 }
-                return Listing(moduleName: module.name, modulePath: module.path, moduleDescription: description,
-                               tokens: tokens, error: nil)
+                return Listing(
+                    moduleName: module.name, modulePath: module.path, moduleDescription: description,
+                    tokens: tokens, error: nil)
             } catch let error as TokenError {
-                return Listing(moduleName: module.name, modulePath: module.path, moduleDescription: "", tokens: [], error: error)
+                return Listing(
+                    moduleName: module.name, modulePath: module.path, moduleDescription: "", tokens: [], error: error)
             }
         }
     }
@@ -213,7 +231,10 @@ public final class TokenLibrary: @unchecked Sendable {
     /// The one token a URI names. No token, or more than one, is an error that says how to be precise.
     public func token(_ uri: PKCS11URI) throws -> Token {
         if uri.slotID != nil && uri.token == nil && uri.serial == nil {
-            throw TokenError(.invalidURI, "the URI picks a token by slot-id alone; slot ids change between runs, so name the token (token=, serial=)")
+            throw TokenError(
+                .invalidURI,
+                "the URI picks a token by slot-id alone; slot ids change between runs, so name the token (token=, serial=)"
+            )
         }
         let listings = try list(uri)
         let tokens = listings.flatMap(\.tokens)
@@ -221,11 +242,15 @@ public final class TokenLibrary: @unchecked Sendable {
         if tokens.isEmpty {
             let failures = listings.compactMap { listing in listing.error.map { "\(listing.moduleName): \($0)" } }
             let reason = failures.isEmpty ? "" : " (" + failures.joined(separator: "; ") + ")"
-            throw TokenError(.tokenNotFound, "no token matches \(uri.withoutPIN.tokenOnly); is it inserted? "
-                + "`secure token list` shows what is present" + reason)
+            throw TokenError(
+                .tokenNotFound,
+                "no token matches \(uri.withoutPIN.tokenOnly); is it inserted? "
+                    + "`secure token list` shows what is present" + reason)
         }
         let names = tokens.map { "\($0.uri)" }.joined(separator: ", ")
-        throw TokenError(.ambiguous, "\(tokens.count) tokens match \(uri.withoutPIN.tokenOnly): \(names); add serial= or token= to pick one")
+        throw TokenError(
+            .ambiguous,
+            "\(tokens.count) tokens match \(uri.withoutPIN.tokenOnly): \(names); add serial= or token= to pick one")
     }
 
     /// Finalizes the modules this process initialized.
@@ -254,7 +279,9 @@ extension Token {
     public func publicKeys() throws -> [TokenKey] {
         let session = try module.openSession(slot, readWrite: false)
         defer { session.close() }
-        let handles = try session.findObjects([.number(Attribute.class, CK.classPublicKey), .number(Attribute.keyType, CK.keyTypeEC)])
+        let handles = try session.findObjects([
+            .number(Attribute.class, CK.classPublicKey), .number(Attribute.keyType, CK.keyTypeEC),
+        ])
         return try handles.compactMap { handle in
             let id = try session.attribute(handle, Attribute.id) ?? []
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
@@ -278,7 +305,10 @@ extension Token {
         }
         guard matches.count == 1 else {
             if matches.isEmpty {
-                throw TokenError(.keyNotFound, "no P-256 key matches \(keyURI.withoutPIN) on \"\(label)\"; `secure keys list` shows the keys there")
+                throw TokenError(
+                    .keyNotFound,
+                    "no P-256 key matches \(keyURI.withoutPIN) on \"\(label)\"; `secure keys list` shows the keys there"
+                )
             }
             throw TokenError(.ambiguous, "\(matches.count) keys match \(keyURI.withoutPIN); add id= to pick one")
         }

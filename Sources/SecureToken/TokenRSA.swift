@@ -32,7 +32,8 @@ extension TokenSession {
         let labelBytes = Array(label.utf8)
         let publicTemplate: [AttributeValue] = [
             .number(Attribute.class, CK.classPublicKey), .number(Attribute.keyType, CK.keyTypeRSA),
-            .bool(Attribute.token, true), .bool(Attribute.private, false), .number(Attribute.modulusBits, Self.rsaModulusBitCount),
+            .bool(Attribute.token, true), .bool(Attribute.private, false),
+            .number(Attribute.modulusBits, Self.rsaModulusBitCount),
             .bytes(Attribute.publicExponent, [0x01, 0x00, 0x01]), .bool(Attribute.encrypt, true),
             .bytes(Attribute.id, id), .bytes(Attribute.label, labelBytes),
         ]
@@ -43,13 +44,16 @@ extension TokenSession {
             .bytes(Attribute.id, id), .bytes(Attribute.label, labelBytes),
         ]
         return try withSessionForRSA { session in
-            let (publicHandle, privateHandle) = try session.generateRSAKeyPair(publicTemplate: publicTemplate,
-                                                                               privateTemplate: privateTemplate)
+            let (publicHandle, privateHandle) = try session.generateRSAKeyPair(
+                publicTemplate: publicTemplate,
+                privateTemplate: privateTemplate)
             do {
-                try Self.refuseWeak(try Self.readAttributes(session, privateHandle), usage: .decrypt, generatedHere: true,
-                                    policy: policy, what: "the token made an RSA key that was destroyed because it")
-                return TokenRSAKey(id: id, label: label, publicKey: try Self.readRSAPublicKey(session, publicHandle),
-                                   uri: keyURI(id: id, label: label))
+                try Self.refuseWeak(
+                    try Self.readAttributes(session, privateHandle), usage: .decrypt, generatedHere: true,
+                    policy: policy, what: "the token made an RSA key that was destroyed because it")
+                return TokenRSAKey(
+                    id: id, label: label, publicKey: try Self.readRSAPublicKey(session, publicHandle),
+                    uri: keyURI(id: id, label: label))
             } catch {
                 try? session.destroyObject(privateHandle)
                 try? session.destroyObject(publicHandle)
@@ -62,10 +66,14 @@ extension TokenSession {
     public func rsaKeys() throws -> [TokenRSAKey] {
         try withSessionForRSA { session in
             try Self.privateKeys(session, keyType: CK.keyTypeRSA) { id, label in
-                guard let publicHandle = try session.findObjects([.number(Attribute.class, CK.classPublicKey),
-                                                                  .number(Attribute.keyType, CK.keyTypeRSA),
-                                                                  .bytes(Attribute.id, id)]).first,
-                      let publicKey = try? Self.readRSAPublicKey(session, publicHandle) else { return nil }
+                guard
+                    let publicHandle = try session.findObjects([
+                        .number(Attribute.class, CK.classPublicKey),
+                        .number(Attribute.keyType, CK.keyTypeRSA),
+                        .bytes(Attribute.id, id),
+                    ]).first,
+                    let publicKey = try? Self.readRSAPublicKey(session, publicHandle)
+                else { return nil }
                 return TokenRSAKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
             }
         }
@@ -82,13 +90,16 @@ extension TokenSession {
     /// RSA-OAEP (SHA-256, MGF1-SHA-256, empty label) decryption on the token.
     public func decryptOAEPSHA256(key: TokenRSAKey, ciphertext: [UInt8]) throws -> SecretBytes {
         try withSessionForRSA { session in
-            let handles = try session.findObjects([.number(Attribute.class, CK.classPrivateKey),
-                                                   .number(Attribute.keyType, CK.keyTypeRSA), .bytes(Attribute.id, key.id)])
+            let handles = try session.findObjects([
+                .number(Attribute.class, CK.classPrivateKey),
+                .number(Attribute.keyType, CK.keyTypeRSA), .bytes(Attribute.id, key.id),
+            ])
             guard handles.count == 1 else {
                 throw TokenError(.keyNotFound, "the RSA key with id \(Hex.encode(key.id)) is not on \"\(token.label)\"")
             }
-            var plaintext = try session.decryptRSAOAEP(handles[0], ciphertext: ciphertext,
-                                                       outputByteCountMax: key.publicKey.ciphertextByteCount)
+            var plaintext = try session.decryptRSAOAEP(
+                handles[0], ciphertext: ciphertext,
+                outputByteCountMax: key.publicKey.ciphertextByteCount)
             defer { plaintext.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
             return SecretBytes(plaintext)
         }
@@ -96,7 +107,8 @@ extension TokenSession {
 
     static func readRSAPublicKey(_ session: SessionHandle, _ handle: ObjectHandle) throws -> RSAPublicKey {
         guard let modulus = try session.attribute(handle, Attribute.modulus),
-              let exponent = try session.attribute(handle, Attribute.publicExponent) else {
+            let exponent = try session.attribute(handle, Attribute.publicExponent)
+        else {
             throw TokenError(.keyRefused, "the token did not return the RSA key's CKA_MODULUS and CKA_PUBLIC_EXPONENT")
         }
         do {

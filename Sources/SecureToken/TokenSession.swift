@@ -138,20 +138,22 @@ public final class TokenSession: @unchecked Sendable {
         precondition(!closed, "TokenSession used after close()")
         if let handle { return handle }
         guard let pin = heldPIN else {
-            throw TokenError(.pinUnavailable, "the token is locked until the next approval; approve the operation to unlock it")
+            throw TokenError(
+                .pinUnavailable, "the token is locked until the next approval; approve the operation to unlock it")
         }
         let fresh = try token.module.openSession(token.slot, readWrite: true)
         let value = try fresh.login(userType: CK.user, pin: pin)
         switch value {
-        case ReturnValue.ok, ReturnValue.userAlreadyLoggedIn:  // another session of ours holds the login
+        case ReturnValue.ok, ReturnValue.userAlreadyLoggedIn: // another session of ours holds the login
             break
         case ReturnValue.pinIncorrect:
             pin.discard()
             throw pkcs11Error("C_Login", value)
-        case ReturnValue.pinLocked:  // the wrong PIN that locked it, or a token that sets no flags (a TPM)
+        case ReturnValue.pinLocked: // the wrong PIN that locked it, or a token that sets no flags (a TPM)
             pin.discard()
-            throw TokenError(.pinLocked, "the user PIN of \"\(token.label)\" is locked; \(token.unblockAdvice), then try again",
-                             returnValueName: ReturnValue.name(ReturnValue.pinLocked))
+            throw TokenError(
+                .pinLocked, "the user PIN of \"\(token.label)\" is locked; \(token.unblockAdvice), then try again",
+                returnValueName: ReturnValue.name(ReturnValue.pinLocked))
         default:
             throw pkcs11Error("C_Login", value)
         }
@@ -174,14 +176,18 @@ public final class TokenSession: @unchecked Sendable {
     /// reopened on the next call.
     private func withSession<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result {
         try mutex.withLock {
-            guard !closed else { throw TokenError(.pinUnavailable, "the token session was closed; approve the operation again") }
+            guard !closed else {
+                throw TokenError(.pinUnavailable, "the token session was closed; approve the operation again")
+            }
             let session = try openLocked()
             do {
                 return try body(session)
             } catch let error as TokenError where error.code == .tokenRemoved {
                 loseSessionLocked()
-                throw TokenError(.tokenRemoved, "the token \"\(token.label)\" or its session went away during the operation; "
-                    + "nothing was signed. Reinsert the token and retry", returnValueName: error.returnValueName)
+                throw TokenError(
+                    .tokenRemoved,
+                    "the token \"\(token.label)\" or its session went away during the operation; "
+                        + "nothing was signed. Reinsert the token and retry", returnValueName: error.returnValueName)
             }
         }
     }
@@ -194,7 +200,7 @@ public final class TokenSession: @unchecked Sendable {
     /// extractable, not sensitive or not generated on the token is destroyed and refused.
     public func generateKey(label: String, usage: KeyUsage) throws -> TokenKey {
         let id = SystemRandom.bytes(16)
-        let curve: [UInt8] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07]  // prime256v1
+        let curve: [UInt8] = [0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07] // prime256v1
         let labelBytes = Array(label.utf8)
         let publicTemplate: [AttributeValue] = [
             .number(Attribute.class, CK.classPublicKey), .number(Attribute.keyType, CK.keyTypeEC),
@@ -214,8 +220,10 @@ public final class TokenSession: @unchecked Sendable {
         // come from its TPM object attributes, and it answers a template that contradicts them with
         // CKR_GENERAL_ERROR. Then the key is asked for once more without them; the attributes that keep it
         // on the token are still required and read back below.
-        let negativeUsages: Set<UInt> = [Attribute.encrypt, Attribute.wrap, Attribute.decrypt, Attribute.unwrap,
-                                         Attribute.signRecover, usage == .sign ? Attribute.derive : Attribute.sign]
+        let negativeUsages: Set<UInt> = [
+            Attribute.encrypt, Attribute.wrap, Attribute.decrypt, Attribute.unwrap,
+            Attribute.signRecover, usage == .sign ? Attribute.derive : Attribute.sign,
+        ]
         func withoutNegativeUsages(_ template: [AttributeValue]) -> [AttributeValue] {
             template.filter { value in
                 if case .bool(let type, false) = value, negativeUsages.contains(type) { return false }
@@ -225,18 +233,25 @@ public final class TokenSession: @unchecked Sendable {
         return try withSession { session in
             let publicHandle: ObjectHandle, privateHandle: ObjectHandle
             do {
-                (publicHandle, privateHandle) = try session.generateECKeyPair(publicTemplate: publicTemplate,
-                                                                              privateTemplate: privateTemplate)
-            } catch let error as TokenError where [ReturnValue.generalError, ReturnValue.templateInconsistent,
-                                                   ReturnValue.attributeValueInvalid].map(ReturnValue.name)
-                                                   .contains(error.returnValueName) {
                 (publicHandle, privateHandle) = try session.generateECKeyPair(
-                    publicTemplate: withoutNegativeUsages(publicTemplate), privateTemplate: withoutNegativeUsages(privateTemplate))
+                    publicTemplate: publicTemplate,
+                    privateTemplate: privateTemplate)
+            } catch let error as TokenError
+                where [
+                    ReturnValue.generalError, ReturnValue.templateInconsistent,
+                    ReturnValue.attributeValueInvalid,
+                ].map(ReturnValue.name)
+                .contains(error.returnValueName)
+            {
+                (publicHandle, privateHandle) = try session.generateECKeyPair(
+                    publicTemplate: withoutNegativeUsages(publicTemplate),
+                    privateTemplate: withoutNegativeUsages(privateTemplate))
             }
             do {
                 let attributes = try Self.readAttributes(session, privateHandle)
-                try Self.refuseWeak(attributes, usage: usage, generatedHere: true, policy: policy,
-                                    what: "the token made a key that was destroyed because it")
+                try Self.refuseWeak(
+                    attributes, usage: usage, generatedHere: true, policy: policy,
+                    what: "the token made a key that was destroyed because it")
                 let publicKey = try Self.readPublicKey(session, publicHandle)
                 return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
             } catch {
@@ -250,17 +265,24 @@ public final class TokenSession: @unchecked Sendable {
     /// Refuses a private key that could leave the token, or that the token does not report as made on
     /// it, or a signing key without CKA_ALWAYS_AUTHENTICATE. The message shows what the token reported.
     /// A key this session just generated may lack CKA_LOCAL only when the policy allows it.
-    static func refuseWeak(_ attributes: PrivateKeyAttributes, usage: KeyUsage, generatedHere: Bool, policy: TokenPolicy,
-                           what: String) throws {
+    static func refuseWeak(
+        _ attributes: PrivateKeyAttributes, usage: KeyUsage, generatedHere: Bool, policy: TokenPolicy,
+        what: String
+    ) throws {
         func shown(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "not reported" }
         var problems: [String] = []
-        if attributes.extractable != false { problems.append("extractable (CKA_EXTRACTABLE \(shown(attributes.extractable)))") }
-        if attributes.sensitive != true { problems.append("not sensitive (CKA_SENSITIVE \(shown(attributes.sensitive)))") }
+        if attributes.extractable != false {
+            problems.append("extractable (CKA_EXTRACTABLE \(shown(attributes.extractable)))")
+        }
+        if attributes.sensitive != true {
+            problems.append("not sensitive (CKA_SENSITIVE \(shown(attributes.sensitive)))")
+        }
         var hint = ""
         if attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
             problems.append("not reported as generated on the token (CKA_LOCAL \(shown(attributes.local)))")
             if generatedHere {
-                hint = "; --allow-unproven-origin accepts a key generated just now that the token does not mark as "
+                hint =
+                    "; --allow-unproven-origin accepts a key generated just now that the token does not mark as "
                     + "generated, losing any later proof that it was never imported"
             }
         }
@@ -271,8 +293,10 @@ public final class TokenSession: @unchecked Sendable {
         // CKA_DERIVE is not required: ykcs11 reports it false on PIV keys that it does derive with. The wallet
         // proves instead that each key-agreement key unwraps its copy of the database key (Wallet.create).
         guard problems.isEmpty else {
-            throw TokenError(.keyRefused, "\(what) is " + problems.joined(separator: ", ")
-                + ". This token cannot keep wallet keys safely" + hint)
+            throw TokenError(
+                .keyRefused,
+                "\(what) is " + problems.joined(separator: ", ")
+                    + ". This token cannot keep wallet keys safely" + hint)
         }
     }
 
@@ -285,8 +309,9 @@ public final class TokenSession: @unchecked Sendable {
             let (handle, _) = try findPrivateKeyLocked(session, uri)
             let id = try session.attribute(handle, Attribute.id) ?? []
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
-            try Self.refuseWeak(try Self.readAttributes(session, handle), usage: usage, generatedHere: false, policy: policy,
-                                what: "the \(usage == .sign ? "signing" : "key-agreement") key \(uri.withoutPIN)")
+            try Self.refuseWeak(
+                try Self.readAttributes(session, handle), usage: usage, generatedHere: false, policy: policy,
+                what: "the \(usage == .sign ? "signing" : "key-agreement") key \(uri.withoutPIN)")
             let publicKey = try publicKeyLocked(session, id: id)
             return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
         }
@@ -329,10 +354,14 @@ public final class TokenSession: @unchecked Sendable {
 
     /// Every private key of one type on the token, made into a `Key` from its id and label by `make`, which
     /// returns nil for one to leave out (its public half is missing or unreadable). The caller holds the session.
-    static func privateKeys<Key>(_ session: SessionHandle, keyType: UInt,
-                                 _ make: (_ id: [UInt8], _ label: String) throws -> Key?) throws -> [Key] {
-        let handles = try session.findObjects([.number(Attribute.class, CK.classPrivateKey),
-                                               .number(Attribute.keyType, keyType)])
+    static func privateKeys<Key>(
+        _ session: SessionHandle, keyType: UInt,
+        _ make: (_ id: [UInt8], _ label: String) throws -> Key?
+    ) throws -> [Key] {
+        let handles = try session.findObjects([
+            .number(Attribute.class, CK.classPrivateKey),
+            .number(Attribute.keyType, keyType),
+        ])
         return try handles.compactMap { handle in
             let id = try session.attribute(handle, Attribute.id) ?? []
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
@@ -345,7 +374,9 @@ public final class TokenSession: @unchecked Sendable {
         try withSession { session in
             let (handle, _) = try findPrivateKeyLocked(session, uri)
             let id = try session.attribute(handle, Attribute.id) ?? []
-            for publicHandle in try session.findObjects([.number(Attribute.class, CK.classPublicKey), .bytes(Attribute.id, id)]) {
+            for publicHandle in try session.findObjects([
+                .number(Attribute.class, CK.classPublicKey), .bytes(Attribute.id, id),
+            ]) {
                 try session.destroyObject(publicHandle)
             }
             try session.destroyObject(handle)
@@ -358,14 +389,18 @@ public final class TokenSession: @unchecked Sendable {
         guard uri.id != nil || uri.object != nil else {
             throw TokenError(.invalidURI, "the key URI names no key; add id= or object=")
         }
-        var template: [AttributeValue] = [.number(Attribute.class, CK.classPrivateKey), .number(Attribute.keyType, CK.keyTypeEC)]
+        var template: [AttributeValue] = [
+            .number(Attribute.class, CK.classPrivateKey), .number(Attribute.keyType, CK.keyTypeEC),
+        ]
         if let id = uri.id { template.append(.bytes(Attribute.id, id)) }
         if let object = uri.object { template.append(.bytes(Attribute.label, Array(object.utf8))) }
         let handles = try session.findObjects(template)
         guard handles.count == 1 else {
             if handles.isEmpty {
-                throw TokenError(.keyNotFound, "no P-256 private key matches \(uri.withoutPIN) on \"\(token.label)\"; "
-                    + "`secure keys list` shows the keys there")
+                throw TokenError(
+                    .keyNotFound,
+                    "no P-256 private key matches \(uri.withoutPIN) on \"\(token.label)\"; "
+                        + "`secure keys list` shows the keys there")
             }
             throw TokenError(.ambiguous, "\(handles.count) keys match \(uri.withoutPIN); add id= to pick one")
         }
@@ -396,7 +431,8 @@ public final class TokenSession: @unchecked Sendable {
         func flag(_ type: UInt) throws -> Bool? { try session.attribute(handle, type).map { $0.first == 1 } }
         return PrivateKeyAttributes(
             sensitive: try flag(Attribute.sensitive), extractable: try flag(Attribute.extractable),
-            neverExtractable: try flag(Attribute.neverExtractable), alwaysSensitive: try flag(Attribute.alwaysSensitive),
+            neverExtractable: try flag(Attribute.neverExtractable),
+            alwaysSensitive: try flag(Attribute.alwaysSensitive),
             local: try flag(Attribute.local), alwaysAuthenticate: try flag(Attribute.alwaysAuthenticate),
             sign: try flag(Attribute.sign), derive: try flag(Attribute.derive), decrypt: try flag(Attribute.decrypt),
             unwrap: try flag(Attribute.unwrap), signRecover: try flag(Attribute.signRecover),
@@ -419,22 +455,29 @@ public final class TokenSession: @unchecked Sendable {
         }
         let signature = try ECDSASignature(raw: raw).lowS
         guard key.publicKey.isValidSignature(signature, digest: digest) else {
-            throw TokenError(.signatureCheckFailed, "the token's signature does not verify with its own public key; "
-                + "the token or the key is faulty, and nothing was signed")
+            throw TokenError(
+                .signatureCheckFailed,
+                "the token's signature does not verify with its own public key; "
+                    + "the token or the key is faulty, and nothing was signed")
         }
         return signature
     }
 
-    private func signLocked(_ session: SessionHandle, handle: ObjectHandle, alwaysAuthenticate: Bool,
-                            digest: [UInt8]) throws -> [UInt8] {
+    private func signLocked(
+        _ session: SessionHandle, handle: ObjectHandle, alwaysAuthenticate: Bool,
+        digest: [UInt8]
+    ) throws -> [UInt8] {
         var restarted = false
         while true {
             let initValue = session.signInitECDSA(handle)
             if initValue == ReturnValue.operationActive {
                 // CKR_OPERATION_ACTIVE: a TPM token leaves a failed operation behind; only a new session clears it.
                 loseSessionLocked()
-                throw TokenError(.pkcs11, "C_SignInit: an earlier operation was still active on the session; "
-                    + "the session was reopened, retry", returnValueName: ReturnValue.name(ReturnValue.operationActive))
+                throw TokenError(
+                    .pkcs11,
+                    "C_SignInit: an earlier operation was still active on the session; "
+                        + "the session was reopened, retry",
+                    returnValueName: ReturnValue.name(ReturnValue.operationActive))
             }
             try check("C_SignInit", initValue)
             var contextLoginSucceeded = false
@@ -449,11 +492,13 @@ public final class TokenSession: @unchecked Sendable {
                 case ReturnValue.userAlreadyLoggedIn:
                     // CKR_USER_ALREADY_LOGGED_IN: the token does not enforce the per-signature login.
                     guard policy.allowUnenforcedPIN else {
-                        loseSessionLocked()  // a new session ends the sign operation that C_SignInit began
-                        throw TokenError(.unsupported, "the token \"\(token.label)\" does not enforce the PIN for each "
-                            + "signature (its per-signature C_Login says the user is already logged in), so after one "
-                            + "login anything in this process could sign; nothing was signed. Pass "
-                            + "--allow-unenforced-pin to use it anyway without that guarantee",
+                        loseSessionLocked() // a new session ends the sign operation that C_SignInit began
+                        throw TokenError(
+                            .unsupported,
+                            "the token \"\(token.label)\" does not enforce the PIN for each "
+                                + "signature (its per-signature C_Login says the user is already logged in), so after one "
+                                + "login anything in this process could sign; nothing was signed. Pass "
+                                + "--allow-unenforced-pin to use it anyway without that guarantee",
                             returnValueName: ReturnValue.name(ReturnValue.userAlreadyLoggedIn))
                     }
                 case ReturnValue.pinIncorrect:
@@ -504,11 +549,15 @@ public final class TokenSession: @unchecked Sendable {
     /// The wallet keeps its anchor in one (see SecureStore's `AnchorStorage`).
     public func dataObjects(application: String) throws -> [(label: String, value: [UInt8])] {
         try withSession { session in
-            let handles = try session.findObjects([.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
-                                                   .bytes(Attribute.application, Array(application.utf8))])
+            let handles = try session.findObjects([
+                .number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                .bytes(Attribute.application, Array(application.utf8)),
+            ])
             return try handles.map { handle in
-                (String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self),
-                 try session.attribute(handle, Attribute.value) ?? [])
+                (
+                    String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self),
+                    try session.attribute(handle, Attribute.value) ?? []
+                )
             }
         }
     }
@@ -517,12 +566,17 @@ public final class TokenSession: @unchecked Sendable {
     /// and label. Creating before destroying means a crash leaves the old value or both, never neither.
     public func replaceDataObject(application: String, label: String, value: [UInt8]) throws {
         try withSession { session in
-            let identity: [AttributeValue] = [.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
-                                              .bytes(Attribute.application, Array(application.utf8)),
-                                              .bytes(Attribute.label, Array(label.utf8))]
+            let identity: [AttributeValue] = [
+                .number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                .bytes(Attribute.application, Array(application.utf8)),
+                .bytes(Attribute.label, Array(label.utf8)),
+            ]
             let old = try session.findObjects(identity)
-            _ = try session.createObject(identity + [.bool(Attribute.private, true), .bool(Attribute.modifiable, true),
-                                                     .bytes(Attribute.value, value)])
+            _ = try session.createObject(
+                identity + [
+                    .bool(Attribute.private, true), .bool(Attribute.modifiable, true),
+                    .bytes(Attribute.value, value),
+                ])
             for handle in old { try session.destroyObject(handle) }
         }
     }
@@ -530,9 +584,11 @@ public final class TokenSession: @unchecked Sendable {
     /// Destroys the CKO_DATA objects of an application and label.
     public func destroyDataObjects(application: String, label: String) throws {
         try withSession { session in
-            for handle in try session.findObjects([.number(Attribute.class, CK.classData), .bool(Attribute.token, true),
-                                                   .bytes(Attribute.application, Array(application.utf8)),
-                                                   .bytes(Attribute.label, Array(label.utf8))]) {
+            for handle in try session.findObjects([
+                .number(Attribute.class, CK.classData), .bool(Attribute.token, true),
+                .bytes(Attribute.application, Array(application.utf8)),
+                .bytes(Attribute.label, Array(label.utf8)),
+            ]) {
                 try session.destroyObject(handle)
             }
         }
@@ -544,8 +600,10 @@ public final class TokenSession: @unchecked Sendable {
     /// with `key`: under the session's lock, as every wallet call is, with the key's handle found the same
     /// way. The raw handles and the PIN's bytes are valid only inside `loop`. Anything but CKR_OK that the
     /// loop returns is thrown with its C name, reported as `function`.
-    @_spi(Benchmark) public func withRawSigningSession(key: TokenKey, function: String,
-                                                       _ loop: (RawSigningSession) -> UInt) throws {
+    @_spi(Benchmark) public func withRawSigningSession(
+        key: TokenKey, function: String,
+        _ loop: (RawSigningSession) -> UInt
+    ) throws {
         try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id
@@ -553,8 +611,10 @@ public final class TokenSession: @unchecked Sendable {
             guard let pin = heldPIN else { throw TokenError(.pinUnavailable, "the token is locked") }
             let value = try pin.withBytes { bytes, length in
                 session.withRawSession { functions, sessionHandle in
-                    loop(RawSigningSession(functionList: functions, session: sessionHandle, key: handle,
-                                           needsContextLogin: alwaysAuthenticate, pin: bytes, pinByteCount: length))
+                    loop(
+                        RawSigningSession(
+                            functionList: functions, session: sessionHandle, key: handle,
+                            needsContextLogin: alwaysAuthenticate, pin: bytes, pinByteCount: length))
                 }
             }
             try check(function, value)
@@ -590,7 +650,8 @@ enum ECPoint {
         case 67 where point[0] == 0x04 && point[1] == 0x41:
             return try P256.PublicKey(x963: Array(point[2...]))
         default:
-            throw TokenError(.keyRefused, "CKA_EC_POINT has \(point.count) bytes; expected 65 (raw) or 67 (DER OCTET STRING)")
+            throw TokenError(
+                .keyRefused, "CKA_EC_POINT has \(point.count) bytes; expected 65 (raw) or 67 (DER OCTET STRING)")
         }
     }
 }

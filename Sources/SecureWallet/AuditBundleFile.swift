@@ -47,13 +47,17 @@ public enum AuditBundleFile {
     /// The bundle of a wallet for entries [from, to) (default: the whole ledger).
     public static func export(_ wallet: Wallet, from: UInt64 = 0, to: UInt64? = nil) throws -> [UInt8] {
         let store = wallet.ledger
-        guard let latestBytes = try store.latestCheckpoint()?.encoded, let latest = try SignedCheckpoint.decode(latestBytes) else {
+        guard let latestBytes = try store.latestCheckpoint()?.encoded,
+            let latest = try SignedCheckpoint.decode(latestBytes)
+        else {
             throw StoreError(.corrupted, "the ledger has no latest checkpoint")
         }
         let size = latest.checkpoint.size
         let end = to ?? size
         guard from < end, end <= size, end - from <= entryCountMax else {
-            throw WalletError(.invalidInput, "--from and --to must name a non-empty range within 0 … \(size) of at most \(entryCountMax) entries")
+            throw WalletError(
+                .invalidInput,
+                "--from and --to must name a non-empty range within 0 … \(size) of at most \(entryCountMax) entries")
         }
         guard let rangeBytes = try store.checkpoint(size: end) else {
             throw WalletError(.notFound, "the wallet holds no signed checkpoint of size \(end)")
@@ -61,17 +65,24 @@ public enum AuditBundleFile {
         let hex = { (proof: [[UInt8]]) in proof.map(Hex.encode) }
         var entries: [ProvenJSON] = []
         try store.forEachEntry(from: from, to: end) { entry in
-            entries.append(ProvenJSON(position: entry.position, entry: Hex.encode(entry.encoded),
-                                      proof: hex(try store.inclusionProof(index: entry.position, size: end))))
+            entries.append(
+                ProvenJSON(
+                    position: entry.position, entry: Hex.encode(entry.encoded),
+                    proof: hex(try store.inclusionProof(index: entry.position, size: end))))
         }
         let events = try store.entries(kind: .keyEvent).map { entry in
-            EventJSON(sequence: try SignedKeyEvent.decode(entry.payload)!.event.sequence, event: Hex.encode(entry.payload),
-                      entry: Hex.encode(entry.encoded), proof: hex(try store.inclusionProof(index: entry.position, size: size)))
+            EventJSON(
+                sequence: try SignedKeyEvent.decode(entry.payload)!.event.sequence, event: Hex.encode(entry.payload),
+                entry: Hex.encode(entry.encoded),
+                proof: hex(try store.inclusionProof(index: entry.position, size: size)))
         }
         let document = Document(
             format: format, walletID: wallet.walletID.hex,
-            publicKeys: wallet.keyLog.events.map { KeyJSON(sequence: $0.event.sequence, spki: Hex.encode($0.event.signingKey.spki),
-                                                           fingerprint: Hex.encode($0.event.signingKey.fingerprint)) },
+            publicKeys: wallet.keyLog.events.map {
+                KeyJSON(
+                    sequence: $0.event.sequence, spki: Hex.encode($0.event.signingKey.spki),
+                    fingerprint: Hex.encode($0.event.signingKey.fingerprint))
+            },
             keyEvents: events, from: from, to: end, entries: entries, rangeCheckpoint: Hex.encode(rangeBytes),
             latestCheckpoint: Hex.encode(latestBytes),
             consistencyProof: hex(try store.consistencyProof(oldSize: end, newSize: size)))
@@ -85,7 +96,8 @@ public enum AuditBundleFile {
     public static func keyEventLog(json file: Data) throws -> KeyEventLog {
         let (problems, bundle) = try verify(Array(file))
         guard problems.isEmpty else {
-            throw WalletError(.verificationFailed, "the audit bundle does not verify: " + problems.joined(separator: "; "))
+            throw WalletError(
+                .verificationFailed, "the audit bundle does not verify: " + problems.joined(separator: "; "))
         }
         do {
             return try KeyEventLog(verifying: bundle.keyEvents, walletID: bundle.walletID)
@@ -102,7 +114,9 @@ public enum AuditBundleFile {
         } catch {
             throw WalletError(.invalidInput, "not an audit bundle: \(error)")
         }
-        guard document.format == format else { throw WalletError(.invalidInput, "audit bundle format \(document.format) is unknown") }
+        guard document.format == format else {
+            throw WalletError(.invalidInput, "audit bundle format \(document.format) is unknown")
+        }
         func bytes(_ text: String, _ what: String) throws -> [UInt8] {
             guard let value = Hex.decode(text) else { throw WalletError(.invalidInput, "\(what) is not hex") }
             return value
@@ -125,10 +139,15 @@ public enum AuditBundleFile {
         }
         let bundle = AuditBundle(
             walletID: walletID, keyEvents: events,
-            keyEventEntries: try document.keyEvents.map { .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof)) },
+            keyEventEntries: try document.keyEvents.map {
+                .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof))
+            },
             from: document.from,
-            entries: try document.entries.map { .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof)) },
-            rangeCheckpoint: try checkpoint(document.rangeCheckpoint), latest: try checkpoint(document.latestCheckpoint),
+            entries: try document.entries.map {
+                .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof))
+            },
+            rangeCheckpoint: try checkpoint(document.rangeCheckpoint),
+            latest: try checkpoint(document.latestCheckpoint),
             consistencyProof: try proof(document.consistencyProof))
         var problems = bundle.verify()
         // The listed public keys are a convenience; they must be exactly the log's.

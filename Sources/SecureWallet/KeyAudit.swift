@@ -1,7 +1,7 @@
 import Foundation
 import SecureCore
-import SecureStore
 import SecureCrypto
+import SecureStore
 import SecureToken
 
 /// `secure keys audit`: every private key on the wallet's tokens, its attributes as the token reports them,
@@ -88,39 +88,55 @@ public enum KeyAudit {
     /// The audit of the keys on `tokens` against `log`; rows sorted by token, label and id.
     /// `recipients` are the wrapped database key's recipients (the backup token's key-agreement key is one,
     /// though no key event names it).
-    public static func audit(tokens: [TokenSession], log: KeyEventLog, recipients: Set<P256.PublicKey> = []) throws -> [Row] {
+    public static func audit(tokens: [TokenSession], log: KeyEventLog, recipients: Set<P256.PublicKey> = []) throws
+        -> [Row]
+    {
         var rows: [Row] = []
         for session in tokens {
             for key in try session.keys() {
                 let attributes = try session.attributes(of: key.uri)
-                rows.append(row(key, token: session.token.label, attributes: attributes, log: log, recipients: recipients))
+                rows.append(
+                    row(key, token: session.token.label, attributes: attributes, log: log, recipients: recipients))
             }
         }
         return rows.sorted { ($0.token, $0.label, $0.id) < ($1.token, $1.label, $1.id) }
     }
 
-    static func row(_ key: TokenKey, token: String, attributes: PrivateKeyAttributes, log: KeyEventLog,
-                    recipients: Set<P256.PublicKey>) -> Row {
+    static func row(
+        _ key: TokenKey, token: String, attributes: PrivateKeyAttributes, log: KeyEventLog,
+        recipients: Set<P256.PublicKey>
+    ) -> Row {
         var (role, sequence) = role(of: key.publicKey, in: log)
         if role == .unknown && recipients.contains(key.publicKey) { role = .agreement }
         var findings = attributeFindings(attributes, role: role)
         switch role {
         case .unknown:
-            findings.append(Finding(check: "key-event-log", severity: .warning,
-                                    detail: "not in the wallet's key-event log: not a wallet key, or left by an interrupted rotation"))
+            findings.append(
+                Finding(
+                    check: "key-event-log", severity: .warning,
+                    detail: "not in the wallet's key-event log: not a wallet key, or left by an interrupted rotation"))
         case .retired:
-            findings.append(Finding(check: "retired", severity: .info,
-                                    detail: "retired by a rotation; kept for verification, never signs again (`--destroy-old` deletes it)"))
+            findings.append(
+                Finding(
+                    check: "retired", severity: .info,
+                    detail:
+                        "retired by a rotation; kept for verification, never signs again (`--destroy-old` deletes it)"))
         case .agreement where log.events.allSatisfy({ $0.event.agreementKey != key.publicKey }):
-            findings.append(Finding(check: "key-event-log", severity: .ok, detail: "a recipient of the wrapped database key (backup)"))
+            findings.append(
+                Finding(
+                    check: "key-event-log", severity: .ok, detail: "a recipient of the wrapped database key (backup)"))
         case .signing, .next, .agreement:
-            findings.append(Finding(check: "key-event-log", severity: .ok, detail: "named by the key-event log as the \(role.rawValue) key"))
+            findings.append(
+                Finding(
+                    check: "key-event-log", severity: .ok,
+                    detail: "named by the key-event log as the \(role.rawValue) key"))
         }
         let severity = findings.map(\.severity).max() ?? .ok
-        return Row(token: token, label: key.label, id: Hex.encode(key.id), fingerprint: Hex.encode(key.publicKey.fingerprint),
-                   role: role, inKeyEventLog: role != .unknown, keySequence: sequence, severity: severity,
-                   findings: findings, attributes: attributes,
-                   attestation: Attestation(status: "not-offered", detail: "the token offers no key attestation"))
+        return Row(
+            token: token, label: key.label, id: Hex.encode(key.id), fingerprint: Hex.encode(key.publicKey.fingerprint),
+            role: role, inKeyEventLog: role != .unknown, keySequence: sequence, severity: severity,
+            findings: findings, attributes: attributes,
+            attestation: Attestation(status: "not-offered", detail: "the token offers no key attestation"))
     }
 
     static func role(of key: P256.PublicKey, in log: KeyEventLog) -> (Role, UInt64?) {
@@ -140,18 +156,27 @@ public enum KeyAudit {
         func check(_ name: String, _ passes: Bool, _ severity: Severity, _ failure: String, _ success: String) {
             findings.append(Finding(check: name, severity: passes ? .ok : severity, detail: passes ? success : failure))
         }
-        check("sensitive", a.sensitive == true, .critical, "CKA_SENSITIVE is not set: the private key can be read", "sensitive")
-        check("extractable", a.extractable == false, .critical, "CKA_EXTRACTABLE is set: the key can be exported", "not extractable")
-        check("never-extractable", a.neverExtractable == true, .critical,
-              "CKA_NEVER_EXTRACTABLE is not set: the key was extractable at some time", "never extractable")
-        check("always-sensitive", a.alwaysSensitive == true, .critical,
-              "CKA_ALWAYS_SENSITIVE is not set: the key was readable at some time", "always sensitive")
-        check("local", a.local == true, .critical, "CKA_LOCAL is not set: the key was imported, not generated on the token",
-              "generated on the token")
+        check(
+            "sensitive", a.sensitive == true, .critical, "CKA_SENSITIVE is not set: the private key can be read",
+            "sensitive")
+        check(
+            "extractable", a.extractable == false, .critical, "CKA_EXTRACTABLE is set: the key can be exported",
+            "not extractable")
+        check(
+            "never-extractable", a.neverExtractable == true, .critical,
+            "CKA_NEVER_EXTRACTABLE is not set: the key was extractable at some time", "never extractable")
+        check(
+            "always-sensitive", a.alwaysSensitive == true, .critical,
+            "CKA_ALWAYS_SENSITIVE is not set: the key was readable at some time", "always sensitive")
+        check(
+            "local", a.local == true, .critical,
+            "CKA_LOCAL is not set: the key was imported, not generated on the token",
+            "generated on the token")
         let signs = role == .signing || role == .next || role == .retired
         if signs || role == .unknown {
-            check("always-authenticate", a.alwaysAuthenticate == true, .warning,
-                  "CKA_ALWAYS_AUTHENTICATE is not set: one login lets any program sign with it", "always-authenticate")
+            check(
+                "always-authenticate", a.alwaysAuthenticate == true, .warning,
+                "CKA_ALWAYS_AUTHENTICATE is not set: one login lets any program sign with it", "always-authenticate")
         }
         var wide: [String] = []
         if role != .agreement, a.derive == true { wide.append("derive") }
@@ -159,8 +184,9 @@ public enum KeyAudit {
         if a.decrypt == true { wide.append("decrypt") }
         if a.unwrap == true { wide.append("unwrap") }
         if a.signRecover == true { wide.append("sign-recover") }
-        check("usage", wide.isEmpty, .warning, "usage wider than needed: " + wide.joined(separator: ", "),
-              "usage limited to " + (role == .agreement ? "derive" : "sign"))
+        check(
+            "usage", wide.isEmpty, .warning, "usage wider than needed: " + wide.joined(separator: ", "),
+            "usage limited to " + (role == .agreement ? "derive" : "sign"))
         return findings
     }
 }

@@ -19,15 +19,20 @@ public enum LedgerProof: Equatable, Sendable {
             throw WalletError(.notFound, "no entry with id \(Hex.encode(id)) in this wallet")
         }
         guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint yet") }
-        return .inclusion(entry: entry.encoded, index: entry.position, checkpoint: latest.encoded,
-                          proof: try wallet.ledger.inclusionProof(index: entry.position, size: latest.checkpoint.size))
+        return .inclusion(
+            entry: entry.encoded, index: entry.position, checkpoint: latest.encoded,
+            proof: try wallet.ledger.inclusionProof(index: entry.position, size: latest.checkpoint.size))
     }
 
     /// The proof that the checkpoint of size `to` extends the one of size `from`.
     public static func consistency(from: UInt64, to: UInt64, in wallet: Wallet) throws -> LedgerProof {
-        guard from >= 1, from <= to else { throw WalletError(.invalidInput, "--from must be at least 1 and not above --to") }
-        guard let old = try wallet.ledger.checkpoint(size: from), let new = try wallet.ledger.checkpoint(size: to) else {
-            throw WalletError(.notFound, "the wallet holds no signed checkpoint of size \(from) or \(to) (it has 1 … \(wallet.size))")
+        guard from >= 1, from <= to else {
+            throw WalletError(.invalidInput, "--from must be at least 1 and not above --to")
+        }
+        guard let old = try wallet.ledger.checkpoint(size: from), let new = try wallet.ledger.checkpoint(size: to)
+        else {
+            throw WalletError(
+                .notFound, "the wallet holds no signed checkpoint of size \(from) or \(to) (it has 1 … \(wallet.size))")
         }
         return .consistency(from: old, to: new, proof: try wallet.ledger.consistencyProof(oldSize: from, newSize: to))
     }
@@ -43,9 +48,12 @@ public enum LedgerProof: Equatable, Sendable {
     public func verify(log: KeyEventLog) throws -> String {
         try verify { bytes in
             guard let signed = try? SignedCheckpoint.decode(bytes), signed.checkpoint.walletID == log.walletID,
-                  signed.isSelfConsistent, log.check(signed) == .inForce else {
-                throw WalletError(.verificationFailed, "a checkpoint in the proof is malformed, of another wallet, or not "
-                    + "signed by the key the key-event log shows in force at its size")
+                signed.isSelfConsistent, log.check(signed) == .inForce
+            else {
+                throw WalletError(
+                    .verificationFailed,
+                    "a checkpoint in the proof is malformed, of another wallet, or not "
+                        + "signed by the key the key-event log shows in force at its size")
             }
             return signed
         }
@@ -58,20 +66,28 @@ public enum LedgerProof: Equatable, Sendable {
             guard let entry = try? LedgerEntry.decode(entryBytes), entry.position == index else {
                 throw WalletError(.verificationFailed, "the proof's entry does not decode, or is not at its index")
             }
-            guard index < signed.checkpoint.size, Merkle.verifyInclusion(leafHash: Merkle.leafHash(entryBytes), index: index,
-                                                                         size: signed.checkpoint.size, proof: proof,
-                                                                         root: signed.checkpoint.root) else {
-                throw WalletError(.verificationFailed, "the inclusion proof does not lead to the signed checkpoint's root")
+            guard index < signed.checkpoint.size,
+                Merkle.verifyInclusion(
+                    leafHash: Merkle.leafHash(entryBytes), index: index,
+                    size: signed.checkpoint.size, proof: proof,
+                    root: signed.checkpoint.root)
+            else {
+                throw WalletError(
+                    .verificationFailed, "the inclusion proof does not lead to the signed checkpoint's root")
             }
             return "entry \(index) (id \(Hex.encode(entry.id))) is in checkpoint \(signed.checkpoint.size) of wallet "
                 + signed.checkpoint.walletID.hex
         case .consistency(let fromBytes, let toBytes, let proof):
             let old = try checkpoint(fromBytes), new = try checkpoint(toBytes)
             guard old.checkpoint.walletID == new.checkpoint.walletID,
-                  Merkle.verifyConsistency(oldSize: old.checkpoint.size, newSize: new.checkpoint.size,
-                                           oldRoot: old.checkpoint.root, newRoot: new.checkpoint.root, proof: proof) else {
-                throw WalletError(.verificationFailed, "the consistency proof does not show checkpoint \(new.checkpoint.size) "
-                    + "extending checkpoint \(old.checkpoint.size)")
+                Merkle.verifyConsistency(
+                    oldSize: old.checkpoint.size, newSize: new.checkpoint.size,
+                    oldRoot: old.checkpoint.root, newRoot: new.checkpoint.root, proof: proof)
+            else {
+                throw WalletError(
+                    .verificationFailed,
+                    "the consistency proof does not show checkpoint \(new.checkpoint.size) "
+                        + "extending checkpoint \(old.checkpoint.size)")
             }
             return "checkpoint \(new.checkpoint.size) extends checkpoint \(old.checkpoint.size) of wallet "
                 + new.checkpoint.walletID.hex
@@ -91,16 +107,23 @@ public enum LedgerProof: Equatable, Sendable {
     public var json: [String: Any] {
         switch self {
         case .inclusion(let entry, let index, let checkpoint, let proof):
-            return ["type": Self.inclusionType, "entry": Hex.encode(entry), "index": index,
-                    "checkpoint": Hex.encode(checkpoint), "proof": proof.map { Hex.encode($0) }]
+            return [
+                "type": Self.inclusionType, "entry": Hex.encode(entry), "index": index,
+                "checkpoint": Hex.encode(checkpoint), "proof": proof.map { Hex.encode($0) },
+            ]
         case .consistency(let from, let to, let proof):
-            return ["type": Self.consistencyType, "from": Hex.encode(from), "to": Hex.encode(to), "proof": proof.map { Hex.encode($0) }]
+            return [
+                "type": Self.consistencyType, "from": Hex.encode(from), "to": Hex.encode(to),
+                "proof": proof.map { Hex.encode($0) },
+            ]
         }
     }
 
     /// Parses a JSON proof document; anything malformed is an error naming the field.
     public init(json data: Data) throws {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let type = object["type"] as? String else {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let type = object["type"] as? String
+        else {
             throw WalletError(.invalidInput, "not a proof document (JSON object with a \"type\")")
         }
         func bytes(_ name: String) throws -> [UInt8] {
@@ -113,13 +136,18 @@ public enum LedgerProof: Equatable, Sendable {
             throw WalletError(.invalidInput, "the proof's \"proof\" is missing or too long")
         }
         let proof = try proofTexts.map { text -> [UInt8] in
-            guard let hash = Hex.decode(text), hash.count == 32 else { throw WalletError(.invalidInput, "a proof hash is not 32 bytes of hex") }
+            guard let hash = Hex.decode(text), hash.count == 32 else {
+                throw WalletError(.invalidInput, "a proof hash is not 32 bytes of hex")
+            }
             return hash
         }
         switch type {
         case Self.inclusionType:
-            guard let index = (object["index"] as? NSNumber)?.uint64Value else { throw WalletError(.invalidInput, "the proof has no index") }
-            self = .inclusion(entry: try bytes("entry"), index: index, checkpoint: try bytes("checkpoint"), proof: proof)
+            guard let index = (object["index"] as? NSNumber)?.uint64Value else {
+                throw WalletError(.invalidInput, "the proof has no index")
+            }
+            self = .inclusion(
+                entry: try bytes("entry"), index: index, checkpoint: try bytes("checkpoint"), proof: proof)
         case Self.consistencyType:
             self = .consistency(from: try bytes("from"), to: try bytes("to"), proof: proof)
         default:

@@ -16,11 +16,13 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .behindAnchor(let databaseSize, let anchorSize):
-            return "the database holds \(databaseSize) entries but the anchor has seen \(anchorSize): an older copy of the "
+            return
+                "the database holds \(databaseSize) entries but the anchor has seen \(anchorSize): an older copy of the "
                 + "database was restored. Restore the newest copy; if none exists, `--accept-rollback` re-anchors and "
                 + "records a signed statement that you did"
         case .divergent(let size):
-            return "the database's first \(size) entries differ from the ones the anchor signed: the database was replaced "
+            return
+                "the database's first \(size) entries differ from the ones the anchor signed: the database was replaced "
                 + "or rewritten. Restore the wallet's own database"
         case .anchorMissing:
             return "the anchor is missing although the ledger has history; it was deleted, or this is another token"
@@ -50,9 +52,11 @@ public final class Wallet {
     package var signer: MessageSigner {
         get throws {
             guard let tokenSigner else {
-                throw WalletError(.keyMismatch, "this wallet was recovered onto a new token and its signing key is not "
-                    + "there: it can be read but not spend or sign until it rotates to a key on this token "
-                    + "(`secure keys rotate --backup-token URI`)")
+                throw WalletError(
+                    .keyMismatch,
+                    "this wallet was recovered onto a new token and its signing key is not "
+                        + "there: it can be read but not spend or sign until it rotates to a key on this token "
+                        + "(`secure keys rotate --backup-token URI`)")
             }
             return tokenSigner
         }
@@ -80,12 +84,15 @@ public final class Wallet {
     /// The signing key in force.
     public var signingKey: P256.PublicKey { keyEvent.event.signingKey }
 
-    init(paths: WalletPaths, metadata: WalletMetadata, keyLog: KeyEventLog, token: WalletToken, lock: WalletLock?,
-                 store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
-                 peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil, clock: @escaping @Sendable () -> Int64) {
+    init(
+        paths: WalletPaths, metadata: WalletMetadata, keyLog: KeyEventLog, token: WalletToken, lock: WalletLock?,
+        store: LedgerStore, anchor: AnchorStorage, signer: MessageSigner?, state: LedgerState,
+        peaks: MerkleCompactRange, latest: SignedCheckpoint?, lockReason: WalletLockReason? = nil,
+        clock: @escaping @Sendable () -> Int64
+    ) {
         self.paths = paths
         self.metadata = metadata
-        walletID = keyLog.walletID  // open checked it against wallet.json
+        walletID = keyLog.walletID // open checked it against wallet.json
         self.keyLog = keyLog
         keyEvent = keyLog.events[keyLog.events.count - 1]
         self.token = token
@@ -100,7 +107,9 @@ public final class Wallet {
         self.clock = clock
     }
 
-    public static let systemClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    public static let systemClock: @Sendable () -> Int64 = {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
 
     // MARK: Creating
 
@@ -116,8 +125,11 @@ public final class Wallet {
         /// their own tool (a PIV card: 9C signs, 9D agrees). Each is checked as a generated key would be.
         public var existingKeys: ExistingKeys
 
-        public init(tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool, label: String = "wallet",
-                    existingKeys: ExistingKeys = ExistingKeys()) {
+        public init(
+            tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool,
+            label: String = "wallet",
+            existingKeys: ExistingKeys = ExistingKeys()
+        ) {
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
@@ -130,8 +142,10 @@ public final class Wallet {
     public struct ExistingKeys {
         public var signing, agreement, next, backupAgreement: PKCS11URI?
 
-        public init(signing: PKCS11URI? = nil, agreement: PKCS11URI? = nil, next: PKCS11URI? = nil,
-                    backupAgreement: PKCS11URI? = nil) {
+        public init(
+            signing: PKCS11URI? = nil, agreement: PKCS11URI? = nil, next: PKCS11URI? = nil,
+            backupAgreement: PKCS11URI? = nil
+        ) {
             self.signing = signing
             self.agreement = agreement
             self.next = next
@@ -140,7 +154,9 @@ public final class Wallet {
     }
 
     /// Selects the key a URI names, or generates one.
-    private static func key(_ uri: PKCS11URI?, on session: WalletToken, label: String, usage: KeyUsage) throws -> TokenKey {
+    private static func key(_ uri: PKCS11URI?, on session: WalletToken, label: String, usage: KeyUsage) throws
+        -> TokenKey
+    {
         if let uri { return try session.selectKey(uri, usage: usage) }
         return try session.generateKey(label: label, usage: usage)
     }
@@ -148,13 +164,16 @@ public final class Wallet {
     /// Makes a wallet: the signing key and a separate key-agreement key on the token, the next signing key
     /// and a backup key-agreement key on the backup token, entry 0 (the signed inception event), a random
     /// 256-bit database key wrapped to both key-agreement keys, and the first checkpoint and anchor.
-    public static func create(paths: WalletPaths, token session: WalletToken, options: InitOptions,
-                              clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
+    public static func create(
+        paths: WalletPaths, token session: WalletToken, options: InitOptions,
+        clock: @escaping @Sendable () -> Int64 = systemClock
+    ) throws -> Wallet {
         guard !FileManager.default.fileExists(atPath: paths.metadata) else {
             throw StoreError(.walletExists, "a wallet already exists at \(paths.directory); it is never overwritten")
         }
-        try FileManager.default.createDirectory(atPath: paths.directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: paths.directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let lock = try WalletLock(path: paths.lock)
         // A database left by an init that crashed before wallet.json was written belongs to no wallet.
         for leftover in [paths.database, paths.database + "-wal", paths.database + "-shm", paths.wrappedKey] {
@@ -163,16 +182,19 @@ public final class Wallet {
         guard session.supportsECDH else {
             // The inception event names a P-256 key-agreement key, so the wallet's own token needs ECDH. A
             // token with RSA-OAEP only (a TPM) can be the backup token, whose copy is wrapped to RSA.
-            throw TokenError(.unsupported, "the token \"\(session.label)\" has no ECDH (CKM_ECDH1_DERIVE), and a "
-                + "wallet's key event names a P-256 key-agreement key on its token. Use it as the --backup-token "
-                + "(its copy of the database key is then wrapped with RSA-OAEP), or choose a token with ECDH")
+            throw TokenError(
+                .unsupported,
+                "the token \"\(session.label)\" has no ECDH (CKM_ECDH1_DERIVE), and a "
+                    + "wallet's key event names a P-256 key-agreement key on its token. Use it as the --backup-token "
+                    + "(its copy of the database key is then wrapped with RSA-OAEP), or choose a token with ECDH")
         }
         let anchorKind = try chooseAnchor(session: session, allowFileAnchor: options.allowFileAnchor)
         let chosen = options.existingKeys
         let signingKey = try key(chosen.signing, on: session, label: options.label, usage: .sign)
         let agreementKey = try key(chosen.agreement, on: session, label: options.label + "-agreement", usage: .derive)
         let nextKey = try key(chosen.next, on: options.backup.token, label: options.label + "-next", usage: .sign)
-        let backupAgreement = try chosen.backupAgreement.map { AgreementKey.ecdh(try options.backup.token.selectKey($0, usage: .derive)) }
+        let backupAgreement =
+            try chosen.backupAgreement.map { AgreementKey.ecdh(try options.backup.token.selectKey($0, usage: .derive)) }
             ?? AgreementKey.generate(on: options.backup.token, label: options.label + "-backup-agreement")
         let backupAgreementID: [UInt8]
         switch backupAgreement {
@@ -183,34 +205,44 @@ public final class Wallet {
             throw WalletError(.invalidInput, "the signing and key-agreement keys must be two different keys")
         }
         let signer = TokenSigner(token: session, key: signingKey)
-        let inception = try SignedKeyEvent(.inception(signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
-                                                      agreementKey: agreementKey.publicKey), signer: signer)
+        let inception = try SignedKeyEvent(
+            .inception(
+                signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
+                agreementKey: agreementKey.publicKey), signer: signer)
         let walletID = WalletID(inception: inception.event)
-        let metadata = WalletMetadata(format: WalletMetadata.currentFormat, walletID: walletID.hex,
-                                      token: options.tokenURI.withoutPIN.tokenOnly.description,
-                                      signingKeyID: Hex.encode(signingKey.id), agreementKeyID: Hex.encode(agreementKey.id),
-                                      anchor: anchorKind, backupToken: options.backup.uri.withoutPIN.tokenOnly.description)
+        let metadata = WalletMetadata(
+            format: WalletMetadata.currentFormat, walletID: walletID.hex,
+            token: options.tokenURI.withoutPIN.tokenOnly.description,
+            signingKeyID: Hex.encode(signingKey.id), agreementKeyID: Hex.encode(agreementKey.id),
+            anchor: anchorKind, backupToken: options.backup.uri.withoutPIN.tokenOnly.description)
         let databaseKey = SecretBytes(randomCount: 32)
         let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
         let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
         let wallet = Wallet(
-            paths: paths, metadata: metadata, keyLog: try KeyEventLog(inception: inception), token: session, lock: lock, store: store, anchor: anchor,
+            paths: paths, metadata: metadata, keyLog: try KeyEventLog(inception: inception), token: session, lock: lock,
+            store: store, anchor: anchor,
             signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
         let time = clock()
         _ = try wallet.append { position, previous, _ in
-            try LedgerEntry(position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: time,
-                            payload: inception.encoded, previousLink: previous)
+            try LedgerEntry(
+                position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: time,
+                payload: inception.encoded, previousLink: previous)
         }
-        var wrapped = WrappedKeyFile(walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
+        var wrapped = WrappedKeyFile(
+            walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
         try backupAgreement.wrap(databaseKey, into: &wrapped)
         // Each token proves it can unwrap its copy before the wallet exists: a token whose ECDH or RSA-OAEP
         // fails, or gives something else, is found now and not when the money is needed.
-        for (tokenSession, key) in [(session, AgreementKey.ecdh(agreementKey)), (options.backup.token, backupAgreement)] {
+        for (tokenSession, key) in [
+            (session, AgreementKey.ecdh(agreementKey)), (options.backup.token, backupAgreement),
+        ] {
             let unwrapped = try key.unwrap(wrapped, session: tokenSession)
             guard unwrapped == databaseKey else {
-                throw WalletError(.verificationFailed, "the token \"\(tokenSession.label)\" unwrapped a different "
-                    + "database key; its key agreement cannot be trusted with the wallet")
+                throw WalletError(
+                    .verificationFailed,
+                    "the token \"\(tokenSession.label)\" unwrapped a different "
+                        + "database key; its key agreement cannot be trusted with the wallet")
             }
         }
         try DurableFile.write(wrapped.encoded, to: paths.wrappedKey)
@@ -226,16 +258,20 @@ public final class Wallet {
             return "token"
         } catch let error as TokenError {
             guard allowFileAnchor else {
-                throw TokenError(.unsupported, "the token cannot hold the anchor as a private data object (\(error)); "
-                    + "pass --allow-file-anchor to keep it in a file instead, which only detects a rollback of the "
-                    + "database alone (see docs/THREAT-MODEL.md)")
+                throw TokenError(
+                    .unsupported,
+                    "the token cannot hold the anchor as a private data object (\(error)); "
+                        + "pass --allow-file-anchor to keep it in a file instead, which only detects a rollback of the "
+                        + "database alone (see docs/THREAT-MODEL.md)")
             }
             return "file"
         }
     }
 
     static func makeAnchor(kind: String, session: WalletToken, walletID: WalletID) -> AnchorStorage {
-        kind == "token" ? TokenAnchor(session: session, walletID: walletID) : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
+        kind == "token"
+            ? TokenAnchor(session: session, walletID: walletID)
+            : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
     }
 
     // MARK: Appending
@@ -249,8 +285,10 @@ public final class Wallet {
     /// and its signed checkpoint; it is committed in the same transaction, so the debit and the exact
     /// transfer to send exist together or not at all.
     @discardableResult
-    public func append(_ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry,
-                       outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil) throws -> LedgerEntry {
+    public func append(
+        _ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry,
+        outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil
+    ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
         let time = max(clock(), state.lastTime)
@@ -258,15 +296,17 @@ public final class Wallet {
         let next = try state.applying(entry)
         var nextPeaks = peaks
         nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
-        let checkpoint = try Checkpoint(walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
-                                        keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
-                                        time: time)
+        let checkpoint = try Checkpoint(
+            walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
+            keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
+            time: time)
         let signed = try checkpoint.sign(with: try signer)
         let sent = try outgoing?(entry, signed)
-        if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) }  // a deliberately broken variant
+        if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) } // a deliberately broken variant
         try faultHooks?.beforeCommit?()
-        try store.append([LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
-                         treePeaks: nextPeaks, outgoing: sent)
+        try store.append(
+            [LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
+            treePeaks: nextPeaks, outgoing: sent)
         try faultHooks?.afterCommit?()
         state = next
         peaks = nextPeaks
@@ -311,7 +351,8 @@ public typealias WalletError = CodedFailure<WalletErrorCode>
 
 /// Stable codes for `WalletError`.
 public enum WalletErrorCode: String, FailureCode, CaseIterable {
-    case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput = "invalid-input"
+    case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput =
+        "invalid-input"
     case refused, notFound = "not-found"
 
     /// The documented exit code's kind for each code.

@@ -21,15 +21,17 @@ extension Wallet {
         var entries: [LedgerEntry] = []
         entries.reserveCapacity(drafts.count)
         for draft in drafts {
-            let entry = try draft.entry(position: next.size, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
-                                        previousLink: next.head)
+            let entry = try draft.entry(
+                position: next.size, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
+                previousLink: next.head)
             try next.apply(entry)
             nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
             entries.append(entry)
         }
-        let checkpoint = try Checkpoint(walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
-                                        keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
-                                        time: time)
+        let checkpoint = try Checkpoint(
+            walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
+            keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
+            time: time)
         let signed = try checkpoint.sign(with: try signer)
         try store.appendBatch(entries, checkpoint: signed.encoded, treePeaks: nextPeaks)
         commit(state: next, peaks: nextPeaks, latest: signed)

@@ -16,8 +16,10 @@
     /// (so a crash in between leaves an anchor ahead of the database). Never set outside those tests.
     public var anchorBeforeCommit = false
 
-    public init(beforeCommit: (() throws -> Void)? = nil, afterCommit: (() throws -> Void)? = nil,
-                anchorBeforeCommit: Bool = false) {
+    public init(
+        beforeCommit: (() throws -> Void)? = nil, afterCommit: (() throws -> Void)? = nil,
+        anchorBeforeCommit: Bool = false
+    ) {
         self.beforeCommit = beforeCommit
         self.afterCommit = afterCommit
         self.anchorBeforeCommit = anchorBeforeCommit

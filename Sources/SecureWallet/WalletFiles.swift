@@ -16,7 +16,8 @@ public struct WalletPaths: Sendable {
 
     public init(directory: String?) {
         if let directory {
-            self.directory = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+            self.directory =
+                directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
         } else {
             self.directory = Self.xdg("XDG_DATA_HOME", fallback: ".local/share") + "/secure/wallet"
         }
@@ -61,8 +62,10 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
 
     static func load(_ paths: WalletPaths) throws -> WalletMetadata {
         guard let data = FileManager.default.contents(atPath: paths.metadata) else {
-            throw StoreError(.walletMissing, "no wallet at \(paths.directory) (no wallet.json); make one with "
-                + "`secure wallet init`, or pass --wallet DIR")
+            throw StoreError(
+                .walletMissing,
+                "no wallet at \(paths.directory) (no wallet.json); make one with "
+                    + "`secure wallet init`, or pass --wallet DIR")
         }
         let metadata: WalletMetadata
         do {
@@ -71,9 +74,12 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
             throw StoreError(.malformed, "\(paths.metadata) is not a valid wallet.json: \(error)")
         }
         guard metadata.format == currentFormat else {
-            throw StoreError(.schemaTooNew, "\(paths.metadata) has format \(metadata.format); this secure reads \(currentFormat)")
+            throw StoreError(
+                .schemaTooNew, "\(paths.metadata) has format \(metadata.format); this secure reads \(currentFormat)")
         }
-        guard WalletID(hex: metadata.walletID) != nil else { throw StoreError(.malformed, "\(paths.metadata) has a bad wallet id") }
+        guard WalletID(hex: metadata.walletID) != nil else {
+            throw StoreError(.malformed, "\(paths.metadata) has a bad wallet id")
+        }
         return metadata
     }
 
@@ -119,8 +125,10 @@ enum AgreementKey {
     static func generate(on session: WalletToken, label: String) throws -> AgreementKey {
         if session.supportsECDH { return .ecdh(try session.generateKey(label: label, usage: .derive)) }
         if session.supportsRSAOAEP { return .rsa(try session.generateRSADecryptionKey(label: label)) }
-        throw TokenError(.unsupported, "the token \"\(session.label)\" offers neither ECDH (CKM_ECDH1_DERIVE) nor "
-            + "RSA-OAEP decryption (CKM_RSA_PKCS_OAEP), so it cannot unwrap the database key")
+        throw TokenError(
+            .unsupported,
+            "the token \"\(session.label)\" offers neither ECDH (CKM_ECDH1_DERIVE) nor "
+                + "RSA-OAEP decryption (CKM_RSA_PKCS_OAEP), so it cannot unwrap the database key")
     }
 
     /// Adds a copy of the database key for this key.
@@ -166,8 +174,10 @@ final class TokenAnchor: AnchorStorage {
         let objects = try session.dataObjects(application: Self.application).filter { $0.label == label }
         // After a crash between creating the new object and destroying the old, both exist: the
         // larger checkpoint is the newer one, and the wallet checks it extends the database anyway.
-        return objects.map(\.value).max { (try? SignedCheckpoint.decode($0))??.checkpoint.size ?? 0
-            < (try? SignedCheckpoint.decode($1))??.checkpoint.size ?? 0 }
+        return objects.map(\.value).max {
+            (try? SignedCheckpoint.decode($0))??.checkpoint.size ?? 0
+                < (try? SignedCheckpoint.decode($1))??.checkpoint.size ?? 0
+        }
     }
 
     func store(_ bytes: [UInt8]) throws {

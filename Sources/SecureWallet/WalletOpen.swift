@@ -30,14 +30,18 @@ extension Wallet {
     ///
     /// The wallet's lock is taken here, for `.appending` only, after the token session was opened by the
     /// caller: the PIN has been read by then, so a PIN prompt never holds the wallet.
-    public static func open(paths: WalletPaths, token session: WalletToken, access: WalletAccess = .appending,
-                            clock: @escaping @Sendable () -> Int64 = systemClock) throws -> Wallet {
+    public static func open(
+        paths: WalletPaths, token session: WalletToken, access: WalletAccess = .appending,
+        clock: @escaping @Sendable () -> Int64 = systemClock
+    ) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
         let lock = access == .appending ? try WalletLock(path: paths.lock) : nil
         let walletID = try metadata.parsedWalletID()
         guard let wrappedBytes = FileManager.default.contents(atPath: paths.wrappedKey) else {
-            throw StoreError(.wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; without it the "
-                + "ledger cannot be opened. Restore it from a backup of the wallet folder")
+            throw StoreError(
+                .wrappedKeyMissing,
+                "the wrapped database key \(paths.wrappedKey) is missing; without it the "
+                    + "ledger cannot be opened. Restore it from a backup of the wallet folder")
         }
         let wrapped = try WrappedKeyFile(encoded: Array(wrappedBytes))
         guard wrapped.walletID == walletID else {
@@ -50,27 +54,35 @@ extension Wallet {
         var anchorBytes: [UInt8]?
         switch access {
         case .appending:
-            store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
-                                         walletID: walletID)
+            store = try LedgerStore.open(
+                path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
+                walletID: walletID)
         case .reading:
             // The anchor is read before the snapshot is taken. A writer commits before it moves the anchor, so
             // the snapshot is then at least as new as the anchor, and a writer's progress is never mistaken for
             // a rollback.
             anchorBytes = try loadAnchorForReading(anchor)
-            store = try LedgerStore.openForReading(path: paths.database, key: databaseKey,
-                                                   expectedSalt: wrapped.databaseSalt, walletID: walletID)
+            store = try LedgerStore.openForReading(
+                path: paths.database, key: databaseKey,
+                expectedSalt: wrapped.databaseSalt, walletID: walletID)
         }
         let keyLog = try keyEventLog(store, walletID: walletID)
         let current = keyLog.current
         let signingKey = try signingKeyInForce(session, metadata: metadata, log: keyLog)
-        guard let (_, latestBytes) = try store.latestCheckpoint(), let latest = try? SignedCheckpoint.decode(latestBytes),
-              latest.isValid(signedBy: current.signingKey), keyLog.check(latest) == .inForce,
-              latest.checkpoint.walletID == walletID else {
-            throw StoreError(.corrupted, "the ledger's latest checkpoint is missing or not signed by the wallet key in force")
+        guard let (_, latestBytes) = try store.latestCheckpoint(),
+            let latest = try? SignedCheckpoint.decode(latestBytes),
+            latest.isValid(signedBy: current.signingKey), keyLog.check(latest) == .inForce,
+            latest.checkpoint.walletID == walletID
+        else {
+            throw StoreError(
+                .corrupted, "the ledger's latest checkpoint is missing or not signed by the wallet key in force")
         }
         let peaks = try store.treePeaks()
-        guard peaks.size == latest.checkpoint.size, peaks.root == latest.checkpoint.root, try store.size() == peaks.size else {
-            throw StoreError(.corrupted, "the ledger's entries do not match its latest signed checkpoint; run `secure ledger verify`")
+        guard peaks.size == latest.checkpoint.size, peaks.root == latest.checkpoint.root, try store.size() == peaks.size
+        else {
+            throw StoreError(
+                .corrupted, "the ledger's entries do not match its latest signed checkpoint; run `secure ledger verify`"
+            )
         }
         let state = try resumedState(store, latest.checkpoint)
         let lockReason: WalletLockReason?
@@ -84,19 +96,22 @@ extension Wallet {
             case .lock(let reason): lockReason = reason
             case .neverWritten:
                 lockReason = nil
-                repairNeeded = "the anchor was never written (`secure wallet init` stopped before it); "
+                repairNeeded =
+                    "the anchor was never written (`secure wallet init` stopped before it); "
                     + "`secure ledger repair` writes it"
             case .behind(let anchoredSize):
                 lockReason = nil
-                repairNeeded = "the anchor is at entry \(anchoredSize) and the database at \(latest.checkpoint.size): "
+                repairNeeded =
+                    "the anchor is at entry \(anchoredSize) and the database at \(latest.checkpoint.size): "
                     + "another secure process is between a commit and its anchor update, or one stopped there. The "
                     + "entries in between verify; if this stays, `secure ledger repair` moves the anchor forward"
             }
         }
         let signer = signingKey.map { TokenSigner(token: session, key: $0) }
-        let wallet = Wallet(paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
-                            anchor: anchor, signer: signer, state: state, peaks: peaks, latest: latest,
-                            lockReason: lockReason, clock: clock)
+        let wallet = Wallet(
+            paths: paths, metadata: metadata, keyLog: keyLog, token: session, lock: lock, store: store,
+            anchor: anchor, signer: signer, state: state, peaks: peaks, latest: latest,
+            lockReason: lockReason, clock: clock)
         wallet.repairNeeded = repairNeeded
         return wallet
     }
@@ -115,15 +130,18 @@ extension Wallet {
         do {
             return try session.key(uri)
         } catch let error as TokenError where error.code == .keyNotFound {
-            throw TokenError(.keyNotFound, "the wallet's \(what) key (id \(idHex)) is not on the token \"\(session.label)\"; "
-                + "is this the wallet's token? After losing it, use `secure wallet recover`")
+            throw TokenError(
+                .keyNotFound,
+                "the wallet's \(what) key (id \(idHex)) is not on the token \"\(session.label)\"; "
+                    + "is this the wallet's token? After losing it, use `secure wallet recover`")
         }
     }
 
     /// Entry 0's signed inception event; its digest must be the wallet id.
     static func inceptionEvent(_ store: LedgerStore, walletID: WalletID) throws -> SignedKeyEvent {
         guard let entry = try store.entry(at: 0), entry.kind == .keyEvent,
-              let event = try? SignedKeyEvent.decode(entry.payload), WalletID(inception: event.event) == walletID else {
+            let event = try? SignedKeyEvent.decode(entry.payload), WalletID(inception: event.event) == walletID
+        else {
             throw StoreError(.corrupted, "entry 0 is not this wallet's signed inception event")
         }
         return event
@@ -160,8 +178,10 @@ extension Wallet {
 
     /// Compares the database with the anchor. Returns why the wallet must lock, or nil after moving the
     /// anchor forward to a database that provably extends it (or writing the one an interrupted init missed).
-    static func checkAnchor(_ anchor: AnchorStorage, store: LedgerStore, latest: SignedCheckpoint,
-                            log: KeyEventLog) throws -> WalletLockReason? {
+    static func checkAnchor(
+        _ anchor: AnchorStorage, store: LedgerStore, latest: SignedCheckpoint,
+        log: KeyEventLog
+    ) throws -> WalletLockReason? {
         switch try compareAnchor(try anchor.load(), store: store, latest: latest, log: log) {
         case .consistent: return nil
         case .lock(let reason): return reason
@@ -172,8 +192,10 @@ extension Wallet {
     }
 
     /// Compares the database with the anchor's bytes, reading only.
-    static func compareAnchor(_ bytes: [UInt8]?, store: LedgerStore, latest: SignedCheckpoint,
-                              log: KeyEventLog) throws -> AnchorFinding {
+    static func compareAnchor(
+        _ bytes: [UInt8]?, store: LedgerStore, latest: SignedCheckpoint,
+        log: KeyEventLog
+    ) throws -> AnchorFinding {
         guard let bytes else {
             return latest.checkpoint.size == 1 ? .neverWritten : .lock(.anchorMissing)
         }
@@ -188,12 +210,15 @@ extension Wallet {
         }
         if anchoredSize == latest.checkpoint.size {
             // The usual case, and O(1): the anchor is the latest checkpoint.
-            let same = anchored.checkpoint.root == latest.checkpoint.root && anchored.checkpoint.head == latest.checkpoint.head
+            let same =
+                anchored.checkpoint.root == latest.checkpoint.root && anchored.checkpoint.head == latest.checkpoint.head
             return same ? .consistent : .lock(.divergent(size: anchoredSize))
         }
         let leaves = try store.leafHashes(from: 0, to: anchoredSize)
         let tree = MerkleTree(leafHashes: leaves)
-        guard tree.root() == anchored.checkpoint.root, try store.entry(at: anchoredSize - 1)?.link == anchored.checkpoint.head else {
+        guard tree.root() == anchored.checkpoint.root,
+            try store.entry(at: anchoredSize - 1)?.link == anchored.checkpoint.head
+        else {
             return .lock(.divergent(size: anchoredSize))
         }
         // What a crash between commit and anchor update leaves: the newer entries chain on and the latest

@@ -25,14 +25,18 @@ extension Wallet {
     /// The issuer keys this wallet trusts, kept in the encrypted database.
     public func trustedIssuers() throws -> Set<P256.PublicKey> {
         let bytes = try ledger.meta("trusted-issuers") ?? []
-        return Set(try stride(from: 0, to: bytes.count, by: 65).map { try P256.PublicKey(x963: Array(bytes[$0..<min($0 + 65, bytes.count)])) })
+        return Set(
+            try stride(from: 0, to: bytes.count, by: 65).map {
+                try P256.PublicKey(x963: Array(bytes[$0..<min($0 + 65, bytes.count)]))
+            })
     }
 
     /// Adds a trusted issuer key.
     public func trust(issuer: P256.PublicKey) throws {
         var keys = try trustedIssuers()
         keys.insert(issuer)
-        try ledger.setMeta("trusted-issuers", keys.sorted { $0.x963.lexicographicallyPrecedes($1.x963) }.flatMap(\.x963))
+        try ledger.setMeta(
+            "trusted-issuers", keys.sorted { $0.x963.lexicographicallyPrecedes($1.x963) }.flatMap(\.x963))
     }
 
     // MARK: Deposits, transfers and refusals
@@ -40,17 +44,23 @@ extension Wallet {
     /// Deposits an issuer's voucher, once: checks the signature, that the issuer is trusted and that the
     /// voucher names this wallet.
     public func deposit(_ voucher: SignedVoucher) throws -> StatementOutcome {
-        try settle(VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state), refusal: nil)
+        try settle(
+            VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state),
+            refusal: nil)
     }
 
     /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). A validly signed transfer
     /// that fails a check is recorded as refused and answered with a signed refusal.
-    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy, peerFailure: RefusalReason? = nil) throws -> StatementOutcome {
+    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy, peerFailure: RefusalReason? = nil) throws
+        -> StatementOutcome
+    {
         // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
         guard transfer.payload.order.payerWalletID != walletID else {
-            throw WalletError(.invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
+            throw WalletError(
+                .invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
-        let verdict = TransferCheck.evaluate(transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
+        let verdict = TransferCheck.evaluate(
+            transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
         if transfer.isSignatureValid { try keepForkEvidence(about: transfer) }
         var outcome = try settle(verdict, refusal: nil)
         let reference = transfer.statementReference
@@ -63,8 +73,9 @@ extension Wallet {
         // A transfer refused before is answered with the same signed refusal, so a payer whose first copy of
         // it was lost still gets its reversal.
         if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
-           let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
-           let refusal = try SignedRefusal.decode(bytes) {
+            let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
+            let refusal = try SignedRefusal.decode(bytes)
+        {
             outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
         }
         // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit.
@@ -80,20 +91,27 @@ extension Wallet {
         let payer = transfer.payload.order.payerWalletID
         let mine = transfer.payload
         guard let myLeaf = try? LedgerEntry.decode(mine.debitLeaf) else { return }
-        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused) where entry.counterparty == payer.bytes {
+        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused)
+        where entry.counterparty == payer.bytes {
             guard let other = try? SignedTransfer.decode(entry.payload), other.isSignatureValid,
-                  other.payload.order.transferID != mine.order.transferID else { continue }
+                other.payload.order.transferID != mine.order.transferID
+            else { continue }
             let theirs = other.payload
             var evidence: ForkEvidence?
             if theirs.checkpoint.checkpoint.size == mine.checkpoint.checkpoint.size,
-               theirs.checkpoint.checkpoint.root != mine.checkpoint.checkpoint.root
-                || theirs.checkpoint.checkpoint.head != mine.checkpoint.checkpoint.head {
+                theirs.checkpoint.checkpoint.root != mine.checkpoint.checkpoint.root
+                    || theirs.checkpoint.checkpoint.head != mine.checkpoint.checkpoint.head
+            {
                 evidence = .conflictingCheckpoints(theirs.checkpoint, mine.checkpoint)
             } else if let theirLeaf = try? LedgerEntry.decode(theirs.debitLeaf), theirLeaf.position == myLeaf.position,
-                      theirs.debitLeaf != mine.debitLeaf {
-                evidence = .conflictingLeaves(ConflictingLeaves(
-                    first: theirs.checkpoint, second: mine.checkpoint, index: myLeaf.position, firstLeaf: theirs.debitLeaf,
-                    firstProof: theirs.inclusionProof, secondLeaf: mine.debitLeaf, secondProof: mine.inclusionProof))
+                theirs.debitLeaf != mine.debitLeaf
+            {
+                evidence = .conflictingLeaves(
+                    ConflictingLeaves(
+                        first: theirs.checkpoint, second: mine.checkpoint, index: myLeaf.position,
+                        firstLeaf: theirs.debitLeaf,
+                        firstProof: theirs.inclusionProof, secondLeaf: mine.debitLeaf, secondProof: mine.inclusionProof)
+                )
             }
             if let evidence, evidence.verify().isProven {
                 try ledger.storeEvidence(evidence.encoded)
@@ -125,7 +143,8 @@ extension Wallet {
     /// The date of a signature this wallet's key makes now: its key event and the ledger's size.
     public var keyDate: KeyDate {
         // The key event's own entry is in the ledger, so the size is past its position.
-        try! KeyDate(keySequence: keyEvent.event.sequence, keyEventPosition: keyEvent.event.ledgerPosition, ledgerSize: size)
+        try! KeyDate(
+            keySequence: keyEvent.event.sequence, keyEventPosition: keyEvent.event.ledgerPosition, ledgerSize: size)
     }
 
     /// Carries out a verdict: appends what it says to append, returns what happened.
@@ -133,7 +152,9 @@ extension Wallet {
         switch verdict {
         case .accept(let draft): return .recorded(try appendDraft(draft))
         case .duplicate(let position):
-            guard let entry = try ledger.entry(at: position) else { throw StoreError(.corrupted, "entry \(position) is missing") }
+            guard let entry = try ledger.entry(at: position) else {
+                throw StoreError(.corrupted, "entry \(position) is missing")
+            }
             return .duplicate(entry)
         case .conflict(let draft): return .conflict(try appendDraft(draft))
         case .refuse(let reason, let draft): return .refused(reason, try appendDraft(draft), refusal: refusal)
@@ -146,7 +167,8 @@ extension Wallet {
     @discardableResult
     public func appendDraft(_ draft: EntryDraft) throws -> LedgerEntry {
         try append { position, previous, time in
-            try draft.entry(position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
+            try draft.entry(
+                position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
         }
     }
 
@@ -161,10 +183,12 @@ extension Wallet {
         public var description: String {
             switch self {
             case .overBudget(let usage):
-                return "paying \(usage.payment) would take \(usage.category) to \((try? usage.spent.adding(usage.payment))?.description ?? "?") "
+                return
+                    "paying \(usage.payment) would take \(usage.category) to \((try? usage.spent.adding(usage.payment))?.description ?? "?") "
                     + "of its \(usage.limit) limit; pass --override-budget to pay anyway (the entry records the override)"
             case .hardCap(let usage):
-                return "paying \(usage.payment) would exceed the hard cap of \(usage.limit) on \(usage.category); refused"
+                return
+                    "paying \(usage.payment) would exceed the hard cap of \(usage.limit) on \(usage.category); refused"
             case .insufficientFunds(let balance, let amount):
                 return "paying \(amount) needs more than the balance of \(balance)"
             }
@@ -187,41 +211,58 @@ extension Wallet {
     /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
     /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
     /// sent again, unchanged, until it is confirmed.
-    public func spend(to payee: WalletID, amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
-                      proximity: Proximity = .none, channelBinding: [UInt8] = []) throws -> SignedTransfer {
+    public func spend(
+        to payee: WalletID, amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
+        proximity: Proximity = .none, channelBinding: [UInt8] = []
+    ) throws -> SignedTransfer {
         guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
         _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
-        let order = try TransferOrder(transferID: .random(), payerWalletID: walletID, payerKey: signingKey,
-                                      payeeWalletID: payee, amount: amount, proximity: proximity, channelBinding: channelBinding)
-        return try commitDebit(order: order, draft: order.debitDraft(category: category, note: note, overridesBudget: overrideBudget),
-                               message: nil).transfer
+        let order = try TransferOrder(
+            transferID: .random(), payerWalletID: walletID, payerKey: signingKey,
+            payeeWalletID: payee, amount: amount, proximity: proximity, channelBinding: channelBinding)
+        return try commitDebit(
+            order: order, draft: order.debitDraft(category: category, note: note, overridesBudget: overrideBudget),
+            message: nil
+        ).transfer
     }
 
     /// Appends a debit and, in the same commit, the signed transfer for it (and, for a peer payment, the
     /// whole transfer message a retry re-sends).
-    public func commitDebit(order: TransferOrder, draft: EntryDraft, expectedPosition: UInt64? = nil,
-                            message: ((SignedTransfer) -> [UInt8])?) throws -> (debit: LedgerEntry, transfer: SignedTransfer) {
+    public func commitDebit(
+        order: TransferOrder, draft: EntryDraft, expectedPosition: UInt64? = nil,
+        message: ((SignedTransfer) -> [UInt8])?
+    ) throws -> (debit: LedgerEntry, transfer: SignedTransfer) {
         if let expectedPosition, expectedPosition != size {
-            throw WalletError(.refused, "the ledger moved since this payment's hello (\(size) entries, expected \(expectedPosition))")
+            throw WalletError(
+                .refused, "the ledger moved since this payment's hello (\(size) entries, expected \(expectedPosition))")
         }
         var transfer: SignedTransfer?
-        let debit = try append({ position, previous, time in
-            try draft.entry(position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
-        }, outgoing: { entry, checkpoint in
-            let proof = try self.ledger.inclusionProof(index: entry.position, size: entry.position + 1)
-            let signed = try Transfer(order: order, checkpoint: checkpoint, debitLeaf: entry.encoded, inclusionProof: proof)
+        let debit = try append(
+            { position, previous, time in
+                try draft.entry(
+                    position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
+                    previousLink: previous)
+            },
+            outgoing: { entry, checkpoint in
+                let proof = try self.ledger.inclusionProof(index: entry.position, size: entry.position + 1)
+                let signed = try Transfer(
+                    order: order, checkpoint: checkpoint, debitLeaf: entry.encoded, inclusionProof: proof
+                )
                 .sign(with: try self.signer)
-            transfer = signed
-            return LedgerStore.Outgoing(transferID: order.transferID, position: entry.position, signed: signed.encoded,
-                                        message: message?(signed))
-        })
+                transfer = signed
+                return LedgerStore.Outgoing(
+                    transferID: order.transferID, position: entry.position, signed: signed.encoded,
+                    message: message?(signed))
+            })
         return (debit, transfer!)
     }
 
     /// A transfer this wallet sent, by id: the exact bytes committed with the debit.
     public func outgoingTransfer(id: TransferID) throws -> SignedTransfer? {
         guard let bytes = try ledger.outgoing(transferID: id)?.signed else { return nil }
-        guard let transfer = try SignedTransfer.decode(bytes) else { throw StoreError(.corrupted, "a stored transfer is truncated") }
+        guard let transfer = try SignedTransfer.decode(bytes) else {
+            throw StoreError(.corrupted, "a stored transfer is truncated")
+        }
         return transfer
     }
 
@@ -238,7 +279,8 @@ extension Wallet {
 
     /// The payee's countersigned receipt for a credited transfer (a signature on the token).
     public func receipt(for transfer: SignedTransfer, creditPosition: UInt64) throws -> SignedReceipt {
-        try Receipt(for: transfer, payeeKey: signingKey, keyDate: keyDate, creditPosition: creditPosition).sign(with: try signer)
+        try Receipt(for: transfer, payeeKey: signingKey, keyDate: keyDate, creditPosition: creditPosition).sign(
+            with: try signer)
     }
 
     /// Records the payee's countersigned receipt: the payment is confirmed. When this wallet follows the
@@ -253,9 +295,11 @@ extension Wallet {
         case .confirms: break
         case .dropped(.retiredSigner(let evidence)):
             try keep(evidence)
-            throw WalletError(.refused, "the receipt is signed by a payee key after its retirement; kept as fork evidence")
+            throw WalletError(
+                .refused, "the receipt is signed by a payee key after its retirement; kept as fork evidence")
         case .dropped:
-            throw WalletError(.refused, "the receipt does not confirm a transfer this wallet sent, or is not signed by the payee")
+            throw WalletError(
+                .refused, "the receipt does not confirm a transfer this wallet sent, or is not signed by the payee")
         }
         try ledger.markOutgoing(transferID: receipt.payload.transferID, status: .confirmed, receipt: receipt.encoded)
     }

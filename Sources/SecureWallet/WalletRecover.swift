@@ -11,24 +11,31 @@ extension Wallet {
     /// spending resumes after a rotation to a signing key on the new token (the next key waits on the
     /// backup token, committed to in the inception event). The anchor restarts on the new token from the
     /// database as it is now: a rollback made before the recovery cannot be detected by this wallet.
-    public static func recover(paths: WalletPaths, backup: WalletToken, newToken: WalletToken, newTokenURI: PKCS11URI) throws {
+    public static func recover(paths: WalletPaths, backup: WalletToken, newToken: WalletToken, newTokenURI: PKCS11URI)
+        throws
+    {
         var metadata = try WalletMetadata.load(paths)
         let lock = try WalletLock(path: paths.lock)
         _ = lock
         guard let wrappedBytes = FileManager.default.contents(atPath: paths.wrappedKey) else {
-            throw StoreError(.wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; recovery needs it")
+            throw StoreError(
+                .wrappedKeyMissing, "the wrapped database key \(paths.wrappedKey) is missing; recovery needs it")
         }
         let wrapped = try WrappedKeyFile(encoded: Array(wrappedBytes))
         guard let backupKey = try AgreementKey.find(in: wrapped, on: backup) else {
-            throw WalletError(.keyMismatch, "the token \"\(backup.label)\" holds none of this wallet's key-agreement keys; "
-                + "is it the wallet's backup token?")
+            throw WalletError(
+                .keyMismatch,
+                "the token \"\(backup.label)\" holds none of this wallet's key-agreement keys; "
+                    + "is it the wallet's backup token?")
         }
         let databaseKey = try backupKey.unwrap(wrapped, session: backup)
         // The database must open with the key before anything is rewritten.
-        let store = try LedgerStore.open(path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
-                                         walletID: try metadata.parsedWalletID())
+        let store = try LedgerStore.open(
+            path: paths.database, key: databaseKey, expectedSalt: wrapped.databaseSalt,
+            walletID: try metadata.parsedWalletID())
         let agreement = try newToken.generateKey(label: "wallet-agreement", usage: .derive)
-        var rewrapped = WrappedKeyFile(walletID: try metadata.parsedWalletID(), key: databaseKey, databaseSalt: wrapped.databaseSalt)
+        var rewrapped = WrappedKeyFile(
+            walletID: try metadata.parsedWalletID(), key: databaseKey, databaseSalt: wrapped.databaseSalt)
         try rewrapped.wrap(databaseKey, to: agreement.publicKey)
         try backupKey.wrap(databaseKey, into: &rewrapped)
         try DurableFile.write(rewrapped.encoded, to: paths.wrappedKey)
@@ -47,12 +54,16 @@ extension Wallet {
     /// That entry and the abandoned checkpoint are themselves evidence if money was spent twice.
     @discardableResult
     public func acceptRollback() throws -> LedgerEntry {
-        guard let reason = lockReason else { throw WalletError(.invalidInput, "the wallet is not locked; there is nothing to accept") }
+        guard let reason = lockReason else {
+            throw WalletError(.invalidInput, "the wallet is not locked; there is nothing to accept")
+        }
         let abandoned = try anchor.load() ?? []
         lockReason = nil
         do {
-            return try appendDraft(EntryDraft(kind: .rollbackAccepted, amount: nil, note: "rollback accepted by the user",
-                                              statement: nil, payload: abandoned))
+            return try appendDraft(
+                EntryDraft(
+                    kind: .rollbackAccepted, amount: nil, note: "rollback accepted by the user",
+                    statement: nil, payload: abandoned))
         } catch {
             lockReason = reason
             throw error

@@ -55,14 +55,17 @@ extension Wallet {
             let holder: WalletToken = homeHop ? token : backup
             let other: WalletToken = homeHop ? backup : token
             guard let newKey = try tokenHolding(digest: keyEvent.event.nextKeyDigest, in: holder) else {
-                throw WalletError(.keyMismatch, "the next key this wallet committed to (SHA-256 \(Hex.encode(keyEvent.event.nextKeyDigest))) "
-                    + "is on neither \"\(token.label)\" nor \"\(backup.label)\"; pass the wallet's backup token")
+                throw WalletError(
+                    .keyMismatch,
+                    "the next key this wallet committed to (SHA-256 \(Hex.encode(keyEvent.event.nextKeyDigest))) "
+                        + "is on neither \"\(token.label)\" nor \"\(backup.label)\"; pass the wallet's backup token")
             }
             let following = try uncommittedKey(on: other, label: base + "-key-\(keyEvent.event.sequence + 2)")
             try stop(crash, homeHop ? .homeKeyGenerated : .keyGenerated)
             let previousSigner = try signerOfKeyInForce(among: [token, backup])
-            let event = KeyEvent.rotation(after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
-                                          agreementKey: agreement, ledgerPosition: size)
+            let event = KeyEvent.rotation(
+                after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
+                agreementKey: agreement, ledgerPosition: size)
             let newSigner = TokenSigner(token: holder, key: newKey)
             let signed = try SignedKeyEvent(event, signer: newSigner, previous: previousSigner)
             try stop(crash, homeHop ? .homeEventSigned : .eventSigned)
@@ -96,9 +99,10 @@ extension Wallet {
         (keyLog, keyEvent, tokenSigner) = (log, signed, newSigner)
         do {
             try append { position, previous, time in
-                try LedgerEntry(position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), kind: .keyEvent,
-                                amount: nil, note: "key rotation \(signed.event.sequence)", time: time,
-                                payload: signed.encoded, previousLink: previous)
+                try LedgerEntry(
+                    position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), kind: .keyEvent,
+                    amount: nil, note: "key rotation \(signed.event.sequence)", time: time,
+                    payload: signed.encoded, previousLink: previous)
             }
         } catch {
             // `append` throws after its commit only when the anchor could not move; then the rotation stands.
@@ -119,7 +123,8 @@ extension Wallet {
     /// never been exposed), else a new one is generated.
     private func uncommittedKey(on holder: WalletToken, label: String) throws -> TokenKey {
         let known = Set(keyLog.events.map(\.event.signingKey.fingerprint) + keyLog.events.map(\.event.nextKeyDigest))
-        if let left = try holder.keys().first(where: { $0.label == label && !known.contains($0.publicKey.fingerprint) }) {
+        if let left = try holder.keys().first(where: { $0.label == label && !known.contains($0.publicKey.fingerprint) })
+        {
             return left
         }
         return try holder.generateKey(label: label, usage: .sign)
@@ -166,12 +171,16 @@ extension Wallet {
     static func keyEventLog(_ store: LedgerStore, walletID: WalletID) throws -> KeyEventLog {
         let entries = try store.entries(kind: .keyEvent)
         let events: [SignedKeyEvent] = try entries.map { entry in
-            guard let event = try? SignedKeyEvent.decode(entry.payload), event.event.ledgerPosition == entry.position else {
-                throw StoreError(.corrupted, "the key event at entry \(entry.position) does not decode or names another position")
+            guard let event = try? SignedKeyEvent.decode(entry.payload), event.event.ledgerPosition == entry.position
+            else {
+                throw StoreError(
+                    .corrupted, "the key event at entry \(entry.position) does not decode or names another position")
             }
             return event
         }
-        guard entries.first?.position == 0 else { throw StoreError(.corrupted, "entry 0 is not this wallet's inception event") }
+        guard entries.first?.position == 0 else {
+            throw StoreError(.corrupted, "entry 0 is not this wallet's inception event")
+        }
         do {
             return try KeyEventLog(verifying: events, walletID: walletID)
         } catch let error as KeyEventError {
@@ -182,7 +191,9 @@ extension Wallet {
     /// The key in force on this token, or nil (a recovered wallet, or a rotation stopped between its hops):
     /// found by its public key, so a crash after a rotation committed but before wallet.json was updated
     /// still opens with the right key.
-    static func signingKeyInForce(_ session: WalletToken, metadata: WalletMetadata, log: KeyEventLog) throws -> TokenKey? {
+    static func signingKeyInForce(_ session: WalletToken, metadata: WalletMetadata, log: KeyEventLog) throws
+        -> TokenKey?
+    {
         let current = log.current.signingKey
         var missing: Error?
         if !metadata.signingKeyID.isEmpty {
@@ -190,7 +201,8 @@ extension Wallet {
                 let named = try keyOnToken(session, idHex: metadata.signingKeyID, what: "signing")
                 if named.publicKey == current { return named }
                 guard log.event(for: named.publicKey) != nil else {
-                    throw WalletError(.keyMismatch, "the token's signing key is not one the wallet's key events name; wrong token?")
+                    throw WalletError(
+                        .keyMismatch, "the token's signing key is not one the wallet's key events name; wrong token?")
                 }
             } catch let error as TokenError where error.code == .keyNotFound {
                 missing = error

@@ -1,3 +1,6 @@
+import CValgrindShim
+import SecureCrypto
+
 // The constant-time harness. scripts/ct-check runs it under valgrind memcheck with only the secrets
 // marked undefined; memcheck then reports every branch and every memory index that depends on them.
 // Outputs are declassified before they are compared, as a caller would after the operation.
@@ -8,8 +11,6 @@
 #if canImport(Glibc)
     import Glibc
 #endif
-import CValgrindShim
-import SecureCrypto
 
 nonisolated(unsafe) var failures = 0
 

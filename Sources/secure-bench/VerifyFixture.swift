@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import SecureCore
 import SecureBench
+import SecureCore
 import SecureCrypto
 import SecureStore
 import SecureTestSupport
@@ -19,58 +19,74 @@ enum VerifyFixture {
 
     /// Builds the fixture in `directory`, which must not hold a ledger yet.
     static func build(directory: String, count: Int, cores: Int = ProcessInfo.processInfo.activeProcessorCount) throws {
-        precondition(count > Int(SyntheticHistory.firstPosition), "the fixture holds at least the inception event and the budget")
+        precondition(
+            count > Int(SyntheticHistory.firstPosition), "the fixture holds at least the inception event and the budget"
+        )
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: nil)
         let signer = try SoftwareSigner(), next = try SoftwareSigner(), agreement = try SoftwareSigner()
-        let inception = try SignedKeyEvent(.inception(signingKey: signer.publicKey, nextKey: next.publicKey,
-                                                      agreementKey: agreement.publicKey), signer: signer)
+        let inception = try SignedKeyEvent(
+            .inception(
+                signingKey: signer.publicKey, nextKey: next.publicKey,
+                agreementKey: agreement.publicKey), signer: signer)
         let walletID = WalletID(inception: inception.event)
         let key = SecretBytes(randomCount: 32)
         let store = try LedgerStore.create(path: directory + "/ledger.db", key: key, walletID: walletID)
         var history = SyntheticHistory(walletID: walletID, payerKey: signer.publicKey, issuer: agreement)
         var state = LedgerState()
         var peaks = MerkleCompactRange()
-        let start: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z; one entry a minute after it
+        let start: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z; one entry a minute after it
         var position = 0
         while position < count {
             let batch = min(batchCount, count - position)
             var drafts: [EntryDraft] = []
-            if position == 0 { drafts.append(try SyntheticHistory.budgetDraft()) }  // entry 1
+            if position == 0 { drafts.append(try SyntheticHistory.budgetDraft()) } // entry 1
             let historyStart = position == 0 ? Int(SyntheticHistory.firstPosition) : position
             drafts += try history.drafts(from: UInt64(historyStart), count: position + batch - historyStart)
             var entries: [LedgerEntry] = []
             var checkpoints: [Checkpoint] = []
             if position == 0 {
-                entries.append(try LedgerEntry(position: 0, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: start,
-                                               payload: inception.encoded, previousLink: state.head))
+                entries.append(
+                    try LedgerEntry(
+                        position: 0, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: start,
+                        payload: inception.encoded, previousLink: state.head))
                 try state.apply(entries[0])
                 peaks.append(leafHash: Merkle.leafHash(entries[0].encoded))
                 checkpoints.append(try checkpoint(walletID, signer.publicKey, state, peaks, time: start))
             }
             for draft in drafts {
                 let time = start + Int64(state.size) * 60_000
-                let entry = try draft.entry(position: state.size, id: SystemRandom.bytes(16), time: time, previousLink: state.head)
+                let entry = try draft.entry(
+                    position: state.size, id: SystemRandom.bytes(16), time: time, previousLink: state.head)
                 try state.apply(entry)
                 peaks.append(leafHash: Merkle.leafHash(entry.encoded))
                 entries.append(entry)
                 checkpoints.append(try checkpoint(walletID, signer.publicKey, state, peaks, time: time))
             }
             let signed = try sign(checkpoints, with: signer, cores: cores)
-            try store.append(zip(entries, signed).map { LedgerStore.Append(entry: $0, checkpoint: $1.encoded, checkpointSize: $1.checkpoint.size) },
-                             treePeaks: peaks)
+            try store.append(
+                zip(entries, signed).map {
+                    LedgerStore.Append(entry: $0, checkpoint: $1.encoded, checkpointSize: $1.checkpoint.size)
+                },
+                treePeaks: peaks)
             position += batch
         }
         try write(key.withUnsafeBytes { Hex.encode(Array($0)) }, to: directory + "/database-key")
         try write(walletID.hex, to: directory + "/wallet-id")
     }
 
-    private static func checkpoint(_ walletID: WalletID, _ key: P256.PublicKey, _ state: LedgerState, _ peaks: MerkleCompactRange,
-                                   time: Int64) throws -> Checkpoint {
-        try Checkpoint(walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: peaks.root, time: time)
+    private static func checkpoint(
+        _ walletID: WalletID, _ key: P256.PublicKey, _ state: LedgerState, _ peaks: MerkleCompactRange,
+        time: Int64
+    ) throws -> Checkpoint {
+        try Checkpoint(
+            walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: peaks.root,
+            time: time)
     }
 
     /// Signs on all cores; each signature gets its own OpenSSL context, so the one key is shared safely.
-    private static func sign(_ checkpoints: [Checkpoint], with signer: SoftwareSigner, cores: Int) throws -> [SignedCheckpoint] {
+    private static func sign(_ checkpoints: [Checkpoint], with signer: SoftwareSigner, cores: Int) throws
+        -> [SignedCheckpoint]
+    {
         let results = UnsafeMutableBufferPointer<Result<SignedCheckpoint, Error>?>.allocate(capacity: checkpoints.count)
         results.initialize(repeating: nil)
         defer { results.deallocate() }

@@ -14,8 +14,10 @@ let words = Array(CommandLine.arguments.dropFirst())
 if words.first == "fixtures" {
     let arguments = words.dropFirst()
     guard arguments.count == 3, arguments.first == "verify", let count = Int(arguments.last!), count >= 3,
-          count <= 10_000_000 else {
-        FileHandle.standardError.write(Data("usage: secure-bench fixtures verify DIR COUNT (3 ≤ COUNT ≤ 10000000)\n".utf8))
+        count <= 10_000_000
+    else {
+        FileHandle.standardError.write(
+            Data("usage: secure-bench fixtures verify DIR COUNT (3 ≤ COUNT ≤ 10000000)\n".utf8))
         exit(2)
     }
     do {

@@ -80,8 +80,11 @@ func runSeeds() {
             }
         } catch {
             batch.record { batch in
-                FileHandle.standardError.write(Data("seed \(seed): the simulator itself failed: \(error)\n".utf8)
-                    + Data("replay: scripts/simulate --seed \(seed) --steps \(steps) --wallets \(walletCount)\(faults ? "" : " --no-faults")\n".utf8))
+                FileHandle.standardError.write(
+                    Data("seed \(seed): the simulator itself failed: \(error)\n".utf8)
+                        + Data(
+                            "replay: scripts/simulate --seed \(seed) --steps \(steps) --wallets \(walletCount)\(faults ? "" : " --no-faults")\n"
+                                .utf8))
                 batch.broken = true
             }
         }
@@ -103,14 +106,21 @@ finished.wait()
 if batch.broken { exit(2) }
 
 let seconds = Date().timeIntervalSince(batch.started)
-let verdict = batch.failedSeeds.isEmpty
+let verdict =
+    batch.failedSeeds.isEmpty
     ? "all invariants held" : "FAILED seeds: " + batch.failedSeeds.sorted().map(String.init).joined(separator: " ")
-let workload = batch.paid.isEmpty ? "" : String(format: "; paid %d (at least %d a seed), restores %d (at least %d a seed)",
-                                                 batch.paid.reduce(0, +), batch.paid.min() ?? 0,
-                                                 batch.restores.reduce(0, +), batch.restores.min() ?? 0)
-print(String(format: "secure-sim: %d seeds from %llu on %d threads, %d steps in %.1f s (%.0f steps/s)%@, %@", batch.seedsRun,
-             seeds.first ?? 0, threadCount, batch.totalSteps, seconds, Double(batch.totalSteps) / max(seconds, 0.001),
-             workload, verdict))
+let workload =
+    batch.paid.isEmpty
+    ? ""
+    : String(
+        format: "; paid %d (at least %d a seed), restores %d (at least %d a seed)",
+        batch.paid.reduce(0, +), batch.paid.min() ?? 0,
+        batch.restores.reduce(0, +), batch.restores.min() ?? 0)
+print(
+    String(
+        format: "secure-sim: %d seeds from %llu on %d threads, %d steps in %.1f s (%.0f steps/s)%@, %@", batch.seedsRun,
+        seeds.first ?? 0, threadCount, batch.totalSteps, seconds, Double(batch.totalSteps) / max(seconds, 0.001),
+        workload, verdict))
 if let stepsWanted, batch.totalSteps < stepsWanted {
     print("secure-sim: the budget ran out after \(batch.totalSteps) of the \(stepsWanted) steps wanted")
 }

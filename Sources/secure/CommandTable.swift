@@ -34,97 +34,167 @@ struct Command: Sendable {
 enum CommandTable {
     static let commands: [Command] = [
         // Tokens and keys
-        group(.tokens, help: TokenCommands.help, [
-            ("token list", "[--token URI] [--json]", "modules, tokens, flags and PIN state", TokenCommands.list),
-            ("token init-demo", "--dir DIR [--label L]",
-             "make a SoftHSM token under DIR (demos and tests)", TokenCommands.initDemo),
-        ]),
-        group(.tokens, help: KeyCommands.help, [
-            ("keys generate", "--token URI --label L", "make a P-256 key on the token", KeyCommands.generate),
-            ("keys list", "[--token URI] [--json]", "the P-256 keys on the tokens", KeyCommands.list),
-            ("keys export", "URI [--pem]", "the key's SubjectPublicKeyInfo on stdout", KeyCommands.export),
-            ("keys rotate", "[--destroy-old]",
-             "put the committed next key in force (pre-rotation)", KeyCommands.rotate),
-            ("keys audit", "[--json]", "findings per wallet key: attributes, usage, key-event log", KeyCommands.audit),
-        ]),
-        group(.tokens, help: SignCommands.signHelp, [
-            ("sign", "--key URI FILE", "a DER signature of FILE on stdout (label secure-file-v1)", SignCommands.sign),
-        ]),
-        group(.tokens, help: SignCommands.verifyHelp, [
-            ("verify", "--pubkey PEM --sig SIG FILE",
-             "check a signature with OpenSSL only; no token needed", SignCommands.verify),
-        ]),
+        group(
+            .tokens, help: TokenCommands.help,
+            [
+                ("token list", "[--token URI] [--json]", "modules, tokens, flags and PIN state", TokenCommands.list),
+                (
+                    "token init-demo", "--dir DIR [--label L]",
+                    "make a SoftHSM token under DIR (demos and tests)", TokenCommands.initDemo
+                ),
+            ]),
+        group(
+            .tokens, help: KeyCommands.help,
+            [
+                ("keys generate", "--token URI --label L", "make a P-256 key on the token", KeyCommands.generate),
+                ("keys list", "[--token URI] [--json]", "the P-256 keys on the tokens", KeyCommands.list),
+                ("keys export", "URI [--pem]", "the key's SubjectPublicKeyInfo on stdout", KeyCommands.export),
+                (
+                    "keys rotate", "[--destroy-old]",
+                    "put the committed next key in force (pre-rotation)", KeyCommands.rotate
+                ),
+                (
+                    "keys audit", "[--json]", "findings per wallet key: attributes, usage, key-event log",
+                    KeyCommands.audit
+                ),
+            ]),
+        group(
+            .tokens, help: SignCommands.signHelp,
+            [
+                (
+                    "sign", "--key URI FILE", "a DER signature of FILE on stdout (label secure-file-v1)",
+                    SignCommands.sign
+                )
+            ]),
+        group(
+            .tokens, help: SignCommands.verifyHelp,
+            [
+                (
+                    "verify", "--pubkey PEM --sig SIG FILE",
+                    "check a signature with OpenSSL only; no token needed", SignCommands.verify
+                )
+            ]),
         // The wallet
-        group(.wallet, help: WalletCommands.help, [
-            ("wallet init", "--token URI --backup-token URI",
-             "make the wallet: keys on both tokens, the ledger, the anchor", WalletCommands.initialize),
-            ("wallet show", "[--json | --card]",
-             "the wallet id, key, token and anchor; --card for others", WalletCommands.show),
-            ("wallet recover", "--backup-token URI --token NEWURI",
-             "after losing the token: rewrap the wallet to a new one", WalletCommands.recover),
-        ]),
-        group(.wallet, help: BudgetCommands.help, [
-            ("budget set", "CATEGORY LIMIT [--window W] [--hard-cap]",
-             "a category's limit per day, week or month", BudgetCommands.set),
-            ("budget show", "[--json]", "each budget with this window's spending", BudgetCommands.show),
-        ]),
+        group(
+            .wallet, help: WalletCommands.help,
+            [
+                (
+                    "wallet init", "--token URI --backup-token URI",
+                    "make the wallet: keys on both tokens, the ledger, the anchor", WalletCommands.initialize
+                ),
+                (
+                    "wallet show", "[--json | --card]",
+                    "the wallet id, key, token and anchor; --card for others", WalletCommands.show
+                ),
+                (
+                    "wallet recover", "--backup-token URI --token NEWURI",
+                    "after losing the token: rewrap the wallet to a new one", WalletCommands.recover
+                ),
+            ]),
+        group(
+            .wallet, help: BudgetCommands.help,
+            [
+                (
+                    "budget set", "CATEGORY LIMIT [--window W] [--hard-cap]",
+                    "a category's limit per day, week or month", BudgetCommands.set
+                ),
+                ("budget show", "[--json]", "each budget with this window's spending", BudgetCommands.show),
+            ]),
         // Money
-        group(.money, help: LedgerCommands.help, [
-            ("balance", "[--json]", "balances per currency, from the latest checkpoint", LedgerCommands.balance),
-            ("history", "[--json]", "entries grouped by date", LedgerCommands.history),
-        ]),
-        group(.money, help: MoneyCommands.help, [
-            ("pending", "[--json]", "payments out without a receipt or reversal", MoneyCommands.pending),
-            ("issuer init", "--token URI [--label L]", "make an issuer key on a token", MoneyCommands.issuerInit),
-            ("issuer trust", "PEM", "trust an issuer's public key for deposits", MoneyCommands.issuerTrust),
-            ("mint", "--issuer KEYURI --to WALLET --amount A --out FILE",
-             "sign a voucher for a wallet", MoneyCommands.mint),
-            ("deposit", "FILE", "credit a voucher, once", MoneyCommands.deposit),
-            ("spend", "--to WALLET --amount A --category C --out FILE",
-             "pay by file: a signed transfer with no proximity proof", MoneyCommands.spend),
-            ("accept", "FILE [--no-proximity]", "credit a transfer file, idempotently", MoneyCommands.accept),
-            ("reverse", "REFUSAL_FILE --payee CARD",
-             "append the reversal a payee's signed refusal allows", MoneyCommands.reverse),
-            ("confirm", "RECEIPT_FILE --payee CARD", "record the payee's countersigned receipt", MoneyCommands.confirm),
-        ]),
+        group(
+            .money, help: LedgerCommands.help,
+            [
+                ("balance", "[--json]", "balances per currency, from the latest checkpoint", LedgerCommands.balance),
+                ("history", "[--json]", "entries grouped by date", LedgerCommands.history),
+            ]),
+        group(
+            .money, help: MoneyCommands.help,
+            [
+                ("pending", "[--json]", "payments out without a receipt or reversal", MoneyCommands.pending),
+                ("issuer init", "--token URI [--label L]", "make an issuer key on a token", MoneyCommands.issuerInit),
+                ("issuer trust", "PEM", "trust an issuer's public key for deposits", MoneyCommands.issuerTrust),
+                (
+                    "mint", "--issuer KEYURI --to WALLET --amount A --out FILE",
+                    "sign a voucher for a wallet", MoneyCommands.mint
+                ),
+                ("deposit", "FILE", "credit a voucher, once", MoneyCommands.deposit),
+                (
+                    "spend", "--to WALLET --amount A --category C --out FILE",
+                    "pay by file: a signed transfer with no proximity proof", MoneyCommands.spend
+                ),
+                ("accept", "FILE [--no-proximity]", "credit a transfer file, idempotently", MoneyCommands.accept),
+                (
+                    "reverse", "REFUSAL_FILE --payee CARD",
+                    "append the reversal a payee's signed refusal allows", MoneyCommands.reverse
+                ),
+                (
+                    "confirm", "RECEIPT_FILE --payee CARD", "record the payee's countersigned receipt",
+                    MoneyCommands.confirm
+                ),
+            ]),
         // Paying another wallet
-        group(.peers, help: PeerCommands.help, [
-            ("receive", "[--listen ADDR] [--request AMOUNT] [--count N]",
-             "wait for payers on loopback or a LAN, with ranging", PeerCommands.receive),
-            ("pay", "--to ADDR [--amount A --category C]",
-             "pay a receiving wallet, or answer its request", PeerCommands.pay),
-            ("retry", "[TRANSFER_ID] --to ADDR", "re-send an unconfirmed payment, unchanged", PeerCommands.retry),
-        ]),
+        group(
+            .peers, help: PeerCommands.help,
+            [
+                (
+                    "receive", "[--listen ADDR] [--request AMOUNT] [--count N]",
+                    "wait for payers on loopback or a LAN, with ranging", PeerCommands.receive
+                ),
+                (
+                    "pay", "--to ADDR [--amount A --category C]",
+                    "pay a receiving wallet, or answer its request", PeerCommands.pay
+                ),
+                ("retry", "[TRANSFER_ID] --to ADDR", "re-send an unconfirmed payment, unchanged", PeerCommands.retry),
+            ]),
         // The ledger, proofs and audits
-        group(.ledger, help: LedgerCommands.help, [
-            ("ledger verify", "[--json] [--accept-rollback]",
-             "replay and check every entry, checkpoint and the anchor", LedgerCommands.verify),
-            ("ledger repair", "", "move a lagging anchor forward; upgrade an older schema", LedgerCommands.repair),
-            ("ledger prove", "--entry ID [--out FILE]",
-             "an inclusion proof of an entry in the latest checkpoint", LedgerCommands.prove),
-            ("ledger consistency", "--from N --to M [--out FILE]",
-             "a consistency proof between two checkpoints", LedgerCommands.consistency),
-            ("ledger verify-proof", "FILE (--pubkey PEM | --key-events FILE)",
-             "check a proof offline with public keys alone", LedgerCommands.verifyProof),
-        ]),
-        group(.ledger, help: EvidenceCommands.help, [
-            ("evidence export", "--out DIR", "write the fork evidence this wallet holds", EvidenceCommands.export),
-            ("evidence verify", "FILE", "check fork evidence offline", EvidenceCommands.verify),
-        ]),
-        group(.ledger, help: AuditCommands.help, [
-            ("audit export", "--out FILE [--from N --to M]",
-             "an audit bundle for offline checking", AuditCommands.export),
-            ("audit verify", "FILE [--json]", "check an audit bundle with no token", AuditCommands.verify),
-        ]),
+        group(
+            .ledger, help: LedgerCommands.help,
+            [
+                (
+                    "ledger verify", "[--json] [--accept-rollback]",
+                    "replay and check every entry, checkpoint and the anchor", LedgerCommands.verify
+                ),
+                ("ledger repair", "", "move a lagging anchor forward; upgrade an older schema", LedgerCommands.repair),
+                (
+                    "ledger prove", "--entry ID [--out FILE]",
+                    "an inclusion proof of an entry in the latest checkpoint", LedgerCommands.prove
+                ),
+                (
+                    "ledger consistency", "--from N --to M [--out FILE]",
+                    "a consistency proof between two checkpoints", LedgerCommands.consistency
+                ),
+                (
+                    "ledger verify-proof", "FILE (--pubkey PEM | --key-events FILE)",
+                    "check a proof offline with public keys alone", LedgerCommands.verifyProof
+                ),
+            ]),
+        group(
+            .ledger, help: EvidenceCommands.help,
+            [
+                ("evidence export", "--out DIR", "write the fork evidence this wallet holds", EvidenceCommands.export),
+                ("evidence verify", "FILE", "check fork evidence offline", EvidenceCommands.verify),
+            ]),
+        group(
+            .ledger, help: AuditCommands.help,
+            [
+                (
+                    "audit export", "--out FILE [--from N --to M]",
+                    "an audit bundle for offline checking", AuditCommands.export
+                ),
+                ("audit verify", "FILE [--json]", "check an audit bundle with no token", AuditCommands.verify),
+            ]),
     ].flatMap { $0 }
 
     /// The commands of one section that share one detailed help: (words, synopsis, summary, handler) each,
     /// the words space-separated.
-    private static func group(_ section: Command.Section, help: String,
-                              _ entries: [(String, String, String, @Sendable ([String]) throws -> ExitCode)]) -> [Command] {
+    private static func group(
+        _ section: Command.Section, help: String,
+        _ entries: [(String, String, String, @Sendable ([String]) throws -> ExitCode)]
+    ) -> [Command] {
         entries.map { words, synopsis, summary, handler in
-            Command(words: words.split(separator: " ").map(String.init), synopsis: synopsis, summary: summary,
-                    section: section, help: help, handler: handler)
+            Command(
+                words: words.split(separator: " ").map(String.init), synopsis: synopsis, summary: summary,
+                section: section, help: help, handler: handler)
         }
     }
 
@@ -158,8 +228,10 @@ enum CommandTable {
 
     /// `secure --help`: every command of the table by section, then every exit code.
     static var topHelp: String {
-        var lines = ["secure: a payment wallet whose signing keys live only inside a PKCS#11 token.", "",
-                     "Usage: secure COMMAND [OPTIONS]"]
+        var lines = [
+            "secure: a payment wallet whose signing keys live only inside a PKCS#11 token.", "",
+            "Usage: secure COMMAND [OPTIONS]",
+        ]
         for section in Command.Section.allCases {
             lines += ["", section.rawValue + ":"]
             for command in commands where command.section == section {
@@ -172,7 +244,9 @@ enum CommandTable {
                 }
             }
         }
-        lines += ["", """
+        lines += [
+            "",
+            """
             PINs: every command that logs in takes --pin-source SPEC, where SPEC is prompt (the default on a
             terminal), file:PATH, env:VAR or fd:N. A key URI's pin-source and pin-value are honoured too;
             pin-value is visible to other local users in the process list. A wrong PIN is never retried.
@@ -184,7 +258,8 @@ enum CommandTable {
             wallet take its lock once the PIN is read, so two of them never run at once (exit code 9); commands
             that only read it (balance, history, pending, budget show, wallet show, ledger verify …) take no
             lock and are never kept waiting.
-            """, "", "Exit codes:"]
+            """, "", "Exit codes:",
+        ]
         for code in ExitCode.allCases {
             lines.append("  " + String(code.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0) + code.meaning)
         }

@@ -3,9 +3,9 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 import SecureStore
 import SecureToken
+import SecureWallet
 
 enum LedgerCommands {
     static let help = """
@@ -33,7 +33,9 @@ enum LedgerCommands {
         let wallet = try openWallet(arguments, .reading)
         let balances = wallet.state.balances.values.sorted { $0.currency.code < $1.currency.code }
         if arguments.flag("json") {
-            printJSON(["balances": balances.map(MoneyText.format), "entries": wallet.size, "locked": wallet.lockReason != nil])
+            printJSON([
+                "balances": balances.map(MoneyText.format), "entries": wallet.size, "locked": wallet.lockReason != nil,
+            ])
         } else if balances.isEmpty {
             print("0 (no money yet; `secure deposit VOUCHER` credits an issuer's voucher)")
         } else {
@@ -66,9 +68,10 @@ enum LedgerCommands {
                 currentDay = day
             }
             let amount = (row["amount"] as? String).map { ($0.hasPrefix("-") ? "" : " ") + $0 } ?? ""
-            print("  \(timeFormat.string(from: date))  \(String(describing: row["kind"]!).padding(toLength: 15, withPad: " ", startingAt: 0))"
-                + "\(amount.padding(toLength: 16, withPad: " ", startingAt: 0)) \(row["category"] ?? "")"
-                + ((row["note"] as? String).map { "  \"\($0)\"" } ?? ""))
+            print(
+                "  \(timeFormat.string(from: date))  \(String(describing: row["kind"]!).padding(toLength: 15, withPad: " ", startingAt: 0))"
+                    + "\(amount.padding(toLength: 16, withPad: " ", startingAt: 0)) \(row["category"] ?? "")"
+                    + ((row["note"] as? String).map { "  \"\($0)\"" } ?? ""))
         }
         if arguments.flag("json") { printJSON(rows) }
         return .success
@@ -80,7 +83,9 @@ enum LedgerCommands {
             .budgetChange: "budget change", .keyEvent: "key event", .rollbackAccepted: "rollback accepted",
             .statementRefused: "refused", .conflictingStatement: "conflict",
         ]
-        var row: [String: Any] = ["position": entry.position, "id": Hex.encode(entry.id), "kind": kinds[entry.kind] ?? "?"]
+        var row: [String: Any] = [
+            "position": entry.position, "id": Hex.encode(entry.id), "kind": kinds[entry.kind] ?? "?",
+        ]
         if let amount = entry.amount {
             row["amount"] = (entry.kind == .paymentOut ? "-" : "") + MoneyText.format(amount)
         }
@@ -102,30 +107,40 @@ enum LedgerCommands {
         let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)
         if arguments.flag("accept-rollback"), let lock = wallet.lockReason {
             guard report.isValid else {
-                printError("secure: the ledger itself does not verify, so the rollback cannot be accepted: restore a good copy")
+                printError(
+                    "secure: the ledger itself does not verify, so the rollback cannot be accepted: restore a good copy"
+                )
                 return .integrity
             }
             let entry = try wallet.acceptRollback()
-            printError("secure: accepted the rollback (\(lock)); recorded as signed entry \(entry.position) and re-anchored")
+            printError(
+                "secure: accepted the rollback (\(lock)); recorded as signed entry \(entry.position) and re-anchored")
         }
         var problems = report.problems
         if let lock = wallet.lockReason { problems.append("anchor: \(lock)") }
         if arguments.flag("json") {
-            printJSON(["valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
-                       "problems": problems, "anchor": wallet.anchorKind,
-                       "balances": report.state.balances.values.map(MoneyText.format).sorted()])
+            printJSON([
+                "valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
+                "problems": problems, "anchor": wallet.anchorKind,
+                "balances": report.state.balances.values.map(MoneyText.format).sorted(),
+            ])
         } else {
             print("wallet      \(wallet.walletID.hex)")
             print("entries     \(report.entries), chained and replayed")
-            print("checkpoints \(report.checkpoints), signatures and states checked on \(ProcessInfo.processInfo.activeProcessorCount) cores")
-            print("anchor      on the \(wallet.anchorKind)" + (wallet.lockReason == nil ? ", consistent with the database" : ""))
+            print(
+                "checkpoints \(report.checkpoints), signatures and states checked on \(ProcessInfo.processInfo.activeProcessorCount) cores"
+            )
+            print(
+                "anchor      on the \(wallet.anchorKind)"
+                    + (wallet.lockReason == nil ? ", consistent with the database" : ""))
             if problems.isEmpty {
                 print("ledger OK")
             } else {
                 print("ledger has PROBLEMS:")
                 problems.forEach { print("  - \($0)") }
-                print("What to do: restore the wallet folder (\(wallet.paths.directory)) from the newest backup, then run "
-                    + "`secure ledger verify` again. The wallet refuses to spend until it verifies.")
+                print(
+                    "What to do: restore the wallet folder (\(wallet.paths.directory)) from the newest backup, then run "
+                        + "`secure ledger verify` again. The wallet refuses to spend until it verifies.")
             }
         }
         return problems.isEmpty ? .success : .integrity
@@ -144,8 +159,9 @@ extension LedgerCommands {
             printError("secure: the wallet is LOCKED and `ledger repair` does not lift it: \(lock)")
             return .integrity
         }
-        print("wallet \(wallet.walletID.hex): \(wallet.size) entries; the anchor on the \(wallet.anchorKind) "
-            + "is at the latest checkpoint")
+        print(
+            "wallet \(wallet.walletID.hex): \(wallet.size) entries; the anchor on the \(wallet.anchorKind) "
+                + "is at the latest checkpoint")
         return .success
     }
 
@@ -188,7 +204,8 @@ extension LedgerCommands {
         let verify: () throws -> String
         switch (arguments.value("pubkey"), arguments.value("key-events")) {
         case (let pem?, nil):
-            let key = try P256.PublicKey(pem: String(decoding: try readFile(pem, what: "the public key"), as: UTF8.self))
+            let key = try P256.PublicKey(
+                pem: String(decoding: try readFile(pem, what: "the public key"), as: UTF8.self))
             verify = { try proof.verify(key: key) }
         case (nil, let bundle?):
             let log = try AuditBundleFile.keyEventLog(json: Data(try readFile(bundle, what: "the key-event log")))

@@ -3,9 +3,9 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 import SecureStore
 import SecureToken
+import SecureWallet
 
 /// A wallet named on the command line: 64 hex digits of wallet id, or a wallet card file written by
 /// `secure wallet show --card` (a "Wallet-ID: HEX" line and the public key PEM).
@@ -36,20 +36,26 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
     case .duplicate(let entry):
         return ("\(what) was already recorded as entry \(entry.position); nothing changed", .success)
     case .conflict(let entry):
-        return ("\(what) reuses an id already recorded with another payload; kept as evidence in entry \(entry.position), "
-            + "no money moved", .refused)
+        return (
+            "\(what) reuses an id already recorded with another payload; kept as evidence in entry \(entry.position), "
+                + "no money moved", .refused
+        )
     case .refused(let reason, let entry, _):
         return ("\(what) refused (\(reason)); recorded as entry \(entry.position)", .refused)
     case .policyRefusal(let reason):
         let advice: String
         switch reason {
         case .untrustedIssuer: advice = "the issuer is not trusted; `secure issuer trust PEM` first"
-        case .proximityRequired, .proximityUnverified: advice = "it carries no proximity proof you verified; accept it with --no-proximity if you meant to"
+        case .proximityRequired, .proximityUnverified:
+            advice = "it carries no proximity proof you verified; accept it with --no-proximity if you meant to"
         case .channelBindingMismatch: advice = "it was made for another session"
         }
         return ("\(what) not accepted: \(advice). Nothing was recorded", .refused)
     case .dropped(let reason):
-        return ("\(what) dropped: its signature does not hold (\(reason)); anyone could have made it. Nothing was recorded", .verification)
+        return (
+            "\(what) dropped: its signature does not hold (\(reason)); anyone could have made it. Nothing was recorded",
+            .verification
+        )
     }
 }
 
@@ -78,8 +84,9 @@ enum MoneyCommands {
         defer { session.close() }
         let key = try session.generateKey(label: arguments.value("label") ?? "issuer", usage: .sign)
         print(key.uri)
-        printError("secure: made issuer key, fingerprint \(Hex.encode(key.publicKey.fingerprint)); "
-            + "wallets trust it with `secure issuer trust` on its PEM (`secure keys export URI --pem`)")
+        printError(
+            "secure: made issuer key, fingerprint \(Hex.encode(key.publicKey.fingerprint)); "
+                + "wallets trust it with `secure issuer trust` on its PEM (`secure keys export URI --pem`)")
         return .success
     }
 
@@ -94,7 +101,8 @@ enum MoneyCommands {
     }
 
     static func mint(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: sessionOptions.union(["issuer", "to", "amount", "out"]), flags: sessionFlags)
+        let arguments = try Arguments(
+            words, options: sessionOptions.union(["issuer", "to", "amount", "out"]), flags: sessionFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let recipient = try parseWalletReference(try arguments.required("to"))
         let amount = try MoneyText.parse(try arguments.required("amount"))
@@ -105,8 +113,10 @@ enum MoneyCommands {
         defer { session.close() }
         let signer = try TokenSigner(session: session, keyURI: uri)
         let sequence = try IssuerSequence.next(for: signer.publicKey)
-        let voucher = try Voucher(issuerKey: signer.publicKey, recipientWalletID: recipient, amount: amount,
-                                  voucherID: .random(), issuerSequence: sequence).sign(with: signer)
+        let voucher = try Voucher(
+            issuerKey: signer.publicKey, recipientWalletID: recipient, amount: amount,
+            voucherID: .random(), issuerSequence: sequence
+        ).sign(with: signer)
         try writeOutput(voucher.encoded, to: out)
         print("voucher #\(sequence) for \(MoneyText.format(amount)) to \(recipient.hex) written to \(out)")
         return .success
@@ -127,8 +137,9 @@ enum MoneyCommands {
     }
 
     static func spend(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["to", "amount", "category", "note", "out"]),
-                                      flags: walletFlags.union(["override-budget"]))
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["to", "amount", "category", "note", "out"]),
+            flags: walletFlags.union(["override-budget"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let payee = try parseWalletReference(try arguments.required("to"))
         let amount = try MoneyText.parse(try arguments.required("amount"))
@@ -136,17 +147,25 @@ enum MoneyCommands {
         let category = try arguments.required("category")
         try Budget.validateCategory(category)
         let out = try arguments.required("out")
-        guard !FileManager.default.fileExists(atPath: out) else { throw UsageError("\(out) exists; it is never overwritten") }
+        guard !FileManager.default.fileExists(atPath: out) else {
+            throw UsageError("\(out) exists; it is never overwritten")
+        }
         let wallet = try openWallet(arguments, .appending)
         do {
-            if case .alert(let usage) = try wallet.checkSpend(amount: amount, category: category, overrideBudget: arguments.flag("override-budget")) {
-                printError("secure: budget alert: \(usage.category) will be above 80% of \(MoneyText.format(usage.limit)) this window")
+            if case .alert(let usage) = try wallet.checkSpend(
+                amount: amount, category: category, overrideBudget: arguments.flag("override-budget"))
+            {
+                printError(
+                    "secure: budget alert: \(usage.category) will be above 80% of \(MoneyText.format(usage.limit)) this window"
+                )
             }
-            let transfer = try wallet.spend(to: payee, amount: amount, category: category, note: arguments.value("note") ?? "",
-                                            overrideBudget: arguments.flag("override-budget"))
+            let transfer = try wallet.spend(
+                to: payee, amount: amount, category: category, note: arguments.value("note") ?? "",
+                overrideBudget: arguments.flag("override-budget"))
             try writeOutput(transfer.encoded, to: out)
-            print("paid \(MoneyText.format(amount)) to \(payee.hex) (\(category)); signed transfer in \(out). "
-                + "It carries no proximity proof: the payee accepts it with --no-proximity")
+            print(
+                "paid \(MoneyText.format(amount)) to \(payee.hex) (\(category)); signed transfer in \(out). "
+                    + "It carries no proximity proof: the payee accepts it with --no-proximity")
             return .success
         } catch let refusal as Wallet.SpendRefusal {
             printError("secure: payment refused before signing: \(refusal)")
@@ -155,23 +174,29 @@ enum MoneyCommands {
     }
 
     static func accept(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["receipt-out", "refusal-out"]), flags: walletFlags.union(["no-proximity"]))
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["receipt-out", "refusal-out"]),
+            flags: walletFlags.union(["no-proximity"]))
         let path = try arguments.positionals(1, "one transfer FILE")[0]
         guard let transfer = try? SignedTransfer.decode(try readFile(path, what: "the transfer")) else {
             printError("secure: \(path) is not a transfer (truncated or malformed); nothing was recorded")
             return .verification
         }
         let wallet = try openWallet(arguments, .appending)
-        let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
+        let outcome = try wallet.accept(
+            transfer, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
         let (message, code) = describe(outcome, what: "transfer")
         (code == .success ? { print($0) } : printError)(message)
         for evidence in wallet.lastEvidence {
-            printError("secure: WARNING: this payer signed two histories that cannot both be true (\(evidence.verify())); "
-                + "the fork evidence is kept: `secure evidence export --out DIR`")
+            printError(
+                "secure: WARNING: this payer signed two histories that cannot both be true (\(evidence.verify())); "
+                    + "the fork evidence is kept: `secure evidence export --out DIR`")
         }
         if case .refused(_, _, let refusal?) = outcome, let out = arguments.value("refusal-out") {
             try writeOutput(refusal.encoded, to: out)
-            printError("secure: the signed refusal is in \(out); give it to the payer, whose `secure reverse` credits the debit back")
+            printError(
+                "secure: the signed refusal is in \(out); give it to the payer, whose `secure reverse` credits the debit back"
+            )
         }
         if let out = arguments.value("receipt-out") {
             switch outcome {
@@ -186,7 +211,9 @@ enum MoneyCommands {
     }
 
     static func reverse(_ words: [String]) throws -> ExitCode {
-        guard case let (wallet, payeeKey, refusal)? = try payeeSigned(words, "refusal", decode: { try SignedRefusal.decode($0) })
+        guard
+            case (let wallet, let payeeKey, let refusal)? = try payeeSigned(
+                words, "refusal", decode: { try SignedRefusal.decode($0) })
         else { return .verification }
         let (message, code) = describe(try wallet.applyRefusal(refusal, payeeKeys: [payeeKey]), what: "refusal")
         (code == .success ? { print($0) } : printError)(message)
@@ -194,7 +221,9 @@ enum MoneyCommands {
     }
 
     static func confirm(_ words: [String]) throws -> ExitCode {
-        guard case let (wallet, payeeKey, receipt)? = try payeeSigned(words, "receipt", decode: { try SignedReceipt.decode($0) })
+        guard
+            case (let wallet, let payeeKey, let receipt)? = try payeeSigned(
+                words, "receipt", decode: { try SignedReceipt.decode($0) })
         else { return .verification }
         try wallet.confirm(receipt, payeeKeys: [payeeKey])
         print("payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt")
@@ -204,10 +233,14 @@ enum MoneyCommands {
     /// For `reverse` and `confirm`: the wallet, opened to append, the payee's key (`--payee`, a card or a PEM
     /// key) and the one FILE, a `what` the payee signed; nil, with the reason on stderr, when FILE is not one.
     private static func payeeSigned<Document>(_ words: [String], _ what: String, decode: ([UInt8]) throws -> Document?)
-        throws -> (Wallet, P256.PublicKey, Document)? {
+        throws -> (Wallet, P256.PublicKey, Document)?
+    {
         let arguments = try Arguments(words, options: walletOptions.union(["payee"]), flags: walletFlags)
         let path = try arguments.positionals(1, "one \(what) FILE")[0]
-        let payeeKey = try P256.PublicKey(pem: String(decoding: try readFile(try arguments.required("payee"), what: "the payee's card or key"), as: UTF8.self))
+        let payeeKey = try P256.PublicKey(
+            pem: String(
+                decoding: try readFile(try arguments.required("payee"), what: "the payee's card or key"), as: UTF8.self)
+        )
         guard let document = try? decode(try readFile(path, what: "the \(what)")) else {
             printError("secure: \(path) is not a \(what); nothing was recorded")
             return nil
@@ -220,15 +253,20 @@ enum MoneyCommands {
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         let rows = try wallet.pendingTransfers().map { item -> [String: Any] in
-            ["transferID": item.transfer.payload.order.transferID.hex, "amount": MoneyText.format(item.transfer.payload.order.amount),
-             "payee": item.transfer.payload.order.payeeWalletID.hex, "position": item.entry.position]
+            [
+                "transferID": item.transfer.payload.order.transferID.hex,
+                "amount": MoneyText.format(item.transfer.payload.order.amount),
+                "payee": item.transfer.payload.order.payeeWalletID.hex, "position": item.entry.position,
+            ]
         }
         if arguments.flag("json") {
             printJSON(rows)
         } else if rows.isEmpty {
             print("no unconfirmed payments")
         } else {
-            for row in rows { print("\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))") }
+            for row in rows {
+                print("\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))")
+            }
         }
         return .success
     }
@@ -239,10 +277,14 @@ enum MoneyCommands {
 enum IssuerSequence {
     static func next(for key: P256.PublicKey) throws -> UInt64 {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+        let base =
+            environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
         let path = base + "/secure/issuers/\(Hex.encode(key.fingerprint)).sequence"
-        let current = FileManager.default.contents(atPath: path).flatMap { UInt64(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        let current =
+            FileManager.default.contents(atPath: path).flatMap {
+                UInt64(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            } ?? 0
         let next = current + 1
         try DurableFile.write(Array("\(next)\n".utf8), to: path)
         return next

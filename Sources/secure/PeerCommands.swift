@@ -4,9 +4,9 @@ import SecureChannel
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 import SecureStore
 import SecureToken
+import SecureWallet
 
 /// The person at the terminal: prompts on /dev/tty with a timeout, or `--yes` for scripts; events as text
 /// lines or, with `--json`, one JSON object per line.
@@ -29,7 +29,9 @@ final class TerminalPerson: PeerInterface {
     }
 
     func decide(_ approval: Approval) -> PeerDecision {
-        let who = PeerDriver.shortFingerprint(approval.peer.key) + " (" + (approval.knownName ?? approval.peer.displayName) + ")"
+        let who =
+            PeerDriver.shortFingerprint(approval.peer.key) + " (" + (approval.knownName ?? approval.peer.displayName)
+            + ")"
         let amount = MoneyText.format(approval.amount)
         let note = approval.note.isEmpty ? "" : " for \"\(approval.note)\""
         var question: String
@@ -43,15 +45,21 @@ final class TerminalPerson: PeerInterface {
             question = "Budget alert: \(usage.category) goes above 80% of \(MoneyText.format(usage.limit)). " + question
         case .overBudget(let usage)?:
             guard arguments.flag("override-budget") || !yes else {
-                event("refused", ["reason": "over-budget"], "over the \(usage.category) budget; pass --override-budget to pay anyway")
+                event(
+                    "refused", ["reason": "over-budget"],
+                    "over the \(usage.category) budget; pass --override-budget to pay anyway")
                 return .decline
             }
-            question = "OVER BUDGET: \(usage.category) would exceed \(MoneyText.format(usage.limit)); pay anyway (recorded)? " + question
+            question =
+                "OVER BUDGET: \(usage.category) would exceed \(MoneyText.format(usage.limit)); pay anyway (recorded)? "
+                + question
             overriding = true
         default: break
         }
         if !approval.needsConfirmation {
-            event("approval", ["question": question], "\(question) (your own request, answered exactly: the PIN alone approves)")
+            event(
+                "approval", ["question": question],
+                "\(question) (your own request, answered exactly: the PIN alone approves)")
             return .approve(overridingBudget: overriding)
         }
         if yes {
@@ -62,14 +70,18 @@ final class TerminalPerson: PeerInterface {
             event("approval", ["answer": "none"], "no answer; declined")
             return .decline
         }
-        return answer.lowercased() == "y" || answer.lowercased() == "yes" ? .approve(overridingBudget: overriding) : .decline
+        return answer.lowercased() == "y" || answer.lowercased() == "yes"
+            ? .approve(overridingBudget: overriding) : .decline
     }
 
     func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
         if let category { return category }
-        guard !yes, let answer = Self.ask("\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount))"
-                                            + (request.note.isEmpty ? "" : " for \"\(request.note)\"") + ". Category: ",
-                                            timeoutSeconds: PeerLimits.decisionTimeoutSeconds), !answer.isEmpty else { return nil }
+        guard !yes,
+            let answer = Self.ask(
+                "\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount))"
+                    + (request.note.isEmpty ? "" : " for \"\(request.note)\"") + ". Category: ",
+                timeoutSeconds: PeerLimits.decisionTimeoutSeconds), !answer.isEmpty
+        else { return nil }
         return answer
     }
 
@@ -95,7 +107,7 @@ final class TerminalPerson: PeerInterface {
                 print(text)
             }
             // Each event is a line a script may be waiting for (`listening`), also when stdout is a file or pipe.
-            fflush(nil)  // nil: every output stream; naming `stdout` is not concurrency-safe in Swift 6
+            fflush(nil) // nil: every output stream; naming `stdout` is not concurrency-safe in Swift 6
         }
     }
 
@@ -129,30 +141,40 @@ enum PeerCommands {
         For scripts: --yes with --pin-source; --json prints events as lines.
         """
 
-    static let options: Set<String> = walletOptions.union(["listen", "to", "amount", "category", "note", "request", "name",
-                                                           "distance", "ranging-file", "count", "seed"])
+    static let options: Set<String> = walletOptions.union([
+        "listen", "to", "amount", "category", "note", "request", "name",
+        "distance", "ranging-file", "count", "seed",
+    ])
     static let flags: Set<String> = walletFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
 
     static func address(_ text: String?) throws -> (host: String, port: UInt16) {
         let value = text ?? "127.0.0.1:7464"
         let parts = value.split(separator: ":", omittingEmptySubsequences: false)
         let host = parts.count == 2 ? String(parts[0]) : "127.0.0.1"
-        guard let port = UInt16(parts.last ?? ""), parts.count <= 2 else { throw UsageError("an address is HOST:PORT or PORT, not \"\(value)\"") }
+        guard let port = UInt16(parts.last ?? ""), parts.count <= 2 else {
+            throw UsageError("an address is HOST:PORT or PORT, not \"\(value)\"")
+        }
         return (host.isEmpty ? "127.0.0.1" : host, port)
     }
 
-    static func ranging(_ arguments: Arguments, person: TerminalPerson) throws -> (RangingConfiguration, RangingPolicy) {
+    static func ranging(_ arguments: Arguments, person: TerminalPerson) throws -> (RangingConfiguration, RangingPolicy)
+    {
         let allow = arguments.flag("allow-simulated-ranging")
         if let path = arguments.value("ranging-file") {
             return (.external(path: path), RangingPolicy(allowsSimulated: allow))
         }
         guard allow else {
-            throw UsageError("no ranging source: give --ranging-file PATH (a UWB board's readings), or --allow-simulated-ranging "
-                + "with --distance MM for a demo; simulated ranging proves nothing about distance")
+            throw UsageError(
+                "no ranging source: give --ranging-file PATH (a UWB board's readings), or --allow-simulated-ranging "
+                    + "with --distance MM for a demo; simulated ranging proves nothing about distance")
         }
-        guard let distance = UInt32(arguments.value("distance") ?? "400") else { throw UsageError("--distance takes millimetres") }
-        person.event("warning", ["ranging": "simulated"], "WARNING: SIMULATED RANGING (\(distance) mm) is allowed in this session; "
-            + "a simulated distance proves nothing about where the other wallet is")
+        guard let distance = UInt32(arguments.value("distance") ?? "400") else {
+            throw UsageError("--distance takes millimetres")
+        }
+        person.event(
+            "warning", ["ranging": "simulated"],
+            "WARNING: SIMULATED RANGING (\(distance) mm) is allowed in this session; "
+                + "a simulated distance proves nothing about where the other wallet is")
         let seed = UInt64(arguments.value("seed") ?? "") ?? UInt64.random(in: 0...UInt64.max)
         return (.simulated(seed: seed, distanceMillimetres: distance), RangingPolicy(allowsSimulated: true))
     }
@@ -161,7 +183,8 @@ enum PeerCommands {
     static func openLockedWallet(_ arguments: Arguments) throws -> (Wallet, TerminalPerson) {
         let wallet = try openWallet(arguments, .appending)
         wallet.token.lock()
-        let person = TerminalPerson(arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.token.label)
+        let person = TerminalPerson(
+            arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.token.label)
         if let lock = wallet.lockReason { throw WalletError(.locked, "the wallet is locked: \(lock)") }
         return (wallet, person)
     }
@@ -184,8 +207,9 @@ enum PeerCommands {
 
     static func retry(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: options, flags: flags)
-        let pending = try arguments.positionals(arguments.positional.count <= 1 ? arguments.positional.count : 1,
-                                                "at most one TRANSFER_ID")
+        let pending = try arguments.positionals(
+            arguments.positional.count <= 1 ? arguments.positional.count : 1,
+            "at most one TRANSFER_ID")
         return try pay(arguments, retrying: .some(pending.first))
     }
 
@@ -198,7 +222,8 @@ enum PeerCommands {
         let (host, port) = try address(arguments.value("listen"))
         let count = try arguments.integer("count", default: 1, max: 10_000)
         let request = try arguments.value("request").map {
-            try PaymentRequest(requestID: .random(), amount: try MoneyText.parse($0), note: arguments.value("note") ?? "")
+            try PaymentRequest(
+                requestID: .random(), amount: try MoneyText.parse($0), note: arguments.value("note") ?? "")
         }
         let (wallet, person) = try openLockedWallet(arguments)
         let (rangingSource, policy) = try ranging(arguments, person: person)
@@ -217,9 +242,10 @@ enum PeerCommands {
                 let code: ExitCode
                 do {
                     let channel = try SecureChannel.respond(over: transport)
-                    let driver = try PeerDriver(wallet: shared.0, channel: channel, role: .receive(request: request), interface: shared.1,
-                                                ranging: shared.2, policy: policy, displayName: arguments.value("name") ?? "receiver",
-                                                walletLock: walletLock)
+                    let driver = try PeerDriver(
+                        wallet: shared.0, channel: channel, role: .receive(request: request), interface: shared.1,
+                        ranging: shared.2, policy: policy, displayName: arguments.value("name") ?? "receiver",
+                        walletLock: walletLock)
                     code = exitCode(driver.run())
                 } catch {
                     shared.1.event("error", ["error": "\(error)"], "session failed: \(error)")
@@ -244,14 +270,17 @@ enum PeerCommands {
             guard !amount.isZero else { throw UsageError("a payment's amount must be positive") }
             let category = try arguments.required("category")
             try Budget.validateCategory(category)
-            role = .pay(PaymentIntent(offerID: .random(), amount: amount, category: category, note: arguments.value("note") ?? ""))
+            role = .pay(
+                PaymentIntent(
+                    offerID: .random(), amount: amount, category: category, note: arguments.value("note") ?? ""))
         } else {
             role = .answerRequest
         }
         let (rangingSource, policy) = try ranging(arguments, person: person)
         let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
-        let driver = try PeerDriver(wallet: wallet, channel: channel, role: role, interface: person, ranging: rangingSource,
-                                    policy: policy, displayName: arguments.value("name") ?? "payer")
+        let driver = try PeerDriver(
+            wallet: wallet, channel: channel, role: role, interface: person, ranging: rangingSource,
+            policy: policy, displayName: arguments.value("name") ?? "payer")
         return exitCode(driver.run())
     }
 
@@ -266,10 +295,14 @@ enum PeerCommands {
             }
             chosen = pending.first
         }
-        guard let chosen else { throw WalletError(.notFound, "no unconfirmed payment" + (id.map { " with id \($0)" } ?? "")) }
+        guard let chosen else {
+            throw WalletError(.notFound, "no unconfirmed payment" + (id.map { " with id \($0)" } ?? ""))
+        }
         guard let bytes = try wallet.ledger.outgoingMessage(transferID: chosen.transfer.payload.order.transferID),
-              case .transfer(let message)? = try PeerMessage.decode(bytes) else {
-            throw WalletError(.notFound, "that payment was a file transfer (`secure spend`); give the payee its file again")
+            case .transfer(let message)? = try PeerMessage.decode(bytes)
+        else {
+            throw WalletError(
+                .notFound, "that payment was a file transfer (`secure spend`); give the payee its file again")
         }
         return message
     }

@@ -3,9 +3,9 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 import SecureStore
 import SecureToken
+import SecureWallet
 
 /// `secure keys rotate` and `secure keys audit`: argument parsing, prompts and output only.
 extension KeyCommands {
@@ -23,73 +23,97 @@ extension KeyCommands {
     /// The backup token's session: --backup-token, else the one recorded at init; its own PIN source.
     static func openBackup(_ arguments: Arguments, recorded: String?, required: Bool) throws -> TokenSession? {
         guard let text = arguments.value("backup-token") ?? recorded else {
-            if required { throw UsageError("--backup-token is required: the committed next key is on the backup token") }
+            if required {
+                throw UsageError("--backup-token is required: the committed next key is on the backup token")
+            }
             return nil
         }
         let uri = try parseURI(text, arguments)
         let token = try TokenLibrary.shared.token(uri)
-        guard let source = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: uri) else {
+        guard let source = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: uri)
+        else {
             throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
         }
         return try TokenSession(token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "))
     }
 
     static func rotate(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]),
-                                      flags: walletFlags.union(["destroy-old", "yes"]))
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]),
+            flags: walletFlags.union(["destroy-old", "yes"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let destroyOld = arguments.flag("destroy-old")
         if destroyOld && !arguments.flag("yes") {
             // Only a person at a terminal can confirm; a script passes --yes.
-            let answer = isatty(STDIN_FILENO) != 1 ? nil : TerminalPerson.ask("Delete the retired private keys from the tokens after the rotation? "
-                + "Signatures they made stay verifiable. Type \"destroy\" to confirm: ", timeoutSeconds: 120)
+            let answer =
+                isatty(STDIN_FILENO) != 1
+                ? nil
+                : TerminalPerson.ask(
+                    "Delete the retired private keys from the tokens after the rotation? "
+                        + "Signatures they made stay verifiable. Type \"destroy\" to confirm: ", timeoutSeconds: 120)
             guard answer == "destroy" else {
                 throw UsageError("--destroy-old needs confirmation: type \"destroy\" at the prompt, or pass --yes")
             }
         }
         // Both PINs are read before the wallet takes its lock: the backup token's first, as it is opened first.
         let (_, recorded) = try recordedWallet(arguments)
-        guard let backup = try openBackup(arguments, recorded: recorded?.backupToken, required: true) else { return .usage }
+        guard let backup = try openBackup(arguments, recorded: recorded?.backupToken, required: true) else {
+            return .usage
+        }
         defer { backup.close() }
         let wallet = try openWallet(arguments, .appending)
         defer { (wallet.token as? TokenSession)?.close() }
         let result = try wallet.rotate(backup: backup, destroyOld: destroyOld)
         let event = wallet.keyEvent.event
         if arguments.flag("json") {
-            printJSON(["sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
-                       "fingerprint": Hex.encode(event.signingKey.fingerprint), "nextKeyDigest": Hex.encode(event.nextKeyDigest),
-                       "events": result.events.map { $0.event.digest.hex },
-                       "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed])
+            printJSON([
+                "sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
+                "fingerprint": Hex.encode(event.signingKey.fingerprint),
+                "nextKeyDigest": Hex.encode(event.nextKeyDigest),
+                "events": result.events.map { $0.event.digest.hex },
+                "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed,
+            ])
         } else {
-            print("rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
-                + "(key event \(event.sequence)); next key committed: \(Hex.encode(event.nextKeyDigest))")
-            printError("secure: retired \(result.retired.count) key(s)" + (destroyOld ? ", deleted \(result.destroyed)" : ""))
+            print(
+                "rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
+                    + "(key event \(event.sequence)); next key committed: \(Hex.encode(event.nextKeyDigest))")
+            printError(
+                "secure: retired \(result.retired.count) key(s)" + (destroyOld ? ", deleted \(result.destroyed)" : ""))
         }
         return .success
     }
 
     static func audit(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
-        guard let main = wallet.token as? TokenSession else { preconditionFailure("the CLI opens wallets on real tokens") }
-        let backup = arguments.value("backup-token") == nil ? nil
+        guard let main = wallet.token as? TokenSession else {
+            preconditionFailure("the CLI opens wallets on real tokens")
+        }
+        let backup =
+            arguments.value("backup-token") == nil
+            ? nil
             : try openBackup(arguments, recorded: wallet.metadata.backupToken, required: true)
         defer { backup?.close() }
-        let rows = try KeyAudit.audit(tokens: [main] + (backup.map { [$0] } ?? []), log: wallet.keyLog,
-                                      recipients: try wallet.databaseKeyRecipients())
+        let rows = try KeyAudit.audit(
+            tokens: [main] + (backup.map { [$0] } ?? []), log: wallet.keyLog,
+            recipients: try wallet.databaseKeyRecipients())
         if arguments.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let document = AuditDocument(format: KeyAudit.format, walletID: wallet.walletID.hex,
-                                         keySequence: wallet.keyEvent.event.sequence, keys: rows)
+            let document = AuditDocument(
+                format: KeyAudit.format, walletID: wallet.walletID.hex,
+                keySequence: wallet.keyEvent.event.sequence, keys: rows)
             print(String(decoding: try encoder.encode(document), as: UTF8.self))
         } else {
             for row in rows {
                 let problems = row.findings.filter { $0.severity != .ok }.map(\.detail)
-                print("\(row.severity.rawValue.uppercased())  \(row.token)/\(row.label)  \(row.role.rawValue)  "
-                    + "\(row.fingerprint.prefix(16))  " + (problems.isEmpty ? "all checks pass" : problems.joined(separator: "; ")))
+                print(
+                    "\(row.severity.rawValue.uppercased())  \(row.token)/\(row.label)  \(row.role.rawValue)  "
+                        + "\(row.fingerprint.prefix(16))  "
+                        + (problems.isEmpty ? "all checks pass" : problems.joined(separator: "; ")))
             }
         }
         return rows.contains { $0.severity == .critical } ? .integrity : .success
@@ -138,11 +162,15 @@ enum AuditCommands {
         let path = try arguments.positionals(1, "one bundle FILE")[0]
         let (problems, bundle) = try AuditBundleFile.verify(try readFile(path, what: "the audit bundle"))
         if arguments.flag("json") {
-            printJSON(["valid": problems.isEmpty, "problems": problems, "walletID": bundle.walletID.hex,
-                       "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size])
+            printJSON([
+                "valid": problems.isEmpty, "problems": problems, "walletID": bundle.walletID.hex,
+                "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size,
+            ])
         } else if problems.isEmpty {
-            print("audit bundle OK: wallet \(bundle.walletID.hex), \(bundle.keyEvents.count) key event(s), "
-                + "entries \(bundle.from) … \(bundle.rangeCheckpoint.checkpoint.size - 1) of \(bundle.latest.checkpoint.size)")
+            print(
+                "audit bundle OK: wallet \(bundle.walletID.hex), \(bundle.keyEvents.count) key event(s), "
+                    + "entries \(bundle.from) … \(bundle.rangeCheckpoint.checkpoint.size - 1) of \(bundle.latest.checkpoint.size)"
+            )
         } else {
             for problem in problems { printError("secure: audit bundle INVALID: \(problem)") }
         }

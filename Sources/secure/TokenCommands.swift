@@ -15,15 +15,17 @@ func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN
     } else if isatty(STDIN_FILENO) == 1 {
         source = .prompt
     } else {
-        throw TokenError(.pinUnavailable, "no PIN source and no terminal to ask on; pass --pin-source file:PATH, env:VAR or fd:N")
+        throw TokenError(
+            .pinUnavailable, "no PIN source and no terminal to ask on; pass --pin-source file:PATH, env:VAR or fd:N")
     }
     return try source.read(prompt: "PIN for token \"\(token.label)\": ")
 }
 
 /// The token policy the flags ask for: each --allow-… flag names the safeguard it gives up.
 func tokenPolicy(_ arguments: Arguments) -> TokenPolicy {
-    TokenPolicy(allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"),
-                allowUnprovenOrigin: arguments.flag("allow-unproven-origin"))
+    TokenPolicy(
+        allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"),
+        allowUnprovenOrigin: arguments.flag("allow-unproven-origin"))
 }
 
 /// Opens an authenticated session for a command, honouring --confirm-final-try and the --allow-… flags.
@@ -31,8 +33,9 @@ func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession 
     let token = try TokenLibrary.shared.token(uri)
     try token.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"))
     let pin = try readPIN(arguments, uri: uri, token: token)
-    return try TokenSession(token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"),
-                            policy: tokenPolicy(arguments))
+    return try TokenSession(
+        token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"),
+        policy: tokenPolicy(arguments))
 }
 
 /// Parses a URI argument, applying --module-args to the module it names.
@@ -66,23 +69,30 @@ enum TokenCommands {
         let uri = try parseURI(arguments.value("token") ?? "pkcs11:", arguments)
         let listings = try TokenLibrary.shared.list(uri)
         if arguments.flag("json") {
-            printJSON(listings.map { listing -> [String: Any] in
-                var row: [String: Any] = ["module": listing.moduleName, "path": listing.modulePath,
-                                          "description": listing.moduleDescription,
-                                          "tokens": listing.tokens.map(describe)]
-                if let error = listing.error { row["error"] = error.description }
-                return row
-            })
+            printJSON(
+                listings.map { listing -> [String: Any] in
+                    var row: [String: Any] = [
+                        "module": listing.moduleName, "path": listing.modulePath,
+                        "description": listing.moduleDescription,
+                        "tokens": listing.tokens.map(describe),
+                    ]
+                    if let error = listing.error { row["error"] = error.description }
+                    return row
+                })
             return .success
         }
         for listing in listings {
-            print("module \(listing.moduleName) (\(listing.modulePath))" + (listing.moduleDescription.isEmpty ? "" : ": \(listing.moduleDescription)"))
+            print(
+                "module \(listing.moduleName) (\(listing.modulePath))"
+                    + (listing.moduleDescription.isEmpty ? "" : ": \(listing.moduleDescription)"))
             if let error = listing.error { print("  unavailable: \(error)") }
             for token in listing.tokens {
                 let row = describe(token)
                 print("  token \"\(token.label)\" serial \(token.serial), \(token.manufacturer) \(token.model)")
                 print("    uri        \(token.uri)")
-                print("    PIN state  \(row["pinState"] ?? "?")\((row["protectedAuthenticationPath"] as? Bool) == true ? ", PIN pad" : "")")
+                print(
+                    "    PIN state  \(row["pinState"] ?? "?")\((row["protectedAuthenticationPath"] as? Bool) == true ? ", PIN pad" : "")"
+                )
             }
             if listing.error == nil && listing.tokens.isEmpty { print("  no tokens") }
         }
@@ -103,10 +113,13 @@ enum TokenCommands {
         let layout = DemoToken.Layout(directory: try arguments.required("dir"))
         let created = try DemoToken.create(layout, label: arguments.value("label") ?? "secure-demo")
         if arguments.flag("json") {
-            printJSON(["uri": created.uri.description, "pinSource": "file:" + created.pinPath, "config": created.configPath])
+            printJSON([
+                "uri": created.uri.description, "pinSource": "file:" + created.pinPath, "config": created.configPath,
+            ])
         } else {
             print(created.uri)
-            printError("""
+            printError(
+                """
                 secure: made SoftHSM token "\(created.uri.token ?? "")" in \(layout.directory)
                 secure: its user PIN is in \(created.pinPath) (use --pin-source file:\(created.pinPath))
                 secure: before other commands: export SOFTHSM2_CONF=\(created.configPath)
@@ -133,8 +146,9 @@ enum KeyCommands {
         """
 
     static func generate(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: sessionOptions.union(["token", "label", "usage"]),
-                                      flags: sessionFlags.union(["json"]))
+        let arguments = try Arguments(
+            words, options: sessionOptions.union(["token", "label", "usage"]),
+            flags: sessionFlags.union(["json"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let uri = try parseURI(try arguments.required("token"), arguments)
         let label = try arguments.required("label")
@@ -146,11 +160,15 @@ enum KeyCommands {
         defer { session.close() }
         let key = try session.generateKey(label: label, usage: usage)
         if arguments.flag("json") {
-            printJSON(["uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint),
-                       "publicKeyPEM": key.publicKey.pem])
+            printJSON([
+                "uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint),
+                "publicKeyPEM": key.publicKey.pem,
+            ])
         } else {
             print(key.uri)
-            printError("secure: made P-256 \(usage.rawValue) key \"\(label)\", fingerprint \(Hex.encode(key.publicKey.fingerprint))")
+            printError(
+                "secure: made P-256 \(usage.rawValue) key \"\(label)\", fingerprint \(Hex.encode(key.publicKey.fingerprint))"
+            )
         }
         return .success
     }
@@ -163,8 +181,10 @@ enum KeyCommands {
         for listing in try TokenLibrary.shared.list(uri) {
             for token in listing.tokens {
                 for key in try token.publicKeys() {
-                    rows.append(["token": token.label, "label": key.label, "id": Hex.encode(key.id),
-                                 "uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint)])
+                    rows.append([
+                        "token": token.label, "label": key.label, "id": Hex.encode(key.id),
+                        "uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint),
+                    ])
                 }
             }
         }
@@ -229,7 +249,8 @@ enum SignCommands {
         }
         let arguments = try Arguments(words, options: ["pubkey", "sig"], flags: [])
         let path = try arguments.positionals(1, "one FILE to check")[0]
-        let pem = String(decoding: try readFile(try arguments.required("pubkey"), what: "the public key"), as: UTF8.self)
+        let pem = String(
+            decoding: try readFile(try arguments.required("pubkey"), what: "the public key"), as: UTF8.self)
         let key = try P256.PublicKey(pem: pem)
         let signatureBytes = try readFile(try arguments.required("sig"), what: "the signature")
         let payload = try readFile(path, what: "the file")

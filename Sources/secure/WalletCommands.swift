@@ -3,9 +3,9 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecurePeer
-import SecureWallet
 import SecureStore
 import SecureToken
+import SecureWallet
 
 let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args"]
 let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-pin", "allow-unproven-origin"]
@@ -17,7 +17,8 @@ let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-p
 func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet {
     let (paths, recorded) = try recordedWallet(arguments)
     guard let tokenText = arguments.value("token") ?? recorded?.token else {
-        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
+        throw StoreError(
+            .walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
     }
     let session = try openSession(arguments, uri: try parseURI(tokenText, arguments))
     let wallet: Wallet
@@ -35,9 +36,13 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
 func recordedWallet(_ arguments: Arguments) throws -> (WalletPaths, WalletMetadata?) {
     let paths = WalletPaths(directory: arguments.value("wallet"))
     guard FileManager.default.fileExists(atPath: paths.metadata) else {
-        throw StoreError(.walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
+        throw StoreError(
+            .walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
     }
-    return (paths, try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata))))
+    return (
+        paths,
+        try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata)))
+    )
 }
 
 /// Builds an entry id: 16 random bytes.
@@ -67,14 +72,19 @@ enum WalletCommands {
 
     static func initialize(_ words: [String]) throws -> ExitCode {
         let keyOptions = ["signing-key", "agreement-key", "backup-next-key", "backup-agreement-key"]
-        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source", "label",
-                                                                           "backup-module-args"]).union(keyOptions),
-                                      flags: walletFlags.union(["allow-file-anchor"]))
+        let arguments = try Arguments(
+            words,
+            options: walletOptions.union([
+                "backup-token", "backup-pin-source", "label",
+                "backup-module-args",
+            ]).union(keyOptions),
+            flags: walletFlags.union(["allow-file-anchor"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let tokenURI = try parseURI(try arguments.required("token"), arguments)
         guard let backupText = arguments.value("backup-token") else {
-            throw UsageError("--backup-token is required: a lost token must not lose the money, so the database key is also "
-                + "wrapped to a second token, which also holds the next signing key")
+            throw UsageError(
+                "--backup-token is required: a lost token must not lose the money, so the database key is also "
+                    + "wrapped to a second token, which also holds the next signing key")
         }
         // --module-args belongs to --token's module; the backup token's module has its own.
         let backupURI = try PKCS11URI(backupText)
@@ -85,9 +95,10 @@ enum WalletCommands {
             TokenLibrary.shared.setInitArguments(backupArguments, forModule: module)
         }
         func keyURI(_ option: String) throws -> PKCS11URI? { try arguments.value(option).map { try PKCS11URI($0) } }
-        let existingKeys = Wallet.ExistingKeys(signing: try keyURI("signing-key"), agreement: try keyURI("agreement-key"),
-                                               next: try keyURI("backup-next-key"),
-                                               backupAgreement: try keyURI("backup-agreement-key"))
+        let existingKeys = Wallet.ExistingKeys(
+            signing: try keyURI("signing-key"), agreement: try keyURI("agreement-key"),
+            next: try keyURI("backup-next-key"),
+            backupAgreement: try keyURI("backup-agreement-key"))
         let paths = WalletPaths(directory: arguments.value("wallet"))
         let session = try openSession(arguments, uri: tokenURI)
         defer { session.close() }
@@ -95,28 +106,33 @@ enum WalletCommands {
         guard backupToken.serial != session.token.serial || backupToken.label != session.token.label else {
             throw UsageError("--backup-token names the same token as --token; the backup must be a second token")
         }
-        let backupSource = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: backupURI)
+        let backupSource =
+            try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: backupURI)
         guard let backupSource else {
             throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
         }
-        let backupSession = try TokenSession(token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
-                                             policy: tokenPolicy(arguments))
+        let backupSession = try TokenSession(
+            token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
+            policy: tokenPolicy(arguments))
         defer { backupSession.close() }
-        let options = Wallet.InitOptions(tokenURI: tokenURI, backup: (backupSession, backupURI),
-                                         allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet",
-                                         existingKeys: existingKeys)
+        let options = Wallet.InitOptions(
+            tokenURI: tokenURI, backup: (backupSession, backupURI),
+            allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet",
+            existingKeys: existingKeys)
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
         if arguments.flag("json") {
             printJSON(describe(wallet))
         } else {
             print(wallet.walletID.hex)
-            printError("secure: made wallet \(wallet.walletID.hex) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
+            printError(
+                "secure: made wallet \(wallet.walletID.hex) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
         }
         return .success
     }
 
     static func recover(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let paths = WalletPaths(directory: arguments.value("wallet"))
         guard FileManager.default.fileExists(atPath: paths.metadata) else {
@@ -125,15 +141,21 @@ enum WalletCommands {
         let backupURI = try parseURI(try arguments.required("backup-token"), arguments)
         let newURI = try parseURI(try arguments.required("token"), arguments)
         let backupToken = try TokenLibrary.shared.token(backupURI)
-        guard let backupSource = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: backupURI) else {
+        guard
+            let backupSource = try arguments.value("backup-pin-source").map(PINSource.init(spec:))
+                ?? PINSource(uri: backupURI)
+        else {
             throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
         }
-        let backup = try TokenSession(token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "))
+        let backup = try TokenSession(
+            token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "))
         defer { backup.close() }
         let newToken = try openSession(arguments, uri: newURI)
         defer { newToken.close() }
         try Wallet.recover(paths: paths, backup: backup, newToken: newToken, newTokenURI: newURI)
-        print("recovered: the wallet now opens with \(newURI.withoutPIN.tokenOnly); the backup still holds a copy of the key")
+        print(
+            "recovered: the wallet now opens with \(newURI.withoutPIN.tokenOnly); the backup still holds a copy of the key"
+        )
         printError("secure: reading works now; spending resumes after a rotation to a signing key on the new token")
         return .success
     }
@@ -185,7 +207,8 @@ enum BudgetCommands {
         """
 
     static func set(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["window", "time-zone"]), flags: walletFlags.union(["hard-cap"]))
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["window", "time-zone"]), flags: walletFlags.union(["hard-cap"]))
         let positional = try arguments.positionals(2, "CATEGORY and LIMIT, e.g. food \"200.00 EUR\"")
         let limit = try MoneyText.parse(positional[1])
         let windowNames: [String: BudgetWindowKind] = ["day": .day, "week": .week, "month": .month]
@@ -193,15 +216,18 @@ enum BudgetCommands {
             throw UsageError("--window must be day, week or month")
         }
         let zone = arguments.value("time-zone") ?? TimeZone.current.identifier
-        let budget = try Budget(category: positional[0], limit: limit, window: window, isHardCap: arguments.flag("hard-cap"),
-                                timeZoneIdentifier: zone)
+        let budget = try Budget(
+            category: positional[0], limit: limit, window: window, isHardCap: arguments.flag("hard-cap"),
+            timeZoneIdentifier: zone)
         let wallet = try openWallet(arguments, .appending)
         try wallet.append { position, previous, time in
-            try LedgerEntry(position: position, id: newEntryID(), kind: .budgetChange, amount: nil, category: budget.category,
-                            time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
+            try LedgerEntry(
+                position: position, id: newEntryID(), kind: .budgetChange, amount: nil, category: budget.category,
+                time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
         }
-        print("budget \(budget.category): \(MoneyText.format(limit)) per \(arguments.value("window") ?? "month")"
-            + (budget.isHardCap ? " (hard cap)" : "") + ", counted in \(zone)")
+        print(
+            "budget \(budget.category): \(MoneyText.format(limit)) per \(arguments.value("window") ?? "month")"
+                + (budget.isHardCap ? " (hard cap)" : "") + ", counted in \(zone)")
         return .success
     }
 
@@ -213,13 +239,21 @@ enum BudgetCommands {
         var rows: [[String: Any]] = []
         for budget in budgets {
             let spent = try wallet.spent(in: budget)
-            rows.append(["category": budget.category, "limit": MoneyText.format(budget.limit), "spent": MoneyText.format(spent),
-                         "window": "\(budget.window)", "hardCap": budget.isHardCap, "timeZone": budget.timeZoneIdentifier])
+            rows.append([
+                "category": budget.category, "limit": MoneyText.format(budget.limit), "spent": MoneyText.format(spent),
+                "window": "\(budget.window)", "hardCap": budget.isHardCap, "timeZone": budget.timeZoneIdentifier,
+            ])
             if !arguments.flag("json") {
-                print(bar(category: budget.category, spent: spent, limit: budget.limit) + (budget.isHardCap ? "  hard cap" : ""))
+                print(
+                    bar(category: budget.category, spent: spent, limit: budget.limit)
+                        + (budget.isHardCap ? "  hard cap" : ""))
             }
         }
-        if arguments.flag("json") { printJSON(rows) } else if budgets.isEmpty { print("no budgets; set one with `secure budget set`") }
+        if arguments.flag("json") {
+            printJSON(rows)
+        } else if budgets.isEmpty {
+            print("no budgets; set one with `secure budget set`")
+        }
         return .success
     }
 
@@ -229,7 +263,8 @@ enum BudgetCommands {
         let limitUnits = max(limit.minorUnits, 1)
         // Filled cells: spent / limit of the 100% mark at cell 40·(100/125) = 32; the bar shows up to 125%.
         let full = 32
-        let filled = Int(min(Int64(width), spent.minorUnits.multipliedReportingOverflow(by: Int64(full)).partialValue / limitUnits))
+        let filled = Int(
+            min(Int64(width), spent.minorUnits.multipliedReportingOverflow(by: Int64(full)).partialValue / limitUnits))
         var cells = (0..<width).map { $0 < filled ? "█" : "·" }
         cells[full * 4 / 5] = filled > full * 4 / 5 ? "▌" : "|"
         cells[full] = filled > full ? "▐" : "‖"

@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
 @_spi(Benchmark) import SecureToken
+import Testing
+
 @testable import SecureBench
 
 /// The benchmark module's own parts: its C baselines on a real SoftHSM token, its fixture history, and
@@ -20,11 +21,13 @@ struct BenchTests {
         let key = try session.generateKey(label: "bench-raw", usage: .sign)
         let digest = SHA256.hash(Array("bench".utf8))
         #expect(try RawSignLoop.run(session: session, key: key, digest: digest, count: 3) > 0)
-        let first = try RawAppendLoop.run(session: session, key: key, digest: digest, application: "secure-bench-test",
-                                          label: "raw", value: [1, 2, 3], count: 1)
-        #expect(first.calls == 7)  // nothing to find or destroy yet
-        let second = try RawAppendLoop.run(session: session, key: key, digest: digest, application: "secure-bench-test",
-                                           label: "raw", value: [4, 5, 6], count: 1)
+        let first = try RawAppendLoop.run(
+            session: session, key: key, digest: digest, application: "secure-bench-test",
+            label: "raw", value: [1, 2, 3], count: 1)
+        #expect(first.calls == 7) // nothing to find or destroy yet
+        let second = try RawAppendLoop.run(
+            session: session, key: key, digest: digest, application: "secure-bench-test",
+            label: "raw", value: [4, 5, 6], count: 1)
         #expect(second.calls == 9)
         #expect(try session.dataObjects(application: "secure-bench-test").map(\.value) == [[4, 5, 6]])
     }
@@ -39,12 +42,12 @@ struct BenchTests {
         let error = #expect(throws: TokenError.self) {
             try session.withRawSigningSession(key: key, function: "test loop") { raw in
                 ran = raw.pinByteCount > 0 && raw.key != 0
-                return 0xa0  // CKR_PIN_INCORRECT
+                return 0xa0 // CKR_PIN_INCORRECT
             }
         }
         #expect(ran)
         #expect(error?.returnValueName == "CKR_PIN_INCORRECT")
-        try session.withRawSigningSession(key: key, function: "test loop") { _ in 0 }  // CKR_OK throws nothing
+        try session.withRawSigningSession(key: key, function: "test loop") { _ in 0 } // CKR_OK throws nothing
     }
 
     /// The history is reproducible from its seed (amounts, payees, categories, notes) and puts a deposit
@@ -58,7 +61,9 @@ struct BenchTests {
         }
         let one = try drafts(seed: 7), again = try drafts(seed: 7), other = try drafts(seed: 8)
         #expect(one.map(\.kind) == [.deposit] + [EntryKind](repeating: .paymentOut, count: 19))
-        func shape(_ drafts: [EntryDraft]) -> [String] { drafts.map { "\(String(describing: $0.amount)) \($0.category)" } }
+        func shape(_ drafts: [EntryDraft]) -> [String] {
+            drafts.map { "\(String(describing: $0.amount)) \($0.category)" }
+        }
         #expect(shape(one) == shape(again))
         #expect(shape(one) != shape(other))
     }
@@ -67,7 +72,9 @@ struct BenchTests {
         let bench = Run.productsDirectory + "/secure-bench"
         let help = try Run.program(bench, ["--help"])
         #expect(help.status == 0)
-        for name in ["sign", "kem", "channel", "pay", "ledger"] { #expect(help.output.contains("secure-bench \(name)")) }
+        for name in ["sign", "kem", "channel", "pay", "ledger"] {
+            #expect(help.output.contains("secure-bench \(name)"))
+        }
         let unknown = try Run.program(bench, ["frobnicate"])
         #expect(unknown.status == 2 && unknown.stderr.contains("unknown benchmark \"frobnicate\""))
         let badOption = try Run.program(bench, ["sign", "--colour"])

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureTestSupport
+import Testing
 
 /// The `secure` command: arguments in; stdout, stderr and exit code out. Each test runs the real binary
 /// against a SoftHSM token in a folder of its own.
@@ -14,7 +14,8 @@ struct CLITests {
         let pinSource: String
 
         init(label: String = "cli") throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-cli-\(UUID().uuidString)").path
+            directory =
+                FileManager.default.temporaryDirectory.appendingPathComponent("secure-cli-\(UUID().uuidString)").path
             environment = ["SOFTHSM2_CONF": directory + "/softhsm2.conf"]
             let result = try Run.program(Run.secure, ["token", "init-demo", "--dir", directory, "--label", label])
             guard result.status == 0 else { throw CLIFailure(result.stderr) }
@@ -65,7 +66,8 @@ struct CLITests {
     /// own `--help`, and every exit code 0–12 is listed with a meaning.
     @Test func topHelpListsEveryCommandAndExitCode() throws {
         let help = try Run.program(Run.secure, ["--help"]).output
-        #expect(help.range(of: #"[Ii]ssue \d"#, options: .regularExpression) == nil, "no issue numbers in user-facing help")
+        #expect(
+            help.range(of: #"[Ii]ssue \d"#, options: .regularExpression) == nil, "no issue numbers in user-facing help")
         let lines = help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let commandLines = lines.filter { $0.hasPrefix("  ") && $0.dropFirst(2).first?.isLowercase == true }
         let names = commandLines.map { line in
@@ -74,8 +76,10 @@ struct CLITests {
                 .prefix { $0 == $0.lowercased() && $0.first?.isLetter == true }.joined(separator: " ")
         }
         #expect(names.count >= 30, "\(names)")
-        for expected in ["balance", "history", "pending", "budget show", "receive", "pay", "retry", "ledger repair",
-                         "audit export", "evidence verify", "wallet recover", "keys rotate"] {
+        for expected in [
+            "balance", "history", "pending", "budget show", "receive", "pay", "retry", "ledger repair",
+            "audit export", "evidence verify", "wallet recover", "keys rotate",
+        ] {
             #expect(names.contains(expected), "\(expected) is listed")
         }
         #expect(!names.contains("bench"))
@@ -114,8 +118,12 @@ struct CLITests {
         try Data(signature.stdout).write(to: URL(fileURLWithPath: demo.directory + "/sig.der"))
 
         // Anyone can check it with the openssl command line, exactly as documented.
-        let openssl = try Run.program("/bin/sh", ["-c",
-            "(printf 'secure-file-v1\\0'; cat statement.txt) | openssl dgst -sha256 -verify pub.pem -signature sig.der"],
+        let openssl = try Run.program(
+            "/bin/sh",
+            [
+                "-c",
+                "(printf 'secure-file-v1\\0'; cat statement.txt) | openssl dgst -sha256 -verify pub.pem -signature sig.der",
+            ],
             directory: demo.directory)
         #expect(openssl.status == 0, "\(openssl.stderr)")
         #expect(openssl.output.contains("Verified OK"))
@@ -138,12 +146,15 @@ struct CLITests {
         let demo = try Demo()
         let keyURI = try demo.generateKey()
         try "data".write(toFile: demo.directory + "/f", atomically: true, encoding: .utf8)
-        let pin = try String(contentsOfFile: demo.directory + "/cli.pin", encoding: .utf8).trimmingCharacters(in: .newlines)
-        let viaEnvironment = try Run.program(Run.secure, ["sign", "--key", keyURI, "--pin-source", "env:SECURE_TEST_PIN", "f"],
-                                             environment: demo.environment.merging(["SECURE_TEST_PIN": pin]) { $1 },
-                                             directory: demo.directory)
+        let pin = try String(contentsOfFile: demo.directory + "/cli.pin", encoding: .utf8).trimmingCharacters(
+            in: .newlines)
+        let viaEnvironment = try Run.program(
+            Run.secure, ["sign", "--key", keyURI, "--pin-source", "env:SECURE_TEST_PIN", "f"],
+            environment: demo.environment.merging(["SECURE_TEST_PIN": pin]) { $1 },
+            directory: demo.directory)
         #expect(viaEnvironment.status == 0, "\(viaEnvironment.stderr)")
-        let viaStdin = try demo.run(["sign", "--key", keyURI, "--pin-source", "fd:0", "f"], input: Array((pin + "\n").utf8))
+        let viaStdin = try demo.run(
+            ["sign", "--key", keyURI, "--pin-source", "fd:0", "f"], input: Array((pin + "\n").utf8))
         #expect(viaStdin.status == 0, "\(viaStdin.stderr)")
         let viaURI = try demo.run(["sign", "--key", keyURI + "&pin-source=file:\(demo.directory)/cli.pin", "f"])
         #expect(viaURI.status == 0, "\(viaURI.stderr)")
@@ -163,16 +174,20 @@ struct CLITests {
         #expect(wrongPIN.stderr.contains("CKR_PIN_INCORRECT"))
         #expect(wrongPIN.stdout.isEmpty)
 
-        let noToken = try demo.run(["sign", "--key", "pkcs11:token=absent;object=wallet?module-name=softhsm2",
-                                    "--pin-source", demo.pinSource, "f"])
+        let noToken = try demo.run([
+            "sign", "--key", "pkcs11:token=absent;object=wallet?module-name=softhsm2",
+            "--pin-source", demo.pinSource, "f",
+        ])
         #expect(noToken.status == 5)
         #expect(noToken.stderr.contains("no token matches"))
 
         let noModule = try demo.run(["keys", "list", "--token", "pkcs11:?module-name=absent-module"])
         #expect(noModule.status == 5)
 
-        let noKey = try demo.run(["sign", "--key", demo.tokenURI.replacingOccurrences(of: "?", with: ";object=absent?"),
-                                  "--pin-source", demo.pinSource, "f"])
+        let noKey = try demo.run([
+            "sign", "--key", demo.tokenURI.replacingOccurrences(of: "?", with: ";object=absent?"),
+            "--pin-source", demo.pinSource, "f",
+        ])
         #expect(noKey.status == 6)
         #expect(noKey.stderr.contains("no P-256 private key matches"))
 

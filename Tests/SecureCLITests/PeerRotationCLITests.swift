@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureTestSupport
+import Testing
 
 /// Rotate, then pay someone paid before: two real `secure` processes over loopback TCP, where the payee's
 /// lookup waits for the payer's rotated key-event log while the payer's offer is already on its way.
@@ -9,18 +9,23 @@ struct PeerRotationCLITests {
     typealias World = WalletCLITests.World
 
     /// One payment of `amount` from `payer` to `payee` with simulated ranging; both sides must succeed.
-    static func pay(_ world: World, _ amount: String, from payer: String, to payee: String,
-                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func pay(
+        _ world: World, _ amount: String, from payer: String, to payee: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let (receiver, paying) = try PeerCLITests.session(
             world, receiver: ["--allow-simulated-ranging", "--distance", "420"],
             payer: ["--amount", amount, "--category", "food", "--allow-simulated-ranging", "--distance", "400"],
             payerName: payer, payeeName: payee)
         #expect(paying.status == 0, "payer \(payer): \(paying.output) \(paying.stderr)", sourceLocation: sourceLocation)
-        #expect(receiver.status == 0, "payee \(payee): \(receiver.output) \(receiver.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            receiver.status == 0, "payee \(payee): \(receiver.output) \(receiver.stderr)",
+            sourceLocation: sourceLocation)
     }
 
     static func rotate(_ world: World, _ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let rotated = try world.run(["keys", "rotate", "--backup-pin-source", "file:toks/\(name)-bk.pin"] + world.wallet(name))
+        let rotated = try world.run(
+            ["keys", "rotate", "--backup-pin-source", "file:toks/\(name)-bk.pin"] + world.wallet(name))
         #expect(rotated.status == 0, "\(name) rotate: \(rotated.stderr)", sourceLocation: sourceLocation)
     }
 

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureTestSupport
+import Testing
 
 /// `keys rotate`, `keys audit` and audit bundles end to end with the real binary, checked by an
 /// independent Python verifier (scripts/oracles/verify_bundle.py, `cryptography` only).
@@ -12,12 +12,16 @@ struct RotationCLITests {
     static var oracle: String { Run.projectRoot + "/scripts/oracles/verify_bundle.py" }
 
     static func fund(_ world: World) throws {
-        let issuerKey = try world.run(["issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-                                       "--pin-source", "file:toks/issuer.pin"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let issuerKey = try world.run([
+            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+            "--pin-source", "file:toks/issuer.pin",
+        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let pem = try world.run(["keys", "export", issuerKey, "--pem"])
         try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        _ = try world.run(["mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
-                           "--pin-source", "file:toks/issuer.pin"])
+        _ = try world.run([
+            "mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
+            "--pin-source", "file:toks/issuer.pin",
+        ])
         #expect(try world.run(["issuer", "trust", "issuer.pem"] + world.wallet("alice")).status == 0)
         #expect(try world.run(["deposit", "v1"] + world.wallet("alice")).status == 0)
     }
@@ -25,19 +29,22 @@ struct RotationCLITests {
     @Test func rotateThenSpendAcceptAuditAndBundle() throws {
         let world = try World()
         try Self.fund(world)
-        let rotate = try world.run(["keys", "rotate", "--backup-pin-source", "file:toks/alice-bk.pin", "--json"] + world.wallet("alice"))
+        let rotate = try world.run(
+            ["keys", "rotate", "--backup-pin-source", "file:toks/alice-bk.pin", "--json"] + world.wallet("alice"))
         #expect(rotate.status == 0, "\(rotate.stderr)")
         let rotated = try JSONSerialization.jsonObject(with: Data(rotate.stdout)) as? [String: Any]
         #expect(rotated?["sequence"] as? Int == 2)
         // The wallet card now shows the new key; bob pays alice and alice pays bob.
-        let spend = try world.run(["spend", "--to", "bob.card", "--amount", "5.00 EUR", "--category", "food", "--out", "t1"]
-                                  + world.wallet("alice"))
+        let spend = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "5.00 EUR", "--category", "food", "--out", "t1"]
+                + world.wallet("alice"))
         #expect(spend.status == 0, "\(spend.stderr)")
         let accept = try world.run(["accept", "t1", "--no-proximity", "--receipt-out", "r1"] + world.wallet("bob"))
         #expect(accept.status == 0, "\(accept.stderr)")
         #expect(try world.run(["confirm", "r1", "--payee", "bob.card"] + world.wallet("alice")).status == 0)
-        let back = try world.run(["spend", "--to", "alice.card", "--amount", "1.00 EUR", "--category", "x", "--out", "t2"]
-                                 + world.wallet("bob"))
+        let back = try world.run(
+            ["spend", "--to", "alice.card", "--amount", "1.00 EUR", "--category", "x", "--out", "t2"]
+                + world.wallet("bob"))
         #expect(back.status == 0, "\(back.stderr)")
         let received = try world.run(["accept", "t2", "--no-proximity"] + world.wallet("alice"))
         #expect(received.status == 0, "\(received.stderr)")
@@ -46,11 +53,17 @@ struct RotationCLITests {
         #expect(verify.status == 0 && verify.output.contains("ledger OK"), "\(verify.output) \(verify.stderr)")
 
         // The audit: every key passes, JSON stable between runs, documented fields present.
-        let audit = try world.run(["keys", "audit", "--json", "--backup-pin-source", "file:toks/alice-bk.pin",
-                                   "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2"] + world.wallet("alice"))
+        let audit = try world.run(
+            [
+                "keys", "audit", "--json", "--backup-pin-source", "file:toks/alice-bk.pin",
+                "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2",
+            ] + world.wallet("alice"))
         #expect(audit.status == 0, "\(audit.stderr)")
-        let again = try world.run(["keys", "audit", "--json", "--backup-pin-source", "file:toks/alice-bk.pin",
-                                   "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2"] + world.wallet("alice"))
+        let again = try world.run(
+            [
+                "keys", "audit", "--json", "--backup-pin-source", "file:toks/alice-bk.pin",
+                "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2",
+            ] + world.wallet("alice"))
         #expect(again.output == audit.output, "the audit JSON is stable")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout)) as? [String: Any])
         #expect(Set(document.keys) == ["format", "walletID", "keySequence", "keys"])
@@ -58,14 +71,19 @@ struct RotationCLITests {
         let keys = try #require(document["keys"] as? [[String: Any]])
         #expect(keys.count == 6, "signing, two retired, next, two key-agreement keys")
         for key in keys {
-            #expect(Set(key.keys) == ["token", "label", "id", "fingerprint", "role", "inKeyEventLog", "keySequence", "severity",
-                                      "findings", "attributes", "attestation"])
+            #expect(
+                Set(key.keys) == [
+                    "token", "label", "id", "fingerprint", "role", "inKeyEventLog", "keySequence", "severity",
+                    "findings", "attributes", "attestation",
+                ])
             #expect(key["severity"] as? String != "critical")
         }
-        #expect(keys.map { $0["role"] as? String }.sorted { ($0 ?? "") < ($1 ?? "") }
+        #expect(
+            keys.map { $0["role"] as? String }.sorted { ($0 ?? "") < ($1 ?? "") }
                 == ["agreement", "agreement", "next", "retired", "retired", "signing"])
         let text = try world.run(["keys", "audit"] + world.wallet("alice"))
-        #expect(text.status == 0 && text.output.split(separator: "\n").count == 3, "one line per key on the wallet's token")
+        #expect(
+            text.status == 0 && text.output.split(separator: "\n").count == 3, "one line per key on the wallet's token")
 
         // The bundle, whole and for a range across the rotation, verified by us and by the Python oracle.
         for (name, range) in [("all", [String]()), ("part", ["--from", "1", "--to", "6"])] {
@@ -78,7 +96,8 @@ struct RotationCLITests {
         }
         // A tampered bundle fails both verifiers.
         let path = world.directory + "/all.json"
-        var bundle = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var bundle = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         var entries = try #require(bundle["entries"] as? [[String: Any]])
         var entry = entries[3]
         var hex = Array(try #require(entry["entry"] as? String))
@@ -86,7 +105,8 @@ struct RotationCLITests {
         entry["entry"] = String(hex)
         entries[3] = entry
         bundle["entries"] = entries
-        try JSONSerialization.data(withJSONObject: bundle).write(to: URL(fileURLWithPath: world.directory + "/bad.json"))
+        try JSONSerialization.data(withJSONObject: bundle).write(
+            to: URL(fileURLWithPath: world.directory + "/bad.json"))
         #expect(try world.run(["audit", "verify", "bad.json"]).status == 7)
         #expect(try Run.program(Self.python, [Self.oracle, world.directory + "/bad.json"]).status == 1)
     }
@@ -98,8 +118,9 @@ struct RotationCLITests {
     /// pkcs11-tool's --token-label also matches a longer label that starts with it ("alice-bk").
     static func privateKeyIDs(_ world: World, token: String) throws -> Set<String> {
         func tool(_ arguments: [String]) throws -> [Substring] {
-            let result = try Run.program("/usr/bin/pkcs11-tool", ["--module", softHSM] + arguments,
-                                         environment: world.environment, directory: world.directory)
+            let result = try Run.program(
+                "/usr/bin/pkcs11-tool", ["--module", softHSM] + arguments,
+                environment: world.environment, directory: world.directory)
             guard result.status == 0 else { throw CLITests.CLIFailure("pkcs11-tool \(arguments): \(result.stderr)") }
             return result.output.split(separator: "\n")
         }
@@ -115,10 +136,11 @@ struct RotationCLITests {
         let pin = try String(contentsOfFile: world.directory + "/toks/\(token).pin", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let listing = try tool(["--slot", id, "--login", "--pin", pin, "--list-objects", "--type", "privkey"])
-        return Set(listing.compactMap { line -> String? in
-            let words = line.split(separator: " ")
-            return words.first == "ID:" && words.count == 2 ? String(words[1]) : nil
-        })
+        return Set(
+            listing.compactMap { line -> String? in
+                let words = line.split(separator: " ")
+                return words.first == "ID:" && words.count == 2 ? String(words[1]) : nil
+            })
     }
 
     @Test func destroyOldNeedsConfirmation() throws {
@@ -131,13 +153,16 @@ struct RotationCLITests {
         }
         let before = try keys()
         #expect(before.count >= 2, "the wallet's keys are on its tokens: \(before)")
-        let refused = try Run.program(Run.secure, ["keys", "rotate", "--destroy-old", "--backup-pin-source", "file:toks/alice-bk.pin"]
-                                      + world.wallet("alice"), environment: world.environment.merging(["TERM": "dumb"]) { $1 },
-                                      directory: world.directory)
+        let refused = try Run.program(
+            Run.secure,
+            ["keys", "rotate", "--destroy-old", "--backup-pin-source", "file:toks/alice-bk.pin"]
+                + world.wallet("alice"), environment: world.environment.merging(["TERM": "dumb"]) { $1 },
+            directory: world.directory)
         #expect(refused.status == 2 && refused.stderr.contains("confirmation"), "\(refused.stderr)")
         #expect(try keys() == before, "a refused --destroy-old touches no key")
-        let done = try world.run(["keys", "rotate", "--destroy-old", "--yes", "--json", "--backup-pin-source", "file:toks/alice-bk.pin"]
-                                 + world.wallet("alice"))
+        let done = try world.run(
+            ["keys", "rotate", "--destroy-old", "--yes", "--json", "--backup-pin-source", "file:toks/alice-bk.pin"]
+                + world.wallet("alice"))
         #expect(done.status == 0, "\(done.stderr)")
         let result = try JSONSerialization.jsonObject(with: Data(done.stdout)) as? [String: Any]
         // The token's own listing, not the command's count, says what is gone.

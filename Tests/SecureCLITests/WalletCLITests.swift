@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureTestSupport
+import Testing
 
 /// The wallet commands end to end with the real binary: arguments in; stdout, stderr and exit code out.
 @Suite("secure wallet commands", .serialized)
@@ -11,17 +11,24 @@ struct WalletCLITests {
         let environment: [String: String]
 
         init() throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-wcli-\(UUID().uuidString)").path
-            environment = ["SOFTHSM2_CONF": directory + "/toks/softhsm2.conf", "XDG_STATE_HOME": directory + "/state",
-                           "XDG_DATA_HOME": directory + "/data"]
+            directory =
+                FileManager.default.temporaryDirectory.appendingPathComponent("secure-wcli-\(UUID().uuidString)").path
+            environment = [
+                "SOFTHSM2_CONF": directory + "/toks/softhsm2.conf", "XDG_STATE_HOME": directory + "/state",
+                "XDG_DATA_HOME": directory + "/data",
+            ]
             for label in ["alice", "alice-bk", "bob", "bob-bk", "issuer"] {
-                let made = try Run.program(Run.secure, ["token", "init-demo", "--dir", directory + "/toks", "--label", label])
+                let made = try Run.program(
+                    Run.secure, ["token", "init-demo", "--dir", directory + "/toks", "--label", label])
                 guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
             }
             for name in ["alice", "bob"] {
-                let made = try run(["wallet", "init", "--token", "pkcs11:token=\(name)?module-name=softhsm2",
-                                    "--backup-token", "pkcs11:token=\(name)-bk?module-name=softhsm2",
-                                    "--backup-pin-source", "file:toks/\(name)-bk.pin"] + wallet(name))
+                let made = try run(
+                    [
+                        "wallet", "init", "--token", "pkcs11:token=\(name)?module-name=softhsm2",
+                        "--backup-token", "pkcs11:token=\(name)-bk?module-name=softhsm2",
+                        "--backup-pin-source", "file:toks/\(name)-bk.pin",
+                    ] + wallet(name))
                 guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
                 let card = try run(["wallet", "show", "--card"] + wallet(name))
                 try card.output.write(toFile: directory + "/\(name).card", atomically: true, encoding: .utf8)
@@ -37,13 +44,17 @@ struct WalletCLITests {
 
     @Test func issueDepositSpendAcceptAndVerify() throws {
         let world = try World()
-        let issuerKey = try world.run(["issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-                                       "--pin-source", "file:toks/issuer.pin"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let issuerKey = try world.run([
+            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+            "--pin-source", "file:toks/issuer.pin",
+        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(issuerKey.hasPrefix("pkcs11:"))
         let pem = try world.run(["keys", "export", issuerKey, "--pem"])
         try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        let mint = try world.run(["mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
-                                  "--pin-source", "file:toks/issuer.pin"])
+        let mint = try world.run([
+            "mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
+            "--pin-source", "file:toks/issuer.pin",
+        ])
         #expect(mint.status == 0, "\(mint.stderr)")
         let untrusted = try world.run(["deposit", "v1"] + world.wallet("alice"))
         #expect(untrusted.status == 11)
@@ -54,13 +65,21 @@ struct WalletCLITests {
         let again = try world.run(["deposit", "v1"] + world.wallet("alice"))
         #expect(again.status == 0 && again.output.contains("already recorded"))
 
-        #expect(try world.run(["budget", "set", "food", "10.00 EUR", "--time-zone", "Europe/Berlin"] + world.wallet("alice")).status == 0)
-        let over = try world.run(["spend", "--to", "bob.card", "--amount", "12.00 EUR", "--category", "food", "--out", "t0"] + world.wallet("alice"))
+        #expect(
+            try world.run(
+                ["budget", "set", "food", "10.00 EUR", "--time-zone", "Europe/Berlin"] + world.wallet("alice")
+            ).status == 0)
+        let over = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "12.00 EUR", "--category", "food", "--out", "t0"]
+                + world.wallet("alice"))
         #expect(over.status == 11)
         #expect(over.stderr.contains("--override-budget"))
         #expect(!FileManager.default.fileExists(atPath: world.directory + "/t0"))
-        let spend = try world.run(["spend", "--to", "bob.card", "--amount", "4.50 EUR", "--category", "food", "--note", "Kaffee",
-                                   "--out", "t1"] + world.wallet("alice"))
+        let spend = try world.run(
+            [
+                "spend", "--to", "bob.card", "--amount", "4.50 EUR", "--category", "food", "--note", "Kaffee",
+                "--out", "t1",
+            ] + world.wallet("alice"))
         #expect(spend.status == 0, "\(spend.stderr)")
         let noProximity = try world.run(["accept", "t1"] + world.wallet("bob"))
         #expect(noProximity.status == 11 && noProximity.stderr.contains("--no-proximity"))
@@ -96,19 +115,26 @@ struct WalletCLITests {
         #expect(missing.status == 8 && missing.stderr.contains("no wallet"))
         let wrongPIN = try world.run(["balance", "--wallet", "alice", "--pin-source", "file:toks/bob.pin"])
         #expect(wrongPIN.status == 3)
-        let again = try world.run(["wallet", "init", "--token", "pkcs11:token=alice?module-name=softhsm2",
-                                   "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2",
-                                   "--backup-pin-source", "file:toks/alice-bk.pin"] + world.wallet("alice"))
+        let again = try world.run(
+            [
+                "wallet", "init", "--token", "pkcs11:token=alice?module-name=softhsm2",
+                "--backup-token", "pkcs11:token=alice-bk?module-name=softhsm2",
+                "--backup-pin-source", "file:toks/alice-bk.pin",
+            ] + world.wallet("alice"))
         #expect(again.status == 8 && again.stderr.contains("never overwritten"))
-        let noBackup = try world.run(["wallet", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-                                      "--wallet", "x", "--pin-source", "file:toks/issuer.pin"])
+        let noBackup = try world.run([
+            "wallet", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+            "--wallet", "x", "--pin-source", "file:toks/issuer.pin",
+        ])
         #expect(noBackup.status == 2 && noBackup.stderr.contains("--backup-token"))
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: world.directory + "/junk"))
         let junk = try world.run(["accept", "junk", "--no-proximity"] + world.wallet("bob"))
         #expect(junk.status == 7 && junk.stderr.contains("not a transfer"))
         let junkVoucher = try world.run(["deposit", "junk"] + world.wallet("bob"))
         #expect(junkVoucher.status == 7)
-        let noMoney = try world.run(["spend", "--to", "bob.card", "--amount", "1.00 EUR", "--category", "x", "--out", "t"] + world.wallet("alice"))
+        let noMoney = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "1.00 EUR", "--category", "x", "--out", "t"]
+                + world.wallet("alice"))
         #expect(noMoney.status == 11 && noMoney.stderr.contains("balance"))
         let junkEvidence = try world.run(["evidence", "verify", "junk"])
         #expect(junkEvidence.status == 7)
@@ -140,11 +166,19 @@ struct WalletCLITests {
 struct PeerCLITests {
     static func funded() throws -> WalletCLITests.World {
         let world = try WalletCLITests.World()
-        let issuer = try world.run(["issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-                                    "--pin-source", "file:toks/issuer.pin"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        try world.run(["keys", "export", issuer, "--pem"]).output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        for step in [["mint", "--issuer", issuer, "--to", "alice.card", "--amount", "20.00 EUR", "--out", "v", "--pin-source", "file:toks/issuer.pin"],
-                     ["issuer", "trust", "issuer.pem"] + world.wallet("alice"), ["deposit", "v"] + world.wallet("alice")] {
+        let issuer = try world.run([
+            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+            "--pin-source", "file:toks/issuer.pin",
+        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try world.run(["keys", "export", issuer, "--pem"]).output.write(
+            toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
+        for step in [
+            [
+                "mint", "--issuer", issuer, "--to", "alice.card", "--amount", "20.00 EUR", "--out", "v", "--pin-source",
+                "file:toks/issuer.pin",
+            ],
+            ["issuer", "trust", "issuer.pem"] + world.wallet("alice"), ["deposit", "v"] + world.wallet("alice"),
+        ] {
             let result = try world.run(step)
             guard result.status == 0 else { throw CLITests.CLIFailure("\(step[0]): \(result.stderr)") }
         }
@@ -152,13 +186,16 @@ struct PeerCLITests {
     }
 
     /// Runs a receiver in the background and a payer in the foreground; returns both results.
-    static func session(_ world: WalletCLITests.World, receiver: [String], payer: [String], payerName: String = "alice",
-                        payeeName: String = "bob") throws -> (ProcessResult, ProcessResult) {
+    static func session(
+        _ world: WalletCLITests.World, receiver: [String], payer: [String], payerName: String = "alice",
+        payeeName: String = "bob"
+    ) throws -> (ProcessResult, ProcessResult) {
         let port = String(Int.random(in: 20_000..<40_000))
         final class Box: @unchecked Sendable { var result: ProcessResult? }
         let box = Box()
         let done = DispatchSemaphore(value: 0)
-        let receiveArguments = ["receive", "--listen", "127.0.0.1:" + port, "--yes"] + receiver + world.wallet(payeeName)
+        let receiveArguments =
+            ["receive", "--listen", "127.0.0.1:" + port, "--yes"] + receiver + world.wallet(payeeName)
         Thread.detachNewThread {
             box.result = try? world.run(receiveArguments)
             done.signal()
@@ -166,7 +203,8 @@ struct PeerCLITests {
         var payerResult: ProcessResult?
         for _ in 0..<50 {
             Thread.sleep(forTimeInterval: 0.1)
-            payerResult = try world.run(["pay", "--to", "127.0.0.1:" + port, "--yes"] + payer + world.wallet(payerName))
+            payerResult = try world.run(
+                ["pay", "--to", "127.0.0.1:" + port, "--yes"] + payer + world.wallet(payerName))
             if !(payerResult!.stderr.contains("refused") && payerResult!.stderr.contains("connect")) { break }
         }
         done.wait()
@@ -175,9 +213,12 @@ struct PeerCLITests {
 
     @Test func paymentBetweenTwoProcesses() throws {
         let world = try Self.funded()
-        let (receiver, payer) = try Self.session(world, receiver: ["--allow-simulated-ranging", "--distance", "420", "--json"],
-                                                 payer: ["--amount", "4.50 EUR", "--category", "food", "--note", "Coffee",
-                                                         "--allow-simulated-ranging", "--distance", "400"])
+        let (receiver, payer) = try Self.session(
+            world, receiver: ["--allow-simulated-ranging", "--distance", "420", "--json"],
+            payer: [
+                "--amount", "4.50 EUR", "--category", "food", "--note", "Coffee",
+                "--allow-simulated-ranging", "--distance", "400",
+            ])
         #expect(payer.status == 0, "\(payer.output) \(payer.stderr)")
         #expect(receiver.status == 0, "\(receiver.output) \(receiver.stderr)")
         #expect(payer.output.contains("SIMULATED RANGING"))
@@ -191,9 +232,11 @@ struct PeerCLITests {
 
     @Test func simulatedRangingIsRefusedByDefaultAndNothingMoves() throws {
         let world = try Self.funded()
-        try String(repeating: "410\n", count: 20).write(toFile: world.directory + "/uwb.txt", atomically: true, encoding: .utf8)
-        let (receiver, payer) = try Self.session(world, receiver: ["--ranging-file", "uwb.txt"],
-                                                 payer: ["--amount", "1.00 EUR", "--category", "food", "--allow-simulated-ranging"])
+        try String(repeating: "410\n", count: 20).write(
+            toFile: world.directory + "/uwb.txt", atomically: true, encoding: .utf8)
+        let (receiver, payer) = try Self.session(
+            world, receiver: ["--ranging-file", "uwb.txt"],
+            payer: ["--amount", "1.00 EUR", "--category", "food", "--allow-simulated-ranging"])
         #expect(payer.status == 11, "\(payer.output)")
         #expect(receiver.status == 11, "\(receiver.output)")
         #expect(receiver.output.contains("simulatedRangingRefused"), "\(receiver.output)")
@@ -211,14 +254,16 @@ struct PeerCLITests {
         let world = try Self.funded()
         #expect(try world.run(["budget", "set", "food", "10.00 EUR"] + world.wallet("bob")).status == 0)
         let entriesBefore = try Self.historyCount(world)
-        try String(repeating: "410\n", count: 20).write(toFile: world.directory + "/alice-uwb.txt", atomically: true, encoding: .utf8)
+        try String(repeating: "410\n", count: 20).write(
+            toFile: world.directory + "/alice-uwb.txt", atomically: true, encoding: .utf8)
         let fifo = world.directory + "/bob-uwb"
         #expect(mkfifo(fifo, 0o600) == 0)
         let port = String(Int.random(in: 20_000..<40_000))
         final class Box: @unchecked Sendable { var result: ProcessResult? }
         let receiver = Box(), payer = Box()
         let receiverDone = DispatchSemaphore(value: 0), payerDone = DispatchSemaphore(value: 0)
-        let receiveArguments = ["receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb"]
+        let receiveArguments =
+            ["receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb"]
             + world.wallet("bob")
         Thread.detachNewThread {
             receiver.result = try? world.run(receiveArguments)
@@ -227,9 +272,15 @@ struct PeerCLITests {
         Thread.detachNewThread {
             for _ in 0..<50 {
                 Thread.sleep(forTimeInterval: 0.2)
-                payer.result = try? world.run(["pay", "--to", "127.0.0.1:" + port, "--yes", "--amount", "4.50 EUR",
-                                               "--category", "food", "--ranging-file", "alice-uwb.txt"] + world.wallet("alice"))
-                if let result = payer.result, !(result.stderr.contains("refused") && result.stderr.contains("connect")) { break }
+                payer.result = try? world.run(
+                    [
+                        "pay", "--to", "127.0.0.1:" + port, "--yes", "--amount", "4.50 EUR",
+                        "--category", "food", "--ranging-file", "alice-uwb.txt",
+                    ] + world.wallet("alice"))
+                if let result = payer.result, !(result.stderr.contains("refused") && result.stderr.contains("connect"))
+                {
+                    break
+                }
             }
             payerDone.signal()
         }
@@ -247,17 +298,24 @@ struct PeerCLITests {
         // The readers, then two appending attempts, while the payee waits for more readings. One after the
         // other: SoftHSM's file store answers CKR_GENERAL_ERROR to a process that reads the token while another
         // rewrites it (a failed login does), which is SoftHSM's limit, not the wallet's.
-        let commands: [[String]] = [["balance", "--json"], ["history", "--json"], ["pending", "--json"],
-                                    ["budget", "show", "--json"], ["budget", "set", "rent", "1.00 EUR"]]
+        let commands: [[String]] = [
+            ["balance", "--json"], ["history", "--json"], ["pending", "--json"],
+            ["budget", "show", "--json"], ["budget", "set", "rent", "1.00 EUR"],
+        ]
         var results = try commands.map { try world.run($0 + world.wallet("bob")) }
-        results.append(try world.run(["budget", "set", "rent", "1.00 EUR", "--wallet", "bob", "--pin-source", "file:toks/alice.pin"]))
+        results.append(
+            try world.run([
+                "budget", "set", "rent", "1.00 EUR", "--wallet", "bob", "--pin-source", "file:toks/alice.pin",
+            ]))
         // The ranging reader reads in chunks until a chunk is full or the stream ends: end it.
         send(17)
         close(writer)
         receiverDone.wait()
         payerDone.wait()
-        let (balance, history, pending, budget, busy, wrongPIN) = (results[0], results[1], results[2], results[3],
-                                                                   results[4], results[5])
+        let (balance, history, pending, budget, busy, wrongPIN) = (
+            results[0], results[1], results[2], results[3],
+            results[4], results[5]
+        )
         let received = try #require(receiver.result)
         let paid = try #require(payer.result)
         #expect(received.status == 0, "\(received.output) \(received.stderr)")
@@ -275,16 +333,18 @@ struct PeerCLITests {
         #expect(rows?.count == entriesBefore || rows?.count == entriesBefore + 1, "\(history.output)")
         #expect((try JSONSerialization.jsonObject(with: Data(pending.stdout)) as? [Any])?.isEmpty == true)
         let budgets = try JSONSerialization.jsonObject(with: Data(budget.stdout)) as? [[String: Any]]
-        #expect(budgets?.first?["category"] as? String == "food" && budgets?.first?["spent"] as? String == "0.00 EUR",
-                "\(budget.output)")
+        #expect(
+            budgets?.first?["category"] as? String == "food" && budgets?.first?["spent"] as? String == "0.00 EUR",
+            "\(budget.output)")
         // Two appending commands exclude each other; the lock is taken after the PIN is read and checked.
         #expect(busy.status == 9 && busy.stderr.contains("busy"), "\(busy.status) \(busy.stderr)")
         #expect(wrongPIN.status == 3, "a wrong PIN is reported before the lock is tried: \(wrongPIN.stderr)")
 
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
         #expect(try Self.historyCount(world) == entriesBefore + 1)
-        #expect(try world.run(["budget", "set", "rent", "1.00 EUR"] + world.wallet("bob")).status == 0,
-                "the lock is free once receive ends")
+        #expect(
+            try world.run(["budget", "set", "rent", "1.00 EUR"] + world.wallet("bob")).status == 0,
+            "the lock is free once receive ends")
     }
 
     static func historyCount(_ world: WalletCLITests.World) throws -> Int {

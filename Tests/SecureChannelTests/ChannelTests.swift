@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import SecureCrypto
+import Testing
+
 @testable import SecureChannel
 
 @Suite("Channel over the in-memory link")
@@ -94,23 +95,37 @@ struct MemoryChannelTests {
     /// `.timeout` and hangs up, so the other sees `.closed` at once instead of waiting out its own limit.
     @Test func lostHandshakeMessageTimesOut() throws {
         // The hello is lost: the initiator (0.3 s) gives up first.
-        let lostHello = MemoryLink { direction, index, _ in direction == .responderToInitiator && index == 0 ? .drop : .deliver }
-        let responder = Background { errorCode { _ = try SecureChannel.respond(over: lostHello.responderEnd, timeoutSeconds: 5) } }
-        #expect(errorCode { _ = try SecureChannel.initiate(over: lostHello.initiatorEnd, timeoutSeconds: 0.3) } == .timeout)
+        let lostHello = MemoryLink { direction, index, _ in
+            direction == .responderToInitiator && index == 0 ? .drop : .deliver
+        }
+        let responder = Background {
+            errorCode { _ = try SecureChannel.respond(over: lostHello.responderEnd, timeoutSeconds: 5) }
+        }
+        #expect(
+            errorCode { _ = try SecureChannel.initiate(over: lostHello.initiatorEnd, timeoutSeconds: 0.3) } == .timeout)
         #expect(try responder.wait() == .closed)
         // The reveal is lost: the responder (0.3 s) gives up first.
-        let lostReveal = MemoryLink { direction, index, _ in direction == .initiatorToResponder && index == 1 ? .drop : .deliver }
-        let initiator = Background { errorCode { _ = try SecureChannel.initiate(over: lostReveal.initiatorEnd, timeoutSeconds: 5) } }
+        let lostReveal = MemoryLink { direction, index, _ in
+            direction == .initiatorToResponder && index == 1 ? .drop : .deliver
+        }
+        let initiator = Background {
+            errorCode { _ = try SecureChannel.initiate(over: lostReveal.initiatorEnd, timeoutSeconds: 5) }
+        }
         let start = Date()
-        #expect(errorCode { _ = try SecureChannel.respond(over: lostReveal.responderEnd, timeoutSeconds: 0.3) } == .timeout)
+        #expect(
+            errorCode { _ = try SecureChannel.respond(over: lostReveal.responderEnd, timeoutSeconds: 0.3) } == .timeout)
         #expect(try initiator.wait() == .closed)
         #expect(Date().timeIntervalSince(start) < 4, "the initiator did not wait out its own limit")
     }
 
     @Test func injectedHandshakeMessagesFailTheHandshake() throws {
         // A duplicated commit reaches the responder while it waits for the reveal.
-        let link = MemoryLink { direction, index, _ in direction == .initiatorToResponder && index == 0 ? .duplicate : .deliver }
-        let responder = Background { errorCode { _ = try SecureChannel.respond(over: link.responderEnd, timeoutSeconds: 2) } }
+        let link = MemoryLink { direction, index, _ in
+            direction == .initiatorToResponder && index == 0 ? .duplicate : .deliver
+        }
+        let responder = Background {
+            errorCode { _ = try SecureChannel.respond(over: link.responderEnd, timeoutSeconds: 2) }
+        }
         let initiator = errorCode { _ = try SecureChannel.initiate(over: link.initiatorEnd, timeoutSeconds: 2) }
         #expect(try responder.wait() == .unexpectedMessage)
         #expect(initiator == .closed || initiator == .timeout)
@@ -214,7 +229,9 @@ struct TCPChannelTests {
         let port = listener.port
         listener.close()
         #expect(errorCode { _ = try TCPTransport.connect(port: port, timeoutSeconds: 1) } == .transport)
-        #expect(errorCode { _ = try TCPTransport.connect(host: "wallet.local", port: port) } == .transport, "names are not looked up")
+        #expect(
+            errorCode { _ = try TCPTransport.connect(host: "wallet.local", port: port) } == .transport,
+            "names are not looked up")
         #expect(errorCode { _ = try TCPListener(host: "127.0.0.256") } == .transport)
     }
 }

@@ -1,5 +1,6 @@
-import Testing
 import SecureCrypto
+import Testing
+
 @testable import SecureChannel
 
 @Suite("Handshake state machines")
@@ -21,9 +22,13 @@ struct HandshakeTests {
         #expect(mine.channelBinding != mine.transcriptHash)
         // Records sealed by one side open on the other, both ways.
         var sealer = run.initiator!.makeSealer(), opener = run.responder!.makeOpener()
-        #expect(try opener.open(sealer.seal(ChannelRecord(type: 7, payload: [1, 2, 3]))) == ChannelRecord(type: 7, payload: [1, 2, 3]))
+        #expect(
+            try opener.open(sealer.seal(ChannelRecord(type: 7, payload: [1, 2, 3])))
+                == ChannelRecord(type: 7, payload: [1, 2, 3]))
         var backSealer = run.responder!.makeSealer(), backOpener = run.initiator!.makeOpener()
-        #expect(try backOpener.open(backSealer.seal(ChannelRecord(type: 9, payload: []))) == ChannelRecord(type: 9, payload: []))
+        #expect(
+            try backOpener.open(backSealer.seal(ChannelRecord(type: 9, payload: [])))
+                == ChannelRecord(type: 9, payload: []))
     }
 
     @Test func messageSizesMatchTheDocument() throws {
@@ -40,12 +45,17 @@ struct HandshakeTests {
         let commitment = Array(run.messages[0][2...])
         let responderContribution = Array(run.messages[1][1...])
         let initiatorContribution = Array(run.messages[2][1..<(1 + responderContribution.count)])
-        let expected = SHA256.hash(Array("secure-sas-v1".utf8) + commitment + initiatorContribution + responderContribution)
+        let expected = SHA256.hash(
+            Array("secure-sas-v1".utf8) + commitment + initiatorContribution + responderContribution)
         let sas = run.initiator!.summary.sas
         #expect(sas.value == expected)
-        let number = UInt32(expected[0]) << 24 | UInt32(expected[1]) << 16 | UInt32(expected[2]) << 8 | UInt32(expected[3])
+        let number =
+            UInt32(expected[0]) << 24 | UInt32(expected[1]) << 16 | UInt32(expected[2]) << 8 | UInt32(expected[3])
         #expect(Int(sas.digits) == Int(number % 1_000_000))
-        #expect(sas.words == [SASWords.list[Int(expected[0])], SASWords.list[Int(expected[1])], SASWords.list[Int(expected[2])]])
+        #expect(
+            sas.words == [
+                SASWords.list[Int(expected[0])], SASWords.list[Int(expected[1])], SASWords.list[Int(expected[2])],
+            ])
         #expect(commitment == SHA256.hash(Array("secure-channel-commit-v1".utf8) + [0] + initiatorContribution))
     }
 
@@ -105,17 +115,24 @@ struct HandshakeTests {
         let names = Self.names + ["record"]
         var refused = 0
 
-        func check<M>(_ side: String, _ list: [(String, M, Int?)], _ receive: (inout M, [UInt8]) throws -> [HandshakeAction]) {
+        func check<M>(
+            _ side: String, _ list: [(String, M, Int?)], _ receive: (inout M, [UInt8]) throws -> [HandshakeAction]
+        ) {
             for (stage, machine, expected) in list {
                 if let expected {
                     var copy = machine
-                    #expect(throws: Never.self, "\(side) \(stage) accepts \(names[expected])") { _ = try receive(&copy, candidates[expected]) }
+                    #expect(throws: Never.self, "\(side) \(stage) accepts \(names[expected])") {
+                        _ = try receive(&copy, candidates[expected])
+                    }
                 }
                 for (index, candidate) in candidates.enumerated() where index != expected {
                     var copy = machine
-                    #expect(throws: ChannelError.self, "\(side) \(stage): \(names[index])") { _ = try receive(&copy, candidate) }
+                    #expect(throws: ChannelError.self, "\(side) \(stage): \(names[index])") {
+                        _ = try receive(&copy, candidate)
+                    }
                     if let expected {
-                        #expect(throws: ChannelError.self, "\(side) \(stage): \(names[expected]) after \(names[index])") {
+                        #expect(throws: ChannelError.self, "\(side) \(stage): \(names[expected]) after \(names[index])")
+                        {
                             _ = try receive(&copy, candidates[expected])
                         }
                     }
@@ -144,13 +161,19 @@ struct HandshakeTests {
                 let decoded = try HandshakeMessage.decode(prefix)
                 #expect(decoded == nil, "\(Self.names[index]) cut to \(length) bytes decodes as short")
                 if var machine = initiatorStage {
-                    #expect(errorCode { _ = try machine.receive(prefix) } == .truncated, "\(Self.names[index]) cut to \(length)")
+                    #expect(
+                        errorCode { _ = try machine.receive(prefix) } == .truncated,
+                        "\(Self.names[index]) cut to \(length)")
                 } else if var machine = responderStage {
-                    #expect(errorCode { _ = try machine.receive(prefix) } == .truncated, "\(Self.names[index]) cut to \(length)")
+                    #expect(
+                        errorCode { _ = try machine.receive(prefix) } == .truncated,
+                        "\(Self.names[index]) cut to \(length)")
                 }
                 prefixes += 1
             }
-            #expect(errorCode { _ = try HandshakeMessage.decode(message + [0]) } == .malformed, "\(Self.names[index]) + 1 byte")
+            #expect(
+                errorCode { _ = try HandshakeMessage.decode(message + [0]) } == .malformed,
+                "\(Self.names[index]) + 1 byte")
         }
         #expect(prefixes == frames.map(\.count).reduce(0, +))
     }
@@ -179,8 +202,10 @@ struct HandshakeTests {
     /// The responder's suite list is changed in transit (a downgrade attempt): the initiator accepts the
     /// hello, but the two transcripts differ, so the responder's confirmation fails at the initiator.
     @Test func alteredNegotiationFailsKeyConfirmation() throws {
-        var initiator = Initiator(privateKey: fixedKey(1), random: fixedRandom(1), suites: [.xwingAES256GCM, ChannelSuite(rawValue: 0x0002)])
-        var responder = Responder(privateKey: fixedKey(2), random: fixedRandom(2), suites: [.xwingAES256GCM, ChannelSuite(rawValue: 0x0002)])
+        var initiator = Initiator(
+            privateKey: fixedKey(1), random: fixedRandom(1), suites: [.xwingAES256GCM, ChannelSuite(rawValue: 0x0002)])
+        var responder = Responder(
+            privateKey: fixedKey(2), random: fixedRandom(2), suites: [.xwingAES256GCM, ChannelSuite(rawValue: 0x0002)])
         #expect(throws: ChannelError(.keyConfirmationFailed, "")) {
             _ = try drive(&initiator, &responder) { index, body in
                 guard index == 1 else { return body }
@@ -235,7 +260,7 @@ struct HandshakeTests {
             _ = try drive(&lying, &other) { index, body in
                 guard index == 1 else { return body }
                 var altered = body
-                altered[4] = 0x09  // hello's only suite becomes 0x0009
+                altered[4] = 0x09 // hello's only suite becomes 0x0009
                 return altered
             }
         }

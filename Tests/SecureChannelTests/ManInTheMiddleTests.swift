@@ -1,5 +1,6 @@
-import Testing
 import SecureCrypto
+import Testing
+
 @testable import SecureChannel
 
 @Suite("Man in the middle")
@@ -56,8 +57,12 @@ struct ManInTheMiddleTests {
         for seed in UInt8(0)..<6 {
             var alice = Initiator(privateKey: fixedKey(1), random: fixedRandom(1))
             var bob = Responder(privateKey: fixedKey(2), random: fixedRandom(2))
-            alice.encapsulate = { try! $0._encapsulate(seed: [UInt8](repeating: seed, count: XWing.encapsulationSeedByteCount)) }
-            bob.encapsulate = { try! $0._encapsulate(seed: [UInt8](repeating: seed &+ 1, count: XWing.encapsulationSeedByteCount)) }
+            alice.encapsulate = {
+                try! $0._encapsulate(seed: [UInt8](repeating: seed, count: XWing.encapsulationSeedByteCount))
+            }
+            bob.encapsulate = {
+                try! $0._encapsulate(seed: [UInt8](repeating: seed &+ 1, count: XWing.encapsulationSeedByteCount))
+            }
             let run = try drive(&alice, &bob)
             sases.insert(run.initiator!.summary.sas.value)
             sases.insert(run.responder!.summary.sas.value)

@@ -1,5 +1,6 @@
-import Testing
 import SecureCrypto
+import Testing
+
 @testable import SecureChannel
 
 @Suite("Records")
@@ -74,8 +75,14 @@ struct RecordTests {
     @Test func limitsAndCloseRecords() throws {
         let run = try Self.session()
         var sealer = run.initiator!.makeSealer()
-        #expect(errorCode { _ = try sealer.seal(ChannelRecord(type: 1, payload: [UInt8](repeating: 0, count: ChannelLimits.recordPayloadByteCountMax + 1))) } == .tooLarge)
-        let largest = try sealer.seal(ChannelRecord(type: 1, payload: [UInt8](repeating: 0, count: ChannelLimits.recordPayloadByteCountMax)))
+        #expect(
+            errorCode {
+                _ = try sealer.seal(
+                    ChannelRecord(
+                        type: 1, payload: [UInt8](repeating: 0, count: ChannelLimits.recordPayloadByteCountMax + 1)))
+            } == .tooLarge)
+        let largest = try sealer.seal(
+            ChannelRecord(type: 1, payload: [UInt8](repeating: 0, count: ChannelLimits.recordPayloadByteCountMax)))
         #expect(largest.count <= ChannelLimits.frameByteCountMax)
         #expect(errorCode { _ = try RecordMessage.decode(largest + [0]) } == .tooLarge)
         var opener = run.responder!.makeOpener()
@@ -85,7 +92,9 @@ struct RecordTests {
     }
 
     @Test func framesDecodeOnlyWhenWhole() throws {
-        let bodies: [[UInt8]] = [[1], [UInt8](repeating: 9, count: 300), [UInt8](repeating: 3, count: ChannelLimits.frameByteCountMax)]
+        let bodies: [[UInt8]] = [
+            [1], [UInt8](repeating: 9, count: 300), [UInt8](repeating: 3, count: ChannelLimits.frameByteCountMax),
+        ]
         var stream: [UInt8] = []
         for body in bodies {
             let frame = Frame.encode(body)

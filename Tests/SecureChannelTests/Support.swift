@@ -1,5 +1,6 @@
 import Foundation
 import SecureCrypto
+
 @testable import SecureChannel
 
 /// A fixed X-Wing key from one repeated byte, so runs are reproducible.
@@ -13,8 +14,10 @@ typealias Responder = ResponderHandshake<XWing>
 
 /// A reproducible pair: keys and randomness from fixed bytes (encapsulation still uses the CSPRNG).
 func fixedPair(_ seed: UInt8 = 1) -> (Initiator, Responder) {
-    (Initiator(privateKey: fixedKey(seed), random: fixedRandom(seed)),
-     Responder(privateKey: fixedKey(seed &+ 100), random: fixedRandom(seed &+ 100)))
+    (
+        Initiator(privateKey: fixedKey(seed), random: fixedRandom(seed)),
+        Responder(privateKey: fixedKey(seed &+ 100), random: fixedRandom(seed &+ 100))
+    )
 }
 
 /// The frames of one honest handshake, in the order they were sent, with both outcomes.
@@ -27,8 +30,10 @@ struct HonestRun {
 
 /// Runs two machines against each other in one thread. `alter` may change (or replace) each frame in
 /// flight: (index in the overall sequence, body) → body.
-func drive(_ initiator: inout Initiator, _ responder: inout Responder,
-           alter: (Int, [UInt8]) -> [UInt8] = { $1 }) throws -> HonestRun {
+func drive(
+    _ initiator: inout Initiator, _ responder: inout Responder,
+    alter: (Int, [UInt8]) -> [UInt8] = { $1 }
+) throws -> HonestRun {
     // The messages and the two outcomes are separate variables: the nested function appends to the
     // messages while an outcome is passed inout, which would be an overlapping access to one struct.
     var messages: [[UInt8]] = []
@@ -88,7 +93,9 @@ final class Background<Value>: @unchecked Sendable {
 }
 
 /// Both ends of a handshake over an in-memory link.
-func channelPair(_ link: MemoryLink, timeoutSeconds: Double = 5) throws -> (initiator: SecureChannel, responder: SecureChannel) {
+func channelPair(_ link: MemoryLink, timeoutSeconds: Double = 5) throws -> (
+    initiator: SecureChannel, responder: SecureChannel
+) {
     let responder = Background { try SecureChannel.respond(over: link.responderEnd, timeoutSeconds: timeoutSeconds) }
     let initiator = Result { try SecureChannel.initiate(over: link.initiatorEnd, timeoutSeconds: timeoutSeconds) }
     let responderResult = Result { try responder.wait() }

@@ -118,7 +118,7 @@ struct ForkEvidenceTests {
         var second = first
         try first.pay(500, id: 20)
         try first.pay(600, id: 21)
-        try second.pay(500, id: 30)  // the same money spent again, to someone else
+        try second.pay(500, id: 30) // the same money spent again, to someone else
         try second.pay(600, id: 31)
         for id in 0..<extraEntriesInSecond { try second.append(.keyEvent, nil, payload: [UInt8(id)]) }
         return (first, second)
@@ -199,7 +199,7 @@ struct ForkEvidenceTests {
             flipped[index] ^= 0x10
             do {
                 guard let decoded = try ForkEvidence.decode(flipped) else {
-                    refused += 1  // a length grew past the end
+                    refused += 1 // a length grew past the end
                     continue
                 }
                 #expect(decoded != evidence, "a flip at byte \(index) decoded to the same evidence")
@@ -209,8 +209,9 @@ struct ForkEvidenceTests {
             }
         }
         #expect(stillProven.isEmpty, "flips at bytes \(stillProven) still prove a fork")
-        #expect(refused > 0 && notProven > 0 && refused + notProven == bytes.count,
-                "refused \(refused), not proven \(notProven)")
+        #expect(
+            refused > 0 && notProven > 0 && refused + notProven == bytes.count,
+            "refused \(refused), not proven \(notProven)")
         let typeA = ForkEvidence.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint())
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }

@@ -42,15 +42,22 @@ import Testing
         try payer.deposit(1000, issuer: try SoftwareSigner())
         let transfer = try payer.pay(payee.log.walletID, units: 100)
         func receipt(_ sequence: Int, size: UInt64, credit: UInt64) throws -> SignedReceipt {
-            try Receipt(for: transfer, payeeKey: payee.key(sequence), keyDate: try payee.date(sequence, size: size),
-                        creditPosition: credit).sign(with: payee.keys.signers[sequence])
+            try Receipt(
+                for: transfer, payeeKey: payee.key(sequence), keyDate: try payee.date(sequence, size: size),
+                creditPosition: credit
+            ).sign(with: payee.keys.signers[sequence])
         }
         let inForce = try receipt(0, size: 7, credit: 6)
         #expect(ReceiptCheck.evaluate(inForce, of: transfer, payeeKeys: [], payeeLog: payee.log) == .confirms)
-        #expect(ReceiptCheck.evaluate(try receipt(1, size: 9, credit: 8), of: transfer, payeeKeys: [], payeeLog: payee.log) == .confirms)
+        #expect(
+            ReceiptCheck.evaluate(try receipt(1, size: 9, credit: 8), of: transfer, payeeKeys: [], payeeLog: payee.log)
+                == .confirms)
         let late = try receipt(0, size: 9, credit: 8)
-        guard case .dropped(.retiredSigner(let evidence)) = ReceiptCheck.evaluate(late, of: transfer, payeeKeys: [payee.key(0)],
-                                                                                   payeeLog: payee.log) else {
+        guard
+            case .dropped(.retiredSigner(let evidence)) = ReceiptCheck.evaluate(
+                late, of: transfer, payeeKeys: [payee.key(0)],
+                payeeLog: payee.log)
+        else {
             Issue.record("a receipt by a retired key after its retirement was not refused"); return
         }
         #expect(try Self.provenAfterRoundTrip(evidence))
@@ -58,16 +65,20 @@ import Testing
         #expect(late.confirms(transfer, payeeKeys: [payee.key(0)]))
         #expect(throws: FormatError.self) { try payee.date(1, size: 7) }
         // A key the log does not name at the date's sequence confirms nothing.
-        let misdated = try Receipt(for: transfer, payeeKey: payee.key(1), keyDate: try payee.date(0, size: 7),
-                                   creditPosition: 6).sign(with: payee.keys.signers[1])
-        #expect(ReceiptCheck.evaluate(misdated, of: transfer, payeeKeys: [payee.key(1)], payeeLog: payee.log)
-            == .dropped(.unknownSigner))
+        let misdated = try Receipt(
+            for: transfer, payeeKey: payee.key(1), keyDate: try payee.date(0, size: 7),
+            creditPosition: 6
+        ).sign(with: payee.keys.signers[1])
+        #expect(
+            ReceiptCheck.evaluate(misdated, of: transfer, payeeKeys: [payee.key(1)], payeeLog: payee.log)
+                == .dropped(.unknownSigner))
         // A receipt dated before its own credit does not decode.
-        let bad = Receipt(transferID: late.payload.transferID, transferDigest: late.payload.transferDigest,
-                          payerWalletID: late.payload.payerWalletID, payeeWalletID: late.payload.payeeWalletID,
-                          payeeKey: payee.key(0), keyDate: try payee.date(0, size: 3), amount: late.payload.amount,
-                          checkpointDigest: late.payload.checkpointDigest, checkpointSize: late.payload.checkpointSize,
-                          creditPosition: 5)
+        let bad = Receipt(
+            transferID: late.payload.transferID, transferDigest: late.payload.transferDigest,
+            payerWalletID: late.payload.payerWalletID, payeeWalletID: late.payload.payeeWalletID,
+            payeeKey: payee.key(0), keyDate: try payee.date(0, size: 3), amount: late.payload.amount,
+            checkpointDigest: late.payload.checkpointDigest, checkpointSize: late.payload.checkpointSize,
+            creditPosition: 5)
         #expect(throws: FormatError.self) { try Receipt.decode(bad.encoded) }
         // The retired key's statements up to the rotation are no evidence.
         #expect(payee.log.retiredKeyEvidence(.receipt(inForce)) == nil)
@@ -78,14 +89,22 @@ import Testing
         var payer = try TestWallet(seed: 52)
         try payer.deposit(1000, issuer: try SoftwareSigner())
         let transfer = try payer.pay(payee.log.walletID, units: 100)
-        let late = try Refusal(refusing: transfer, payeeKey: payee.key(0), keyDate: try payee.date(0, size: 8),
-                               reason: .debitMismatch).sign(with: payee.keys.signers[0])
-        let verdict = RefusalCheck.evaluate(late, of: transfer, payeeKeys: [payee.key(0)], payeeLog: payee.log, state: payer.state)
+        let late = try Refusal(
+            refusing: transfer, payeeKey: payee.key(0), keyDate: try payee.date(0, size: 8),
+            reason: .debitMismatch
+        ).sign(with: payee.keys.signers[0])
+        let verdict = RefusalCheck.evaluate(
+            late, of: transfer, payeeKeys: [payee.key(0)], payeeLog: payee.log, state: payer.state)
         guard case .drop(.retiredSigner(let evidence)) = verdict else { Issue.record("\(verdict)"); return }
         #expect(try Self.provenAfterRoundTrip(evidence))
-        let current = try Refusal(refusing: transfer, payeeKey: payee.key(1), keyDate: try payee.date(1, size: 8),
-                                  reason: .debitMismatch).sign(with: payee.keys.signers[1])
-        guard case .accept = RefusalCheck.evaluate(current, of: transfer, payeeKeys: [], payeeLog: payee.log, state: payer.state) else {
+        let current = try Refusal(
+            refusing: transfer, payeeKey: payee.key(1), keyDate: try payee.date(1, size: 8),
+            reason: .debitMismatch
+        ).sign(with: payee.keys.signers[1])
+        guard
+            case .accept = RefusalCheck.evaluate(
+                current, of: transfer, payeeKeys: [], payeeLog: payee.log, state: payer.state)
+        else {
             Issue.record("the key in force could not refuse"); return
         }
     }
@@ -93,19 +112,22 @@ import Testing
     @Test func aMeasurementCarriesItsSignersHelloDate() throws {
         let payee = try RotatedPayee()
         let payer = try TestWallet(seed: 53)
-        let context = MeasurementContext(nonce: Fixture.bytes(0x4E, 32), offerID: Fixture.id(0x0F), payerKey: payer.key,
-                                         payeeKey: payee.key(0), payerDate: payer.keyDate, payeeDate: try payee.date(0, size: 9),
-                                         channelBinding: Fixture.bytes(0xCB, 32))
+        let context = MeasurementContext(
+            nonce: Fixture.bytes(0x4E, 32), offerID: Fixture.id(0x0F), payerKey: payer.key,
+            payeeKey: payee.key(0), payerDate: payer.keyDate, payeeDate: try payee.date(0, size: 9),
+            channelBinding: Fixture.bytes(0xCB, 32))
         var ranging = SimulatedRanging(seed: 1, distanceMillimetres: 500)
         let summary = try RangingSummary(samples: ranging.samples(count: 20))
-        let late = try context.measurement(role: .payee, summary: summary, source: .external).sign(with: payee.keys.signers[0])
+        let late = try context.measurement(role: .payee, summary: summary, source: .external).sign(
+            with: payee.keys.signers[0])
         #expect(try SignedMeasurement.decode(late.encoded) == late)
         #expect(SpatialProof.check(late, role: .payee, context: context, policy: RangingPolicy()) == nil)
         #expect(try Self.provenAfterRoundTrip(payee.log.retiredKeyEvidence(.measurement(late))))
         // A measurement dated otherwise than its signer's hello checkpoint is refused.
-        let other = MeasurementContext(nonce: context.nonce, offerID: context.offerID, payerKey: payer.key, payeeKey: payee.key(0),
-                                       payerDate: payer.keyDate, payeeDate: try payee.date(0, size: 7),
-                                       channelBinding: context.channelBinding)
+        let other = MeasurementContext(
+            nonce: context.nonce, offerID: context.offerID, payerKey: payer.key, payeeKey: payee.key(0),
+            payerDate: payer.keyDate, payeeDate: try payee.date(0, size: 7),
+            channelBinding: context.channelBinding)
         #expect(SpatialProof.check(late, role: .payee, context: other, policy: RangingPolicy()) == .wrongDate(.payee))
     }
 }

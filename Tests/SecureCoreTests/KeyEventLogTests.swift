@@ -15,22 +15,31 @@ struct KeyChain {
     }
 
     func inception() throws -> SignedKeyEvent {
-        try SignedKeyEvent(.inception(signingKey: signers[0].publicKey, nextKey: signers[1].publicKey,
-                                      agreementKey: agreement.publicKey), signer: signers[0])
+        try SignedKeyEvent(
+            .inception(
+                signingKey: signers[0].publicKey, nextKey: signers[1].publicKey,
+                agreementKey: agreement.publicKey), signer: signers[0])
     }
 
     /// Rotation `index` (1, 2, …) after `previous`, recorded at `position`, countersigned when asked.
-    func rotation(_ index: Int, after previous: KeyEvent, position: UInt64, countersign: Bool = true) throws -> SignedKeyEvent {
-        try SignedKeyEvent(.rotation(after: previous, signingKey: signers[index].publicKey, nextKey: signers[index + 1].publicKey,
-                                     agreementKey: agreement.publicKey, ledgerPosition: position),
-                           signer: signers[index], previous: countersign ? signers[index - 1] : nil)
+    func rotation(_ index: Int, after previous: KeyEvent, position: UInt64, countersign: Bool = true) throws
+        -> SignedKeyEvent
+    {
+        try SignedKeyEvent(
+            .rotation(
+                after: previous, signingKey: signers[index].publicKey, nextKey: signers[index + 1].publicKey,
+                agreementKey: agreement.publicKey, ledgerPosition: position),
+            signer: signers[index], previous: countersign ? signers[index - 1] : nil)
     }
 
-    func checkpoint(_ log: KeyEventLog, sequence: Int, size: UInt64, root: [UInt8] = Fixture.bytes(1, 32)) throws -> SignedCheckpoint {
+    func checkpoint(_ log: KeyEventLog, sequence: Int, size: UInt64, root: [UInt8] = Fixture.bytes(1, 32)) throws
+        -> SignedCheckpoint
+    {
         let event = log.events[sequence].event
-        let checkpoint = try Checkpoint(walletID: log.walletID, walletKey: event.signingKey, keySequence: event.sequence,
-                                        keyEventPosition: event.ledgerPosition, size: size, root: root,
-                                        head: Fixture.bytes(2, 32), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()))
+        let checkpoint = try Checkpoint(
+            walletID: log.walletID, walletKey: event.signingKey, keySequence: event.sequence,
+            keyEventPosition: event.ledgerPosition, size: size, root: root,
+            head: Fixture.bytes(2, 32), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()))
         return try checkpoint.sign(with: signers[sequence])
     }
 }
@@ -59,9 +68,11 @@ struct KeyChain {
         let keys = try KeyChain(count: 3)
         var log = try KeyEventLog(inception: try keys.inception())
         let thief = try SoftwareSigner()
-        let forged = try SignedKeyEvent(.rotation(after: log.current, signingKey: thief.publicKey, nextKey: thief.publicKey,
-                                                  agreementKey: keys.agreement.publicKey, ledgerPosition: 3),
-                                        signer: thief, previous: keys.signers[0])
+        let forged = try SignedKeyEvent(
+            .rotation(
+                after: log.current, signingKey: thief.publicKey, nextKey: thief.publicKey,
+                agreementKey: keys.agreement.publicKey, ledgerPosition: 3),
+            signer: thief, previous: keys.signers[0])
         #expect(throws: KeyEventError(.uncommittedKey, "")) { try log.append(forged) }
         #expect(log.events.count == 1)
     }
@@ -69,15 +80,18 @@ struct KeyChain {
     @Test func aRotationNotSignedByItsNewKeyIsRefused() throws {
         let keys = try KeyChain(count: 3)
         var log = try KeyEventLog(inception: try keys.inception())
-        let event = KeyEvent.rotation(after: log.current, signingKey: keys.signers[1].publicKey,
-                                      nextKey: keys.signers[2].publicKey, agreementKey: keys.agreement.publicKey, ledgerPosition: 3)
+        let event = KeyEvent.rotation(
+            after: log.current, signingKey: keys.signers[1].publicKey,
+            nextKey: keys.signers[2].publicKey, agreementKey: keys.agreement.publicKey, ledgerPosition: 3)
         // Signed by the old key only (e.g. a thief holding the current key and only the committed public key).
-        let byOldKey = SignedKeyEvent(event: event, signature: try keys.signers[0].sign(event.encoded, label: KeyEvent.label))
+        let byOldKey = SignedKeyEvent(
+            event: event, signature: try keys.signers[0].sign(event.encoded, label: KeyEvent.label))
         #expect(throws: KeyEventError(.badSignature, "")) { try log.append(byOldKey) }
         // A countersignature by someone other than the previous key.
         let stranger = try SoftwareSigner()
-        let badCounter = SignedKeyEvent(event: event, signature: try keys.signers[1].sign(event.encoded, label: KeyEvent.label),
-                                        countersignature: try stranger.sign(event.encoded, label: KeyEvent.countersignatureLabel))
+        let badCounter = SignedKeyEvent(
+            event: event, signature: try keys.signers[1].sign(event.encoded, label: KeyEvent.label),
+            countersignature: try stranger.sign(event.encoded, label: KeyEvent.countersignatureLabel))
         #expect(throws: KeyEventError(.badSignature, "")) { try log.append(badCounter) }
         // A decoder refuses the forged signature outright.
         #expect(throws: FormatError.self) { try SignedKeyEvent.decode(byOldKey.encoded) }
@@ -105,9 +119,11 @@ struct KeyChain {
         var mine = known
         try mine.append(try keys.rotation(1, after: known.current, position: 3))
         // The same committed key signs a second rotation 1 that commits to a different next key.
-        let competing = try SignedKeyEvent(.rotation(after: known.current, signingKey: keys.signers[1].publicKey,
-                                                     nextKey: keys.signers[3].publicKey, agreementKey: keys.agreement.publicKey,
-                                                     ledgerPosition: 3), signer: keys.signers[1])
+        let competing = try SignedKeyEvent(
+            .rotation(
+                after: known.current, signingKey: keys.signers[1].publicKey,
+                nextKey: keys.signers[3].publicKey, agreementKey: keys.agreement.publicKey,
+                ledgerPosition: 3), signer: keys.signers[1])
         var follower = mine
         guard case .conflict(let conflict) = follower.follow([known.events[0], competing]) else {
             Issue.record("a competing event with the same sequence was not reported as evidence")
@@ -128,8 +144,10 @@ struct KeyChain {
         try newer.append(try keys.rotation(2, after: newer.current, position: 4))
         // A log that jumps to an uncommitted key is refused and changes nothing.
         let thief = try SoftwareSigner()
-        let forged = try SignedKeyEvent(.rotation(after: known.current, signingKey: thief.publicKey, nextKey: thief.publicKey,
-                                                  agreementKey: keys.agreement.publicKey, ledgerPosition: 3), signer: thief)
+        let forged = try SignedKeyEvent(
+            .rotation(
+                after: known.current, signingKey: thief.publicKey, nextKey: thief.publicKey,
+                agreementKey: keys.agreement.publicKey, ledgerPosition: 3), signer: thief)
         #expect(known.follow([known.events[0], forged]) == .refused(KeyEventError(.uncommittedKey, "")))
         #expect(known.events.count == 1)
         #expect(known.follow(newer.events) == .followed)
@@ -155,8 +173,9 @@ struct KeyChain {
         #expect(log.check(try keys.checkpoint(log, sequence: 0, size: 7)) == .inForce)
         #expect(log.keyUse(key: keys.signers[1].publicKey, sequence: 1, eventPosition: 7, size: 7) == .beforeInForce)
         #expect(log.keyUse(key: keys.signers[1].publicKey, sequence: 0, eventPosition: 0, size: 9) == .unknown)
-        let notLate = RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation,
-                                          checkpoint: try keys.checkpoint(log, sequence: 0, size: 7))
+        let notLate = RetiredKeySignature(
+            retiredEvent: log.events[0], rotation: rotation,
+            checkpoint: try keys.checkpoint(log, sequence: 0, size: 7))
         #expect(!ForkEvidence.retiredKeySignature(notLate).verify().isProven)
     }
 
@@ -176,7 +195,8 @@ struct KeyChain {
         }
         // The retired key signing the same history after its retirement is evidence.
         let late = try keys.checkpoint(log, sequence: 0, size: 9, root: tree.root(size: 9))
-        guard case .fork(let evidence) = PayeeMachine.consistency(held: held, current: late, proof: proof, log: log) else {
+        guard case .fork(let evidence) = PayeeMachine.consistency(held: held, current: late, proof: proof, log: log)
+        else {
             Issue.record("a retired key's checkpoint was not refused as evidence"); return
         }
         #expect(evidence.verify().isProven)

@@ -61,15 +61,15 @@ struct LedgerEntryTests {
     @Test(
         "malformed fields are refused with their code",
         arguments: [
-            (0, UInt8(2), FormatError.Code.unsupportedVersion),  // version
-            (25, 0, .invalidValue),  // kind 0 (entry 3: 1+8+16 = offset 25)
-            (25, 42, .invalidValue),  // unknown kind
-            (26, 0x80, .invalidValue),  // unknown flag bit
-            (27, 2, .invalidValue),  // amount presence byte
-            (28, UInt8(ascii: "e"), .invalidValue),  // lower-case currency letter
-            (31, 3, .invalidValue),  // EUR with scale 3
-            (32, 0x80, .invalidValue),  // negative minor units
-            (40, 65, .fieldTooLong),  // category length over the limit
+            (0, UInt8(2), FormatError.Code.unsupportedVersion), // version
+            (25, 0, .invalidValue), // kind 0 (entry 3: 1+8+16 = offset 25)
+            (25, 42, .invalidValue), // unknown kind
+            (26, 0x80, .invalidValue), // unknown flag bit
+            (27, 2, .invalidValue), // amount presence byte
+            (28, UInt8(ascii: "e"), .invalidValue), // lower-case currency letter
+            (31, 3, .invalidValue), // EUR with scale 3
+            (32, 0x80, .invalidValue), // negative minor units
+            (40, 65, .fieldTooLong), // category length over the limit
         ])
     func malformed(offset: Int, value: UInt8, code: FormatError.Code) throws {
         var bytes = try Fixture.sampleEntries()[3].encoded

@@ -10,7 +10,8 @@ struct PeerMachineTests {
 
     static func expectPaid(_ sim: PeerSimulation, sourceLocation: SourceLocation = #_sourceLocation) {
         guard case .paid(let receipt)? = sim.payerMachine.outcome, case .received? = sim.payeeMachine.outcome else {
-            let outcomes = "payer \(String(describing: sim.payerMachine.outcome)), payee \(String(describing: sim.payeeMachine.outcome))"
+            let outcomes =
+                "payer \(String(describing: sim.payerMachine.outcome)), payee \(String(describing: sim.payeeMachine.outcome))"
             Issue.record("not paid: \(outcomes); \(sim.protocolErrors)", sourceLocation: sourceLocation)
             return
         }
@@ -19,13 +20,17 @@ struct PeerMachineTests {
     }
 
     /// The side that ended first with a failure, and that no money moved.
-    static func expectFailed(_ sim: PeerSimulation, _ reason: PeerFailureReason,
-                             sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectFailed(
+        _ sim: PeerSimulation, _ reason: PeerFailureReason,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let outcomes = [sim.payerMachine.outcome, sim.payeeMachine.outcome]
-        #expect(outcomes.contains { $0 == .failed(reason, byPeer: false) },
-                "expected \(reason): \(outcomes); \(sim.protocolErrors)", sourceLocation: sourceLocation)
-        #expect(sim.payerBalance == PeerSimulation.total && sim.payeeBalance.isZero && sim.pending == nil,
-                sourceLocation: sourceLocation)
+        #expect(
+            outcomes.contains { $0 == .failed(reason, byPeer: false) },
+            "expected \(reason): \(outcomes); \(sim.protocolErrors)", sourceLocation: sourceLocation)
+        #expect(
+            sim.payerBalance == PeerSimulation.total && sim.payeeBalance.isZero && sim.pending == nil,
+            sourceLocation: sourceLocation)
     }
 
     @Test("pay flow: both sides run to a receipt; a second payment proves consistency from the held checkpoint")
@@ -35,8 +40,11 @@ struct PeerMachineTests {
         PeerMachineTests.expectPaid(sim)
         #expect(sim.approvals.map(\.role) == [.payer, .payee] && sim.approvals.allSatisfy(\.needsConfirmation))
         #expect(sim.approvals[0].check == .ok && sim.approvals[0].knownName == "Bob")
-        #expect(sim.sent.map(\.name) == ["hello", "hello", "offer", "reply", "measurement", "measurement", "ready",
-                                         "transfer", "receipt"])
+        #expect(
+            sim.sent.map(\.name) == [
+                "hello", "hello", "offer", "reply", "measurement", "measurement", "ready",
+                "transfer", "receipt",
+            ])
         #expect(sim.held != nil && sim.payerMachine.wait == nil && sim.payeeMachine.wait == nil)
         // The payee now holds a checkpoint of the payer; the next payment carries a consistency proof.
         try sim.payer.deposit(1, issuer: SoftwareSigner())
@@ -76,24 +84,38 @@ struct PeerMachineTests {
             try sim.run()
             return sim
         }
-        PeerMachineTests.expectFailed(try run { $0.payerDistance = 1400; $0.payeeDistance = 1450 }, .tooFar)
-        PeerMachineTests.expectFailed(try run { $0.payerDistance = 200; $0.payeeDistance = 800 }, .distancesDisagree)
+        PeerMachineTests.expectFailed(
+            try run {
+                $0.payerDistance = 1400; $0.payeeDistance = 1450
+            }, .tooFar)
+        PeerMachineTests.expectFailed(
+            try run {
+                $0.payerDistance = 200; $0.payeeDistance = 800
+            }, .distancesDisagree)
         PeerMachineTests.expectFailed(try run { $0.payeeSampleCount = 5 }, .rangingFailed)
         PeerMachineTests.expectFailed(try run { $0.payeeSource = .simulated }, .simulatedRangingRefused)
-        PeerMachineTests.expectPaid(try run { $0.payeeSource = .simulated; $0.payerSource = .simulated; $0.allowsSimulated = true })
+        PeerMachineTests.expectPaid(
+            try run {
+                $0.payeeSource = .simulated; $0.payerSource = .simulated; $0.allowsSimulated = true
+            })
         PeerMachineTests.expectFailed(try run { $0.amount = 10_001 }, .insufficientFunds)
         PeerMachineTests.expectFailed(try run { $0.payeeApproves = false }, .declined)
 
         // Over budget: refused without an override, paid and marked with one; a hard cap refuses.
-        for (hardCap, override, expected) in [(false, false, "refused"), (false, true, "paid"), (true, true, "refused")] {
+        for (hardCap, override, expected) in [
+            (false, false, "refused"), (false, true, "paid"), (true, true, "refused"),
+        ] {
             var config = PeerSimulation.Config()
             config.category = "food"
             config.overrideBudget = override
             var sim = try PeerSimulation(config)
-            let budget = try Budget(category: "food", limit: Fixture.eur(100), window: .month, isHardCap: hardCap,
-                                    timeZoneIdentifier: "UTC")
-            try sim.payer.append(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
-                                            payload: BudgetChange.set(budget).payload))
+            let budget = try Budget(
+                category: "food", limit: Fixture.eur(100), window: .month, isHardCap: hardCap,
+                timeZoneIdentifier: "UTC")
+            try sim.payer.append(
+                EntryDraft(
+                    kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                    payload: BudgetChange.set(budget).payload))
             try sim.newSession(retrying: nil)
             try sim.run()
             if expected == "paid" {
@@ -126,7 +148,8 @@ struct PeerMachineTests {
         var replay = try PeerSimulation(seed: 1)
         replay.tamper = { toPayee, message in
             guard !toPayee, case .measurement(let m) = message else { return message }
-            return .measurement(try! MeasurementMessage(offerID: m.offerID, measurement: old.measurement, consistencyProof: nil))
+            return .measurement(
+                try! MeasurementMessage(offerID: m.offerID, measurement: old.measurement, consistencyProof: nil))
         }
         try replay.run()
         PeerMachineTests.expectFailed(replay, .measurementInvalid)
@@ -136,9 +159,11 @@ struct PeerMachineTests {
         swapped.tamper = { toPayee, message in
             guard !toPayee, case .measurement(let m) = message else { return message }
             let p = m.measurement.payload
-            let context = MeasurementContext(nonce: p.nonce, offerID: p.offerID, payerKey: p.payeeKey, payeeKey: p.payerKey,
-                                             payerDate: p.keyDate, payeeDate: p.keyDate, channelBinding: p.channelBinding)
-            let forged = try! context.measurement(role: .payer, summary: p.summary, source: p.source).sign(with: payeeSigner)
+            let context = MeasurementContext(
+                nonce: p.nonce, offerID: p.offerID, payerKey: p.payeeKey, payeeKey: p.payerKey,
+                payerDate: p.keyDate, payeeDate: p.keyDate, channelBinding: p.channelBinding)
+            let forged = try! context.measurement(role: .payer, summary: p.summary, source: p.source).sign(
+                with: payeeSigner)
             return .measurement(try! MeasurementMessage(offerID: m.offerID, measurement: forged, consistencyProof: nil))
         }
         try swapped.run()
@@ -169,11 +194,12 @@ struct PeerMachineTests {
         // The payee's stored record is corrupted to name another amount: the transfer no longer matches.
         sim.tamper = { toPayee, message in message }
         var done = false
-        sim.pauseAfter = 7  // after ready reaches the payer: the payee's record is stored
+        sim.pauseAfter = 7 // after ready reaches the payer: the payee's record is stored
         try sim.run()
         for (id, record) in sim.readyRecords where !done {
             sim.readyRecords[id] = ReadyRecord(
-                offerID: record.offerID, nonce: record.nonce, amount: Fixture.eur(1), payerWalletID: record.payerWalletID,
+                offerID: record.offerID, nonce: record.nonce, amount: Fixture.eur(1),
+                payerWalletID: record.payerWalletID,
                 payerKey: record.payerKey, payerCheckpoint: record.payerCheckpoint,
                 payerMeasurement: record.payerMeasurement, payeeMeasurement: record.payeeMeasurement)
             done = true
@@ -210,7 +236,8 @@ struct PeerMachineTests {
                 PeerMachineTests.expectPaid(sim)
             case .paid?: PeerMachineTests.expectPaid(sim)
             case .failed?: #expect(sim.payerBalance == PeerSimulation.total && sim.payeeBalance.isZero, "cut \(cut)")
-            case .reversed?, .received?, .refusedTransfer?, nil: Issue.record("cut \(cut): \(String(describing: sim.payerMachine.outcome))")
+            case .reversed?, .received?, .refusedTransfer?, nil:
+                Issue.record("cut \(cut): \(String(describing: sim.payerMachine.outcome))")
             }
         }
     }
@@ -220,7 +247,7 @@ struct PeerMachineTests {
         var config = PeerSimulation.Config()
         config.request = "Coffee"
         var sim = try PeerSimulation(config)
-        sim.pauseAfter = 2  // both hellos are in; the request is on its way
+        sim.pauseAfter = 2 // both hellos are in; the request is on its way
         try sim.run()
         try sim.payeeDo(sim.payeeMachine.withdraw())
         #expect(sim.payeeMachine.outcome == .failed(.withdrawn, byPeer: false))
@@ -233,7 +260,7 @@ struct PeerMachineTests {
         // The payer withdraws while the payee is deciding: the payee's late approval sends nothing.
         var race = try PeerSimulation()
         race.config.payeeDefersApproval = true
-        race.pauseAfter = 3  // both hellos and the offer are in: the payee's prompt is open
+        race.pauseAfter = 3 // both hellos and the offer are in: the payee's prompt is open
         try race.run()
         #expect(race.approvals.map(\.role) == [.payer, .payee])
         try race.payerDo(race.payerMachine.userDeclined())
@@ -292,7 +319,8 @@ struct PeerMachineTests {
                         try sim.newSession(retrying: sim.pending)
                         try sim.run()
                         sim.expectConserved("retry after stage \(stage) #\(index)")
-                        #expect(sim.payerMachine.outcome.map { if case .unconfirmed = $0 { false } else { true } } ?? false)
+                        #expect(
+                            sim.payerMachine.outcome.map { if case .unconfirmed = $0 { false } else { true } } ?? false)
                     }
                 }
             }

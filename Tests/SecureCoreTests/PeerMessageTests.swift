@@ -16,14 +16,21 @@ struct PeerMessageTests {
         let theirs = try SpatialTests.measure(payee, .payee, context, 520)
         let proof = SpatialProof(payer: mine, payee: theirs)
         let offerID = context.offerID
-        let transfer = try payer.pay(payee.walletID, units: 450, proximity: .spatialProof(digest: proof.digest),
-                                     binding: context.channelBinding)
-        let receipt = try Receipt(for: transfer, payeeKey: payee.key, keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 2), creditPosition: 1).sign(with: payee.signer)
-        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: .readyRecordMismatch)
-            .sign(with: payee.signer)
+        let transfer = try payer.pay(
+            payee.walletID, units: 450, proximity: .spatialProof(digest: proof.digest),
+            binding: context.channelBinding)
+        let receipt = try Receipt(
+            for: transfer, payeeKey: payee.key,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 2), creditPosition: 1
+        ).sign(with: payee.signer)
+        let refusal = try Refusal(
+            refusing: transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: .readyRecordMismatch
+        )
+        .sign(with: payee.signer)
         let checkpoint = try payer.checkpoint()
         let keyEvent = try SignedKeyEvent(
-            KeyEvent.inception(signingKey: payer.key, nextKey: payer.key, agreementKey: payer.key), signer: payer.signer)
+            KeyEvent.inception(signingKey: payer.key, nextKey: payer.key, agreementKey: payer.key), signer: payer.signer
+        )
         var other = try TestWallet(seed: 3)
         let before = try other.checkpoint()
         try other.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [1]))
@@ -32,18 +39,24 @@ struct PeerMessageTests {
         _ = before
         let evidence = ForkEvidence.conflictingCheckpoints(
             try other.checkpoint(),
-            SignedCheckpoint(checkpoint: try forked.checkpoint().checkpoint, signature: try forked.checkpoint().signature))
+            SignedCheckpoint(
+                checkpoint: try forked.checkpoint().checkpoint, signature: try forked.checkpoint().signature))
         return [
-            .hello(try PeerHello(walletKey: payer.key, displayName: "Alice ☕", rangingToken: [1, 2, 3],
-                                 nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint,
-                                 evidenceDigests: [Fixture.id(8)])),
-            .hello(try PeerHello(walletKey: payee.key, displayName: "", rangingToken: [],
-                                 nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint)),
+            .hello(
+                try PeerHello(
+                    walletKey: payer.key, displayName: "Alice ☕", rangingToken: [1, 2, 3],
+                    nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint,
+                    evidenceDigests: [Fixture.id(8)])),
+            .hello(
+                try PeerHello(
+                    walletKey: payee.key, displayName: "", rangingToken: [],
+                    nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint)),
             .request(try PaymentRequest(requestID: offerID, amount: Fixture.eur(450), note: "Coffee")),
             .offer(try PaymentOffer(offerID: offerID, amount: Fixture.eur(450))),
             .reply(try OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
             .reply(try OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
-            .measurement(try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.bytes(1, 32)])),
+            .measurement(
+                try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.bytes(1, 32)])),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: theirs, consistencyProof: nil)),
             .ready(ReadyMessage(offerID: offerID, amount: Fixture.eur(450))),
             .transfer(TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),
@@ -81,18 +94,22 @@ struct PeerMessageTests {
     func keyEventPages() throws {
         let payer = try TestWallet(seed: 1)
         let inception = try SignedKeyEvent(
-            KeyEvent.inception(signingKey: payer.key, nextKey: payer.key, agreementKey: payer.key), signer: payer.signer)
+            KeyEvent.inception(signingKey: payer.key, nextKey: payer.key, agreementKey: payer.key), signer: payer.signer
+        )
         var events = [inception]
         while events.count < 150 {
-            let event = KeyEvent.rotation(after: events.last!.event, signingKey: payer.key, nextKey: payer.key,
-                                          agreementKey: payer.key, ledgerPosition: UInt64(events.count))
+            let event = KeyEvent.rotation(
+                after: events.last!.event, signingKey: payer.key, nextKey: payer.key,
+                agreementKey: payer.key, ledgerPosition: UInt64(events.count))
             events.append(try SignedKeyEvent(event, signer: payer.signer))
         }
         let walletID = WalletID(inception: inception.event)
         var collected: [SignedKeyEvent] = []
         while let page = KeyEventsMessage.page(of: events, walletID: walletID, from: UInt32(collected.count)) {
             let decoded = try #require(try PeerMessage.decode(PeerMessage.keyEvents(page).encoded))
-            guard case .keyEvents(.page(_, let from, let total, let got)) = decoded else { Issue.record("\(decoded)"); return }
+            guard case .keyEvents(.page(_, let from, let total, let got)) = decoded else {
+                Issue.record("\(decoded)"); return
+            }
             #expect(Int(from) == collected.count && total == 150 && got.count <= KeyEventsMessage.pageEventCountMax)
             collected += got
         }
@@ -110,7 +127,9 @@ struct PeerMessageTests {
             var bad = ByteWriter()
             bad.write(UInt8(2)); bad.write(walletID); bad.write(from); bad.write(total); bad.write(count)
             var badReader = ByteReader(bad.bytes)
-            #expect(throws: FormatError.self, "page \(from)+\(count) of \(total)") { try KeyEventsMessage.decode(from: &badReader) }
+            #expect(throws: FormatError.self, "page \(from)+\(count) of \(total)") {
+                try KeyEventsMessage.decode(from: &badReader)
+            }
         }
     }
 }

@@ -21,7 +21,7 @@ struct PeerSimulation {
         /// Leave the payee's prompt open (to race it).
         var payeeDefersApproval = false
         var overrideBudget = false
-        var request: String? = nil  // request flow with this note
+        var request: String? = nil // request flow with this note
         var requestAmount: Int64? = nil
     }
 
@@ -58,16 +58,20 @@ struct PeerSimulation {
         self.payer = payer
         payee = try TestWallet(seed: seed &* 37)
         sessionSeed = seed
-        (payerMachine, payeeMachine) = (PayerMachine(answeringRequestWith: PeerSimulation.dummy, transferID: Fixture.id(0)),
-                                        PayeeMachine(context: PeerSimulation.dummy))
+        (payerMachine, payeeMachine) = (
+            PayerMachine(answeringRequestWith: PeerSimulation.dummy, transferID: Fixture.id(0)),
+            PayeeMachine(context: PeerSimulation.dummy)
+        )
         try newSession(retrying: nil)
     }
 
     static let dummy: PeerSessionContext = {
         let wallet = try! TestWallet(seed: 999)
-        let hello = try! PeerHello(walletKey: wallet.key, displayName: "", rangingToken: [], nonceContribution: Fixture.bytes(0, 16),
-                                   checkpoint: try! wallet.checkpoint())
-        return PeerSessionContext(transcriptHash: Fixture.bytes(0, 32), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
+        let hello = try! PeerHello(
+            walletKey: wallet.key, displayName: "", rangingToken: [], nonceContribution: Fixture.bytes(0, 16),
+            checkpoint: try! wallet.checkpoint())
+        return PeerSessionContext(
+            transcriptHash: Fixture.bytes(0, 32), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
     }()
 
     /// Fresh machines over a fresh channel; the wallets and their stores stay.
@@ -79,25 +83,30 @@ struct PeerSimulation {
         let policy = RangingPolicy(allowsSimulated: config.allowsSimulated)
         let payerContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
-            hello: try PeerHello(walletKey: payer.key, displayName: "Alice", rangingToken: [1],
-                                 nonceContribution: random.bytes(16), checkpoint: try payer.checkpoint()),
+            hello: try PeerHello(
+                walletKey: payer.key, displayName: "Alice", rangingToken: [1],
+                nonceContribution: random.bytes(16), checkpoint: try payer.checkpoint()),
             rangingPolicy: policy)
         let payeeContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
-            hello: try PeerHello(walletKey: payee.key, displayName: "Bob", rangingToken: [2],
-                                 nonceContribution: random.bytes(16), checkpoint: try payee.checkpoint()),
+            hello: try PeerHello(
+                walletKey: payee.key, displayName: "Bob", rangingToken: [2],
+                nonceContribution: random.bytes(16), checkpoint: try payee.checkpoint()),
             rangingPolicy: policy)
         if let pending {
             payerMachine = PayerMachine(retrying: pending, context: payerContext)
         } else if config.request != nil {
             payerMachine = PayerMachine(answeringRequestWith: payerContext, transferID: .random(using: &random))
         } else {
-            let intent = PaymentIntent(offerID: .random(using: &random), amount: Fixture.eur(config.amount),
-                                       category: config.category, note: "lunch")
+            let intent = PaymentIntent(
+                offerID: .random(using: &random), amount: Fixture.eur(config.amount),
+                category: config.category, note: "lunch")
             payerMachine = PayerMachine(paying: intent, context: payerContext, transferID: .random(using: &random))
         }
         let request = try config.request.map {
-            try PaymentRequest(requestID: .random(using: &random), amount: Fixture.eur(config.requestAmount ?? config.amount), note: $0)
+            try PaymentRequest(
+                requestID: .random(using: &random), amount: Fixture.eur(config.requestAmount ?? config.amount), note: $0
+            )
         }
         payeeMachine = PayeeMachine(context: payeeContext, request: pending == nil ? request : nil)
         queue = []
@@ -139,7 +148,11 @@ struct PeerSimulation {
 
     mutating func deliver(_ message: PeerMessage, toPayee: Bool) throws {
         do {
-            if toPayee { try payeeDo(payeeMachine.receive(message)) } else { try payerDo(payerMachine.receive(message)) }
+            if toPayee {
+                try payeeDo(payeeMachine.receive(message))
+            } else {
+                try payerDo(payerMachine.receive(message))
+            }
         } catch let error as PeerProtocolError {
             protocolErrors.append(error.message)
             if toPayee { try payeeDo(error.actions) } else { try payerDo(error.actions) }
@@ -162,8 +175,9 @@ struct PeerSimulation {
             case .lookUpPeer: try payerDo(payerMachine.peerLookedUp(PeerRecord(knownName: "Bob")))
             case .chooseCategory: try payerDo(payerMachine.categoryChosen(config.category))
             case .checkPayment(let amount, let category):
-                let check = try PaymentCheck.evaluate(state: payer.state, amount: amount, category: category,
-                                                      time: payer.time + 1000)
+                let check = try PaymentCheck.evaluate(
+                    state: payer.state, amount: amount, category: category,
+                    time: payer.time + 1000)
                 try payerDo(payerMachine.paymentChecked(check))
             case .askApproval(let approval):
                 approvals.append(approval)
@@ -209,7 +223,8 @@ struct PeerSimulation {
             case .cancelApproval: break
             case .measure(let task):
                 do {
-                    let signed = try measure(payee, task, config.payeeDistance, config.payeeSource, config.payeeSampleCount)
+                    let signed = try measure(
+                        payee, task, config.payeeDistance, config.payeeSource, config.payeeSampleCount)
                     try payeeDo(payeeMachine.measured(signed))
                 } catch let error as RangingError {
                     try payeeDo(payeeMachine.rangingFailed(error))
@@ -229,23 +244,29 @@ struct PeerSimulation {
     }
 
     mutating func credit(_ task: CreditTask) throws -> [PeerAction] {
-        let verdict = TransferCheck.evaluate(task.transfer, walletID: payee.walletID, state: payee.state,
-                                             policy: task.policy, peerFailure: task.peerFailure)
+        let verdict = TransferCheck.evaluate(
+            task.transfer, walletID: payee.walletID, state: payee.state,
+            policy: task.policy, peerFailure: task.peerFailure)
         switch verdict {
         case .accept, .duplicate:
             let entry = try payee.carryOut(verdict)!
             if entry.kind == .statementRefused {
                 let reason = RefusalReason.readyRecordMismatch
-                return payeeMachine.refused(try Refusal(refusing: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: reason)
-                    .sign(with: payee.signer))
+                return payeeMachine.refused(
+                    try Refusal(refusing: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: reason)
+                        .sign(with: payee.signer))
             }
             held = task.transfer.payload.checkpoint
-            return payeeMachine.credited(try Receipt(for: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: entry.position)
+            return payeeMachine.credited(
+                try Receipt(
+                    for: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: entry.position
+                )
                 .sign(with: payee.signer))
         case .refuse(let reason, _):
             try payee.carryOut(verdict)
-            return payeeMachine.refused(try Refusal(refusing: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: reason)
-                .sign(with: payee.signer))
+            return payeeMachine.refused(
+                try Refusal(refusing: task.transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: reason)
+                    .sign(with: payee.signer))
         case .conflict:
             try payee.carryOut(verdict)
             return payeeMachine.creditFailed(.transferInvalid)
@@ -254,9 +275,12 @@ struct PeerSimulation {
         }
     }
 
-    func measure(_ wallet: TestWallet, _ task: MeasurementTask, _ distance: UInt32, _ source: RangingSource,
-                 _ count: Int) throws -> SignedMeasurement {
-        var ranging = SimulatedRanging(seed: sessionSeed &+ UInt64(distance), distanceMillimetres: distance, jitterMillimetres: 20)
+    func measure(
+        _ wallet: TestWallet, _ task: MeasurementTask, _ distance: UInt32, _ source: RangingSource,
+        _ count: Int
+    ) throws -> SignedMeasurement {
+        var ranging = SimulatedRanging(
+            seed: sessionSeed &+ UInt64(distance), distanceMillimetres: distance, jitterMillimetres: 20)
         let summary = try RangingSummary(samples: ranging.samples(count: count))
         return try task.context.measurement(role: task.role, summary: summary, source: source).sign(with: wallet.signer)
     }
@@ -273,8 +297,9 @@ struct PeerSimulation {
         // Debited, not credited: only allowed while the payer knows the payment is unconfirmed.
         let unconfirmed: Bool
         if case .unconfirmed? = payerMachine.outcome { unconfirmed = true } else { unconfirmed = false }
-        #expect(unconfirmed && pending != nil && payeeBalance.isZero && lost == Fixture.eur(config.amount),
-                "\(label): payer lost \(lost), payee has \(payeeBalance), payer \(String(describing: payerMachine.outcome))",
-                sourceLocation: sourceLocation)
+        #expect(
+            unconfirmed && pending != nil && payeeBalance.isZero && lost == Fixture.eur(config.amount),
+            "\(label): payer lost \(lost), payee has \(payeeBalance), payer \(String(describing: payerMachine.outcome))",
+            sourceLocation: sourceLocation)
     }
 }

@@ -8,14 +8,24 @@ import Testing
 struct SpatialTests {
     @Test("the session nonce depends on every input")
     func nonce() {
-        let base = SessionNonce.derive(transcriptHash: Fixture.bytes(1, 32), payerContribution: Fixture.bytes(2, 16),
-                                       payeeContribution: Fixture.bytes(3, 16))
-        #expect(base == SHA256.hash(Array("secure-session-nonce-v1".utf8) + [0] + Fixture.bytes(1, 32)
-                                    + Fixture.bytes(2, 16) + Fixture.bytes(3, 16)))
-        #expect(base != SessionNonce.derive(transcriptHash: Fixture.bytes(9, 32), payerContribution: Fixture.bytes(2, 16),
-                                            payeeContribution: Fixture.bytes(3, 16)))
-        #expect(base != SessionNonce.derive(transcriptHash: Fixture.bytes(1, 32), payerContribution: Fixture.bytes(3, 16),
-                                            payeeContribution: Fixture.bytes(2, 16)))
+        let base = SessionNonce.derive(
+            transcriptHash: Fixture.bytes(1, 32), payerContribution: Fixture.bytes(2, 16),
+            payeeContribution: Fixture.bytes(3, 16))
+        #expect(
+            base
+                == SHA256.hash(
+                    Array("secure-session-nonce-v1".utf8) + [0] + Fixture.bytes(1, 32)
+                        + Fixture.bytes(2, 16) + Fixture.bytes(3, 16)))
+        #expect(
+            base
+                != SessionNonce.derive(
+                    transcriptHash: Fixture.bytes(9, 32), payerContribution: Fixture.bytes(2, 16),
+                    payeeContribution: Fixture.bytes(3, 16)))
+        #expect(
+            base
+                != SessionNonce.derive(
+                    transcriptHash: Fixture.bytes(1, 32), payerContribution: Fixture.bytes(3, 16),
+                    payeeContribution: Fixture.bytes(2, 16)))
     }
 
     @Test("summaries: nearest-rank median and p10–p90 spread; too few samples and too wide a spread refused")
@@ -62,15 +72,20 @@ struct SpatialTests {
     static func context(_ payer: TestWallet, _ payee: TestWallet, nonce: [UInt8] = Fixture.bytes(0x4E, 32))
         -> MeasurementContext
     {
-        MeasurementContext(nonce: nonce, offerID: Fixture.id(0x0F), payerKey: payer.key, payeeKey: payee.key,
-                           payerDate: payer.keyDate, payeeDate: payee.keyDate, channelBinding: Fixture.bytes(0xCB, 32))
+        MeasurementContext(
+            nonce: nonce, offerID: Fixture.id(0x0F), payerKey: payer.key, payeeKey: payee.key,
+            payerDate: payer.keyDate, payeeDate: payee.keyDate, channelBinding: Fixture.bytes(0xCB, 32))
     }
 
-    static func measure(_ wallet: TestWallet, _ role: PeerRole, _ context: MeasurementContext, _ distance: UInt32,
-                        source: RangingSource = .external) throws -> SignedMeasurement {
+    static func measure(
+        _ wallet: TestWallet, _ role: PeerRole, _ context: MeasurementContext, _ distance: UInt32,
+        source: RangingSource = .external
+    ) throws -> SignedMeasurement {
         var ranging = SimulatedRanging(seed: UInt64(distance), distanceMillimetres: distance)
-        return try context.measurement(role: role, summary: RangingSummary(samples: ranging.samples(count: 20)),
-                                       source: source).sign(with: wallet.signer)
+        return try context.measurement(
+            role: role, summary: RangingSummary(samples: ranging.samples(count: 20)),
+            source: source
+        ).sign(with: wallet.signer)
     }
 
     @Test("spatial proofs: accepted near; refused far, disagreeing, replayed, swapped, simulated by default")
@@ -90,15 +105,22 @@ struct SpatialTests {
             case .tooFar = tooFar.refusal
         else { Issue.record("too far accepted"); return }
         let disagreeing = try SpatialTests.measure(payee, .payee, context, 900)
-        #expect(verdict(near, disagreeing) == .failure(.init(.disagree(payer: near.payload.summary.medianMillimetres,
-                                                                        payee: disagreeing.payload.summary.medianMillimetres))))
+        #expect(
+            verdict(near, disagreeing)
+                == .failure(
+                    .init(
+                        .disagree(
+                            payer: near.payload.summary.medianMillimetres,
+                            payee: disagreeing.payload.summary.medianMillimetres))))
         // A measurement from an older session nonce.
-        let old = try SpatialTests.measure(payee, .payee, SpatialTests.context(payer, payee, nonce: Fixture.bytes(1, 32)), 560)
+        let old = try SpatialTests.measure(
+            payee, .payee, SpatialTests.context(payer, payee, nonce: Fixture.bytes(1, 32)), 560)
         #expect(verdict(near, old) == .failure(.init(.wrongNonce(.payee))))
         // The payee's measurement with the keys swapped (it claims to be the payer's view).
-        let swappedContext = MeasurementContext(nonce: context.nonce, offerID: context.offerID, payerKey: payee.key,
-                                                payeeKey: payer.key, payerDate: context.payeeDate, payeeDate: context.payerDate,
-                                                channelBinding: context.channelBinding)
+        let swappedContext = MeasurementContext(
+            nonce: context.nonce, offerID: context.offerID, payerKey: payee.key,
+            payeeKey: payer.key, payerDate: context.payeeDate, payeeDate: context.payerDate,
+            channelBinding: context.channelBinding)
         let swapped = try SpatialTests.measure(payee, .payer, swappedContext, 560)
         #expect(verdict(near, swapped) == .failure(.init(.keysMismatch(.payee))))
         // The payer's measurement presented as the payee's.
@@ -110,8 +132,9 @@ struct SpatialTests {
             Issue.record("simulated refused when allowed"); return
         }
         // A signature by the wrong key.
-        let forged = SignedMeasurement(payload: nearToo.payload,
-                                       signature: try payer.signer.sign(nearToo.payload.encoded, label: Measurement.signatureLabel))
+        let forged = SignedMeasurement(
+            payload: nearToo.payload,
+            signature: try payer.signer.sign(nearToo.payload.encoded, label: Measurement.signatureLabel))
         #expect(verdict(near, forged) == .failure(.init(.badSignature(.payee))))
         let proof = SpatialProof(payer: near, payee: nearToo)
         sweepEncoding(proof.encoded, "spatial proof", decode: SpatialProof.decode)

@@ -16,8 +16,9 @@ struct VoucherTests {
         ).sign(with: issuer)
         #expect(voucher.verify(against: issuer.publicKey))
         let check = { (wallet: TestWallet, voucher: SignedVoucher) in
-            VoucherCheck.evaluate(voucher, walletID: wallet.walletID, trustedIssuers: [issuer.publicKey],
-                                  state: wallet.state)
+            VoucherCheck.evaluate(
+                voucher, walletID: wallet.walletID, trustedIssuers: [issuer.publicKey],
+                state: wallet.state)
         }
         guard case .accept(let draft) = check(wallet, voucher) else { Issue.record("not accepted"); return }
         #expect(draft.kind == .deposit && draft.counterparty == issuer.publicKey.fingerprint)
@@ -51,7 +52,8 @@ struct VoucherTests {
         // Signed by someone else under the issuer's name: dropped.
         let forged = SignedVoucher(
             payload: voucher, signature: try stranger.sign(voucher.encoded, label: Voucher.signatureLabel))
-        #expect(VoucherCheck.evaluate(forged, walletID: wallet.walletID, trustedIssuers: trusted, state: wallet.state)
+        #expect(
+            VoucherCheck.evaluate(forged, walletID: wallet.walletID, trustedIssuers: trusted, state: wallet.state)
                 == .drop(.badSignature))
         // A checkpoint signature over the same bytes does not count: labels separate purposes.
         let relabelled = SignedVoucher(
@@ -59,20 +61,24 @@ struct VoucherTests {
         #expect(!relabelled.isSignatureValid)
         // Validly signed by an issuer this wallet does not trust: refused, nothing recorded.
         let signed = try voucher.sign(with: issuer)
-        #expect(VoucherCheck.evaluate(signed, walletID: wallet.walletID, trustedIssuers: [], state: wallet.state)
+        #expect(
+            VoucherCheck.evaluate(signed, walletID: wallet.walletID, trustedIssuers: [], state: wallet.state)
                 == .policyRefusal(.untrustedIssuer))
         // Addressed to another wallet: refused finally and recorded, so a re-delivery is a duplicate.
         let elsewhere = try Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(9), amount: Fixture.eur(100),
             voucherID: Fixture.id(2), issuerSequence: 2
         ).sign(with: issuer)
-        let verdict = VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
-                                            state: wallet.state)
+        let verdict = VoucherCheck.evaluate(
+            elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
+            state: wallet.state)
         guard case .refuse(.wrongRecipient, let record) = verdict else { Issue.record("\(verdict)"); return }
         #expect(record.kind == .statementRefused)
         let entry = try wallet.carryOut(verdict)!
-        #expect(VoucherCheck.evaluate(elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
-                                      state: wallet.state) == .duplicate(position: entry.position))
+        #expect(
+            VoucherCheck.evaluate(
+                elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
+                state: wallet.state) == .duplicate(position: entry.position))
         #expect(wallet.balance() == Fixture.eur(0))
     }
 
@@ -87,8 +93,9 @@ struct VoucherTests {
         sweepEncoding(signed.payload.encoded, "voucher", decode: Voucher.decode)
         sweepEncoding(signed.encoded, "signed voucher", decode: SignedVoucher.decode)
         #expect(throws: FormatError.self) {
-            _ = try Voucher(issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3),
-                            amount: Fixture.eur(0), voucherID: Fixture.id(4), issuerSequence: 0)
+            _ = try Voucher(
+                issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3),
+                amount: Fixture.eur(0), voucherID: Fixture.id(4), issuerSequence: 0)
         }
     }
 }
@@ -112,20 +119,26 @@ struct TransferTests {
         #expect(transfer.verify(against: payer.key))
         #expect(try SignedTransfer.decode(transfer.encoded) == transfer)
         // Without --no-proximity: refused by policy, nothing recorded.
-        #expect(TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state, policy: .init())
+        #expect(
+            TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state, policy: .init())
                 == .policyRefusal(.proximityRequired))
-        let verdict = TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state,
-                                             policy: TransferTests.noProximity)
+        let verdict = TransferCheck.evaluate(
+            transfer, walletID: payee.walletID, state: payee.state,
+            policy: TransferTests.noProximity)
         guard case .accept(let draft) = verdict else { Issue.record("\(verdict)"); return }
         #expect(draft.kind == .paymentIn && draft.flags == .withoutProximity && draft.payload == transfer.encoded)
         #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID.bytes)
         let credit = try payee.carryOut(verdict)!
         #expect(payee.balance() == Fixture.eur(450))
         // accept(accept(L, T), T) = accept(L, T)
-        #expect(TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state,
-                                       policy: TransferTests.noProximity) == .duplicate(position: credit.position))
-        let receipt = try Receipt(for: transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: credit.position)
-            .sign(with: payee.signer)
+        #expect(
+            TransferCheck.evaluate(
+                transfer, walletID: payee.walletID, state: payee.state,
+                policy: TransferTests.noProximity) == .duplicate(position: credit.position))
+        let receipt = try Receipt(
+            for: transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: credit.position
+        )
+        .sign(with: payee.signer)
         #expect(receipt.confirms(transfer, payeeKeys: [payee.key]))
         #expect(!receipt.confirms(transfer, payeeKeys: [payer.key]))
         let other = try payer.pay(payee.walletID, units: 1)
@@ -146,36 +159,46 @@ struct TransferTests {
             order: lying, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
             inclusionProof: good.payload.inclusionProof
         ).sign(with: payer.signer)
-        let verdict = TransferCheck.evaluate(tampered, walletID: payee.walletID, state: payee.state,
-                                             policy: TransferTests.noProximity)
+        let verdict = TransferCheck.evaluate(
+            tampered, walletID: payee.walletID, state: payee.state,
+            policy: TransferTests.noProximity)
         guard case .refuse(.debitMismatch, let record) = verdict else { Issue.record("\(verdict)"); return }
         #expect(record.kind == .statementRefused && record.statement == tampered.statementReference)
         try payee.carryOut(verdict)
         #expect(payee.balance() == Fixture.eur(0))
         // The genuine transfer under the same id is now a conflict: kept as evidence, never credited.
-        guard case .conflict = TransferCheck.evaluate(good, walletID: payee.walletID, state: payee.state,
-                                                       policy: TransferTests.noProximity)
+        guard
+            case .conflict = TransferCheck.evaluate(
+                good, walletID: payee.walletID, state: payee.state,
+                policy: TransferTests.noProximity)
         else { Issue.record("no conflict"); return }
 
         // The payer holds the exact bytes it sent (here the genuine transfer was refused instead).
         var (payer2, payee2) = try TransferTests.wallets()
         let sent = try payer2.pay(Fixture.id(0x77), units: 300)
         #expect(payer2.balance() == Fixture.eur(9700))
-        let wrongRecipient = TransferCheck.evaluate(sent, walletID: payee2.walletID, state: payee2.state,
-                                                    policy: TransferTests.noProximity)
+        let wrongRecipient = TransferCheck.evaluate(
+            sent, walletID: payee2.walletID, state: payee2.state,
+            policy: TransferTests.noProximity)
         guard case .refuse(.wrongRecipient, _) = wrongRecipient else { Issue.record("\(wrongRecipient)"); return }
         // The real payee (0x77…) refuses for, say, a spatial proof mismatch; the payer reverses.
-        let refusal = try Refusal(refusing: sent, payeeKey: payee2.key, keyDate: payee2.keyDate, reason: .spatialProofMismatch)
-            .sign(with: payee2.signer)
+        let refusal = try Refusal(
+            refusing: sent, payeeKey: payee2.key, keyDate: payee2.keyDate, reason: .spatialProofMismatch
+        )
+        .sign(with: payee2.signer)
         #expect(try SignedRefusal.decode(refusal.encoded) == refusal)
-        #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
+        #expect(
+            RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
                 == .drop(.unknownSigner))
         let unrelated = try payer2.pay(Fixture.id(0x77), units: 1)
-        #expect(RefusalCheck.evaluate(refusal, of: unrelated, payeeKeys: [payee2.key], state: payer2.state)
+        #expect(
+            RefusalCheck.evaluate(refusal, of: unrelated, payeeKeys: [payee2.key], state: payer2.state)
                 == .drop(.unrelated))
-        let forged = SignedRefusal(payload: refusal.payload,
-                                   signature: try payer2.signer.sign(refusal.payload.encoded, label: Refusal.signatureLabel))
-        #expect(RefusalCheck.evaluate(forged, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+        let forged = SignedRefusal(
+            payload: refusal.payload,
+            signature: try payer2.signer.sign(refusal.payload.encoded, label: Refusal.signatureLabel))
+        #expect(
+            RefusalCheck.evaluate(forged, of: sent, payeeKeys: [payee2.key], state: payer2.state)
                 == .drop(.badSignature))
         let reverse = RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
         guard case .accept(let reversal) = reverse else { Issue.record("\(reverse)"); return }
@@ -183,7 +206,8 @@ struct TransferTests {
         let entry = try payer2.carryOut(reverse)!
         #expect(payer2.balance() == Fixture.eur(9999))
         // The refusal re-delivered reverses nothing more.
-        #expect(RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+        #expect(
+            RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
                 == .duplicate(position: entry.position))
     }
 
@@ -210,8 +234,11 @@ struct TransferTests {
             ).sign(with: payer.signer)
         }
         // Signed by anyone but the payer it names: dropped.
-        let forged = SignedTransfer(payload: parts, signature: try stranger.sign(parts.encoded,
-                                                                                  label: Transfer.signatureLabel))
+        let forged = SignedTransfer(
+            payload: parts,
+            signature: try stranger.sign(
+                parts.encoded,
+                label: Transfer.signatureLabel))
         #expect(evaluate(forged) == .drop(.badSignature))
         // A checkpoint signed by another key.
         let foreign = SignedCheckpoint(
@@ -234,16 +261,19 @@ struct TransferTests {
         // A spatial proof: accepted when it is the one verified, refused finally when another.
         let spatial = Fixture.bytes(0x5A, 32)
         let binding = Fixture.bytes(0xCB, 32)
-        let near = try payer.pay(payee.walletID, units: 100, proximity: .spatialProof(digest: spatial),
-                                 binding: binding)
+        let near = try payer.pay(
+            payee.walletID, units: 100, proximity: .spatialProof(digest: spatial),
+            binding: binding)
         let strict = TransferPolicy(verifiedSpatialProof: spatial, channelBinding: binding)
         guard case .accept(let draft) = evaluate(near, strict) else { Issue.record("not accepted"); return }
         #expect(draft.flags == [])
-        #expect(refusalReason(evaluate(near, TransferPolicy(verifiedSpatialProof: Fixture.bytes(1, 32))))
+        #expect(
+            refusalReason(evaluate(near, TransferPolicy(verifiedSpatialProof: Fixture.bytes(1, 32))))
                 == .spatialProofMismatch)
         // Unverifiable (read from a file) or on another channel: refused by policy only.
         #expect(evaluate(near, TransferPolicy()) == .policyRefusal(.proximityUnverified))
-        #expect(evaluate(near, TransferPolicy(verifiedSpatialProof: spatial, channelBinding: Fixture.bytes(1, 32)))
+        #expect(
+            evaluate(near, TransferPolicy(verifiedSpatialProof: spatial, channelBinding: Fixture.bytes(1, 32)))
                 == .policyRefusal(.channelBindingMismatch))
         guard case .accept(let fileDraft) = evaluate(near, lenient) else { Issue.record("not accepted"); return }
         #expect(fileDraft.flags == .withoutProximity)
@@ -253,15 +283,21 @@ struct TransferTests {
         "transfer, receipt, refusal encodings: truncations short, extensions refused, top-bit flips refused or differ")
     func encodings() throws {
         var (payer, payee) = try TransferTests.wallets()
-        let transfer = try payer.pay(payee.walletID, units: 100, proximity: .spatialProof(digest: Fixture.bytes(1, 32)),
-                                     binding: Fixture.bytes(2, 32))
+        let transfer = try payer.pay(
+            payee.walletID, units: 100, proximity: .spatialProof(digest: Fixture.bytes(1, 32)),
+            binding: Fixture.bytes(2, 32))
         sweepEncoding(transfer.payload.order.encoded, "order", decode: TransferOrder.decode)
         sweepEncoding(transfer.payload.encoded, "transfer", decode: Transfer.decode)
         sweepEncoding(transfer.encoded, "signed transfer", decode: SignedTransfer.decode)
-        let receipt = try Receipt(for: transfer, payeeKey: payee.key, keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 10), creditPosition: 9).sign(with: payee.signer)
+        let receipt = try Receipt(
+            for: transfer, payeeKey: payee.key,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 10), creditPosition: 9
+        ).sign(with: payee.signer)
         sweepEncoding(receipt.encoded, "signed receipt", decode: SignedReceipt.decode)
-        let refusal = try Refusal(refusing: transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: .readyRecordMismatch)
-            .sign(with: payee.signer)
+        let refusal = try Refusal(
+            refusing: transfer, payeeKey: payee.key, keyDate: payee.keyDate, reason: .readyRecordMismatch
+        )
+        .sign(with: payee.signer)
         sweepEncoding(refusal.encoded, "signed refusal", decode: SignedRefusal.decode)
         #expect(transfer.encoded.count < LedgerEntry.payloadByteCountMax)
     }

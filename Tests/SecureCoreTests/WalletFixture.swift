@@ -20,8 +20,9 @@ struct TestWallet {
     init(seed: UInt64) throws {
         signer = try SoftwareSigner()
         random = SeededRandom(seed: seed)
-        let inception = KeyEvent.inception(signingKey: signer.publicKey, nextKey: signer.publicKey,
-                                           agreementKey: signer.publicKey)
+        let inception = KeyEvent.inception(
+            signingKey: signer.publicKey, nextKey: signer.publicKey,
+            agreementKey: signer.publicKey)
         walletID = WalletID(inception: inception)
         try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: inception.encoded))
     }
@@ -66,8 +67,9 @@ struct TestWallet {
             issuerKey: issuer.publicKey, recipientWalletID: walletID, amount: Fixture.eur(units),
             voucherID: .random(using: &random), issuerSequence: 1
         ).sign(with: issuer)
-        let verdict = VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: [issuer.publicKey],
-                                            state: state)
+        let verdict = VoucherCheck.evaluate(
+            voucher, walletID: walletID, trustedIssuers: [issuer.publicKey],
+            state: state)
         guard case .accept = verdict else { Issue.record("deposit refused: \(verdict)"); return }
         try carryOut(verdict)
     }

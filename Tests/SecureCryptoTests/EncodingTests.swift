@@ -1,5 +1,5 @@
-import Testing
 import SecureCrypto
+import Testing
 
 @Suite("The shared codec")
 struct EncodingTests {
@@ -16,8 +16,10 @@ struct EncodingTests {
         writer.write(prefixed16: [5, 6], max: 2)
         writer.write(prefixed32: [], max: 0)
         writer.write(raw: [9])
-        #expect(writer.bytes == [0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
-            + [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe] + [1, 2, 3] + [1, 4] + [0, 2, 5, 6] + [0, 0, 0, 0] + [9])
+        #expect(
+            writer.bytes == [0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+                + [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe] + [1, 2, 3] + [1, 4] + [0, 2, 5, 6] + [0, 0, 0, 0]
+                + [9])
 
         var reader = ByteReader(writer.bytes)
         #expect(reader.readUInt8() == 0xab)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureCrypto
+import Testing
 
 /// The KEM fields of cryptography-vectors' HPKE post-quantum vectors: skRm is the seed, pkRm the public
 /// key, ikmE the encapsulation randomness, enc the ciphertext, shared_secret the KEM output.

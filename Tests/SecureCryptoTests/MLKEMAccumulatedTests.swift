@@ -1,5 +1,5 @@
-import Testing
 import SecureCrypto
+import Testing
 
 /// C2SP CCTV's accumulated ML-KEM test with the final-FIPS 203 digests (../shared/notes/mlkem-accumulated-test.md):
 /// 100 cases in debug builds, 10,000 in release builds.

@@ -1,5 +1,5 @@
-import Testing
 import SecureCrypto
+import Testing
 
 /// FIPS 203 §7 input checks and Go-style bad-length sweeps: every truncation, and extensions, of
 /// encapsulation keys, decapsulation keys and ciphertexts are refused with an error, never a trap.

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import SecureCrypto
+import Testing
 
 /// Interoperability with OpenSSL 4's ML-KEM through Python cryptography 50.0.2 (which offers ML-KEM-768
 /// and -1024): the same seed gives the same encapsulation key, and ciphertexts made by each side

@@ -1,5 +1,5 @@
-import Testing
 import SecureCrypto
+import Testing
 
 /// The ML-KEM known-answer files shipped in cryptography-vectors 50.0.2: every record, every field.
 @Suite("ML-KEM known-answer files")

@@ -1,7 +1,7 @@
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
+import Testing
 
 /// Hex to bytes for vectors written in the tests; a typo is our bug, so it traps.
 func bytes(_ hex: String) -> [UInt8] {
@@ -251,8 +251,10 @@ struct P256VerifierTests {
             ]
             // The same verifier alternates between good and bad inputs: a failure must not stick.
             for (name, candidate, candidateDigest) in cases {
-                #expect(verifier.isValidSignature(candidate, digest: candidateDigest)
-                        == signer.publicKey.isValidSignature(candidate, digest: candidateDigest), "\(name), round \(round)")
+                #expect(
+                    verifier.isValidSignature(candidate, digest: candidateDigest)
+                        == signer.publicKey.isValidSignature(candidate, digest: candidateDigest),
+                    "\(name), round \(round)")
             }
             #expect(verifier.isValidSignature(signature, digest: digest), "valid again, round \(round)")
         }

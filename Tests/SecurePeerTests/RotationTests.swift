@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
 import SecureToken
+import Testing
+
 @testable import SecurePeer
-@testable import SecureWallet
 @testable import SecureStore
+@testable import SecureWallet
 
 /// Key rotation on real SoftHSM tokens and SQLCipher files.
 @Suite("Key rotation", .serialized)
@@ -15,7 +16,9 @@ struct RotationTests {
 
     /// Rotates with the wallet's backup token.
     @discardableResult
-    static func rotate(_ test: TestWallet, destroyOld: Bool = false, crash: Wallet.RotationStep? = nil) throws -> Wallet.RotationResult {
+    static func rotate(_ test: TestWallet, destroyOld: Bool = false, crash: Wallet.RotationStep? = nil) throws
+        -> Wallet.RotationResult
+    {
         let backup = try test.backup.session()
         defer { backup.close() }
         return try test.wallet!.rotate(backup: backup, destroyOld: destroyOld, crash: crash)
@@ -35,9 +38,12 @@ struct RotationTests {
         #expect(wallet.latest!.checkpoint.walletKey == wallet.signingKey)
         #expect(wallet.latest!.checkpoint.keySequence == 2)
         // Pay after the rotation: the transfer's checkpoint is dated by the new key.
-        let transfer = try wallet.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "food")
+        let transfer = try wallet.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "food")
         #expect(transfer.payload.order.payerKey == wallet.signingKey)
-        guard case .recorded(let credit) = try bob.wallet!.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+        guard
+            case .recorded(let credit) = try bob.wallet!.accept(
+                transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
         else { Issue.record("the payee did not credit a transfer made after the rotation"); return }
         let receipt = try bob.wallet!.receipt(for: transfer, creditPosition: credit.position)
         try wallet.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
@@ -80,7 +86,8 @@ struct RotationTests {
         let remaining = try main.keys().map(\.publicKey) + backup.keys().map(\.publicKey)
         #expect(!remaining.contains(old))
         #expect(remaining.contains(test.wallet!.signingKey))
-        #expect(remaining.contains { $0.fingerprint == test.wallet!.keyEvent.event.nextKeyDigest }, "the next key is kept")
+        #expect(
+            remaining.contains { $0.fingerprint == test.wallet!.keyEvent.event.nextKeyDigest }, "the next key is kept")
         try test.setBudget("x", "1.00 EUR")
     }
 
@@ -100,11 +107,14 @@ struct RotationTests {
         let backup = try test.backup.session()
         defer { backup.close() }
         let result = try recovered.rotate(backup: backup, destroyOld: false)
-        #expect(result.events.allSatisfy { $0.countersignature == nil } == false, "the hop key countersigns the home event")
+        #expect(
+            result.events.allSatisfy { $0.countersignature == nil } == false, "the hop key countersigns the home event")
         #expect(result.events[0].countersignature == nil, "the lost key cannot countersign")
         #expect(try recovered.signer.publicKey == recovered.signingKey)
-        try recovered.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
-                                             payload: BudgetChange.remove(category: "food").payload))
+        try recovered.appendDraft(
+            EntryDraft(
+                kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                payload: BudgetChange.remove(category: "food").payload))
         #expect(try LedgerVerifier.verify(recovered.ledger, walletID: walletID).isValid)
     }
 
@@ -126,7 +136,8 @@ struct RotationTests {
         #expect(events == expected, "step \(step.rawValue)")
         #expect(reopened.keyLog.events.prefix(1).elementsEqual(before.events))
         #expect(reopened.latest!.checkpoint.walletKey == reopened.signingKey, "step \(step.rawValue): one key in force")
-        #expect(try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID).isValid, "step \(step.rawValue)")
+        #expect(
+            try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID).isValid, "step \(step.rawValue)")
         if events == 2 {
             // The hop key on the backup is in force; the wallet's token holds no key in force until the rotation ends.
             #expect(throws: WalletError(.keyMismatch, "")) { try reopened.signer }
@@ -137,8 +148,12 @@ struct RotationTests {
         // No more keys were made than the one rotation needs, crash or not: the leftover is reused.
         let main = try test.main.session(), backup = try test.backup.session()
         defer { main.close(); backup.close() }
-        let logKeys = Set(test.wallet!.keyLog.events.map(\.event.signingKey.fingerprint) + [test.wallet!.keyEvent.event.nextKeyDigest])
-        let stray = (try main.keys() + backup.keys()).filter { $0.label.contains("-key-") && !logKeys.contains($0.publicKey.fingerprint) }
+        let logKeys = Set(
+            test.wallet!.keyLog.events.map(\.event.signingKey.fingerprint) + [test.wallet!.keyEvent.event.nextKeyDigest]
+        )
+        let stray = (try main.keys() + backup.keys()).filter {
+            $0.label.contains("-key-") && !logKeys.contains($0.publicKey.fingerprint)
+        }
         #expect(stray.isEmpty, "step \(step.rawValue): keys outside the log: \(stray.map(\.label))")
     }
 
@@ -152,9 +167,11 @@ struct RotationTests {
         let wallet = test.wallet!
         // The thief holding the retired key signs a checkpoint dated in its own sequence but covering the ledger now.
         let state = wallet.state
-        let late = try Checkpoint(walletID: wallet.walletID, walletKey: oldKey.publicKey, keySequence: 0, keyEventPosition: 0,
-                                  state: state, root: wallet.latest!.checkpoint.root, time: wallet.latest!.checkpoint.time)
-            .sign(with: TokenSigner(token: oldSession, key: oldKey))
+        let late = try Checkpoint(
+            walletID: wallet.walletID, walletKey: oldKey.publicKey, keySequence: 0, keyEventPosition: 0,
+            state: state, root: wallet.latest!.checkpoint.root, time: wallet.latest!.checkpoint.time
+        )
+        .sign(with: TokenSigner(token: oldSession, key: oldKey))
         guard case .retired(let rotation) = wallet.keyLog.check(late) else {
             Issue.record("a retired key's checkpoint after its retirement was not refused"); return
         }
@@ -182,7 +199,10 @@ struct PeerKeyLogTests {
         guard case .refused = try bob.wallet!.followKeyEvents(of: aliceID, events: inceptionOnly.events) else {
             Issue.record("an older log replaced a newer one"); return
         }
-        guard case .refused = try bob.wallet!.followKeyEvents(of: WalletID(bytes: Array(repeating: 7, count: 32))!, events: inceptionOnly.events) else {
+        guard
+            case .refused = try bob.wallet!.followKeyEvents(
+                of: WalletID(bytes: Array(repeating: 7, count: 32))!, events: inceptionOnly.events)
+        else {
             Issue.record("a log was kept under another wallet id"); return
         }
         #expect(try bob.wallet!.peerKeyLog(of: aliceID)?.events.count == 3)
@@ -195,11 +215,14 @@ struct PeerKeyLogTests {
         let walletID = test.wallet!.walletID
         test.close()
         do {
-            let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
+            let store = try LedgerStore.open(
+                path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
             try store.database.execute("DROP TABLE peer_key_events")
             try store.database.execute("PRAGMA user_version = 1")
         }
         let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
-        #expect(try store.peerKeyEventLog(wallet: WalletID(bytes: Array(repeating: 1, count: 32))!) == nil, "the table exists again")
+        #expect(
+            try store.peerKeyEventLog(wallet: WalletID(bytes: Array(repeating: 1, count: 32))!) == nil,
+            "the table exists again")
     }
 }

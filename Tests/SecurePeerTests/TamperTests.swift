@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
 import SecureToken
+import Testing
+
 @testable import SecurePeer
-@testable import SecureWallet
 @testable import SecureStore
+@testable import SecureWallet
 
 /// Tampering with the database with its key in hand: every case must be detected, by opening or by
 /// `ledger verify`. An attacker with the key can rewrite rows but cannot sign checkpoints.
@@ -22,8 +23,9 @@ struct TamperTests {
         let key = try test.databaseKey()
         test.close()
         let wrapped = try WrappedKeyFile(encoded: Array(FileManager.default.contents(atPath: test.paths.wrappedKey)!))
-        let store = try LedgerStore.open(path: test.paths.database, key: key, expectedSalt: wrapped.databaseSalt,
-                                         walletID: try WalletMetadata.load(test.paths).parsedWalletID())
+        let store = try LedgerStore.open(
+            path: test.paths.database, key: key, expectedSalt: wrapped.databaseSalt,
+            walletID: try WalletMetadata.load(test.paths).parsedWalletID())
         return (test, store)
     }
 
@@ -81,8 +83,10 @@ struct TamperTests {
         let entry = try #require(try store.entry(at: position))
         let changed = try change(entry)
         try store.database.prepare("UPDATE entries SET encoded = ?, id = ?, link = ?, leaf = ? WHERE position = ?")
-            .bind([.blob(changed.encoded), .blob(changed.id), .blob(changed.link), .blob(Merkle.leafHash(changed.encoded)),
-                   .integer(Int64(position))]).run()
+            .bind([
+                .blob(changed.encoded), .blob(changed.id), .blob(changed.link), .blob(Merkle.leafHash(changed.encoded)),
+                .integer(Int64(position)),
+            ]).run()
     }
 
     /// Overwrites entry `position`'s encoding only, leaving its id, link and leaf columns as they were.
@@ -91,19 +95,25 @@ struct TamperTests {
             .bind([.blob(bytes), .integer(Int64(position))]).run()
     }
 
-    static func copy(_ entry: LedgerEntry, id: [UInt8]? = nil, category: String? = nil, note: String? = nil, time: Int64? = nil,
-                     payload: [UInt8]? = nil, previous: [UInt8]? = nil, position: UInt64? = nil, counterparty: [UInt8]? = nil) throws -> LedgerEntry {
-        try LedgerEntry(position: position ?? entry.position, id: id ?? entry.id, kind: entry.kind, flags: entry.flags, amount: entry.amount,
-                        category: category ?? entry.category, counterparty: counterparty ?? entry.counterparty, note: note ?? entry.note,
-                        time: time ?? entry.time, statement: entry.statement, payload: payload ?? entry.payload,
-                        previousLink: previous ?? entry.previousLink)
+    static func copy(
+        _ entry: LedgerEntry, id: [UInt8]? = nil, category: String? = nil, note: String? = nil, time: Int64? = nil,
+        payload: [UInt8]? = nil, previous: [UInt8]? = nil, position: UInt64? = nil, counterparty: [UInt8]? = nil
+    ) throws -> LedgerEntry {
+        try LedgerEntry(
+            position: position ?? entry.position, id: id ?? entry.id, kind: entry.kind, flags: entry.flags,
+            amount: entry.amount,
+            category: category ?? entry.category, counterparty: counterparty ?? entry.counterparty,
+            note: note ?? entry.note,
+            time: time ?? entry.time, statement: entry.statement, payload: payload ?? entry.payload,
+            previousLink: previous ?? entry.previousLink)
     }
 
     /// A changed entry 2 still matches the tree peaks kept in the database, so the wallet opens; `ledger
     /// verify` replays the chain and stops at the first entry that breaks it: entry 2 itself when its link
     /// to entry 1 changed, otherwise entry 3, whose link to entry 2 no longer matches.
-    @Test("changing one field of an entry fails verification at that entry or the next",
-          arguments: ["id", "category", "note", "time", "payload", "link", "counterparty"])
+    @Test(
+        "changing one field of an entry fails verification at that entry or the next",
+        arguments: ["id", "category", "note", "time", "payload", "link", "counterparty"])
     func changeOneField(_ field: String) throws {
         let (test, store) = try Self.prepared("field-\(field)")
         try Self.rewrite(store, position: 2) { entry in
@@ -113,8 +123,9 @@ struct TamperTests {
             case "note": return try Self.copy(entry, note: "changed")
             case "time": return try Self.copy(entry, time: entry.time + 1)
             case "payload":
-                let budget = try Budget(category: entry.category, limit: try MoneyText.parse("9999.00 EUR"), window: .month,
-                                        isHardCap: false, timeZoneIdentifier: "Europe/Berlin")
+                let budget = try Budget(
+                    category: entry.category, limit: try MoneyText.parse("9999.00 EUR"), window: .month,
+                    isHardCap: false, timeZoneIdentifier: "Europe/Berlin")
                 return try Self.copy(entry, payload: BudgetChange.set(budget).payload)
             case "link": return try Self.copy(entry, previous: [UInt8](repeating: 7, count: 32))
             default: return try Self.copy(entry, counterparty: [1, 2, 3])
@@ -155,7 +166,9 @@ struct TamperTests {
         let peaks = MerkleTree(leafHashes: try store.leafHashes(to: 3))
         var range = MerkleCompactRange()
         for index in 0..<UInt64(3) { range.append(leafHash: peaks.leafHash(at: index)) }
-        try store.database.prepare("UPDATE meta SET value = ? WHERE name = 'merkle-peaks'").bind([.blob(LedgerStore.encodePeaks(range))]).run()
+        try store.database.prepare("UPDATE meta SET value = ? WHERE name = 'merkle-peaks'").bind([
+            .blob(LedgerStore.encodePeaks(range))
+        ]).run()
         // The database is now a consistent older ledger; only the anchor on the token can tell.
         #expect(Self.outcome(test) == .locked(.behindAnchor(databaseSize: 3, anchorSize: 5)))
     }
@@ -165,7 +178,9 @@ struct TamperTests {
         let latest = try #require(try store.latestCheckpoint())
         var bytes = latest.encoded
         bytes[bytes.count - 5] ^= 1
-        try store.database.prepare("UPDATE checkpoints SET encoded = ? WHERE size = ?").bind([.blob(bytes), .integer(Int64(latest.size))]).run()
+        try store.database.prepare("UPDATE checkpoints SET encoded = ? WHERE size = ?").bind([
+            .blob(bytes), .integer(Int64(latest.size)),
+        ]).run()
         #expect(Self.outcome(test) == .refused(code: "corrupted"))
     }
 
@@ -181,8 +196,10 @@ struct TamperTests {
         var flips = 0
         for position in 0..<size {
             let original = try #require(try store.entry(at: position)).encoded
-            let culprits = ["entry \(position) ", "entry \(position)'s ", "entry \(position + 1) ",
-                            "checkpoint \(position + 1) ", "checkpoint \(position + 1)'s "]
+            let culprits = [
+                "entry \(position) ", "entry \(position)'s ", "entry \(position + 1) ",
+                "checkpoint \(position + 1) ", "checkpoint \(position + 1)'s ",
+            ]
             for offset in original.indices {
                 var bytes = original
                 bytes[offset] ^= 0x01
@@ -194,8 +211,9 @@ struct TamperTests {
                 } catch {
                     problem = "\(error)"
                 }
-                #expect(problem.map { problem in culprits.contains { problem.hasPrefix($0) } } == true,
-                        "flip at entry \(position) byte \(offset): \(problem ?? "went unnoticed")")
+                #expect(
+                    problem.map { problem in culprits.contains { problem.hasPrefix($0) } } == true,
+                    "flip at entry \(position) byte \(offset): \(problem ?? "went unnoticed")")
                 flips += 1
             }
             try Self.setEncoded(store, position: position, original)

@@ -1,7 +1,7 @@
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureWallet
+import Testing
 
 @Suite("Coded errors above the store")
 struct WalletErrorTests {

@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
 import SecureToken
+import Testing
+
 @testable import SecurePeer
-@testable import SecureWallet
 @testable import SecureStore
+@testable import SecureWallet
 
 /// Money moving through the real wallet steps, on SoftHSM tokens and SQLCipher files.
 @Suite("Wallet operations", .serialized)
@@ -21,13 +22,16 @@ struct WalletOperationTests {
         init() throws {
             fresh = try TestTokens.fresh("issuer")
             session = try fresh.session()
-            signer = try TokenSigner(session: session, keyURI: try session.generateKey(label: "issuer", usage: .sign).uri)
+            signer = try TokenSigner(
+                session: session, keyURI: try session.generateKey(label: "issuer", usage: .sign).uri)
         }
 
         func voucher(_ amount: String, to wallet: Wallet, id: VoucherID = .random()) throws -> SignedVoucher {
             sequence += 1
-            return try Voucher(issuerKey: signer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(amount),
-                               voucherID: id, issuerSequence: sequence).sign(with: signer)
+            return try Voucher(
+                issuerKey: signer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(amount),
+                voucherID: id, issuerSequence: sequence
+            ).sign(with: signer)
         }
     }
 
@@ -54,16 +58,21 @@ struct WalletOperationTests {
         #expect(try Self.balance(alice) == "60.00 EUR")
         // Untrusted: nothing recorded, so it can be deposited after trusting.
         let sizeBefore = bob.wallet!.size
-        guard case .policyRefusal(.untrustedIssuer) = try bob.wallet!.deposit(voucher) else { Issue.record("untrusted"); return }
+        guard case .policyRefusal(.untrustedIssuer) = try bob.wallet!.deposit(voucher) else {
+            Issue.record("untrusted"); return
+        }
         #expect(bob.wallet!.size == sizeBefore)
         try bob.wallet!.trust(issuer: issuer.signer.publicKey)
-        guard case .refused(.wrongRecipient, _, _) = try bob.wallet!.deposit(voucher) else { Issue.record("wrong recipient"); return }
+        guard case .refused(.wrongRecipient, _, _) = try bob.wallet!.deposit(voucher) else {
+            Issue.record("wrong recipient"); return
+        }
         // The same voucher id with another payload is a conflict: kept, no money.
         let reissued = try issuer.voucher("99.00 EUR", to: alice.wallet!, id: voucher.payload.voucherID)
         guard case .conflict = try alice.wallet!.deposit(reissued) else { Issue.record("conflict"); return }
         #expect(try Self.balance(alice) == "60.00 EUR")
         // A forged signature records nothing.
-        let forged = SignedVoucher(payload: try issuer.voucher("5.00 EUR", to: alice.wallet!).payload, signature: voucher.signature)
+        let forged = SignedVoucher(
+            payload: try issuer.voucher("5.00 EUR", to: alice.wallet!).payload, signature: voucher.signature)
         let before = alice.wallet!.size
         guard case .dropped(.badSignature) = try alice.wallet!.deposit(forged) else { Issue.record("forged"); return }
         #expect(alice.wallet!.size == before)
@@ -73,48 +82,70 @@ struct WalletOperationTests {
         let issuer = try Issuer()
         let alice = try Self.funded("pay-a", "20.00 EUR", issuer: issuer)
         let bob = try TestWallet("pay-b")
-        let transfer = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("20.00 EUR"), category: "food")
+        let transfer = try alice.wallet!.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("20.00 EUR"), category: "food")
         #expect(try Self.balance(alice) == "0.00 EUR", "a debit equal to the balance succeeds")
         #expect(try alice.wallet!.pendingTransfers().count == 1)
-        guard case .policyRefusal(.proximityRequired) = try bob.wallet!.accept(transfer, policy: TransferPolicy()) else {
+        guard case .policyRefusal(.proximityRequired) = try bob.wallet!.accept(transfer, policy: TransferPolicy())
+        else {
             Issue.record("no-proximity policy"); return
         }
         let policy = TransferPolicy(acceptsWithoutProximity: true)
-        guard case .recorded(let credit) = try bob.wallet!.accept(transfer, policy: policy) else { Issue.record("accept"); return }
+        guard case .recorded(let credit) = try bob.wallet!.accept(transfer, policy: policy) else {
+            Issue.record("accept"); return
+        }
         for _ in 0..<3 {
-            guard case .duplicate(let again) = try bob.wallet!.accept(transfer, policy: policy) else { Issue.record("re-accept"); return }
+            guard case .duplicate(let again) = try bob.wallet!.accept(transfer, policy: policy) else {
+                Issue.record("re-accept"); return
+            }
             #expect(again == credit)
         }
         #expect(try Self.balance(bob) == "20.00 EUR")
-        let receipt = try Receipt(for: transfer, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate, creditPosition: credit.position).sign(with: try bob.wallet!.signer)
+        let receipt = try Receipt(
+            for: transfer, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate,
+            creditPosition: credit.position
+        ).sign(with: try bob.wallet!.signer)
         try alice.wallet!.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // Both ledgers verify, and the payee kept the payer's checkpoint.
         for test in [alice, bob] {
             #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid)
         }
-        #expect(try bob.wallet!.ledger.latestPeerCheckpoint(wallet: alice.wallet!.walletID)?.size == transfer.payload.checkpoint.checkpoint.size)
+        #expect(
+            try bob.wallet!.ledger.latestPeerCheckpoint(wallet: alice.wallet!.walletID)?.size
+                == transfer.payload.checkpoint.checkpoint.size)
     }
 
     @Test func refusalsBeforeTheDebitChangeNothing() throws {
         let issuer = try Issuer()
         let alice = try Self.funded("refuse-a", "10.00 EUR", issuer: issuer)
         let bob = try TestWallet("refuse-b")
-        let budget = try Budget(category: "fun", limit: try MoneyText.parse("5.00 EUR"), window: .day, isHardCap: true,
-                                timeZoneIdentifier: "UTC")
-        try alice.wallet!.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "fun", statement: nil,
-                                                 payload: BudgetChange.set(budget).payload))
+        let budget = try Budget(
+            category: "fun", limit: try MoneyText.parse("5.00 EUR"), window: .day, isHardCap: true,
+            timeZoneIdentifier: "UTC")
+        try alice.wallet!.appendDraft(
+            EntryDraft(
+                kind: .budgetChange, amount: nil, category: "fun", statement: nil,
+                payload: BudgetChange.set(budget).payload))
         let size = alice.wallet!.size, state = alice.wallet!.state
         #expect(throws: Wallet.SpendRefusal.self) {
-            try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.01 EUR"), category: "misc")
+            try alice.wallet!.spend(
+                to: bob.wallet!.walletID, amount: try MoneyText.parse("10.01 EUR"), category: "misc")
         }
         #expect(throws: Wallet.SpendRefusal.self) {
-            try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("6.00 EUR"), category: "fun", overrideBudget: true)
+            try alice.wallet!.spend(
+                to: bob.wallet!.walletID, amount: try MoneyText.parse("6.00 EUR"), category: "fun", overrideBudget: true
+            )
         }
         #expect(alice.wallet!.size == size && alice.wallet!.state == state)
         // 4.00 of 5.00 is exactly 80%: OK; 0.01 more is an alert, still allowed.
-        #expect(try alice.wallet!.checkSpend(amount: try MoneyText.parse("4.00 EUR"), category: "fun", overrideBudget: false) == .ok)
-        if case .alert = try alice.wallet!.checkSpend(amount: try MoneyText.parse("4.01 EUR"), category: "fun", overrideBudget: false) {} else {
+        #expect(
+            try alice.wallet!.checkSpend(
+                amount: try MoneyText.parse("4.00 EUR"), category: "fun", overrideBudget: false) == .ok)
+        if case .alert = try alice.wallet!.checkSpend(
+            amount: try MoneyText.parse("4.01 EUR"), category: "fun", overrideBudget: false)
+        {
+        } else {
             Issue.record("alert above 80%")
         }
     }
@@ -123,33 +154,53 @@ struct WalletOperationTests {
         let issuer = try Issuer()
         let alice = try Self.funded("rev-a", "30.00 EUR", issuer: issuer)
         let bob = try TestWallet("rev-b")
-        let good = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("7.00 EUR"), category: "food")
+        let good = try alice.wallet!.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("7.00 EUR"), category: "food")
         // The payer's wallet signs a transfer whose inclusion proof is wrong: validly signed, failing a check.
-        let bad = try Transfer(order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
-                               inclusionProof: [[UInt8](repeating: 0, count: 32)]).sign(with: try alice.wallet!.signer)
+        let bad = try Transfer(
+            order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
+            inclusionProof: [[UInt8](repeating: 0, count: 32)]
+        ).sign(with: try alice.wallet!.signer)
         let outcome = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true))
-        guard case .refused(.inclusionProofInvalid, _, let refusal?) = outcome else { Issue.record("refusal: \(outcome)"); return }
+        guard case .refused(.inclusionProofInvalid, _, let refusal?) = outcome else {
+            Issue.record("refusal: \(outcome)"); return
+        }
         #expect(try Self.balance(bob) == "0.00 EUR")
         // Delivered again, it is answered with the same signed refusal and nothing new is recorded.
         let size = bob.wallet!.size
-        guard case .refused(_, _, let again?) = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+        guard
+            case .refused(_, _, let again?) = try bob.wallet!.accept(
+                bad, policy: TransferPolicy(acceptsWithoutProximity: true))
+        else {
             Issue.record("re-delivered refused transfer"); return
         }
         #expect(again == refusal && bob.wallet!.size == size)
         // The payer stored the good transfer; the refusal names the bad one, so it is unrelated to what was sent.
-        guard case .dropped(.unrelated) = try alice.wallet!.applyRefusal(refusal, payeeKeys: [bob.wallet!.signingKey]) else {
+        guard case .dropped(.unrelated) = try alice.wallet!.applyRefusal(refusal, payeeKeys: [bob.wallet!.signingKey])
+        else {
             Issue.record("unrelated refusal"); return
         }
         // A refusal of the transfer actually sent credits the debit back, once.
-        let real = try Refusal(refusing: good, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate, reason: .inclusionProofInvalid).sign(with: try bob.wallet!.signer)
-        guard case .recorded = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("reversal"); return }
-        guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else { Issue.record("once"); return }
+        let real = try Refusal(
+            refusing: good, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate,
+            reason: .inclusionProofInvalid
+        ).sign(with: try bob.wallet!.signer)
+        guard case .recorded = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else {
+            Issue.record("reversal"); return
+        }
+        guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else {
+            Issue.record("once"); return
+        }
         #expect(try Self.balance(alice) == "30.00 EUR")
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // A refusal signed by someone other than the payee is dropped.
         let stranger = try TestWallet("rev-c")
-        let fake = try Refusal(refusing: good, payeeKey: stranger.wallet!.signingKey, keyDate: stranger.wallet!.keyDate, reason: .debitMismatch).sign(with: try stranger.wallet!.signer)
-        guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeKeys: [bob.wallet!.signingKey]) else {
+        let fake = try Refusal(
+            refusing: good, payeeKey: stranger.wallet!.signingKey, keyDate: stranger.wallet!.keyDate,
+            reason: .debitMismatch
+        ).sign(with: try stranger.wallet!.signer)
+        guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeKeys: [bob.wallet!.signingKey])
+        else {
             Issue.record("stranger's refusal"); return
         }
     }
@@ -158,16 +209,22 @@ struct WalletOperationTests {
         let issuer = try Issuer()
         let alice = try Self.funded("reopen-a", "12.00 EUR", issuer: issuer)
         let bob = try TestWallet("reopen-b")
-        let transfer = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("2.00 EUR"), category: "x")
+        let transfer = try alice.wallet!.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("2.00 EUR"), category: "x")
         let policy = TransferPolicy(acceptsWithoutProximity: true)
         guard case .recorded = try bob.wallet!.accept(transfer, policy: policy) else { Issue.record("accept"); return }
         let stateBefore = try LedgerVerifier.verify(bob.wallet!.ledger, walletID: bob.wallet!.walletID).state
         try bob.reopen()
         #expect(bob.wallet!.state.balances == stateBefore.balances)
         // After reopening (no replay), the statement index still knows the transfer.
-        guard case .duplicate = try bob.wallet!.accept(transfer, policy: policy) else { Issue.record("duplicate after reopen"); return }
+        guard case .duplicate = try bob.wallet!.accept(transfer, policy: policy) else {
+            Issue.record("duplicate after reopen"); return
+        }
         try alice.reopen()
-        #expect(try alice.wallet!.pendingTransfers().map(\.transfer.payload.order.transferID) == [transfer.payload.order.transferID])
+        #expect(
+            try alice.wallet!.pendingTransfers().map(\.transfer.payload.order.transferID) == [
+                transfer.payload.order.transferID
+            ])
     }
 }
 
@@ -183,8 +240,10 @@ struct ForkEvidenceTests {
         let copy = TestTokens.layout.directory + "/fork-copy-\(UUID().uuidString)"
         try alice.copyFiles(to: copy)
         try alice.reopen()
-        let first = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
-        guard case .recorded = try bob.wallet!.accept(first, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+        let first = try alice.wallet!.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+        guard case .recorded = try bob.wallet!.accept(first, policy: TransferPolicy(acceptsWithoutProximity: true))
+        else {
             Issue.record("first accept"); return
         }
         // The owner restores the old database and the old anchor (SoftHSM keeps it in files too) and pays again.
@@ -194,7 +253,8 @@ struct ForkEvidenceTests {
         try TokenAnchor(session: alice.wallet!.token, walletID: alice.wallet!.walletID).store(savedAnchor)
         try alice.reopen()
         #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
-        let second = try alice.wallet!.spend(to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+        let second = try alice.wallet!.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
         _ = try bob.wallet!.accept(second, policy: TransferPolicy(acceptsWithoutProximity: true))
         let evidence = bob.wallet!.lastEvidence
         #expect(!evidence.isEmpty, "the second transfer conflicts with the first")

@@ -3,9 +3,10 @@ import SecureCore
 import SecureCrypto
 import SecureTestSupport
 import SecureToken
+
 @testable import SecurePeer
-@testable import SecureWallet
 @testable import SecureStore
+@testable import SecureWallet
 
 /// A wallet on two fresh SoftHSM tokens (main and backup) in its own folder.
 final class TestWallet {
@@ -13,7 +14,7 @@ final class TestWallet {
     let backup: TestTokens.Fresh
     let paths: WalletPaths
     private(set) var wallet: Wallet?
-    var now: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+    var now: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z
 
     init(_ name: String = "w") throws {
         main = try TestTokens.fresh(name)
@@ -21,7 +22,8 @@ final class TestWallet {
         paths = WalletPaths(directory: TestTokens.layout.directory + "/wallet-\(name)-\(UUID().uuidString.prefix(8))")
         let backupSession = try backup.session()
         defer { backupSession.close() }
-        let options = Wallet.InitOptions(tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
+        let options = Wallet.InitOptions(
+            tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
         wallet = try Wallet.create(paths: paths, token: try main.session(), options: options, clock: clockFunction())
     }
 
@@ -58,11 +60,13 @@ final class TestWallet {
     /// Appends a budget change; the simplest entry that needs no counterparty.
     @discardableResult
     func setBudget(_ category: String, _ limit: String) throws -> LedgerEntry {
-        let budget = try Budget(category: category, limit: try MoneyText.parse(limit), window: .month, isHardCap: false,
-                                timeZoneIdentifier: "Europe/Berlin")
+        let budget = try Budget(
+            category: category, limit: try MoneyText.parse(limit), window: .month, isHardCap: false,
+            timeZoneIdentifier: "Europe/Berlin")
         return try wallet!.append { position, previous, time in
-            try LedgerEntry(position: position, id: SystemRandom.bytes(16), kind: .budgetChange, amount: nil, category: category,
-                            time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
+            try LedgerEntry(
+                position: position, id: SystemRandom.bytes(16), kind: .budgetChange, amount: nil, category: category,
+                time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
         }
     }
 

@@ -1,13 +1,14 @@
 import Foundation
-import Testing
-import SecureCore
 import SecureBench
+import SecureCore
 import SecureCrypto
 import SecureTestSupport
 import SecureToken
+import Testing
+
 @testable import SecurePeer
-@_spi(Benchmark) @testable import SecureWallet
 @testable import SecureStore
+@_spi(Benchmark) @testable import SecureWallet
 
 @Suite("Wallet storage on SoftHSM and SQLCipher", .serialized)
 struct WalletTests {
@@ -38,22 +39,25 @@ struct WalletTests {
         #expect(reopened.state.balance(.eur) == balance)
         let report = try LedgerVerifier.verify(reopened.ledger, walletID: reopened.walletID)
         #expect(report.isValid, "\(report.problems)")
-        #expect(report.entries == 27 && report.checkpoints == 3)  // inception, the budget's batch, the history's batch
+        #expect(report.entries == 27 && report.checkpoints == 3) // inception, the budget's batch, the history's batch
         #expect(report.state.balances == reopened.state.balances)
     }
 
     /// The budget, then 25 entries of history in one batch, then a batch that fails; returns the balance.
     private func appendHistory(_ wallet: Wallet) throws -> Money {
         try wallet.appendBatch([try SyntheticHistory.budgetDraft()])
-        var history = SyntheticHistory(walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: try SoftwareSigner())
+        var history = SyntheticHistory(
+            walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: try SoftwareSigner())
         try wallet.appendBatch(try history.drafts(from: SyntheticHistory.firstPosition, count: 25))
         #expect(wallet.size == 27)
         // A batch with one refused entry (a payment above the balance) changes nothing, not even its good entries.
         let balance = wallet.state.balance(.eur)
-        let tooMuch = try TransferOrder(transferID: .random(), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
-                                        payeeWalletID: WalletID(bytes: [UInt8](repeating: 7, count: 32))!,
-                                        amount: try balance.adding(try Money(minorUnits: 1, currency: .eur)),
-                                        proximity: .none, channelBinding: []).debitDraft(category: "rent")
+        let tooMuch = try TransferOrder(
+            transferID: .random(), payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
+            payeeWalletID: WalletID(bytes: [UInt8](repeating: 7, count: 32))!,
+            amount: try balance.adding(try Money(minorUnits: 1, currency: .eur)),
+            proximity: .none, channelBinding: []
+        ).debitDraft(category: "rent")
         #expect(throws: LedgerError.self) {
             try wallet.appendBatch(try history.drafts(from: wallet.size, count: 2) + [tooMuch])
         }
@@ -101,7 +105,7 @@ struct WalletTests {
         let anchor = TokenAnchor(session: test.wallet!.token, walletID: test.wallet!.walletID)
         let anchorBefore = try #require(try anchor.load())
         try test.setBudget("b", "2.00 EUR")
-        try anchor.store(anchorBefore)  // a crash between the commit of entry 2 and its anchor update
+        try anchor.store(anchorBefore) // a crash between the commit of entry 2 and its anchor update
         let walletID = test.wallet!.walletID
         test.close()
         let databaseBefore = try Data(contentsOf: URL(fileURLWithPath: test.paths.database))
@@ -111,13 +115,17 @@ struct WalletTests {
             #expect(reader.lockReason == nil && reader.size == 3)
             #expect(reader.repairNeeded?.contains("secure ledger repair") == true, "\(reader.repairNeeded ?? "nil")")
         }
-        let anchorAfterReading = try #require(try SignedCheckpoint.decode(try TokenAnchor(session: session, walletID: walletID).load()!))
+        let anchorAfterReading = try #require(
+            try SignedCheckpoint.decode(try TokenAnchor(session: session, walletID: walletID).load()!))
         #expect(anchorAfterReading.checkpoint.size == 2, "a reader never moves the anchor")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: test.paths.database)) == databaseBefore, "a reader never writes the file")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: test.paths.database)) == databaseBefore,
+            "a reader never writes the file")
         session.close()
         let writer = try test.reopen()
         #expect(writer.repairNeeded == nil)
-        let anchored = try SignedCheckpoint.decode(try TokenAnchor(session: writer.token, walletID: writer.walletID).load()!)!
+        let anchored = try SignedCheckpoint.decode(
+            try TokenAnchor(session: writer.token, walletID: writer.walletID).load()!)!
         #expect(anchored.checkpoint.size == 3, "an appending open repairs it")
     }
 
@@ -131,7 +139,8 @@ struct WalletTests {
         try anchor.store(anchorBefore)
         let reopened = try test.reopen()
         #expect(reopened.lockReason == nil)
-        let anchored = try SignedCheckpoint.decode(try TokenAnchor(session: reopened.token, walletID: reopened.walletID).load()!)!
+        let anchored = try SignedCheckpoint.decode(
+            try TokenAnchor(session: reopened.token, walletID: reopened.walletID).load()!)!
         #expect(anchored.checkpoint.size == 3)
     }
 
@@ -166,7 +175,7 @@ struct WalletTests {
         try test.setBudget("a", "1.00 EUR")
         test.close()
         var bytes = try Data(contentsOf: URL(fileURLWithPath: test.paths.database))
-        for offset in 16..<1024 { bytes[offset] ^= 0x5a }  // past the salt: the first page's content
+        for offset in 16..<1024 { bytes[offset] ^= 0x5a } // past the salt: the first page's content
         try bytes.write(to: URL(fileURLWithPath: test.paths.database))
         #expect(throws: StoreError(.corrupted, "")) { try test.reopen() }
     }
@@ -184,8 +193,9 @@ struct WalletTests {
         let database = try #require(FileManager.default.contents(atPath: test.paths.database))
         // The database itself does not open with another key: SQLCipher cannot read its first page.
         #expect(throws: StoreError(.corrupted, "")) {
-            try LedgerStore.open(path: test.paths.database, key: other, expectedSalt: wrapped.databaseSalt,
-                                 walletID: walletID)
+            try LedgerStore.open(
+                path: test.paths.database, key: other, expectedSalt: wrapped.databaseSalt,
+                walletID: walletID)
         }
         // A wrapped-key file that hands the wallet's own token another key (its key-check matches that key)
         // gets as far as the database, which refuses it, and nothing is written.
@@ -207,7 +217,9 @@ struct WalletTests {
         let test = try TestWallet("wrongtoken")
         test.close()
         let stranger = try TestTokens.fresh("stranger")
-        #expect(throws: TokenError(.keyNotFound, "")) { try Wallet.open(paths: test.paths, token: try stranger.session()) }
+        #expect(throws: TokenError(.keyNotFound, "")) {
+            try Wallet.open(paths: test.paths, token: try stranger.session())
+        }
     }
 
     @Test func missingWalletIsNeverRecreated() throws {
@@ -237,7 +249,9 @@ struct RecoveryTests {
         // A stranger's token cannot recover it.
         let stranger = try TestTokens.fresh("recover-x")
         #expect(throws: WalletError(.keyMismatch, "")) {
-            try Wallet.recover(paths: test.paths, backup: try stranger.session(), newToken: try newToken.session(), newTokenURI: newToken.uri)
+            try Wallet.recover(
+                paths: test.paths, backup: try stranger.session(), newToken: try newToken.session(),
+                newTokenURI: newToken.uri)
         }
     }
 
@@ -246,8 +260,10 @@ struct RecoveryTests {
         #expect(reopened.state.budgets["food"] != nil, "reading works")
         #expect(reopened.lockReason == nil)
         #expect(throws: WalletError(.keyMismatch, "")) {
-            try reopened.appendDraft(EntryDraft(kind: .budgetChange, amount: nil, category: "food", statement: nil,
-                                                payload: BudgetChange.remove(category: "food").payload))
+            try reopened.appendDraft(
+                EntryDraft(
+                    kind: .budgetChange, amount: nil, category: "food", statement: nil,
+                    payload: BudgetChange.remove(category: "food").payload))
         }
         #expect(try LedgerVerifier.verify(reopened.ledger, walletID: walletID).isValid)
     }

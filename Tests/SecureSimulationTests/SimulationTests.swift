@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureSimulation
 
 /// The deterministic simulator's own tests (issue 7): a fixed batch of seeds holds every invariant, a seed
@@ -56,7 +57,9 @@ struct SimulationTests {
                 Issue.record("\(variant.rawValue) was not caught by seed \(seed) in \(stats.steps) steps")
             } catch let failure as SimulationFailure {
                 print("\(variant.rawValue): seed \(seed) caught it at step \(failure.step) [\(failure.invariant)]")
-                #expect(failure.invariant == invariant, "\(variant.rawValue) was caught, but by another invariant: \(failure)")
+                #expect(
+                    failure.invariant == invariant,
+                    "\(variant.rawValue) was caught, but by another invariant: \(failure)")
             }
         }
     }

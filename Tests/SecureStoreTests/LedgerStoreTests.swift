@@ -1,24 +1,28 @@
 import Foundation
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
+import Testing
+
 @testable import SecureStore
 
 @Suite("Ledger store")
 struct LedgerStoreTests {
     static func temporaryPath(_ name: String) -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("secure-store-\(name)-\(UUID().uuidString).db").path
+        FileManager.default.temporaryDirectory.appendingPathComponent("secure-store-\(name)-\(UUID().uuidString).db")
+            .path
     }
 
     /// A store with `count` chained entries (checkpoint bytes are placeholders: the store does not read them).
     static func filled(_ count: Int, key: SecretBytes = SecretBytes(randomCount: 32)) throws -> LedgerStore {
-        let store = try LedgerStore.create(path: temporaryPath("fill"), key: key, walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
+        let store = try LedgerStore.create(
+            path: temporaryPath("fill"), key: key, walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
         var previous = LedgerChain.genesisLink
         var peaks = MerkleCompactRange()
         for position in 0..<UInt64(count) {
-            let entry = try LedgerEntry(position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil,
-                                        note: "entry \(position)", time: 1_000 + Int64(position), previousLink: previous)
+            let entry = try LedgerEntry(
+                position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil,
+                note: "entry \(position)", time: 1_000 + Int64(position), previousLink: previous)
             peaks.append(leafHash: Merkle.leafHash(entry.encoded))
             try store.append([.init(entry: entry, checkpoint: [0], checkpointSize: position + 1)], treePeaks: peaks)
             previous = entry.link
@@ -33,22 +37,26 @@ struct LedgerStoreTests {
         for size in UInt64(1)...45 {
             #expect(try store.rangeHash(0, size) == tree.root(size: size), "root of \(size)")
             for index in 0..<size {
-                #expect(try store.inclusionProof(index: index, size: size) == tree.inclusionProof(index: index, size: size),
-                        "inclusion \(index) of \(size)")
+                #expect(
+                    try store.inclusionProof(index: index, size: size) == tree.inclusionProof(index: index, size: size),
+                    "inclusion \(index) of \(size)")
             }
             for old in 1...size {
-                #expect(try store.consistencyProof(oldSize: old, newSize: size) == tree.consistencyProof(oldSize: old, newSize: size),
-                        "consistency \(old) → \(size)")
+                #expect(
+                    try store.consistencyProof(oldSize: old, newSize: size)
+                        == tree.consistencyProof(oldSize: old, newSize: size),
+                    "consistency \(old) → \(size)")
             }
         }
     }
 
     @Test func batchAppendStoresWhatSingleAppendsStore() throws {
-        let batches = [1, 6, 17, 8]  // uneven, so batches end inside and at the edges of perfect subtrees
+        let batches = [1, 6, 17, 8] // uneven, so batches end inside and at the edges of perfect subtrees
         let count = batches.reduce(0, +)
         let single = try Self.filled(count)
-        let batched = try LedgerStore.create(path: Self.temporaryPath("batch"), key: SecretBytes(randomCount: 32),
-                                             walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
+        let batched = try LedgerStore.create(
+            path: Self.temporaryPath("batch"), key: SecretBytes(randomCount: 32),
+            walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
         var peaks = MerkleCompactRange()
         var position: UInt64 = 0
         for batch in batches {
@@ -63,13 +71,16 @@ struct LedgerStoreTests {
         #expect(try batched.size() == UInt64(count))
         #expect(try batched.treePeaks() == single.treePeaks())
         #expect(try batched.leafHashes(to: UInt64(count)) == single.leafHashes(to: UInt64(count)))
-        #expect(try batched.encodedEntries(from: 0, to: UInt64(count)) == single.encodedEntries(from: 0, to: UInt64(count)))
+        #expect(
+            try batched.encodedEntries(from: 0, to: UInt64(count)) == single.encodedEntries(from: 0, to: UInt64(count)))
         let tree = MerkleTree(leafHashes: try single.leafHashes(to: UInt64(count)))
         for size in UInt64(1)...UInt64(count) {
             #expect(try batched.rangeHash(0, size) == tree.root(size: size), "root of \(size)")
             for index in 0..<size where index % 3 == 0 {
-                #expect(try batched.inclusionProof(index: index, size: size) == tree.inclusionProof(index: index, size: size),
-                        "inclusion \(index) of \(size)")
+                #expect(
+                    try batched.inclusionProof(index: index, size: size)
+                        == tree.inclusionProof(index: index, size: size),
+                    "inclusion \(index) of \(size)")
             }
         }
         // One checkpoint per batch, at its end, and the range read returns exactly those in (after, through].
@@ -88,10 +99,12 @@ struct LedgerStoreTests {
         let walletID = WalletID(bytes: [UInt8](repeating: 1, count: 32))!
         _ = try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: walletID)
         #expect(throws: StoreError(.foreignDatabase, "")) {
-            try LedgerStore.open(path: path, key: key, expectedSalt: [UInt8](repeating: 9, count: 16), walletID: walletID)
+            try LedgerStore.open(
+                path: path, key: key, expectedSalt: [UInt8](repeating: 9, count: 16), walletID: walletID)
         }
         #expect(throws: StoreError(.foreignDatabase, "")) {
-            try LedgerStore.open(path: path, key: key, expectedSalt: salt, walletID: WalletID(bytes: [UInt8](repeating: 2, count: 32))!)
+            try LedgerStore.open(
+                path: path, key: key, expectedSalt: salt, walletID: WalletID(bytes: [UInt8](repeating: 2, count: 32))!)
         }
         // A wrong key with the right salt looks like corruption to SQLCipher; the key-check value (in the
         // wrapped-key file) is what names a wrong key before this point.
@@ -101,13 +114,17 @@ struct LedgerStoreTests {
         #expect(throws: StoreError(.walletMissing, "")) {
             try LedgerStore.open(path: path + "-absent", key: key, expectedSalt: salt, walletID: walletID)
         }
-        #expect(throws: StoreError(.walletExists, "")) { try LedgerStore.create(path: path, key: key, walletID: walletID) }
+        #expect(throws: StoreError(.walletExists, "")) {
+            try LedgerStore.create(path: path, key: key, walletID: walletID)
+        }
     }
 
     @Test func wrappedKeyFileRoundTripsAndRefusesEveryTruncation() throws {
         let key = SecretBytes(randomCount: 32)
         let recipient = P256.KeyAgreementPrivateKey.generate()
-        var file = WrappedKeyFile(walletID: WalletID(bytes: [UInt8](repeating: 3, count: 32))!, key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        var file = WrappedKeyFile(
+            walletID: WalletID(bytes: [UInt8](repeating: 3, count: 32))!, key: key,
+            databaseSalt: [UInt8](repeating: 4, count: 16))
         try file.wrap(key, to: recipient.publicKey)
         let bytes = file.encoded
         #expect(try WrappedKeyFile(encoded: bytes) == file)
@@ -119,22 +136,24 @@ struct LedgerStoreTests {
 
     /// A 2048-bit RSA modulus made with `openssl genrsa 2048`, for the type 2 (RSA-OAEP) recipient format.
     static let modulus2048 = Hex.decode(
-            "cf80737355fd7639b72476c4479e3c54a62367da8f5cc8f48b021f74f4d18d78bfd6c32b30f2c3677e98718e5f1eb778" +
-            "838a6b7b01cb3a849f2b8b3380bd85662c4b71fb58b7f71d977b0cfabada0b2d2cf78a7629592514fee76681b3782c0e" +
-            "969a9401aa7322d2f5d9263a596a175ab61301524553c6383d3a63e998386fbd6a569ee86a05d7cc7f83c300158d9d00" +
-            "d1a2a7432a5bcc37d1c9019c77bab5474da68d2172676740b647a39bfb940ae10c695f98c32270d2345daf746c5f3088" +
-            "dc8b8403a54deedce2abb53118d023a0f0a3eb3fd6278adc34c3005b18681c37b6e91f04ac116bad4979e25821ff7968" +
-            "3b369e89baa83f923786e69911d5bd37")!
+        "cf80737355fd7639b72476c4479e3c54a62367da8f5cc8f48b021f74f4d18d78bfd6c32b30f2c3677e98718e5f1eb778"
+            + "838a6b7b01cb3a849f2b8b3380bd85662c4b71fb58b7f71d977b0cfabada0b2d2cf78a7629592514fee76681b3782c0e"
+            + "969a9401aa7322d2f5d9263a596a175ab61301524553c6383d3a63e998386fbd6a569ee86a05d7cc7f83c300158d9d00"
+            + "d1a2a7432a5bcc37d1c9019c77bab5474da68d2172676740b647a39bfb940ae10c695f98c32270d2345daf746c5f3088"
+            + "dc8b8403a54deedce2abb53118d023a0f0a3eb3fd6278adc34c3005b18681c37b6e91f04ac116bad4979e25821ff7968"
+            + "3b369e89baa83f923786e69911d5bd37")!
     /// A 1024-bit modulus: below the 2048-bit floor.
     static let modulus1024 = Hex.decode(
-            "9a5cbd87397510b0c5dfa46781aefa2560d938fe6492f2bcce5b89d23bb6713ec6b6010340c169612107b71b59be2f53" +
-            "59fe7d9956c1ced21874410ad3b419360d23a2a77da0e1f533824f0499199555a0e7fecb225bd18b60c0821e150ec263" +
-            "17debdc8726eb32be82c98ba291cf1ad4f744210efd06281034f3f79657c0905")!
+        "9a5cbd87397510b0c5dfa46781aefa2560d938fe6492f2bcce5b89d23bb6713ec6b6010340c169612107b71b59be2f53"
+            + "59fe7d9956c1ced21874410ad3b419360d23a2a77da0e1f533824f0499199555a0e7fecb225bd18b60c0821e150ec263"
+            + "17debdc8726eb32be82c98ba291cf1ad4f744210efd06281034f3f79657c0905")!
 
     @Test func rsaRecipientsRoundTripAndRefuseEveryTruncation() throws {
         let key = SecretBytes(randomCount: 32)
         let rsa = try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [1, 0, 1])
-        var file = WrappedKeyFile(walletID: WalletID(bytes: [UInt8](repeating: 3, count: 32))!, key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        var file = WrappedKeyFile(
+            walletID: WalletID(bytes: [UInt8](repeating: 3, count: 32))!, key: key,
+            databaseSalt: [UInt8](repeating: 4, count: 16))
         try file.wrap(key, to: P256.KeyAgreementPrivateKey.generate().publicKey)
         try file.wrap(key, to: rsa)
         #expect(file.rsaRecipients.count == 1)
@@ -155,6 +174,8 @@ struct LedgerStoreTests {
         #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus1024, publicExponent: [1, 0, 1]) }
         #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [1]) }
         #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [2]) }
-        #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048.dropLast() + [0x02], publicExponent: [3]) }
+        #expect(throws: CryptoError.self) {
+            try RSAPublicKey(modulus: Self.modulus2048.dropLast() + [0x02], publicExponent: [3])
+        }
     }
 }

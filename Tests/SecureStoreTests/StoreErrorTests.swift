@@ -1,6 +1,6 @@
-import Testing
 import SecureCrypto
 import SecureStore
+import Testing
 
 @Suite("Store errors")
 struct StoreErrorTests {
@@ -10,7 +10,8 @@ struct StoreErrorTests {
         let expected: [StoreError.Code: FailureKind] = [
             .walletBusy: .walletBusy, .walletMissing: .walletMissing, .wrappedKeyMissing: .walletMissing,
             .walletExists: .walletMissing, .wrongKey: .integrity, .corrupted: .integrity, .foreignDatabase: .integrity,
-            .malformed: .integrity, .schemaTooNew: .integrity, .schemaOutdated: .integrity, .io: .failure, .sqlite: .failure,
+            .malformed: .integrity, .schemaTooNew: .integrity, .schemaOutdated: .integrity, .io: .failure,
+            .sqlite: .failure,
             .anchorUnavailable: .failure,
         ]
         for code in StoreError.Code.allCases {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import SecureToken
 
 /// The names printed for PKCS#11 return values are the header's: each (value, name) pair of the table is

@@ -1,6 +1,6 @@
-import Testing
 import SecureCrypto
 import SecureToken
+import Testing
 
 @Suite("Token errors")
 struct TokenErrorTests {

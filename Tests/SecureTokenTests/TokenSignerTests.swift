@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
+import Testing
+
 @testable import SecureToken
 
 /// Against real SoftHSM2 tokens made fresh for the run.
@@ -127,9 +128,15 @@ struct TokenSignerTests {
     }
 
     @Test func missingModuleTokenAndKey() throws {
-        #expect(throws: TokenError(.moduleNotFound, "")) { try TokenLibrary.shared.token(PKCS11URI("pkcs11:token=a?module-name=no-such-module")) }
-        #expect(throws: TokenError(.moduleNotFound, "")) { try TokenLibrary.shared.token(PKCS11URI("pkcs11:token=a?module-path=/nonexistent/lib.so")) }
-        #expect(throws: TokenError(.tokenNotFound, "")) { try TokenLibrary.shared.token(PKCS11URI("pkcs11:token=no-such-token?module-name=softhsm2")) }
+        #expect(throws: TokenError(.moduleNotFound, "")) {
+            try TokenLibrary.shared.token(PKCS11URI("pkcs11:token=a?module-name=no-such-module"))
+        }
+        #expect(throws: TokenError(.moduleNotFound, "")) {
+            try TokenLibrary.shared.token(PKCS11URI("pkcs11:token=a?module-path=/nonexistent/lib.so"))
+        }
+        #expect(throws: TokenError(.tokenNotFound, "")) {
+            try TokenLibrary.shared.token(PKCS11URI("pkcs11:token=no-such-token?module-name=softhsm2"))
+        }
         let fresh = try TestTokens.fresh("missing")
         let session = try fresh.session()
         defer { session.close() }

@@ -20,8 +20,10 @@ public struct KeyDate: Hashable, Sendable {
     /// A date; a ledger size that does not cover the key event is malformed.
     public init(keySequence: UInt64, keyEventPosition: UInt64, ledgerSize: UInt64) throws {
         guard ledgerSize > keyEventPosition else {
-            throw FormatError(.invalidValue, "a signature dated at ledger size \(ledgerSize) cannot use a key "
-                + "that took effect at position \(keyEventPosition)")
+            throw FormatError(
+                .invalidValue,
+                "a signature dated at ledger size \(ledgerSize) cannot use a key "
+                    + "that took effect at position \(keyEventPosition)")
         }
         self.keySequence = keySequence
         self.keyEventPosition = keyEventPosition
@@ -50,7 +52,8 @@ public struct KeyDate: Hashable, Sendable {
     }
 
     static func decode(from reader: inout ByteReader) throws -> KeyDate? {
-        guard let sequence = reader.readUInt64(), let position = reader.readUInt64(), let size = reader.readUInt64() else {
+        guard let sequence = reader.readUInt64(), let position = reader.readUInt64(), let size = reader.readUInt64()
+        else {
             return nil
         }
         return try KeyDate(keySequence: sequence, keyEventPosition: position, ledgerSize: size)
@@ -79,7 +82,8 @@ extension KeyEventLog {
     public func retiredKeyEvidence(_ statement: DatedStatement) -> ForkEvidence? {
         guard case .retired(let rotation) = check(statement) else { return nil }
         let retiredEvent = events[Int(statement.keyDate.keySequence)]
-        return .retiredKeyStatement(RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotation, statement: statement))
+        return .retiredKeyStatement(
+            RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotation, statement: statement))
     }
 }
 

@@ -32,18 +32,24 @@ public struct KeyEvent: Hashable, Sendable {
     public let ledgerPosition: UInt64
 
     /// The inception event of a new wallet.
-    public static func inception(signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey) -> KeyEvent {
-        KeyEvent(kind: .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
-                 nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
+    public static func inception(signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey)
+        -> KeyEvent
+    {
+        KeyEvent(
+            kind: .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
+            nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
     }
 
     /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
     /// committed to) and commits to `nextKey`. `ledgerPosition` is the position of the ledger entry that
     /// records this event: that entry's checkpoint is the first the new key signs.
-    public static func rotation(after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
-                                agreementKey: P256.PublicKey, ledgerPosition: UInt64) -> KeyEvent {
-        KeyEvent(kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
-                 nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition)
+    public static func rotation(
+        after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
+        agreementKey: P256.PublicKey, ledgerPosition: UInt64
+    ) -> KeyEvent {
+        KeyEvent(
+            kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
+            nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition)
     }
 
     /// The canonical encoding that is hashed and signed.
@@ -68,9 +74,13 @@ public struct KeyEvent: Hashable, Sendable {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "key event") else { return nil }
         guard let kindByte = reader.readUInt8() else { return nil }
-        guard let kind = Kind(rawValue: kindByte) else { throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown") }
-        guard let sequence = reader.readUInt64(), let previous = reader.read(KeyEventDigest.self), let signing = reader.readFixed(65),
-              let next = reader.readFixed(32), let agreement = reader.readFixed(65), let position = reader.readUInt64() else {
+        guard let kind = Kind(rawValue: kindByte) else {
+            throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown")
+        }
+        guard let sequence = reader.readUInt64(), let previous = reader.read(KeyEventDigest.self),
+            let signing = reader.readFixed(65),
+            let next = reader.readFixed(32), let agreement = reader.readFixed(65), let position = reader.readUInt64()
+        else {
             return nil
         }
         try reader.expectEnd("key event")
@@ -78,8 +88,9 @@ public struct KeyEvent: Hashable, Sendable {
             throw FormatError(.invalidValue, "a key event's kind does not match its sequence number")
         }
         do {
-            return KeyEvent(kind: kind, sequence: sequence, previousEvent: previous, signingKey: try P256.PublicKey(x963: signing),
-                            nextKeyDigest: next, agreementKey: try P256.PublicKey(x963: agreement), ledgerPosition: position)
+            return KeyEvent(
+                kind: kind, sequence: sequence, previousEvent: previous, signingKey: try P256.PublicKey(x963: signing),
+                nextKeyDigest: next, agreementKey: try P256.PublicKey(x963: agreement), ledgerPosition: position)
         } catch {
             throw FormatError(.invalidValue, "a key event names a key that is not a valid P-256 point")
         }
@@ -136,20 +147,25 @@ public struct SignedKeyEvent: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> SignedKeyEvent? {
         var reader = ByteReader(bytes)
         guard let eventBytes = try reader.readPrefixed16(max: 1024, field: "key event"),
-              let signatureBytes = try reader.readPrefixed8(max: 80, field: "key event signature") else { return nil }
+            let signatureBytes = try reader.readPrefixed8(max: 80, field: "key event signature")
+        else { return nil }
         var counterBytes: [UInt8]?
         if !reader.isAtEnd {
             guard let bytes = try reader.readPrefixed8(max: 80, field: "key event countersignature") else { return nil }
             counterBytes = bytes
         }
         try reader.expectEnd("signed key event")
-        guard let event = try KeyEvent.decode(eventBytes) else { throw FormatError(.invalidValue, "the key event is truncated") }
+        guard let event = try KeyEvent.decode(eventBytes) else {
+            throw FormatError(.invalidValue, "the key event is truncated")
+        }
         guard let signature = try? ECDSASignature(der: signatureBytes) else {
             throw FormatError(.invalidValue, "the key event's signature is not DER")
         }
         var countersignature: ECDSASignature?
         if let counterBytes {
-            guard event.kind == .rotation else { throw FormatError(.invalidValue, "an inception event carries no countersignature") }
+            guard event.kind == .rotation else {
+                throw FormatError(.invalidValue, "an inception event carries no countersignature")
+            }
             guard let parsed = try? ECDSASignature(der: counterBytes) else {
                 throw FormatError(.invalidValue, "the key event's countersignature is not DER")
             }

@@ -15,7 +15,8 @@ public struct KeyEventLog: Hashable, Sendable {
     /// A log of just the inception event, which must be sequence 0 and validly signed.
     public init(inception: SignedKeyEvent) throws {
         guard inception.event.kind == .inception, inception.event.sequence == 0, inception.verify(),
-              inception.event.previousEvent == .beforeInception, inception.event.ledgerPosition == 0 else {
+            inception.event.previousEvent == .beforeInception, inception.event.ledgerPosition == 0
+        else {
             throw KeyEventError(.notInception, "the first key event is not a validly signed inception event")
         }
         events = [inception]
@@ -25,11 +26,13 @@ public struct KeyEventLog: Hashable, Sendable {
     public init(verifying events: [SignedKeyEvent], walletID: WalletID? = nil) throws {
         guard let first = events.first else { throw KeyEventError(.notInception, "a key-event log is never empty") }
         guard events.count <= Self.eventCountMax else {
-            throw KeyEventError(.tooLong, "a key-event log of \(events.count) events is longer than \(Self.eventCountMax)")
+            throw KeyEventError(
+                .tooLong, "a key-event log of \(events.count) events is longer than \(Self.eventCountMax)")
         }
         try self.init(inception: first)
         if let walletID, WalletID(inception: first.event) != walletID {
-            throw KeyEventError(.wrongWallet, "the key-event log's inception is not this wallet's (its digest is not the wallet id)")
+            throw KeyEventError(
+                .wrongWallet, "the key-event log's inception is not this wallet's (its digest is not the wallet id)")
         }
         for event in events.dropFirst() { try append(event) }
     }
@@ -49,21 +52,27 @@ public struct KeyEventLog: Hashable, Sendable {
             return KeyEventError(.wrongSequence, "key event \(event.sequence) cannot follow event \(last.sequence)")
         }
         guard event.previousEvent == last.digest else {
-            return KeyEventError(.brokenChain, "rotation \(event.sequence) does not name the digest of event \(last.sequence)")
+            return KeyEventError(
+                .brokenChain, "rotation \(event.sequence) does not name the digest of event \(last.sequence)")
         }
         guard event.signingKey.fingerprint == last.nextKeyDigest else {
-            return KeyEventError(.uncommittedKey, "rotation \(event.sequence) puts in force a key that event \(last.sequence) "
-                + "did not commit to (pre-rotation): a stolen current key cannot rotate to a key of its own")
+            return KeyEventError(
+                .uncommittedKey,
+                "rotation \(event.sequence) puts in force a key that event \(last.sequence) "
+                    + "did not commit to (pre-rotation): a stolen current key cannot rotate to a key of its own")
         }
         guard next.verify() else {
             return KeyEventError(.badSignature, "rotation \(event.sequence) is not signed by the key it puts in force")
         }
         guard next.verifyCountersignature(by: last.signingKey) else {
-            return KeyEventError(.badSignature, "rotation \(event.sequence)'s countersignature is not the previous key's")
+            return KeyEventError(
+                .badSignature, "rotation \(event.sequence)'s countersignature is not the previous key's")
         }
         guard event.ledgerPosition > last.ledgerPosition else {
-            return KeyEventError(.positionNotAfter, "rotation \(event.sequence) takes effect at ledger position "
-                + "\(event.ledgerPosition), not after event \(last.sequence)'s \(last.ledgerPosition)")
+            return KeyEventError(
+                .positionNotAfter,
+                "rotation \(event.sequence) takes effect at ledger position "
+                    + "\(event.ledgerPosition), not after event \(last.sequence)'s \(last.ledgerPosition)")
         }
         guard event.nextKeyDigest != event.signingKey.fingerprint, event.nextKeyDigest != last.nextKeyDigest else {
             return KeyEventError(.reusedKey, "rotation \(event.sequence) commits to a next key that is already in use")
@@ -106,8 +115,9 @@ public struct KeyEventLog: Hashable, Sendable {
     public func check(_ signed: SignedCheckpoint) -> KeyUse {
         let checkpoint = signed.checkpoint
         guard checkpoint.walletID == walletID, signed.isSelfConsistent else { return .unknown }
-        return keyUse(key: checkpoint.walletKey, sequence: checkpoint.keySequence,
-                      eventPosition: checkpoint.keyEventPosition, size: checkpoint.size)
+        return keyUse(
+            key: checkpoint.walletKey, sequence: checkpoint.keySequence,
+            eventPosition: checkpoint.keyEventPosition, size: checkpoint.size)
     }
 
     /// Accepts a peer's newer log in place of this one only through a valid chain: the newer log must
@@ -121,7 +131,8 @@ public struct KeyEventLog: Hashable, Sendable {
             }
             // The same event with another (randomized) signature is no conflict; anything else breaks the chain.
             guard offered.event == known.event, offered.verify() else {
-                return .refused(KeyEventError(.brokenChain, "the offered log differs from the known one at event \(index)"))
+                return .refused(
+                    KeyEventError(.brokenChain, "the offered log differs from the known one at event \(index)"))
             }
         }
         guard newer.count >= events.count else {
@@ -182,7 +193,8 @@ public struct KeyEventConflict: Hashable, Sendable {
     /// The pair, or nil when it proves nothing (other sequence, other key, same event, a bad signature).
     public init?(_ first: SignedKeyEvent, _ second: SignedKeyEvent) {
         guard first.event.sequence == second.event.sequence, first.event.signingKey == second.event.signingKey,
-              first.event.digest != second.event.digest, first.verify(), second.verify() else { return nil }
+            first.event.digest != second.event.digest, first.verify(), second.verify()
+        else { return nil }
         // Canonical order, so the same conflict always encodes to the same bytes.
         if first.event.digest.bytes.lexicographicallyPrecedes(second.event.digest.bytes) {
             self.first = first

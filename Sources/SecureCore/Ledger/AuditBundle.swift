@@ -29,8 +29,10 @@ public struct AuditBundle: Hashable, Sendable {
     /// RFC 9162 consistency proof from `rangeCheckpoint` to `latest`.
     public let consistencyProof: [[UInt8]]
 
-    public init(walletID: WalletID, keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
-                entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint, consistencyProof: [[UInt8]]) {
+    public init(
+        walletID: WalletID, keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
+        entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint, consistencyProof: [[UInt8]]
+    ) {
         self.walletID = walletID
         self.keyEvents = keyEvents
         self.keyEventEntries = keyEventEntries
@@ -55,7 +57,8 @@ public struct AuditBundle: Hashable, Sendable {
             switch log.check(signed) {
             case .inForce: break
             case .retired: problems.append("\(name) is signed by a key after its retirement")
-            case .unknown, .beforeInForce: problems.append("\(name) is not signed by a key of the log in force at its size")
+            case .unknown, .beforeInForce:
+                problems.append("\(name) is not signed by a key of the log in force at its size")
             }
         }
         if !problems.isEmpty { return problems }
@@ -65,18 +68,24 @@ public struct AuditBundle: Hashable, Sendable {
         for (signed, proven) in zip(keyEvents, keyEventEntries) {
             let position = signed.event.ledgerPosition
             guard let entry = try? LedgerEntry.decode(proven.leaf), entry.kind == .keyEvent, entry.position == position,
-                  entry.payload == signed.encoded else {
-                problems.append("key event \(signed.event.sequence)'s entry is not the key-event entry at position \(position)")
+                entry.payload == signed.encoded
+            else {
+                problems.append(
+                    "key event \(signed.event.sequence)'s entry is not the key-event entry at position \(position)")
                 continue
             }
-            if !Merkle.verifyInclusion(leafHash: Merkle.leafHash(proven.leaf), index: position, size: top.size,
-                                       proof: proven.proof, root: top.root) {
+            if !Merkle.verifyInclusion(
+                leafHash: Merkle.leafHash(proven.leaf), index: position, size: top.size,
+                proof: proven.proof, root: top.root)
+            {
                 problems.append("key event \(signed.event.sequence)'s entry is not proven in the latest checkpoint")
             }
         }
         problems += verifyRange(end)
-        if !Merkle.verifyConsistency(oldSize: end.size, newSize: top.size, oldRoot: end.root, newRoot: top.root,
-                                     proof: consistencyProof) {
+        if !Merkle.verifyConsistency(
+            oldSize: end.size, newSize: top.size, oldRoot: end.root, newRoot: top.root,
+            proof: consistencyProof)
+        {
             problems.append("the latest checkpoint is not shown to extend the range checkpoint")
         }
         return problems
@@ -84,7 +93,9 @@ public struct AuditBundle: Hashable, Sendable {
 
     private func verifyRange(_ end: Checkpoint) -> [String] {
         guard from + UInt64(entries.count) == end.size else {
-            return ["the range \(from)..<\(from + UInt64(entries.count)) does not end at the range checkpoint's size \(end.size)"]
+            return [
+                "the range \(from)..<\(from + UInt64(entries.count)) does not end at the range checkpoint's size \(end.size)"
+            ]
         }
         var problems: [String] = []
         var previous: LedgerEntry?
@@ -97,13 +108,17 @@ public struct AuditBundle: Hashable, Sendable {
             if let previous, entry.previousLink != previous.link {
                 problems.append("entry \(position) does not link to entry \(position - 1)")
             }
-            if !Merkle.verifyInclusion(leafHash: Merkle.leafHash(proven.leaf), index: position, size: end.size,
-                                       proof: proven.proof, root: end.root) {
+            if !Merkle.verifyInclusion(
+                leafHash: Merkle.leafHash(proven.leaf), index: position, size: end.size,
+                proof: proven.proof, root: end.root)
+            {
                 problems.append("entry \(position) is not proven in the range checkpoint")
             }
             previous = entry
         }
-        if let previous, previous.link != end.head { problems.append("the range's last entry is not the checkpoint's chain head") }
+        if let previous, previous.link != end.head {
+            problems.append("the range's last entry is not the checkpoint's chain head")
+        }
         return problems
     }
 }

@@ -41,21 +41,25 @@ public enum ForkEvidence: Hashable, Sendable {
         case .conflictingKeyEvents(let conflict):
             // The initializer refuses a pair that proves nothing, but decoded bytes are checked again here.
             guard KeyEventConflict(conflict.first, conflict.second) != nil else {
-                return .notProven(.noConflict, "the key events are not two validly signed events of one key and sequence")
+                return .notProven(
+                    .noConflict, "the key events are not two validly signed events of one key and sequence")
             }
-            return .forkProven("the key in force signed two different key events with sequence \(conflict.first.event.sequence)")
+            return .forkProven(
+                "the key in force signed two different key events with sequence \(conflict.first.event.sequence)")
         case .retiredKeySignature(let late):
             guard late.isProven else {
                 return .notProven(.noConflict, "the checkpoint is not shown to be signed after its key's retirement")
             }
-            return .forkProven("a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a checkpoint "
-                + "of \(late.checkpoint.checkpoint.size) entries")
+            return .forkProven(
+                "a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a checkpoint "
+                    + "of \(late.checkpoint.checkpoint.size) entries")
         case .retiredKeyStatement(let late):
             guard late.isProven else {
                 return .notProven(.noConflict, "the statement is not shown to be signed after its key's retirement")
             }
-            return .forkProven("a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a statement "
-                + "dated at ledger size \(late.statement.keyDate.ledgerSize)")
+            return .forkProven(
+                "a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a statement "
+                    + "dated at ledger size \(late.statement.keyDate.ledgerSize)")
         }
     }
 
@@ -113,7 +117,8 @@ public enum ForkEvidence: Hashable, Sendable {
             let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
             let lateOne = try late(&reader)
         else { return nil }
-        guard let retiredEvent = try SignedKeyEvent.decode(retired), let rotationEvent = try SignedKeyEvent.decode(rotation)
+        guard let retiredEvent = try SignedKeyEvent.decode(retired),
+            let rotationEvent = try SignedKeyEvent.decode(rotation)
         else { throw FormatError(.invalidValue, "a key event inside retired-key evidence is truncated") }
         return make(retiredEvent, rotationEvent, lateOne)
     }
@@ -141,17 +146,27 @@ public enum ForkEvidence: Hashable, Sendable {
             else { return nil }
             guard let a = try SignedKeyEvent.decode(first), let b = try SignedKeyEvent.decode(second),
                 let conflict = KeyEventConflict(a, b)
-            else { throw FormatError(.invalidValue, "the key events are not two signed events of one key and sequence") }
+            else {
+                throw FormatError(.invalidValue, "the key events are not two signed events of one key and sequence")
+            }
             evidence = .conflictingKeyEvents(conflict)
         case 4:
-            guard let late = try decodeRetiredKey(from: &reader, late: { try SignedCheckpoint.decode(from: &$0) }, {
-                .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2))
-            }) else { return nil }
+            guard
+                let late = try decodeRetiredKey(
+                    from: &reader, late: { try SignedCheckpoint.decode(from: &$0) },
+                    {
+                        .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2))
+                    })
+            else { return nil }
             evidence = late
         case 5:
-            guard let late = try decodeRetiredKey(from: &reader, late: { try DatedStatement.decode(from: &$0) }, {
-                .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2))
-            }) else { return nil }
+            guard
+                let late = try decodeRetiredKey(
+                    from: &reader, late: { try DatedStatement.decode(from: &$0) },
+                    {
+                        .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2))
+                    })
+            else { return nil }
             evidence = late
         default:
             throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
@@ -206,11 +221,16 @@ public struct ConflictingLeaves: Hashable, Sendable {
             return .notProven(.indexOutOfRange, "leaf \(index) is not below both sizes \(a.size) and \(b.size)")
         }
         guard firstLeaf != secondLeaf else { return .notProven(.noConflict, "both proofs show the same leaf") }
-        for (which, leaf, proof, checkpoint) in [("first", firstLeaf, firstProof, a), ("second", secondLeaf, secondProof, b)] {
-            guard Merkle.verifyInclusion(leafHash: Merkle.leafHash(leaf), index: index, size: checkpoint.size,
-                                         proof: proof, root: checkpoint.root)
+        for (which, leaf, proof, checkpoint) in [
+            ("first", firstLeaf, firstProof, a), ("second", secondLeaf, secondProof, b),
+        ] {
+            guard
+                Merkle.verifyInclusion(
+                    leafHash: Merkle.leafHash(leaf), index: index, size: checkpoint.size,
+                    proof: proof, root: checkpoint.root)
             else {
-                return .notProven(.proofInvalid, "the \(which) inclusion proof does not lead to the \(which) checkpoint's root")
+                return .notProven(
+                    .proofInvalid, "the \(which) inclusion proof does not lead to the \(which) checkpoint's root")
             }
         }
         return .forkProven("the wallet signed two ledgers with different entries at position \(index)")

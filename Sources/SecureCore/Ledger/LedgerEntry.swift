@@ -85,8 +85,9 @@ public struct StatementReference: Hashable, Sendable {
     /// the SHA-256 of the payload. The key's fingerprint and the digest are SHA-256 outputs and the id's type
     /// fixes its length, so a wrong length here is our bug and traps; nothing from outside is re-checked.
     init(signer key: P256.PublicKey, id: some FixedByteValue, payloadDigest: [UInt8]) {
-        precondition(type(of: id).byteCount == LedgerEntry.idByteCount && payloadDigest.count == SHA256.byteCount,
-                     "a statement is named by a 16-byte id and a SHA-256 payload digest")
+        precondition(
+            type(of: id).byteCount == LedgerEntry.idByteCount && payloadDigest.count == SHA256.byteCount,
+            "a statement is named by a 16-byte id and a SHA-256 payload digest")
         signer = key.fingerprint
         self.id = id.bytes
         self.payloadDigest = payloadDigest

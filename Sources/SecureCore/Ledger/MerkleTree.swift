@@ -110,7 +110,7 @@ public struct MerkleCompactRange: Hashable, Sendable {
     public mutating func append(leafHash: [UInt8]) {
         precondition(leafHash.count == 32 && size < UInt64.max)
         var hash = leafHash
-        var carries = (~size).trailingZeroBitCount  // number of trailing one bits of size
+        var carries = (~size).trailingZeroBitCount // number of trailing one bits of size
         while carries > 0 {
             hash = Merkle.nodeHash(peaks.removeLast(), hash)
             carries -= 1

@@ -1,6 +1,5 @@
-import SecureCrypto
-
 import Foundation
+import SecureCrypto
 
 /// The span a budget's limit applies to.
 public enum BudgetWindowKind: UInt8, Sendable, CaseIterable {
@@ -84,7 +83,7 @@ public struct Budget: Hashable, Sendable {
         // The identifier was checked at init, so the zone exists.
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: timeZoneIdentifier)!
-        calendar.firstWeekday = 2  // Monday, as ISO 8601 says
+        calendar.firstWeekday = 2 // Monday, as ISO 8601 says
         calendar.minimumDaysInFirstWeek = 4
         let component: Calendar.Component =
             switch window {

@@ -90,9 +90,12 @@ public struct PayeeMachine: PeerMachine {
             state = .approving(session, record, offer)
             // The requester skips "Accept?" only when the offer answers its request exactly.
             let answersRequest = request.map { $0.requestID == offer.offerID && $0.amount == offer.amount } ?? false
-            return [.askApproval(Approval(
-                role: .payee, peer: session.identity, knownName: record.knownName, amount: offer.amount,
-                note: offer.note, check: nil, needsConfirmation: !answersRequest))]
+            return [
+                .askApproval(
+                    Approval(
+                        role: .payee, peer: session.identity, knownName: record.knownName, amount: offer.amount,
+                        note: offer.note, check: nil, needsConfirmation: !answersRequest))
+            ]
         case (.awaitingOffer(let session, _), .transfer(let transfer)):
             // A retry: the transfer of an offer from an earlier session.
             state = .loadingRecord(session, transfer)
@@ -135,13 +138,17 @@ public struct PayeeMachine: PeerMachine {
         _ session: Session, _ record: PeerRecord, _ offer: PaymentOffer, own: SignedMeasurement, payer: PayerClaim
     ) -> [PeerAction] {
         let proof = SpatialProof(payer: payer.measurement, payee: own)
-        if case .failure(let error) = proof.verify(context: measurementContext(session, offer),
-                                                   policy: context.rangingPolicy) {
+        if case .failure(let error) = proof.verify(
+            context: measurementContext(session, offer),
+            policy: context.rangingPolicy)
+        {
             return fail(PeerCommon.failureReason(error.refusal), offerID: offer.offerID)
         }
         let current = session.peer.checkpoint
         if let held = record.heldCheckpoint {
-            switch PayeeMachine.consistency(held: held, current: current, proof: payer.consistencyProof, log: record.keyLog) {
+            switch PayeeMachine.consistency(
+                held: held, current: current, proof: payer.consistencyProof, log: record.keyLog)
+            {
             case .consistent: break
             case .inconsistent:
                 return fail(.checkpointInconsistent, offerID: offer.offerID)
@@ -174,7 +181,9 @@ public struct PayeeMachine: PeerMachine {
     /// key or keys the payer's known key-event log shows in force at each checkpoint's size, a size no
     /// smaller, and an RFC 9162 consistency proof. Two signed checkpoints of one size that differ are fork
     /// evidence; so is a checkpoint signed by a key after its retirement.
-    static func consistency(held: SignedCheckpoint, current: SignedCheckpoint, proof: [[UInt8]]?, log: KeyEventLog? = nil)
+    static func consistency(
+        held: SignedCheckpoint, current: SignedCheckpoint, proof: [[UInt8]]?, log: KeyEventLog? = nil
+    )
         -> Consistency
     {
         let old = held.checkpoint
@@ -184,8 +193,9 @@ public struct PayeeMachine: PeerMachine {
             if case .retired(let rotation) = log.check(current),
                 let retiredEvent = log.events.first(where: { $0.event.sequence == new.keySequence })
             {
-                return .fork(.retiredKeySignature(
-                    RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotation, checkpoint: current)))
+                return .fork(
+                    .retiredKeySignature(
+                        RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotation, checkpoint: current)))
             }
             guard log.check(held) == .inForce, log.check(current) == .inForce else { return .inconsistent }
         } else {
@@ -266,8 +276,10 @@ public struct PayeeMachine: PeerMachine {
     /// The driver's answer to `measure`.
     public mutating func measured(_ measurement: SignedMeasurement) -> [PeerAction] {
         guard case .measuring(let session, let record, let offer, let payer) = state else { return unasked("measured") }
-        precondition(measurement.payload == measurementContext(session, offer).measurement(
-            role: .payee, summary: measurement.payload.summary, source: measurement.payload.source),
+        precondition(
+            measurement.payload
+                == measurementContext(session, offer).measurement(
+                    role: .payee, summary: measurement.payload.summary, source: measurement.payload.source),
             "the driver signed a measurement for another context")
         let message = try! MeasurementMessage(offerID: offer.offerID, measurement: measurement, consistencyProof: nil)
         guard let payer else {
@@ -340,8 +352,9 @@ public struct PayeeMachine: PeerMachine {
         switch state {
         case .finished: return []
         case .approving:
-            return finish(.failed(reason, byPeer: false),
-                          before: [.cancelApproval] + (tell ? [failureMessage(reason, offerID)] : []))
+            return finish(
+                .failed(reason, byPeer: false),
+                before: [.cancelApproval] + (tell ? [failureMessage(reason, offerID)] : []))
         case .idle, .greeting, .lookingUp, .awaitingOffer, .measuring, .awaitingPayerMeasurement, .persisting,
             .awaitingTransfer, .loadingRecord, .crediting:
             return finish(.failed(reason, byPeer: false), before: tell ? [failureMessage(reason, offerID)] : [])
@@ -399,6 +412,7 @@ public struct PayeeMachine: PeerMachine {
     mutating func violation(_ detail: String) -> PeerProtocolError {
         if isFinished { return PeerProtocolError(message: detail, actions: []) }
         let message = failureMessage(.protocolViolation, offerID)
-        return PeerProtocolError(message: detail, actions: finish(.failed(.protocolViolation, byPeer: false), before: [message]))
+        return PeerProtocolError(
+            message: detail, actions: finish(.failed(.protocolViolation, byPeer: false), before: [message]))
     }
 }

@@ -148,8 +148,9 @@ public struct PayerMachine: PeerMachine {
             return finish(.paid(message.receipt), before: [.keepReceipt(message.receipt, of: sent.transfer)])
         case (.awaitingReceipt(let session, let sent), .refusal(let message)):
             let payload = message.refusal.payload
-            let expected = Refusal(refusing: sent.transfer, payeeKey: session.peer.walletKey, keyDate: payload.keyDate,
-                                   reason: payload.reason)
+            let expected = Refusal(
+                refusing: sent.transfer, payeeKey: session.peer.walletKey, keyDate: payload.keyDate,
+                reason: payload.reason)
             guard message.offerID == sent.offerID, payload == expected, message.refusal.isSignatureValid,
                 payload.keyDate.follows(session.peer.checkpoint.checkpoint)
             else { throw violation("a refusal that is not the payee's signed refusal of the transfer sent") }
@@ -214,8 +215,10 @@ public struct PayerMachine: PeerMachine {
         guard ready.offerID == offerID, let peer else { throw violation("ready before the payee's measurement") }
         guard ready.amount == deal.offer.amount else { return fail(.amountMismatch, offerID: offerID) }
         let proof = SpatialProof(payer: own, payee: peer)
-        if case .failure(let error) = proof.verify(context: measurementContext(session, deal),
-                                                   policy: context.rangingPolicy) {
+        if case .failure(let error) = proof.verify(
+            context: measurementContext(session, deal),
+            policy: context.rangingPolicy)
+        {
             return fail(PeerCommon.failureReason(error.refusal), offerID: offerID)
         }
         // Every field was checked when the hello, offer and context were made.
@@ -284,9 +287,12 @@ public struct PayerMachine: PeerMachine {
         case .refusedByHardCap: return fail(.overBudget, offerID: offer.offerID)
         case .ok, .alert, .overBudget:
             state = .approving(session, offer, category: category, check)
-            return [.askApproval(Approval(
-                role: .payer, peer: session.identity, knownName: record.knownName, amount: offer.amount,
-                note: offer.note, check: check, needsConfirmation: true))]
+            return [
+                .askApproval(
+                    Approval(
+                        role: .payer, peer: session.identity, knownName: record.knownName, amount: offer.amount,
+                        note: offer.note, check: check, needsConfirmation: true))
+            ]
         }
     }
 
@@ -316,8 +322,10 @@ public struct PayerMachine: PeerMachine {
     /// task asked for (nil when it asked for none).
     public mutating func measured(_ measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) -> [PeerAction] {
         guard case .measuring(let session, let deal, let peer) = state else { return unasked("measured") }
-        precondition(measurement.payload == measurementContext(session, deal).measurement(
-            role: .payer, summary: measurement.payload.summary, source: measurement.payload.source),
+        precondition(
+            measurement.payload
+                == measurementContext(session, deal).measurement(
+                    role: .payer, summary: measurement.payload.summary, source: measurement.payload.source),
             "the driver signed a measurement for another context")
         state = .awaitingReady(session, deal, own: measurement, peerMeasurement: peer)
         // The proof is within the limits the driver's tree enforces.
@@ -335,7 +343,8 @@ public struct PayerMachine: PeerMachine {
     /// The driver committed the debit and stored `transfer` with it.
     public mutating func debitCommitted(_ transfer: SignedTransfer) -> [PeerAction] {
         guard case .committing(let session, let task, let peerGone) = state else { return unasked("debitCommitted") }
-        precondition(transfer.payload.order == task.order && transfer.isSignatureValid, "the driver signed another order")
+        precondition(
+            transfer.payload.order == task.order && transfer.isSignatureValid, "the driver signed another order")
         if peerGone { return finish(.unconfirmed(transferID: transferID)) }
         let message = task.pending(transfer)
         state = .awaitingReceipt(session, message)

@@ -186,7 +186,8 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
             let checkpoint = try SignedCheckpoint.decode(from: &reader), let count = reader.readUInt8()
         else { return nil }
         guard Int(count) <= evidenceDigestCountMax else {
-            throw FormatError(.fieldTooLong, "a hello lists \(count) evidence digests; at most \(evidenceDigestCountMax)")
+            throw FormatError(
+                .fieldTooLong, "a hello lists \(count) evidence digests; at most \(evidenceDigestCountMax)")
         }
         var digests: [EvidenceDigest] = []
         for _ in 0..<count {
@@ -203,7 +204,8 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         default: throw FormatError(.invalidValue, "key-event head tag \(headTag) is not 0 or 1")
         }
         if let head, head.sequence != checkpoint.checkpoint.keySequence {
-            throw FormatError(.invalidValue, "a hello's key-event head is not the sequence its checkpoint is signed under")
+            throw FormatError(
+                .invalidValue, "a hello's key-event head is not the sequence its checkpoint is signed under")
         }
         return try PeerHello(
             walletKey: try decodeKey(point, "wallet key"), displayName: try decodeText(name, "display name"),
@@ -569,7 +571,8 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
     public static func page(of events: [SignedKeyEvent], walletID: WalletID, from: UInt32) -> KeyEventsMessage? {
         guard Int(from) < events.count, events.count <= KeyEventLog.eventCountMax else { return nil }
         let end = min(Int(from) + pageEventCountMax, events.count)
-        return .page(walletID: walletID, from: from, total: UInt32(events.count), events: Array(events[Int(from)..<end]))
+        return .page(
+            walletID: walletID, from: from, total: UInt32(events.count), events: Array(events[Int(from)..<end]))
     }
 
     func encode(into writer: inout ByteWriter) {
@@ -586,7 +589,9 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
             writer.write(from)
             writer.write(total)
             writer.write(UInt8(events.count))
-            for event in events { writer.write(prefixed16: event.encoded, max: KeyEventsMessage.signedEventByteCountMax) }
+            for event in events {
+                writer.write(prefixed16: event.encoded, max: KeyEventsMessage.signedEventByteCountMax)
+            }
         }
     }
 
@@ -596,18 +601,24 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
         case 1:
             guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32() else { return nil }
             guard Int(from) < KeyEventLog.eventCountMax else {
-                throw FormatError(.invalidValue, "a key-event request from sequence \(from); logs have at most \(KeyEventLog.eventCountMax)")
+                throw FormatError(
+                    .invalidValue,
+                    "a key-event request from sequence \(from); logs have at most \(KeyEventLog.eventCountMax)")
             }
             return .request(walletID: walletID, from: from)
         case 2:
-            guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32(), let total = reader.readUInt32(),
-                  let count = reader.readUInt8() else { return nil }
+            guard let walletID = reader.read(WalletID.self), let from = reader.readUInt32(),
+                let total = reader.readUInt32(),
+                let count = reader.readUInt8()
+            else { return nil }
             guard count >= 1, Int(count) <= pageEventCountMax else {
                 throw FormatError(.fieldTooLong, "a key-event page of \(count) events; 1 to \(pageEventCountMax)")
             }
             guard Int(total) <= KeyEventLog.eventCountMax, UInt64(from) + UInt64(count) <= UInt64(total) else {
-                throw FormatError(.invalidValue, "a key-event page of events \(from)+\(count) of a \(total)-event log "
-                    + "(at most \(KeyEventLog.eventCountMax))")
+                throw FormatError(
+                    .invalidValue,
+                    "a key-event page of events \(from)+\(count) of a \(total)-event log "
+                        + "(at most \(KeyEventLog.eventCountMax))")
             }
             var events: [SignedKeyEvent] = []
             for index in 0..<Int(count) {
@@ -618,8 +629,10 @@ public enum KeyEventsMessage: Hashable, Sendable, PeerMessageBody {
                     throw FormatError(.invalidValue, "a key event in a key-event page is truncated")
                 }
                 guard event.event.sequence == UInt64(from) + UInt64(index) else {
-                    throw FormatError(.invalidValue, "a key-event page starting at \(from) holds event \(event.event.sequence) "
-                        + "in place \(index)")
+                    throw FormatError(
+                        .invalidValue,
+                        "a key-event page starting at \(from) holds event \(event.event.sequence) "
+                            + "in place \(index)")
                 }
                 events.append(event)
             }

@@ -68,7 +68,8 @@ public enum PaymentCheck: Hashable, Sendable {
 
     /// The check for paying `amount` in `category` at `time` from a ledger at `state`: the same rules the
     /// ledger enforces when the debit is applied.
-    public static func evaluate(state: LedgerState, amount: Money, category: String, time: Int64) throws -> PaymentCheck {
+    public static func evaluate(state: LedgerState, amount: Money, category: String, time: Int64) throws -> PaymentCheck
+    {
         let balance = state.balance(amount.currency)
         guard amount <= balance else { return .insufficientFunds(balance: balance) }
         switch try state.budgetVerdict(category: category, payment: amount, time: time) {
@@ -186,7 +187,8 @@ public struct ReadyRecord: Hashable, Sendable {
         guard let offerID = reader.read(OfferID.self), let nonce = reader.readFixed(32),
             let amount = try Money.decode(from: &reader), let walletID = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
-            let checkpoint = try SignedCheckpoint.decode(from: &reader), let proof = try SpatialProof.decode(from: &reader)
+            let checkpoint = try SignedCheckpoint.decode(from: &reader),
+            let proof = try SpatialProof.decode(from: &reader)
         else { return nil }
         try reader.expectEnd("ready record")
         return ReadyRecord(
@@ -347,7 +349,6 @@ enum PeerCommon {
         case .hello, .request, .offer, .reply, .measurement, .ready, .transfer, .receipt, .refusal, .failure: nil
         }
     }
-
 
     /// The failure code for a spatial refusal.
     static func failureReason(_ refusal: SpatialRefusal) -> PeerFailureReason {

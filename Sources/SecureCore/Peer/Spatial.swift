@@ -15,7 +15,8 @@ public enum SessionNonce {
         -> [UInt8]
     {
         precondition(transcriptHash.count == 32, "a transcript hash is 32 bytes")
-        precondition(payerContribution.count == contributionByteCount && payeeContribution.count == contributionByteCount)
+        precondition(
+            payerContribution.count == contributionByteCount && payeeContribution.count == contributionByteCount)
         return SHA256.hash(label + transcriptHash + payerContribution + payeeContribution)
     }
 }
@@ -88,7 +89,9 @@ public struct RangingSummary: Hashable, Sendable {
     /// A summary as signed by a peer, checked against the same limits.
     public init(medianMillimetres: UInt32, spreadMillimetres: UInt32, sampleCount: UInt16) throws {
         guard Int(sampleCount) >= RangingSummary.sampleCountMin else {
-            throw RangingError(.tooFewSamples, "a summary of \(sampleCount) samples; at least \(RangingSummary.sampleCountMin) are needed")
+            throw RangingError(
+                .tooFewSamples,
+                "a summary of \(sampleCount) samples; at least \(RangingSummary.sampleCountMin) are needed")
         }
         guard Int(sampleCount) <= RangingSummary.sampleCountMax else {
             throw RangingError(.tooManySamples, "a summary of more than \(RangingSummary.sampleCountMax) samples")
@@ -99,7 +102,8 @@ public struct RangingSummary: Hashable, Sendable {
         guard spreadMillimetres <= RangingSummary.spreadMillimetresMax else {
             throw RangingError(
                 .spreadTooWide,
-                "the p10–p90 spread of \(spreadMillimetres) mm exceeds \(RangingSummary.spreadMillimetresMax) mm; hold still")
+                "the p10–p90 spread of \(spreadMillimetres) mm exceeds \(RangingSummary.spreadMillimetresMax) mm; hold still"
+            )
         }
         self.medianMillimetres = medianMillimetres
         self.spreadMillimetres = spreadMillimetres
@@ -225,10 +229,12 @@ public struct Measurement: DatedPayload {
         guard try reader.readVersion(encodingVersion, of: "measurement") else { return nil }
         guard let nonce = reader.readFixed(32), let offerID = reader.read(OfferID.self),
             let roleByte = reader.readUInt8(), let payer = reader.readFixed(P256.uncompressedPointByteCount),
-            let payee = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
+            let payee = reader.readFixed(P256.uncompressedPointByteCount),
+            let keyDate = try KeyDate.decode(from: &reader),
             let median = reader.readUInt32(),
             let spread = reader.readUInt32(), let count = reader.readUInt16(), let sourceByte = reader.readUInt8(),
-            let binding = try reader.readPrefixed8(max: TransferOrder.channelBindingByteCountMax, field: "channel binding")
+            let binding = try reader.readPrefixed8(
+                max: TransferOrder.channelBindingByteCountMax, field: "channel binding")
         else { return nil }
         try reader.expectEnd("measurement")
         guard let role = PeerRole(rawValue: roleByte) else {
@@ -279,8 +285,10 @@ public struct MeasurementContext: Hashable, Sendable {
     public let payeeDate: KeyDate
     public let channelBinding: [UInt8]
 
-    public init(nonce: [UInt8], offerID: OfferID, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
-                payerDate: KeyDate, payeeDate: KeyDate, channelBinding: [UInt8]) {
+    public init(
+        nonce: [UInt8], offerID: OfferID, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
+        payerDate: KeyDate, payeeDate: KeyDate, channelBinding: [UInt8]
+    ) {
         self.nonce = nonce
         self.offerID = offerID
         self.payerKey = payerKey
@@ -375,9 +383,10 @@ public struct SpatialProof: Hashable, Sendable {
     }
 
     /// Checks one measurement against the context and policy, or names why it is refused.
-    public static func check(_ signed: SignedMeasurement, role: PeerRole, context: MeasurementContext,
-                             policy: RangingPolicy) -> SpatialRefusal?
-    {
+    public static func check(
+        _ signed: SignedMeasurement, role: PeerRole, context: MeasurementContext,
+        policy: RangingPolicy
+    ) -> SpatialRefusal? {
         let measurement = signed.payload
         guard measurement.signerRole == role, measurement.payerKey == context.payerKey,
             measurement.payeeKey == context.payeeKey
@@ -477,11 +486,14 @@ public enum ExternalRangingParser {
         guard !trimmed.isEmpty else { return nil }
         guard trimmed.count <= 6, trimmed.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
             throw RangingError(
-                .malformedLine, "a ranging line holds one whole number of millimetres, not \"\(String(decoding: trimmed, as: UTF8.self))\"")
+                .malformedLine,
+                "a ranging line holds one whole number of millimetres, not \"\(String(decoding: trimmed, as: UTF8.self))\""
+            )
         }
         let value = trimmed.reduce(UInt32(0)) { $0 * 10 + UInt32($1 - UInt8(ascii: "0")) }
         guard value <= RangingSummary.readingMillimetresMax else {
-            throw RangingError(.readingOutOfRange, "a reading of \(value) mm exceeds \(RangingSummary.readingMillimetresMax) mm")
+            throw RangingError(
+                .readingOutOfRange, "a reading of \(value) mm exceeds \(RangingSummary.readingMillimetresMax) mm")
         }
         return value
     }

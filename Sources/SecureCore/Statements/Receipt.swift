@@ -69,11 +69,14 @@ public struct Receipt: TransferAnswerPayload {
         guard answer.keyDate.ledgerSize > position else {
             throw FormatError(.invalidValue, "a receipt is dated before its own credit entry")
         }
-        return Receipt(answer: answer, checkpointDigest: checkpointDigest, checkpointSize: size, creditPosition: position)
+        return Receipt(
+            answer: answer, checkpointDigest: checkpointDigest, checkpointSize: size, creditPosition: position)
     }
 
     /// Signs the receipt with the payee's key.
-    public func sign(with signer: MessageSigner) throws -> SignedReceipt { try SignedReceipt(signing: self, with: signer) }
+    public func sign(with signer: MessageSigner) throws -> SignedReceipt {
+        try SignedReceipt(signing: self, with: signer)
+    }
 }
 
 /// A receipt with the payee's signature.
@@ -84,7 +87,9 @@ extension SignedStatement where Payload == Receipt {
     /// transfer id, payload digest, wallets, amount and checkpoint. When the payee's key-event log is
     /// known (`payeeLog`), the signer must instead be the key that log shows in force at the receipt's
     /// date; a receipt by a retired key after its retirement confirms nothing (`ReceiptCheck` says why).
-    public func confirms(_ transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>, payeeLog: KeyEventLog? = nil) -> Bool {
+    public func confirms(_ transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>, payeeLog: KeyEventLog? = nil)
+        -> Bool
+    {
         ReceiptCheck.evaluate(self, of: transfer, payeeKeys: payeeKeys, payeeLog: payeeLog) == .confirms
     }
 }
@@ -100,16 +105,21 @@ public enum ReceiptCheck {
 
     /// The verdict for `receipt` of `transfer`. With the payee's log, the signer's date decides (a retired
     /// key's late receipt is dropped with fork evidence); without it, the signer must be in `payeeKeys`.
-    public static func evaluate(_ receipt: SignedReceipt, of transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>,
-                                payeeLog: KeyEventLog?) -> Verdict {
+    public static func evaluate(
+        _ receipt: SignedReceipt, of transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>,
+        payeeLog: KeyEventLog?
+    ) -> Verdict {
         let payload = receipt.payload
         guard receipt.isSignatureValid else { return .dropped(.badSignature) }
-        if let reason = DropReason.signer(.receipt(receipt), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog) {
+        if let reason = DropReason.signer(
+            .receipt(receipt), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog)
+        {
             return .dropped(reason)
         }
         guard payload.keyDate.ledgerSize > payload.creditPosition else { return .dropped(.unrelated) }
-        let expected = Receipt(for: transfer, payeeKey: payload.payeeKey, keyDate: payload.keyDate,
-                               creditPosition: payload.creditPosition)
+        let expected = Receipt(
+            for: transfer, payeeKey: payload.payeeKey, keyDate: payload.keyDate,
+            creditPosition: payload.creditPosition)
         return payload == expected ? .confirms : .dropped(.unrelated)
     }
 }
@@ -120,7 +130,9 @@ extension DropReason {
     static func signer(_ statement: DatedStatement, walletID: WalletID, keys: Set<P256.PublicKey>, log: KeyEventLog?)
         -> DropReason?
     {
-        guard let log, log.walletID == walletID else { return keys.contains(statement.signerKey) ? nil : .unknownSigner }
+        guard let log, log.walletID == walletID else {
+            return keys.contains(statement.signerKey) ? nil : .unknownSigner
+        }
         if let evidence = log.retiredKeyEvidence(statement) { return .retiredSigner(evidence) }
         return log.check(statement) == .inForce ? nil : .unknownSigner
     }
@@ -164,7 +176,9 @@ public struct Refusal: TransferAnswerPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Refusal? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "refusal") else { return nil }
-        guard let answer = try TransferAnswer.decode(from: &reader), let reasonByte = reader.readUInt8() else { return nil }
+        guard let answer = try TransferAnswer.decode(from: &reader), let reasonByte = reader.readUInt8() else {
+            return nil
+        }
         try reader.expectEnd("refusal")
         guard let reason = RefusalReason(rawValue: reasonByte) else {
             throw FormatError(.invalidValue, "refusal reason \(reasonByte) is not known")
@@ -174,7 +188,9 @@ public struct Refusal: TransferAnswerPayload {
     }
 
     /// Signs the refusal with the payee's key.
-    public func sign(with signer: MessageSigner) throws -> SignedRefusal { try SignedRefusal(signing: self, with: signer) }
+    public func sign(with signer: MessageSigner) throws -> SignedRefusal {
+        try SignedRefusal(signing: self, with: signer)
+    }
 }
 
 /// A refusal with the payee's signature.
@@ -207,10 +223,13 @@ public enum RefusalCheck {
     ) -> StatementVerdict {
         guard refusal.isSignatureValid else { return .drop(.badSignature) }
         let payload = refusal.payload
-        if let reason = DropReason.signer(.refusal(refusal), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog) {
+        if let reason = DropReason.signer(
+            .refusal(refusal), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog)
+        {
             return .drop(reason)
         }
-        let expected = Refusal(refusing: sent, payeeKey: payload.payeeKey, keyDate: payload.keyDate, reason: payload.reason)
+        let expected = Refusal(
+            refusing: sent, payeeKey: payload.payeeKey, keyDate: payload.keyDate, reason: payload.reason)
         guard payload == expected else { return .drop(.unrelated) }
         let reference = refusal.statementReference
         let bytes = refusal.encoded
@@ -219,7 +238,8 @@ public enum RefusalCheck {
         ) {
             .accept(
                 EntryDraft(
-                    kind: .reversal, amount: payload.amount, counterparty: payload.payeeWalletID.bytes, statement: reference,
+                    kind: .reversal, amount: payload.amount, counterparty: payload.payeeWalletID.bytes,
+                    statement: reference,
                     payload: bytes))
         }
     }
@@ -259,7 +279,8 @@ public struct TransferAnswer: Hashable, Sendable {
     static func decode(from reader: inout ByteReader) throws -> TransferAnswer? {
         guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
             let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
-            let point = reader.readFixed(P256.uncompressedPointByteCount), let keyDate = try KeyDate.decode(from: &reader),
+            let point = reader.readFixed(P256.uncompressedPointByteCount),
+            let keyDate = try KeyDate.decode(from: &reader),
             let amount = try Money.decode(from: &reader)
         else { return nil }
         return TransferAnswer(

@@ -47,7 +47,8 @@ public struct TransferOrder: Hashable, Sendable {
             throw FormatError(.invalidValue, "a spatial proof digest is 32 bytes")
         }
         guard channelBinding.count <= TransferOrder.channelBindingByteCountMax else {
-            throw FormatError(.fieldTooLong, "a channel binding is at most \(TransferOrder.channelBindingByteCountMax) bytes")
+            throw FormatError(
+                .fieldTooLong, "a channel binding is at most \(TransferOrder.channelBindingByteCountMax) bytes")
         }
         self.transferID = transferID
         self.payerWalletID = payerWalletID
@@ -221,8 +222,10 @@ public struct TransferPolicy: Hashable, Sendable {
     public var channelBinding: [UInt8]?
 
     /// A policy; the defaults are those of `secure accept FILE` without `--no-proximity`.
-    public init(acceptsWithoutProximity: Bool = false, verifiedSpatialProof: [UInt8]? = nil,
-                channelBinding: [UInt8]? = nil) {
+    public init(
+        acceptsWithoutProximity: Bool = false, verifiedSpatialProof: [UInt8]? = nil,
+        channelBinding: [UInt8]? = nil
+    ) {
         self.acceptsWithoutProximity = acceptsWithoutProximity
         self.verifiedSpatialProof = verifiedSpatialProof
         self.channelBinding = channelBinding

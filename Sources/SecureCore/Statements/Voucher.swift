@@ -60,7 +60,9 @@ public struct Voucher: SignedPayload {
     }
 
     /// Signs the voucher with the issuer's key.
-    public func sign(with signer: MessageSigner) throws -> SignedVoucher { try SignedVoucher(signing: self, with: signer) }
+    public func sign(with signer: MessageSigner) throws -> SignedVoucher {
+        try SignedVoucher(signing: self, with: signer)
+    }
 }
 
 /// A voucher with the issuer's signature.

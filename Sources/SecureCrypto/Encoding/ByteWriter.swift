@@ -45,7 +45,6 @@ package struct ByteWriter {
     /// or one whose length an earlier field gave.
     package mutating func write(raw field: [UInt8]) { bytes.append(contentsOf: field) }
 
-
     /// One length byte, then the field.
     package mutating func write(prefixed8 field: [UInt8], max: Int) {
         precondition(field.count <= max && max <= Int(UInt8.max), "field over its limit")

@@ -107,12 +107,12 @@ final class MLKEMScratch {
 
 enum MLKEMEngine {
     // Byte offsets inside MLKEMScratch.bytes.
-    private static let prfOffset = 0  // 192 bytes of PRF output
-    private static let messageOffset = 256  // m or m′, 32 bytes
-    private static let gOffset = 320  // G output K ‖ r, 64 bytes
-    private static let rejectOffset = 384  // K̄, 32 bytes
-    private static let xofOffset = 512  // 504 bytes of SHAKE128 output
-    private static let ciphertextOffset = 1024  // re-encrypted c′, up to 1568 bytes
+    private static let prfOffset = 0 // 192 bytes of PRF output
+    private static let messageOffset = 256 // m or m′, 32 bytes
+    private static let gOffset = 320 // G output K ‖ r, 64 bytes
+    private static let rejectOffset = 384 // K̄, 32 bytes
+    private static let xofOffset = 512 // 504 bytes of SHAKE128 output
+    private static let ciphertextOffset = 1024 // re-encrypted c′, up to 1568 bytes
     /// SHAKE128 blocks squeezed at once for SampleNTT. Three blocks (504 bytes, 336 candidates) suffice
     /// for about 99% of polynomials; the rest are re-squeezed with more output (`sampleNTT`).
     private static let sampleBlockCount = 3
@@ -199,7 +199,7 @@ enum MLKEMEngine {
     }
 
     private static func hashH(_ keccak: KeccakContext, _ bytes: [UInt8]) -> [UInt8] {
-        keccak.compute(.sha3_256, parts: [bytes], outputByteCount: 32, isXOF: false)
+        keccak.compute(.sha3With256Bits, parts: [bytes], outputByteCount: 32, isXOF: false)
     }
 
     /// ML-KEM.KeyGen_internal(d, z) (Algorithms 13 and 16).
@@ -210,7 +210,7 @@ enum MLKEMEngine {
         let keccak = scratch.keccak
         let rhoSigma = scratch.bytes + gOffset
         // (ρ, σ) = G(d ‖ k)
-        keccak.start(.sha3_512)
+        keccak.start(.sha3With512Bits)
         seed.withUnsafeBytes { keccak.absorb($0.baseAddress, 32) }
         var kByte = UInt8(k)
         keccak.absorb(&kByte, 1)
@@ -377,7 +377,7 @@ enum MLKEMEngine {
         let keccak = scratch.keccak
         let kr = scratch.bytes + gOffset
         // (K, r) = G(m ‖ H(ek))
-        keccak.start(.sha3_512)
+        keccak.start(.sha3With512Bits)
         keccak.absorb(message.baseAddress, 32)
         keccak.absorb(key.hash)
         keccak.finish(into: kr, count: 64)
@@ -412,7 +412,7 @@ enum MLKEMEngine {
             let count = received.count
             decrypt(key, ciphertext: received.baseAddress!, scratch: scratch, message: message)
             // (K′, r′) = G(m′ ‖ h)
-            keccak.start(.sha3_512)
+            keccak.start(.sha3With512Bits)
             keccak.absorb(message, 32)
             keccak.absorb(key.publicKey.hash)
             keccak.finish(into: kr, count: 64)
