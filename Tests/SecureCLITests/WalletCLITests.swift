@@ -347,6 +347,79 @@ struct PeerCLITests {
             "the lock is free once receive ends")
     }
 
+    /// The payee after `ready` and before the credit: the payer is stopped (SIGSTOP) once it has sent its
+    /// measurement, so the payee persists its ready record, sends `ready` and waits for the transfer while the
+    /// readers run. They see the state before the credit; the payment then completes.
+    @Test func readersRunBetweenReadyAndTheCredit() throws {
+        let world = try Self.funded()
+        let port = String(Int.random(in: 20_000..<40_000))
+        final class Box: @unchecked Sendable { var result: ProcessResult? }
+        let receiver = Box()
+        let receiverDone = DispatchSemaphore(value: 0)
+        let receiveArguments =
+            [
+                "receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--allow-simulated-ranging",
+                "--distance", "420",
+            ] + world.wallet("bob")
+        Thread.detachNewThread {
+            receiver.result = try? world.run(receiveArguments)
+            receiverDone.signal()
+        }
+        var payer: Process?
+        var lines: [String] = []
+        for _ in 0..<50 where !lines.contains(where: { $0.contains("\"event\":\"measured\"") }) {
+            Thread.sleep(forTimeInterval: 0.2)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Run.secure)
+            process.arguments =
+                [
+                    "pay", "--to", "127.0.0.1:" + port, "--yes", "--json", "--amount", "4.50 EUR", "--category", "food",
+                    "--allow-simulated-ranging", "--distance", "400",
+                ] + world.wallet("alice")
+            process.environment = ProcessInfo.processInfo.environment.merging(world.environment) { $1 }
+            process.currentDirectoryURL = URL(fileURLWithPath: world.directory)
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            payer = process
+            var pending = Data()
+            lines = []
+            // Read events line by line until the payer has signed and sent its measurement.
+            while true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                pending += chunk
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending = Data(pending[(newline + 1)...])
+                }
+                if lines.contains(where: { $0.contains("\"event\":\"measured\"") }) {
+                    kill(process.processIdentifier, SIGSTOP)
+                    break
+                }
+            }
+            if !lines.contains(where: { $0.contains("\"event\":\"measured\"") }) { process.waitUntilExit() }
+        }
+        let stopped = try #require(payer, "the payer never ran")
+        try #require(lines.contains { $0.contains("\"event\":\"measured\"") }, "the payer never measured: \(lines)")
+        // The payee measures, persists its ready record and sends `ready` at machine speed.
+        Thread.sleep(forTimeInterval: 2)
+        let readers = try [["balance", "--json"], ["history", "--json"], ["pending", "--json"], ["budget", "show"]]
+            .map { try world.run($0 + world.wallet("bob")) }
+        kill(stopped.processIdentifier, SIGCONT)
+        // Drain the payer's output so it never blocks on a full pipe, then wait for both sides.
+        if let output = stopped.standardOutput as? Pipe { _ = output.fileHandleForReading.readDataToEndOfFile() }
+        stopped.waitUntilExit()
+        receiverDone.wait()
+        for reader in readers { #expect(reader.status == 0 && !reader.stderr.contains("busy"), "\(reader.stderr)") }
+        let balances = try JSONSerialization.jsonObject(with: Data(readers[0].stdout)) as? [String: Any]
+        #expect(balances?["balances"] as? [String] == [], "before the credit: \(readers[0].output)")
+        #expect(stopped.terminationStatus == 0, "the payment completes after the pause")
+        #expect(receiver.result?.status == 0, "\(receiver.result?.output ?? "") \(receiver.result?.stderr ?? "")")
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
+    }
+
     static func historyCount(_ world: WalletCLITests.World) throws -> Int {
         let history = try world.run(["history", "--json"] + world.wallet("bob"))
         return (try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [Any])?.count ?? -1
