@@ -318,8 +318,10 @@ public final class PeerActions {
             return payeeOnly { $0.readyRecordLoaded(record) }
         case .credit(let task): return try credit(task, action)
         case .keepReceipt(let receipt, _):
+            // The confirmation is a ledger entry, so its checkpoint needs the token (a retry has no approval).
+            try unlockWithoutPrompt("record the payee's receipt")
             try environment.crashPoint(.beforeReceipt, of: action)
-            try walletLock.withLock { try wallet.confirm(receipt, payeeKeys: Set([peerKey].compactMap { $0 })) }
+            try walletLock.withLock { try wallet.confirm(receipt, payeeLog: lookedUpKeyLog) }
             person.event(
                 "receipt", ["transferID": receipt.payload.transferID.hex], "the payee's countersigned receipt is kept")
             return []
@@ -327,7 +329,7 @@ public final class PeerActions {
             try unlockWithoutPrompt("record the reversal of a refused payment")
             try environment.crashPoint(.beforeReversal, of: action)
             let outcome = try walletLock.withLock {
-                try wallet.applyRefusal(refusal, payeeKeys: Set([peerKey].compactMap { $0 }))
+                try wallet.applyRefusal(refusal, payeeLog: lookedUpKeyLog)
             }
             person.event(
                 "reversal", ["reason": "\(refusal.payload.reason)", "outcome": "\(outcome)"],
@@ -514,7 +516,8 @@ public final class PeerActions {
         try unlockWithoutPrompt("credit the payment approved earlier")
         try environment.crashPoint(.beforeCredit, of: action)
         let outcome = try walletLock.withLock {
-            try wallet.accept(task.transfer, policy: task.policy, peerFailure: task.peerFailure)
+            try wallet.accept(
+                task.transfer, payerLog: lookedUpKeyLog, policy: task.policy, peerFailure: task.peerFailure)
         }
         try environment.crashPoint(.afterCredit, of: action)
         switch outcome {

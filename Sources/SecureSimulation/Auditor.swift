@@ -167,7 +167,7 @@ final class Auditor {
             deposits[id, default: 0] += 1
             if deposits[id] == 1 { undeposited -= amount }
             balances[index] += units
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement:
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
             break
         }
         seen[index].append(
@@ -276,7 +276,8 @@ final class Auditor {
                     deposits[id, default: 1] -= 1
                     if deposits[id] == 0 { undeposited += minted[id] ?? 0 }
                 }
-            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
+            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+                break
             }
         }
         seen[index].removeSubrange(size...)

@@ -33,7 +33,7 @@ public final class Simulator {
     var sessions: [SimulatedSession] = []
     var sessionCount = 0
     /// File transfers (`spend --out`) waiting to be accepted: the transfer and its payee's index.
-    var mailbox: [(transfer: SignedTransfer, payee: Int)] = []
+    var mailbox: [(envelope: Envelope, payee: Int)] = []
     public internal(set) var stats = SimulationStats()
     var auditor: Auditor!
     var trace: [String] = []
@@ -595,26 +595,28 @@ public final class Simulator {
         guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
         let payee = pick(payees)
         let amount = Self.euros(1 + Int64(random.next() % UInt64(min(balance.minorUnits, Self.amountMinorUnitsMax))))
-        guard
-            let transfer = try walletStep(
+        // The payer holds the payee's card: its key-event log as the payee last handed it out.
+        guard let card = payee.wallet.map({ WalletCard(log: $0.keyLog) }),
+            let envelope = try walletStep(
                 payer, "spend --out",
                 {
-                    try $0.spend(to: payee.walletID, amount: amount, category: "misc", note: "file")
+                    try $0.spend(to: card, amount: amount, category: "misc", note: "file")
                 })
         else { return }
         stats.fileTransfers += 1
-        mailbox.append((transfer, payee.index))
+        mailbox.append((envelope, payee.index))
         note("w\(payer.index) spend --out \(amount) to w\(payee.index)")
     }
 
     private func acceptFile(_ payee: SimulatedWallet) throws {
         guard let slot = mailbox.firstIndex(where: { $0.payee == payee.index }) else { return }
-        let transfer = mailbox[slot].transfer
+        let envelope = mailbox[slot].envelope
+        let transfer = try envelope.transfer().0
         guard
             let outcome = try walletStep(
                 payee, "accept FILE",
                 { wallet in
-                    let outcome = try wallet.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+                    let outcome = try wallet.accept(envelope, policy: TransferPolicy(acceptsWithoutProximity: true)).1
                     if case .duplicate = outcome, config.broken == .nonIdempotentAccept {
                         try plantSecondCredit(transfer, in: wallet)
                     }
@@ -637,10 +639,8 @@ public final class Simulator {
                 let receipt = try walletStep(
                     payee, "receipt", { try $0.receipt(for: transfer, creditPosition: entry.position) })
             {
-                let payeeKey = payee.wallet?.signingKey
-                try walletStep(
-                    wallets[payerIndex], "confirm",
-                    { try $0.confirm(receipt, payeeKeys: Set([payeeKey].compactMap { $0 })) })
+                let payeeLog = payee.wallet?.keyLog
+                try walletStep(wallets[payerIndex], "confirm", { try $0.confirm(receipt, payeeLog: payeeLog) })
             }
         case .refused, .conflict, .policyRefusal, .dropped:
             if payee.isHonest

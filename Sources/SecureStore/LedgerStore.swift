@@ -237,7 +237,7 @@ public final class LedgerStore: @unchecked Sendable {
                     "INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)"
                 )
                 .bind([
-                    .blob(outgoing.transferID.bytes), .integer(Int64(outgoing.position)), .blob(outgoing.signed),
+                    .blob(outgoing.transferID.bytes), try .count(outgoing.position), .blob(outgoing.signed),
                     outgoing.message.map { .blob($0) } ?? .null,
                 ]).run()
             }
@@ -257,17 +257,17 @@ public final class LedgerStore: @unchecked Sendable {
                 let kind = Int64(entry.kind.rawValue)
                 let leaf = Merkle.leafHash(encoded)
                 try insertEntry.bind([
-                    .integer(Int64(entry.position)), .blob(entry.id), .integer(kind),
+                    try .count(entry.position), .blob(entry.id), .integer(kind),
                     .blob(encoded), .blob(entry.link), .blob(leaf),
                 ]).run()
                 for (level, index, hash) in Self.completedNodes(range, position: entry.position, leaf: leaf) {
-                    try insertNode.bind([.integer(Int64(level)), .integer(Int64(index)), .blob(hash)]).run()
+                    try insertNode.bind([.integer(Int64(level)), try .count(index), .blob(hash)]).run()
                 }
                 range.append(leafHash: leaf)
                 if let statement = entry.statement, entry.kind != .conflictingStatement {
                     try insertStatement.bind([
                         .blob(statement.signer), .blob(statement.id), .integer(kind),
-                        .blob(statement.payloadDigest), .integer(Int64(entry.position)),
+                        .blob(statement.payloadDigest), try .count(entry.position),
                     ]).run()
                 }
                 // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
@@ -278,7 +278,7 @@ public final class LedgerStore: @unchecked Sendable {
                         "INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)"
                     )
                     .bind([
-                        .blob(checkpoint.checkpoint.walletID.bytes), .integer(Int64(checkpoint.checkpoint.size)),
+                        .blob(checkpoint.checkpoint.walletID.bytes), try .count(checkpoint.checkpoint.size),
                         .blob(checkpoint.encoded),
                     ]).run()
                 }
@@ -286,7 +286,7 @@ public final class LedgerStore: @unchecked Sendable {
             }
             for checkpoint in checkpoints {
                 precondition(checkpoint.size >= 1 && checkpoint.size <= expected, "a checkpoint past the ledger's end")
-                try insertCheckpoint.bind([.integer(Int64(checkpoint.size)), .blob(checkpoint.encoded)]).run()
+                try insertCheckpoint.bind([try .count(checkpoint.size), .blob(checkpoint.encoded)]).run()
             }
             precondition(range == treePeaks, "the caller's tree does not match the appended entries")
             try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
@@ -329,9 +329,9 @@ public final class LedgerStore: @unchecked Sendable {
     private func node(level: Int, index: UInt64) throws -> [UInt8] {
         let statement =
             level == 0
-            ? try database.prepare("SELECT leaf FROM entries WHERE position = ?").bind([.integer(Int64(index))])
+            ? try database.prepare("SELECT leaf FROM entries WHERE position = ?").bind([try .count(index)])
             : try database.prepare("SELECT hash FROM nodes WHERE level = ? AND idx = ?").bind([
-                .integer(Int64(level)), .integer(Int64(index)),
+                .integer(Int64(level)), try .count(index),
             ])
         guard try statement.step() else {
             throw StoreError(.corrupted, "the Merkle node (\(level), \(index)) is missing")
@@ -410,7 +410,7 @@ public final class LedgerStore: @unchecked Sendable {
     /// The entry at a position, decoded; nil past the end.
     public func entry(at position: UInt64) throws -> LedgerEntry? {
         let statement = try database.prepare("SELECT encoded FROM entries WHERE position = ?").bind([
-            .integer(Int64(position))
+            try .count(position)
         ])
         guard try statement.step() else { return nil }
         return try decodeEntry(statement.blob(0), position: position)
@@ -428,7 +428,7 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare(
             "SELECT position, encoded FROM entries WHERE position >= ? AND position < ? ORDER BY position"
         )
-        .bind([.integer(Int64(from)), .integer(Int64(min(to, UInt64(Int64.max))))])
+        .bind([try .count(from), .integer(Int64(min(to, UInt64(Int64.max))))])
         while try statement.step() {
             try body(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0))))
         }
@@ -439,7 +439,7 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare(
             "SELECT encoded FROM entries WHERE position >= ? AND position < ? ORDER BY position"
         )
-        .bind([.integer(Int64(from)), .integer(Int64(to))])
+        .bind([try .count(from), try .count(to)])
         var result: [[UInt8]] = []
         while try statement.step() { result.append(statement.blob(0)) }
         return result
@@ -450,7 +450,7 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare(
             "SELECT leaf FROM entries WHERE position >= ? AND position < ? ORDER BY position"
         )
-        .bind([.integer(Int64(from)), .integer(Int64(to))])
+        .bind([try .count(from), try .count(to)])
         var result: [[UInt8]] = []
         while try statement.step() { result.append(statement.blob(0)) }
         return result
@@ -479,7 +479,7 @@ public final class LedgerStore: @unchecked Sendable {
     /// The signed checkpoint of a given size.
     public func checkpoint(size: UInt64) throws -> [UInt8]? {
         let statement = try database.prepare("SELECT encoded FROM checkpoints WHERE size = ?").bind([
-            .integer(Int64(size))
+            try .count(size)
         ])
         return try statement.step() ? statement.blob(0) : nil
     }
@@ -490,7 +490,7 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare(
             "SELECT size, encoded FROM checkpoints WHERE size > ? AND size <= ? ORDER BY size"
         )
-        .bind([.integer(Int64(after)), .integer(Int64(through))])
+        .bind([try .count(after), try .count(through)])
         var result: [(size: UInt64, encoded: [UInt8])] = []
         while try statement.step() { result.append((UInt64(statement.integer(0)), statement.blob(1))) }
         return result
@@ -518,7 +518,7 @@ public final class LedgerStore: @unchecked Sendable {
     public func storePeerCheckpoint(wallet: WalletID, size: UInt64, encoded: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)")
-                .bind([.blob(wallet.bytes), .integer(Int64(size)), .blob(encoded)]).run()
+                .bind([.blob(wallet.bytes), try .count(size), .blob(encoded)]).run()
         }
     }
 
@@ -535,7 +535,7 @@ public final class LedgerStore: @unchecked Sendable {
     /// A peer's stored checkpoint of a size.
     public func peerCheckpoint(wallet: WalletID, size: UInt64) throws -> [UInt8]? {
         let statement = try database.prepare("SELECT encoded FROM peer_checkpoints WHERE wallet = ? AND size = ?")
-            .bind([.blob(wallet.bytes), .integer(Int64(size))])
+            .bind([.blob(wallet.bytes), try .count(size)])
         return try statement.step() ? statement.blob(0) : nil
     }
 
@@ -563,17 +563,20 @@ extension LedgerStore: StatementIndex {
         (try? statement(signer: signer, id: id)).flatMap { $0 }.map { ($0.digest, $0.position) }
     }
 
-    public func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool)? {
+    public func paymentOut(transferID: [UInt8]) -> (
+        amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool
+    )? {
         guard
             let row = try? database.prepare("SELECT position FROM statements WHERE kind = ? AND id = ?")
                 .bind([.integer(Int64(EntryKind.paymentOut.rawValue)), .blob(transferID)]),
             (try? row.step()) == true,
             let entry = try? self.entry(at: UInt64(row.integer(0))), let amount = entry.amount
         else { return nil }
-        let reversed =
+        func followed(by kind: EntryKind) -> Bool {
             (try? database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?")
-                .bind([.integer(Int64(EntryKind.reversal.rawValue)), .blob(transferID)]).step()) ?? false
-        return (amount, entry.position, reversed)
+                .bind([.integer(Int64(kind.rawValue)), .blob(transferID)]).step()) ?? false
+        }
+        return (amount, entry.position, followed(by: .reversal), followed(by: .confirmation))
     }
 }
 
@@ -647,7 +650,7 @@ extension LedgerStore {
             try database.prepare(
                 "INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)"
             )
-            .bind([.blob(transferID.bytes), .integer(Int64(position)), .blob(signed)]).run()
+            .bind([.blob(transferID.bytes), try .count(position), .blob(signed)]).run()
         }
     }
 

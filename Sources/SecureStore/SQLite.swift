@@ -194,5 +194,17 @@ enum SQLValue {
     case null
 }
 
+extension SQLValue {
+    /// A ledger size, position or index as SQLite's signed integer. No ledger reaches 2^63 entries, so a
+    /// larger value can only come from a hostile file or peer: it is refused here, never converted with a
+    /// trap (`Int64(_:)` on such a value stops the process).
+    static func count(_ value: UInt64) throws -> SQLValue {
+        guard let signed = Int64(exactly: value) else {
+            throw FormatError(.invalidValue, "\(value) is past the largest size a ledger can have (2^63 − 1)")
+        }
+        return .integer(signed)
+    }
+}
+
 /// SQLITE_TRANSIENT: SQLite copies bound values before the call returns.
 private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -91,8 +91,12 @@ public enum Run {
         done.wait()
         let errData = errBox.data
         process.waitUntilExit()
+        // A child killed by a signal (a trap is SIGILL or SIGTRAP) reports 128 + the signal, as a shell does,
+        // so a test that expects a clean exit code cannot mistake a crash for one.
+        let status =
+            process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         return ProcessResult(
-            status: process.terminationStatus, stdout: Array(outData),
+            status: status, stdout: Array(outData),
             stderr: String(decoding: errData, as: UTF8.self))
     }
 

@@ -5,7 +5,8 @@ import SecureStore
 /// Peers' key-event logs: how this wallet follows the rotations of wallets it deals with. A log is
 /// self-certifying from the wallet id (the inception's digest), so the first valid log seen is kept;
 /// afterwards a newer log replaces it only through a valid chain that extends it, and two events with
-/// one sequence are kept as fork evidence.
+/// one sequence are kept as fork evidence. Nothing but these logs decides which key may sign for a
+/// wallet: not a card's or a statement's own key, not the command line.
 extension Wallet {
     /// Follows a peer's key-event log; stores it, or the evidence, as the outcome says.
     @discardableResult
@@ -35,5 +36,30 @@ extension Wallet {
     /// A peer's key-event log as this wallet knows it.
     public func peerKeyLog(of peerWalletID: WalletID) throws -> KeyEventLog? {
         try ledger.peerKeyEventLog(wallet: peerWalletID)
+    }
+
+    /// The longest log of `peerWalletID` that this wallet can vouch for, given an `offered` one (from an
+    /// envelope or a card): the known log, or the offered one where it extends the known one. Nothing is
+    /// stored here, so a statement that turns out unproven leaves no trace; two events with one sequence
+    /// are kept as fork evidence (they prove themselves) and give nil, as does an offered log of another
+    /// wallet.
+    func provenLog(of peerWalletID: WalletID, offered: KeyEventLog?) throws -> KeyEventLog? {
+        let known = try peerKeyLog(of: peerWalletID)
+        guard let offered, offered.walletID == peerWalletID else { return known }
+        guard var merged = known else { return offered }
+        switch merged.follow(offered.events) {
+        case .followed: return merged
+        case .conflict(let conflict):
+            try ledger.storeEvidence(ForkEvidence.conflictingKeyEvents(conflict).encoded)
+            return nil
+        // An older log than the known one (or one that breaks the chain) teaches nothing new.
+        case .refused: return known
+        }
+    }
+
+    /// Keeps the log a proven statement was checked against, when it is newer than the one stored.
+    func keepProvenLog(_ log: KeyEventLog) throws {
+        guard log.walletID != walletID, try peerKeyLog(of: log.walletID)?.head != log.head else { return }
+        try followKeyEvents(of: log.walletID, events: log.events)
     }
 }

@@ -49,19 +49,39 @@ extension Wallet {
             refusal: nil)
     }
 
-    /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). A validly signed transfer
-    /// that fails a check is recorded as refused and answered with a signed refusal.
-    public func accept(_ transfer: SignedTransfer, policy: TransferPolicy, peerFailure: RefusalReason? = nil) throws
-        -> StatementOutcome
-    {
+    /// Credits the transfer in a file's envelope: `accept(_:payerLog:policy:)` with the payer's log from the
+    /// envelope.
+    public func accept(_ envelope: Envelope, policy: TransferPolicy) throws -> (SignedTransfer, StatementOutcome) {
+        let (transfer, payerLog) = try envelope.transfer()
+        return (transfer, try accept(transfer, payerLog: payerLog, policy: policy))
+    }
+
+    /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). The payer's key-event log
+    /// (`payerLog`, merged with the one this wallet follows) must show the transfer's key in force for the
+    /// payer's wallet id, or the transfer is dropped and nothing is recorded. A validly signed transfer that
+    /// fails a check is recorded as refused and answered with a signed refusal.
+    public func accept(
+        _ transfer: SignedTransfer, payerLog: KeyEventLog?, policy: TransferPolicy, peerFailure: RefusalReason? = nil
+    ) throws -> StatementOutcome {
+        let payer = transfer.payload.order.payerWalletID
         // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
-        guard transfer.payload.order.payerWalletID != walletID else {
+        guard payer != walletID else {
             throw WalletError(
                 .invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
+        guard let log = try provenLog(of: payer, offered: payerLog) else { return .dropped(.unknownSigner) }
         let verdict = TransferCheck.evaluate(
-            transfer, walletID: walletID, state: state, policy: policy, peerFailure: peerFailure)
-        if transfer.isSignatureValid { try keepForkEvidence(about: transfer) }
+            transfer, walletID: walletID, payerLog: log, state: state, policy: policy, peerFailure: peerFailure)
+        switch verdict {
+        case .drop(.retiredSigner(let evidence)):
+            try keep(evidence)
+            return .dropped(.retiredSigner(evidence))
+        case .drop(let reason): return .dropped(reason)
+        case .policyRefusal(let reason): return .policyRefusal(reason)
+        default: break
+        }
+        try keepProvenLog(log)
+        try keepForkEvidence(about: transfer)
         var outcome = try settle(verdict, refusal: nil)
         let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
@@ -120,16 +140,23 @@ extension Wallet {
         }
     }
 
-    /// Appends the reversal a payee's signed refusal entitles this wallet to, for a transfer it sent.
-    /// When this wallet follows the payee's key-event log, the log decides which key may refuse (at the
-    /// refusal's date), and a retired key's late refusal is kept as fork evidence.
-    public func applyRefusal(_ refusal: SignedRefusal, payeeKeys: Set<P256.PublicKey>) throws -> StatementOutcome {
+    /// Appends the reversal a payee's signed refusal entitles this wallet to, for a transfer it sent. Only
+    /// the payee the transfer names may refuse it, and its key-event log (`payeeLog`, merged with the one
+    /// this wallet follows) decides which key may sign for it at the refusal's date; a retired key's late
+    /// refusal is kept as fork evidence. No key from anywhere else counts.
+    public func applyRefusal(_ refusal: SignedRefusal, payeeLog offered: KeyEventLog?) throws -> StatementOutcome {
         guard let sent = try outgoingTransfer(id: refusal.payload.transferID) else {
             throw WalletError(.notFound, "this wallet sent no transfer with id \(refusal.payload.transferID.hex)")
         }
-        let payeeLog = try peerKeyLog(of: refusal.payload.payeeWalletID)
-        let verdict = RefusalCheck.evaluate(refusal, of: sent, payeeKeys: payeeKeys, payeeLog: payeeLog, state: state)
-        if case .drop(.retiredSigner(let evidence)) = verdict { try keep(evidence) }
+        let payee = sent.payload.order.payeeWalletID
+        guard refusal.payload.payeeWalletID == payee else { return .dropped(.unrelated) }
+        guard let payeeLog = try provenLog(of: payee, offered: offered) else { return .dropped(.unknownSigner) }
+        let verdict = RefusalCheck.evaluate(refusal, of: sent, payeeLog: payeeLog, state: state)
+        switch verdict {
+        case .drop(.retiredSigner(let evidence)): try keep(evidence)
+        case .drop: break
+        default: try keepProvenLog(payeeLog)
+        }
         return try settle(verdict, refusal: nil)
     }
 
@@ -208,6 +235,23 @@ extension Wallet {
         }
     }
 
+    /// A payment by file to the wallet a card names: the card's key-event log is followed first (it is
+    /// self-certifying), then `spend(to:…)`. Returns the envelope to hand to the payee: the transfer and
+    /// this wallet's key-event log.
+    public func spend(
+        to card: WalletCard, amount: Money, category: String, note: String = "", overrideBudget: Bool = false
+    ) throws -> Envelope {
+        guard card.walletID != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
+        _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
+        if case .conflict = try followKeyEvents(of: card.walletID, events: card.log.events) {
+            throw WalletError(
+                .refused, "the card's key-event log conflicts with the one this wallet follows; kept as fork evidence")
+        }
+        let transfer = try spend(
+            to: card.walletID, amount: amount, category: category, note: note, overrideBudget: overrideBudget)
+        return Envelope(transfer, payerLog: keyLog)
+    }
+
     /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
     /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
     /// sent again, unchanged, until it is confirmed.
@@ -272,6 +316,7 @@ extension Wallet {
             guard let order = try TransferOrder.decode(debit.payload) else { return nil }
             if let record = try ledger.outgoing(transferID: order.transferID), record.status != .pending { return nil }
             if try ledger.statementExists(kind: .reversal, id: order.transferID.bytes) { return nil }
+            if try ledger.statementExists(kind: .confirmation, id: order.transferID.bytes) { return nil }
             guard let transfer = try outgoingTransfer(id: order.transferID) else { return nil }
             return (transfer, debit)
         }
@@ -283,15 +328,21 @@ extension Wallet {
             with: try signer)
     }
 
-    /// Records the payee's countersigned receipt: the payment is confirmed. When this wallet follows the
-    /// payee's key-event log, the log decides which key may sign it (at the receipt's date), and a retired
-    /// key's late receipt is refused and kept as fork evidence.
-    public func confirm(_ receipt: SignedReceipt, payeeKeys: Set<P256.PublicKey>) throws {
+    /// Records the payee's countersigned receipt as a `confirmation` entry: the payment is confirmed and can
+    /// no longer be reversed. The payee's key-event log (`payeeLog`, merged with the one this wallet follows)
+    /// decides which key may sign it at the receipt's date; a retired key's late receipt is refused and kept
+    /// as fork evidence. A receipt for a payment already reversed is kept as a conflicting statement.
+    @discardableResult
+    public func confirm(_ receipt: SignedReceipt, payeeLog offered: KeyEventLog?) throws -> StatementOutcome {
         guard let sent = try outgoingTransfer(id: receipt.payload.transferID) else {
             throw WalletError(.refused, "the receipt does not confirm a transfer this wallet sent")
         }
-        let payeeLog = try peerKeyLog(of: receipt.payload.payeeWalletID)
-        switch ReceiptCheck.evaluate(receipt, of: sent, payeeKeys: payeeKeys, payeeLog: payeeLog) {
+        let payee = sent.payload.order.payeeWalletID
+        guard let payeeLog = try provenLog(of: payee, offered: offered) else {
+            throw WalletError(
+                .refused, "the payee's key-event log is unknown or conflicting; the receipt proves nothing")
+        }
+        switch ReceiptCheck.evaluate(receipt, of: sent, payeeLog: payeeLog) {
         case .confirms: break
         case .dropped(.retiredSigner(let evidence)):
             try keep(evidence)
@@ -301,6 +352,19 @@ extension Wallet {
             throw WalletError(
                 .refused, "the receipt does not confirm a transfer this wallet sent, or is not signed by the payee")
         }
-        try ledger.markOutgoing(transferID: receipt.payload.transferID, status: .confirmed, receipt: receipt.encoded)
+        try keepProvenLog(payeeLog)
+        let verdict = ReceiptCheck.confirmation(receipt, state: state)
+        if case .accept = verdict, state.isReversed(transferID: receipt.payload.transferID) {
+            throw WalletError(
+                .refused,
+                "payment \(receipt.payload.transferID.hex) was already reversed on the payee's signed refusal; "
+                    + "the payee signed both a receipt and a refusal of it")
+        }
+        let outcome = try settle(verdict, refusal: nil)
+        if case .recorded = outcome {
+            try ledger.markOutgoing(
+                transferID: receipt.payload.transferID, status: .confirmed, receipt: receipt.encoded)
+        }
+        return outcome
     }
 }

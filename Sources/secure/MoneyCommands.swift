@@ -7,18 +7,42 @@ import SecureStore
 import SecureToken
 import SecureWallet
 
-/// A wallet named on the command line: 64 hex digits of wallet id, or a wallet card file written by
-/// `secure wallet show --card` (a "Wallet-ID: HEX" line and the public key PEM).
-func parseWalletReference(_ text: String) throws -> WalletID {
-    if let id = WalletID(hex: text) { return id }
-    guard let data = FileManager.default.contents(atPath: text) else {
-        throw UsageError("\"\(text)\" is neither a 64-digit wallet id nor a readable wallet card file")
+/// A wallet card file written by `secure wallet show --card`: the wallet id and the key-event log that
+/// proves it. Nothing else names a wallet to pay or mint to, so the payer always holds the payee's log.
+func readWalletCard(_ path: String) throws -> WalletCard {
+    let text = String(decoding: try readFile(path, what: "the wallet card"), as: UTF8.self)
+    do {
+        return try WalletCard.parse(text)
+    } catch let error as any CodedError {
+        throw UsageError("\(path) is not a wallet card: \(error.message)")
     }
-    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Wallet-ID:") {
-        let hex = line.dropFirst("Wallet-ID:".count).trimmingCharacters(in: .whitespaces)
-        if let id = WalletID(hex: hex) { return id }
+}
+
+/// Reads an envelope file (a transfer, receipt or refusal with its signer's key-event log), or says on
+/// stderr why it is not one and returns nil.
+func readEnvelope(_ path: String, what: String) throws -> Envelope? {
+    let bytes = try readFile(path, what: "the \(what)")
+    do {
+        guard let envelope = try Envelope.decode(bytes) else {
+            printError("secure: \(path) is not a \(what) (truncated); nothing was recorded")
+            return nil
+        }
+        return envelope
+    } catch let error as any CodedError {
+        printError("secure: \(path) is not a \(what): \(error.message); nothing was recorded")
+        return nil
     }
-    throw UsageError("\(text) has no \"Wallet-ID: <64 hex digits>\" line; make one with `secure wallet show --card`")
+}
+
+/// Why a statement was dropped, for a person.
+func dropText(_ reason: DropReason) -> String {
+    switch reason {
+    case .badSignature: return "its signature does not verify"
+    case .unknownSigner: return "its signer's key-event log does not show its key in force for the wallet it claims"
+    case .unrelated: return "it is about another transfer, or signed by another wallet than its payee"
+    case .retiredSigner:
+        return "it is signed by a key after that key's retirement (kept as fork evidence)"
+    }
 }
 
 /// Writes bytes to --out, durably, or refuses to overwrite.
@@ -49,11 +73,12 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
         case .proximityRequired, .proximityUnverified:
             advice = "it carries no proximity proof you verified; accept it with --no-proximity if you meant to"
         case .channelBindingMismatch: advice = "it was made for another session"
+        case .notAddressedToThisWallet: advice = "it is not addressed to this wallet; nothing was signed either"
         }
         return ("\(what) not accepted: \(advice). Nothing was recorded", .refused)
     case .dropped(let reason):
         return (
-            "\(what) dropped: its signature does not hold (\(reason)); anyone could have made it. Nothing was recorded",
+            "\(what) dropped: \(dropText(reason)); anyone could have made it. Nothing was recorded",
             .verification
         )
     }
@@ -65,15 +90,16 @@ enum MoneyCommands {
           secure issuer init --token URI [--label L] [--pin-source SPEC]
               Makes an issuer key on a token; prints its URI. Export it with `secure keys export URI --pem`.
           secure issuer trust PEM [--wallet DIR]      trust an issuer's public key for deposits
-          secure mint --issuer KEYURI --to WALLET --amount "50.00 EUR" --out FILE
-              Signs a voucher for WALLET (a wallet id, or a card from `secure wallet show --card`).
+          secure mint --issuer KEYURI --to CARD --amount "50.00 EUR" --out FILE
+              Signs a voucher for the wallet of CARD (from `secure wallet show --card`).
           secure deposit FILE                         credit a voucher, once
-          secure spend --to WALLET --amount A --category C [--note N] [--override-budget] --out FILE
-              Budget check, PIN, sign, append: writes a signed transfer with no proximity proof.
+          secure spend --to CARD --amount A --category C [--note N] [--override-budget] --out FILE
+              Budget check, PIN, sign, append: writes the signed transfer (no proximity proof) in an
+              envelope with this wallet's key-event log.
           secure accept FILE [--no-proximity] [--receipt-out FILE] [--refusal-out FILE]
               Credit a transfer, idempotently; a transfer without a proximity proof needs --no-proximity.
-          secure reverse REFUSAL_FILE --payee CARD    append the reversal a payee's signed refusal allows
-          secure confirm RECEIPT_FILE --payee CARD    record the payee's countersigned receipt
+          secure reverse REFUSAL_FILE                 append the reversal the payee's signed refusal allows
+          secure confirm RECEIPT_FILE                 record the payee's countersigned receipt (final)
           secure pending [--json]                     payments out without a receipt or reversal
         """
 
@@ -104,7 +130,7 @@ enum MoneyCommands {
         let arguments = try Arguments(
             words, options: sessionOptions.union(["issuer", "to", "amount", "out"]), flags: sessionFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let recipient = try parseWalletReference(try arguments.required("to"))
+        let recipient = try readWalletCard(try arguments.required("to")).walletID
         let amount = try MoneyText.parse(try arguments.required("amount"))
         guard !amount.isZero else { throw UsageError("a voucher's amount must be positive") }
         let out = try arguments.required("out")
@@ -141,7 +167,7 @@ enum MoneyCommands {
             words, options: walletOptions.union(["to", "amount", "category", "note", "out"]),
             flags: walletFlags.union(["override-budget"]))
         _ = try arguments.positionals(0, "no positional arguments")
-        let payee = try parseWalletReference(try arguments.required("to"))
+        let payee = try readWalletCard(try arguments.required("to"))
         let amount = try MoneyText.parse(try arguments.required("amount"))
         guard !amount.isZero else { throw UsageError("a payment's amount must be positive") }
         let category = try arguments.required("category")
@@ -159,12 +185,12 @@ enum MoneyCommands {
                     "secure: budget alert: \(usage.category) will be above 80% of \(MoneyText.format(usage.limit)) this window"
                 )
             }
-            let transfer = try wallet.spend(
+            let envelope = try wallet.spend(
                 to: payee, amount: amount, category: category, note: arguments.value("note") ?? "",
                 overrideBudget: arguments.flag("override-budget"))
-            try writeOutput(transfer.encoded, to: out)
+            try writeOutput(envelope.encoded, to: out)
             print(
-                "paid \(MoneyText.format(amount)) to \(payee.hex) (\(category)); signed transfer in \(out). "
+                "paid \(MoneyText.format(amount)) to \(payee.walletID.hex) (\(category)); signed transfer in \(out). "
                     + "It carries no proximity proof: the payee accepts it with --no-proximity")
             return .success
         } catch let refusal as Wallet.SpendRefusal {
@@ -178,13 +204,20 @@ enum MoneyCommands {
             words, options: walletOptions.union(["receipt-out", "refusal-out"]),
             flags: walletFlags.union(["no-proximity"]))
         let path = try arguments.positionals(1, "one transfer FILE")[0]
-        guard let transfer = try? SignedTransfer.decode(try readFile(path, what: "the transfer")) else {
-            printError("secure: \(path) is not a transfer (truncated or malformed); nothing was recorded")
+        guard let envelope = try readEnvelope(path, what: "transfer") else { return .verification }
+        let wallet = try openWallet(arguments, .appending)
+        let transfer: SignedTransfer
+        let outcome: StatementOutcome
+        do {
+            (transfer, outcome) = try wallet.accept(
+                envelope, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
+        } catch let error as FormatError {
+            printError("secure: \(path) does not hold a transfer: \(error.message); nothing was recorded")
+            return .verification
+        } catch let error as KeyEventError {
+            printError("secure: \(path): \(error.message); nothing was recorded")
             return .verification
         }
-        let wallet = try openWallet(arguments, .appending)
-        let outcome = try wallet.accept(
-            transfer, policy: TransferPolicy(acceptsWithoutProximity: arguments.flag("no-proximity")))
         let (message, code) = describe(outcome, what: "transfer")
         (code == .success ? { print($0) } : printError)(message)
         for evidence in wallet.lastEvidence {
@@ -193,7 +226,7 @@ enum MoneyCommands {
                     + "the fork evidence is kept: `secure evidence export --out DIR`")
         }
         if case .refused(_, _, let refusal?) = outcome, let out = arguments.value("refusal-out") {
-            try writeOutput(refusal.encoded, to: out)
+            try writeOutput(Envelope(refusal, payeeLog: wallet.keyLog).encoded, to: out)
             printError(
                 "secure: the signed refusal is in \(out); give it to the payer, whose `secure reverse` credits the debit back"
             )
@@ -202,7 +235,7 @@ enum MoneyCommands {
             switch outcome {
             case .recorded(let entry), .duplicate(let entry):
                 let receipt = try wallet.receipt(for: transfer, creditPosition: entry.position)
-                try writeOutput(receipt.encoded, to: out)
+                try writeOutput(Envelope(receipt, payeeLog: wallet.keyLog).encoded, to: out)
                 printError("secure: the countersigned receipt is in \(out); give it to the payer (`secure confirm`)")
             default: break
             }
@@ -211,41 +244,56 @@ enum MoneyCommands {
     }
 
     static func reverse(_ words: [String]) throws -> ExitCode {
-        guard
-            case (let wallet, let payeeKey, let refusal)? = try payeeSigned(
-                words, "refusal", decode: { try SignedRefusal.decode($0) })
-        else { return .verification }
-        let (message, code) = describe(try wallet.applyRefusal(refusal, payeeKeys: [payeeKey]), what: "refusal")
+        guard case (let wallet, let envelope)? = try payeeSigned(words, "refusal") else { return .verification }
+        guard let (refusal, payeeLog) = try opened(envelope, { try $0.refusal() }) else { return .verification }
+        let (message, code) = describe(try wallet.applyRefusal(refusal, payeeLog: payeeLog), what: "refusal")
         (code == .success ? { print($0) } : printError)(message)
         return code
     }
 
     static func confirm(_ words: [String]) throws -> ExitCode {
-        guard
-            case (let wallet, let payeeKey, let receipt)? = try payeeSigned(
-                words, "receipt", decode: { try SignedReceipt.decode($0) })
-        else { return .verification }
-        try wallet.confirm(receipt, payeeKeys: [payeeKey])
-        print("payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt")
-        return .success
+        guard case (let wallet, let envelope)? = try payeeSigned(words, "receipt") else { return .verification }
+        guard let (receipt, payeeLog) = try opened(envelope, { try $0.receipt() }) else { return .verification }
+        switch try wallet.confirm(receipt, payeeLog: payeeLog) {
+        case .duplicate:
+            print("payment \(receipt.payload.transferID.hex) was already confirmed by this receipt; nothing changed")
+            return .success
+        case .conflict(let entry):
+            printError(
+                "secure: the payee signed a refusal and a receipt of payment \(receipt.payload.transferID.hex); "
+                    + "both are kept as evidence (entry \(entry.position)), and the payment stays as it was")
+            return .refused
+        default:
+            print(
+                "payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt; it can no longer be reversed"
+            )
+            return .success
+        }
     }
 
-    /// For `reverse` and `confirm`: the wallet, opened to append, the payee's key (`--payee`, a card or a PEM
-    /// key) and the one FILE, a `what` the payee signed; nil, with the reason on stderr, when FILE is not one.
-    private static func payeeSigned<Document>(_ words: [String], _ what: String, decode: ([UInt8]) throws -> Document?)
-        throws -> (Wallet, P256.PublicKey, Document)?
-    {
-        let arguments = try Arguments(words, options: walletOptions.union(["payee"]), flags: walletFlags)
+    /// For `reverse` and `confirm`: the wallet, opened to append, and the one FILE, an envelope holding a
+    /// `what` the payee signed with the payee's key-event log; nil, with the reason on stderr, when FILE is
+    /// not one. No key is taken from the command line: the log in the envelope, checked against the payee
+    /// the transfer names, decides.
+    private static func payeeSigned(_ words: [String], _ what: String) throws -> (Wallet, Envelope)? {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         let path = try arguments.positionals(1, "one \(what) FILE")[0]
-        let payeeKey = try P256.PublicKey(
-            pem: String(
-                decoding: try readFile(try arguments.required("payee"), what: "the payee's card or key"), as: UTF8.self)
-        )
-        guard let document = try? decode(try readFile(path, what: "the \(what)")) else {
-            printError("secure: \(path) is not a \(what); nothing was recorded")
-            return nil
+        guard let envelope = try readEnvelope(path, what: what) else { return nil }
+        return (try openWallet(arguments, .appending), envelope)
+    }
+
+    /// The statement and log inside an envelope, or nil with the reason on stderr.
+    private static func opened<Statement>(
+        _ envelope: Envelope, _ open: (Envelope) throws -> (Statement, KeyEventLog)
+    ) throws -> (Statement, KeyEventLog)? {
+        do {
+            return try open(envelope)
+        } catch let error as FormatError {
+            printError("secure: \(error.message); nothing was recorded")
+        } catch let error as KeyEventError {
+            printError("secure: \(error.message); nothing was recorded")
         }
-        return (try openWallet(arguments, .appending), payeeKey, document)
+        return nil
     }
 
     static func pending(_ words: [String]) throws -> ExitCode {

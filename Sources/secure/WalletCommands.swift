@@ -65,7 +65,7 @@ enum WalletCommands {
               After losing the token: open the wallet with the backup token and rewrap its key to a new token.
           secure wallet show [--json | --card]
               The wallet id, the current public key (PEM and fingerprint), the token and the anchor. --card
-              prints a wallet card (Wallet-ID line and PEM) for others to mint or pay to.
+              prints a wallet card (the wallet id and its key-event log) for others to mint or pay to.
         Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
         and --token URI to override the token recorded at init.
         """
@@ -180,8 +180,7 @@ enum WalletCommands {
         }
         if arguments.flag("card") {
             // A wallet card: what others need to mint or pay to this wallet (documented in PROTOCOL.md).
-            print("Wallet-ID: \(wallet.walletID.hex)")
-            print(wallet.signingKey.pem, terminator: "")
+            print(WalletCard(log: wallet.keyLog).text, terminator: "")
             return .success
         }
         print("wallet id    \(wallet.walletID.hex)")

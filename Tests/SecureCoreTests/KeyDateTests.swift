@@ -48,21 +48,19 @@ import Testing
             ).sign(with: payee.keys.signers[sequence])
         }
         let inForce = try receipt(0, size: 7, credit: 6)
-        #expect(ReceiptCheck.evaluate(inForce, of: transfer, payeeKeys: [], payeeLog: payee.log) == .confirms)
+        #expect(ReceiptCheck.evaluate(inForce, of: transfer, payeeLog: payee.log) == .confirms)
         #expect(
-            ReceiptCheck.evaluate(try receipt(1, size: 9, credit: 8), of: transfer, payeeKeys: [], payeeLog: payee.log)
+            ReceiptCheck.evaluate(try receipt(1, size: 9, credit: 8), of: transfer, payeeLog: payee.log)
                 == .confirms)
         let late = try receipt(0, size: 9, credit: 8)
         guard
             case .dropped(.retiredSigner(let evidence)) = ReceiptCheck.evaluate(
-                late, of: transfer, payeeKeys: [payee.key(0)],
-                payeeLog: payee.log)
+                late, of: transfer, payeeLog: payee.log)
         else {
             Issue.record("a receipt by a retired key after its retirement was not refused"); return
         }
         #expect(try Self.provenAfterRoundTrip(evidence))
-        // Without the log only the keys given decide; no date puts a key before its own event.
-        #expect(late.confirms(transfer, payeeKeys: [payee.key(0)]))
+        // No date puts a key before its own event.
         #expect(throws: FormatError.self) { try payee.date(1, size: 7) }
         // A key the log does not name at the date's sequence confirms nothing.
         let misdated = try Receipt(
@@ -70,7 +68,7 @@ import Testing
             creditPosition: 6
         ).sign(with: payee.keys.signers[1])
         #expect(
-            ReceiptCheck.evaluate(misdated, of: transfer, payeeKeys: [payee.key(1)], payeeLog: payee.log)
+            ReceiptCheck.evaluate(misdated, of: transfer, payeeLog: payee.log)
                 == .dropped(.unknownSigner))
         // A receipt dated before its own credit does not decode.
         let bad = Receipt(
@@ -94,7 +92,7 @@ import Testing
             reason: .debitMismatch
         ).sign(with: payee.keys.signers[0])
         let verdict = RefusalCheck.evaluate(
-            late, of: transfer, payeeKeys: [payee.key(0)], payeeLog: payee.log, state: payer.state)
+            late, of: transfer, payeeLog: payee.log, state: payer.state)
         guard case .drop(.retiredSigner(let evidence)) = verdict else { Issue.record("\(verdict)"); return }
         #expect(try Self.provenAfterRoundTrip(evidence))
         let current = try Refusal(
@@ -103,7 +101,7 @@ import Testing
         ).sign(with: payee.keys.signers[1])
         guard
             case .accept = RefusalCheck.evaluate(
-                current, of: transfer, payeeKeys: [], payeeLog: payee.log, state: payer.state)
+                current, of: transfer, payeeLog: payee.log, state: payer.state)
         else {
             Issue.record("the key in force could not refuse"); return
         }

@@ -172,7 +172,7 @@ struct PeerSimulation {
         for action in actions {
             switch action {
             case .send(let message): send(message, toPayee: true)
-            case .lookUpPeer: try payerDo(payerMachine.peerLookedUp(PeerRecord(knownName: "Bob")))
+            case .lookUpPeer: try payerDo(payerMachine.peerLookedUp(PeerRecord(knownName: "Bob", keyLog: payee.log)))
             case .chooseCategory: try payerDo(payerMachine.categoryChosen(config.category))
             case .checkPayment(let amount, let category):
                 let check = try PaymentCheck.evaluate(
@@ -200,7 +200,7 @@ struct PeerSimulation {
                 try payerDo(payerMachine.debitCommitted(transfer))
             case .keepReceipt(let receipt, _): self.receipt = receipt
             case .appendReversal(let refusal, let transfer):
-                let verdict = RefusalCheck.evaluate(refusal, of: transfer, payeeKeys: [payee.key], state: payer.state)
+                let verdict = RefusalCheck.evaluate(refusal, of: transfer, payeeLog: payee.log, state: payer.state)
                 try payer.carryOut(verdict)
             case .provideEvidence, .keepEvidence, .provideKeyEvents, .keepKeyEvents, .finish: break
             case .persistReadyRecord, .loadReadyRecord, .credit:
@@ -215,7 +215,10 @@ struct PeerSimulation {
         for action in actions {
             switch action {
             case .send(let message): send(message, toPayee: false)
-            case .lookUpPeer: try payeeDo(payeeMachine.peerLookedUp(PeerRecord(knownName: nil, heldCheckpoint: held)))
+            case .lookUpPeer:
+                try payeeDo(
+                    payeeMachine.peerLookedUp(
+                        PeerRecord(knownName: nil, heldCheckpoint: held, keyLog: payer.log)))
             case .askApproval(let approval):
                 approvals.append(approval)
                 if config.payeeDefersApproval { break }
@@ -245,7 +248,7 @@ struct PeerSimulation {
 
     mutating func credit(_ task: CreditTask) throws -> [PeerAction] {
         let verdict = TransferCheck.evaluate(
-            task.transfer, walletID: payee.walletID, state: payee.state,
+            task.transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
             policy: task.policy, peerFailure: task.peerFailure)
         switch verdict {
         case .accept, .duplicate:

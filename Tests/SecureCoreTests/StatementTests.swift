@@ -120,10 +120,11 @@ struct TransferTests {
         #expect(try SignedTransfer.decode(transfer.encoded) == transfer)
         // Without --no-proximity: refused by policy, nothing recorded.
         #expect(
-            TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state, policy: .init())
+            TransferCheck.evaluate(
+                transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state, policy: .init())
                 == .policyRefusal(.proximityRequired))
         let verdict = TransferCheck.evaluate(
-            transfer, walletID: payee.walletID, state: payee.state,
+            transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
             policy: TransferTests.noProximity)
         guard case .accept(let draft) = verdict else { Issue.record("\(verdict)"); return }
         #expect(draft.kind == .paymentIn && draft.flags == .withoutProximity && draft.payload == transfer.encoded)
@@ -133,16 +134,16 @@ struct TransferTests {
         // accept(accept(L, T), T) = accept(L, T)
         #expect(
             TransferCheck.evaluate(
-                transfer, walletID: payee.walletID, state: payee.state,
+                transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
                 policy: TransferTests.noProximity) == .duplicate(position: credit.position))
         let receipt = try Receipt(
             for: transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: credit.position
         )
         .sign(with: payee.signer)
-        #expect(receipt.confirms(transfer, payeeKeys: [payee.key]))
-        #expect(!receipt.confirms(transfer, payeeKeys: [payer.key]))
+        #expect(receipt.confirms(transfer, payeeLog: payee.log))
+        #expect(!receipt.confirms(transfer, payeeLog: payer.log))
         let other = try payer.pay(payee.walletID, units: 1)
-        #expect(!receipt.confirms(other, payeeKeys: [payee.key]))
+        #expect(!receipt.confirms(other, payeeLog: payee.log))
         #expect(try SignedReceipt.decode(receipt.encoded) == receipt)
     }
 
@@ -160,7 +161,7 @@ struct TransferTests {
             inclusionProof: good.payload.inclusionProof
         ).sign(with: payer.signer)
         let verdict = TransferCheck.evaluate(
-            tampered, walletID: payee.walletID, state: payee.state,
+            tampered, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
             policy: TransferTests.noProximity)
         guard case .refuse(.debitMismatch, let record) = verdict else { Issue.record("\(verdict)"); return }
         #expect(record.kind == .statementRefused && record.statement == tampered.statementReference)
@@ -169,45 +170,55 @@ struct TransferTests {
         // The genuine transfer under the same id is now a conflict: kept as evidence, never credited.
         guard
             case .conflict = TransferCheck.evaluate(
-                good, walletID: payee.walletID, state: payee.state,
+                good, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
                 policy: TransferTests.noProximity)
         else { Issue.record("no conflict"); return }
 
         // The payer holds the exact bytes it sent (here the genuine transfer was refused instead).
         var (payer2, payee2) = try TransferTests.wallets()
-        let sent = try payer2.pay(Fixture.id(0x77), units: 300)
+        let sent = try payer2.pay(payee2.walletID, units: 300)
         #expect(payer2.balance() == Fixture.eur(9700))
-        let wrongRecipient = TransferCheck.evaluate(
-            sent, walletID: payee2.walletID, state: payee2.state,
+        // A bystander given the file neither credits nor refuses it: nothing is recorded or signed.
+        let bystander = try TestWallet(seed: 30)
+        let misdelivered = TransferCheck.evaluate(
+            sent, walletID: bystander.walletID, payerLog: payer2.log, state: bystander.state,
             policy: TransferTests.noProximity)
-        guard case .refuse(.wrongRecipient, _) = wrongRecipient else { Issue.record("\(wrongRecipient)"); return }
-        // The real payee (0x77…) refuses for, say, a spatial proof mismatch; the payer reverses.
+        #expect(misdelivered == .policyRefusal(.notAddressedToThisWallet))
+        // The real payee refuses for, say, a spatial proof mismatch; the payer reverses.
         let refusal = try Refusal(
             refusing: sent, payeeKey: payee2.key, keyDate: payee2.keyDate, reason: .spatialProofMismatch
         )
         .sign(with: payee2.signer)
         #expect(try SignedRefusal.decode(refusal.encoded) == refusal)
+        // Checked against another wallet's log (the bystander's, or the payer's own), it proves nothing.
         #expect(
-            RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payer2.key], state: payer2.state)
+            RefusalCheck.evaluate(refusal, of: sent, payeeLog: bystander.log, state: payer2.state)
                 == .drop(.unknownSigner))
-        let unrelated = try payer2.pay(Fixture.id(0x77), units: 1)
+        // The bystander's own signed refusal under the payee's wallet id is not the payee's.
+        let byBystander = try Refusal(
+            refusing: sent, payeeKey: bystander.key, keyDate: bystander.keyDate, reason: .debitMismatch
+        ).sign(with: bystander.signer)
         #expect(
-            RefusalCheck.evaluate(refusal, of: unrelated, payeeKeys: [payee2.key], state: payer2.state)
+            RefusalCheck.evaluate(byBystander, of: sent, payeeLog: payee2.log, state: payer2.state)
+                == .drop(.unknownSigner))
+        let unrelated = try payer2.pay(payee2.walletID, units: 1)
+        #expect(
+            RefusalCheck.evaluate(refusal, of: unrelated, payeeLog: payee2.log, state: payer2.state)
                 == .drop(.unrelated))
         let forged = SignedRefusal(
             payload: refusal.payload,
             signature: try payer2.signer.sign(refusal.payload.encoded, label: Refusal.signatureLabel))
         #expect(
-            RefusalCheck.evaluate(forged, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+            RefusalCheck.evaluate(forged, of: sent, payeeLog: payee2.log, state: payer2.state)
                 == .drop(.badSignature))
-        let reverse = RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+        let reverse = RefusalCheck.evaluate(refusal, of: sent, payeeLog: payee2.log, state: payer2.state)
         guard case .accept(let reversal) = reverse else { Issue.record("\(reverse)"); return }
         #expect(reversal.kind == .reversal && reversal.amount == Fixture.eur(300))
         let entry = try payer2.carryOut(reverse)!
         #expect(payer2.balance() == Fixture.eur(9999))
         // The refusal re-delivered reverses nothing more.
         #expect(
-            RefusalCheck.evaluate(refusal, of: sent, payeeKeys: [payee2.key], state: payer2.state)
+            RefusalCheck.evaluate(refusal, of: sent, payeeLog: payee2.log, state: payer2.state)
                 == .duplicate(position: entry.position))
     }
 
@@ -217,7 +228,8 @@ struct TransferTests {
         let stranger = try SoftwareSigner()
         let lenient = TransferTests.noProximity
         func evaluate(_ transfer: SignedTransfer, _ policy: TransferPolicy = lenient) -> StatementVerdict {
-            TransferCheck.evaluate(transfer, walletID: payee.walletID, state: payee.state, policy: policy)
+            TransferCheck.evaluate(
+                transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state, policy: policy)
         }
         func refusalReason(_ verdict: StatementVerdict) -> RefusalReason? {
             if case .refuse(let reason, _) = verdict { return reason }
@@ -244,7 +256,8 @@ struct TransferTests {
         let foreign = SignedCheckpoint(
             checkpoint: parts.checkpoint.checkpoint,
             signature: try stranger.sign(parts.checkpoint.checkpoint.encoded, label: Checkpoint.signatureLabel))
-        #expect(refusalReason(evaluate(try resigned(checkpoint: foreign))) == .checkpointInvalid)
+        // A checkpoint of another wallet is not the payer's: its signer is unproven, so nothing is recorded.
+        #expect(evaluate(try resigned(checkpoint: foreign)) == .drop(.unknownSigner))
         // A leaf that is not an entry, or not this order's debit.
         #expect(refusalReason(evaluate(try resigned(leaf: [1, 2, 3]))) == .debitMismatch)
         #expect(refusalReason(evaluate(try resigned(leaf: payer.entries[1].encoded))) == .debitMismatch)

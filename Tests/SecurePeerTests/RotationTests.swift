@@ -43,14 +43,17 @@ struct RotationTests {
         #expect(transfer.payload.order.payerKey == wallet.signingKey)
         guard
             case .recorded(let credit) = try bob.wallet!.accept(
-                transfer, policy: TransferPolicy(acceptsWithoutProximity: true))
+                transfer, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         else { Issue.record("the payee did not credit a transfer made after the rotation"); return }
         let receipt = try bob.wallet!.receipt(for: transfer, creditPosition: credit.position)
-        try wallet.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
+        try wallet.confirm(receipt, payeeLog: bob.wallet!.keyLog)
         // Receive after the rotation, with the payee rotated too.
         try Self.rotate(bob)
         let back = try bob.wallet!.spend(to: wallet.walletID, amount: try MoneyText.parse("4.00 EUR"), category: "")
-        guard case .recorded = try wallet.accept(back, policy: TransferPolicy(acceptsWithoutProximity: true)) else {
+        guard
+            case .recorded = try wallet.accept(
+                back, payerLog: bob.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
+        else {
             Issue.record("a transfer from a rotated payer was not credited"); return
         }
         #expect(try WalletOperationTests.balance(alice) == "24.00 EUR")

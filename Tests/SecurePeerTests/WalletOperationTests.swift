@@ -86,16 +86,24 @@ struct WalletOperationTests {
             to: bob.wallet!.walletID, amount: try MoneyText.parse("20.00 EUR"), category: "food")
         #expect(try Self.balance(alice) == "0.00 EUR", "a debit equal to the balance succeeds")
         #expect(try alice.wallet!.pendingTransfers().count == 1)
-        guard case .policyRefusal(.proximityRequired) = try bob.wallet!.accept(transfer, policy: TransferPolicy())
+        guard
+            case .policyRefusal(.proximityRequired) = try bob.wallet!.accept(
+                transfer, payerLog: alice.wallet!.keyLog, policy: TransferPolicy())
         else {
             Issue.record("no-proximity policy"); return
         }
         let policy = TransferPolicy(acceptsWithoutProximity: true)
-        guard case .recorded(let credit) = try bob.wallet!.accept(transfer, policy: policy) else {
+        guard
+            case .recorded(let credit) = try bob.wallet!.accept(
+                transfer, payerLog: alice.wallet!.keyLog, policy: policy)
+        else {
             Issue.record("accept"); return
         }
         for _ in 0..<3 {
-            guard case .duplicate(let again) = try bob.wallet!.accept(transfer, policy: policy) else {
+            guard
+                case .duplicate(let again) = try bob.wallet!.accept(
+                    transfer, payerLog: alice.wallet!.keyLog, policy: policy)
+            else {
                 Issue.record("re-accept"); return
             }
             #expect(again == credit)
@@ -105,7 +113,7 @@ struct WalletOperationTests {
             for: transfer, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate,
             creditPosition: credit.position
         ).sign(with: try bob.wallet!.signer)
-        try alice.wallet!.confirm(receipt, payeeKeys: [bob.wallet!.signingKey])
+        try alice.wallet!.confirm(receipt, payeeLog: bob.wallet!.keyLog)
         #expect(try alice.wallet!.pendingTransfers().isEmpty)
         // Both ledgers verify, and the payee kept the payer's checkpoint.
         for test in [alice, bob] {
@@ -161,7 +169,8 @@ struct WalletOperationTests {
             order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
             inclusionProof: [[UInt8](repeating: 0, count: 32)]
         ).sign(with: try alice.wallet!.signer)
-        let outcome = try bob.wallet!.accept(bad, policy: TransferPolicy(acceptsWithoutProximity: true))
+        let outcome = try bob.wallet!.accept(
+            bad, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         guard case .refused(.inclusionProofInvalid, _, let refusal?) = outcome else {
             Issue.record("refusal: \(outcome)"); return
         }
@@ -170,13 +179,13 @@ struct WalletOperationTests {
         let size = bob.wallet!.size
         guard
             case .refused(_, _, let again?) = try bob.wallet!.accept(
-                bad, policy: TransferPolicy(acceptsWithoutProximity: true))
+                bad, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         else {
             Issue.record("re-delivered refused transfer"); return
         }
         #expect(again == refusal && bob.wallet!.size == size)
         // The payer stored the good transfer; the refusal names the bad one, so it is unrelated to what was sent.
-        guard case .dropped(.unrelated) = try alice.wallet!.applyRefusal(refusal, payeeKeys: [bob.wallet!.signingKey])
+        guard case .dropped(.unrelated) = try alice.wallet!.applyRefusal(refusal, payeeLog: bob.wallet!.keyLog)
         else {
             Issue.record("unrelated refusal"); return
         }
@@ -185,10 +194,10 @@ struct WalletOperationTests {
             refusing: good, payeeKey: bob.wallet!.signingKey, keyDate: bob.wallet!.keyDate,
             reason: .inclusionProofInvalid
         ).sign(with: try bob.wallet!.signer)
-        guard case .recorded = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else {
+        guard case .recorded = try alice.wallet!.applyRefusal(real, payeeLog: bob.wallet!.keyLog) else {
             Issue.record("reversal"); return
         }
-        guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeKeys: [bob.wallet!.signingKey]) else {
+        guard case .duplicate = try alice.wallet!.applyRefusal(real, payeeLog: bob.wallet!.keyLog) else {
             Issue.record("once"); return
         }
         #expect(try Self.balance(alice) == "30.00 EUR")
@@ -199,7 +208,7 @@ struct WalletOperationTests {
             refusing: good, payeeKey: stranger.wallet!.signingKey, keyDate: stranger.wallet!.keyDate,
             reason: .debitMismatch
         ).sign(with: try stranger.wallet!.signer)
-        guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeKeys: [bob.wallet!.signingKey])
+        guard case .dropped(.unknownSigner) = try alice.wallet!.applyRefusal(fake, payeeLog: bob.wallet!.keyLog)
         else {
             Issue.record("stranger's refusal"); return
         }
@@ -212,12 +221,14 @@ struct WalletOperationTests {
         let transfer = try alice.wallet!.spend(
             to: bob.wallet!.walletID, amount: try MoneyText.parse("2.00 EUR"), category: "x")
         let policy = TransferPolicy(acceptsWithoutProximity: true)
-        guard case .recorded = try bob.wallet!.accept(transfer, policy: policy) else { Issue.record("accept"); return }
+        guard case .recorded = try bob.wallet!.accept(transfer, payerLog: alice.wallet!.keyLog, policy: policy) else {
+            Issue.record("accept"); return
+        }
         let stateBefore = try LedgerVerifier.verify(bob.wallet!.ledger, walletID: bob.wallet!.walletID).state
         try bob.reopen()
         #expect(bob.wallet!.state.balances == stateBefore.balances)
         // After reopening (no replay), the statement index still knows the transfer.
-        guard case .duplicate = try bob.wallet!.accept(transfer, policy: policy) else {
+        guard case .duplicate = try bob.wallet!.accept(transfer, payerLog: alice.wallet!.keyLog, policy: policy) else {
             Issue.record("duplicate after reopen"); return
         }
         try alice.reopen()
@@ -242,7 +253,9 @@ struct ForkEvidenceTests {
         try alice.reopen()
         let first = try alice.wallet!.spend(
             to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
-        guard case .recorded = try bob.wallet!.accept(first, policy: TransferPolicy(acceptsWithoutProximity: true))
+        guard
+            case .recorded = try bob.wallet!.accept(
+                first, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         else {
             Issue.record("first accept"); return
         }
@@ -255,7 +268,8 @@ struct ForkEvidenceTests {
         #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
         let second = try alice.wallet!.spend(
             to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
-        _ = try bob.wallet!.accept(second, policy: TransferPolicy(acceptsWithoutProximity: true))
+        _ = try bob.wallet!.accept(
+            second, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         let evidence = bob.wallet!.lastEvidence
         #expect(!evidence.isEmpty, "the second transfer conflicts with the first")
         for item in evidence {

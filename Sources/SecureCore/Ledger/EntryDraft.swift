@@ -149,7 +149,8 @@ public enum StatementVerdict: Hashable, Sendable {
 
 /// Why a validly signed statement failed a check. The raw values travel in signed refusals.
 public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
-    /// The statement names another wallet as its recipient.
+    /// The statement names another wallet as its recipient. No longer signed: such a transfer gets a policy
+    /// refusal (`notAddressedToThisWallet`) and nothing is recorded; the value stays reserved.
     case wrongRecipient = 1
     /// The payer's checkpoint is not signed by the payer's key or names another wallet.
     case checkpointInvalid = 2
@@ -175,17 +176,19 @@ public enum PolicyRefusalReason: Hashable, Sendable {
     case proximityUnverified
     /// The transfer is bound to another channel than the one it arrived on.
     case channelBindingMismatch
+    /// The transfer names another wallet as its payee: this wallet neither credits nor refuses it.
+    case notAddressedToThisWallet
 }
 
 /// Why a statement was dropped.
 public enum DropReason: Hashable, Sendable {
     /// The signature does not verify under the key the statement names.
     case badSignature
-    /// A refusal or receipt signed by a key that is not the payee's.
+    /// A statement whose signer's key-event log does not show its key in force for the wallet it claims.
     case unknownSigner
     /// A refusal or receipt that is about another transfer than the one it was matched with.
     case unrelated
-    /// A refusal or receipt signed by a key of the payee's log after its retirement: the evidence proves it.
+    /// A statement signed by a key of its signer's log after the key's retirement: the evidence proves it.
     case retiredSigner(ForkEvidence)
 }
 

@@ -21,20 +21,25 @@ public enum EntryKind: UInt8, Sendable, CaseIterable {
     case statementRefused = 8
     /// A second signed payload under an id already seen, kept as evidence.
     case conflictingStatement = 9
+    /// The payee's countersigned receipt of a payment out: `statement` names the receipt (payee key
+    /// fingerprint, transfer id, receipt digest). A confirmed payment can no longer be reversed.
+    case confirmation = 10
 
     /// Whether entries of this kind carry an amount, and which way it moves the balance.
     var direction: Direction {
         switch self {
         case .deposit, .paymentIn, .reversal: .credit
         case .paymentOut: .debit
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: .none
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+            .none
         }
     }
 
     /// Whether the entry must name the signed statement it records.
     var needsStatement: Bool {
         switch self {
-        case .deposit, .paymentOut, .paymentIn, .reversal, .statementRefused, .conflictingStatement: true
+        case .deposit, .paymentOut, .paymentIn, .reversal, .statementRefused, .conflictingStatement, .confirmation:
+            true
         case .budgetChange, .keyEvent, .rollbackAccepted: false
         }
     }

@@ -1,3 +1,5 @@
+import SecureCrypto
+
 /// What the ledger's entries add up to: balances, budgets, the open budget windows' spending and the
 /// statements already recorded. It is derived, never stored as truth: replaying the entries from the
 /// start reproduces it exactly, and a checkpoint signs its snapshot.
@@ -61,6 +63,11 @@ public struct LedgerState: Hashable, Sendable {
             ? .duplicate(position: recorded.position) : .conflict(position: recorded.position)
     }
 
+    /// Whether this wallet's payment out with `transferID` was reversed.
+    public func isReversed(transferID: TransferID) -> Bool {
+        (paymentsOut[transferID.bytes] ?? index.paymentOut(transferID: transferID.bytes))?.isReversed ?? false
+    }
+
     /// The budget verdict for paying `payment` in `category` at `time`, or nil when the category has no
     /// budget. The same check `apply` enforces for payments out.
     public func budgetVerdict(category: String, payment: Money, time: Int64) throws -> BudgetVerdict? {
@@ -114,6 +121,7 @@ public struct LedgerState: Hashable, Sendable {
         case .deposit, .paymentIn: return try credit(entry)
         case .paymentOut: return try debit(entry)
         case .reversal: return try reversal(entry)
+        case .confirmation: return try confirmation(entry)
         case .budgetChange: return try budgetChange(entry)
         case .statementRefused:
             try requireNew(entry)
@@ -172,7 +180,7 @@ public struct LedgerState: Hashable, Sendable {
         }
         // amount ≤ balance, so the subtraction cannot fail.
         let newBalance = try! balance.subtracting(amount)
-        let payment = PaymentOut(amount: amount, position: entry.position, isReversed: false)
+        let payment = PaymentOut(amount: amount, position: entry.position, isReversed: false, isConfirmed: false)
         return Effect(
             balance: (amount.currency, newBalance), windowTotal: windowTotal, recordsStatement: true,
             paymentOut: (entry.statement!.id, payment))
@@ -223,11 +231,34 @@ public struct LedgerState: Hashable, Sendable {
             throw LedgerError(
                 .invalidReversal,
                 "entry \(entry.position) reverses no unreversed payment out of \(amount) "
-                    + "with transfer id \(statement.id.map { String($0, radix: 16) }.joined())")
+                    + "with transfer id \(Hex.encode(statement.id))")
+        }
+        guard !payment.isConfirmed else {
+            throw LedgerError(
+                .invalidReversal,
+                "entry \(entry.position) reverses payment \(Hex.encode(statement.id)), which the payee's receipt confirmed"
+            )
         }
         try requireNew(entry)
-        let reversed = PaymentOut(amount: payment.amount, position: payment.position, isReversed: true)
+        let reversed = PaymentOut(
+            amount: payment.amount, position: payment.position, isReversed: true, isConfirmed: false)
         return Effect(balance: try credited(amount), recordsStatement: true, paymentOut: (statement.id, reversed))
+    }
+
+    /// A receipt confirms one payment out that is neither reversed nor confirmed yet.
+    private func confirmation(_ entry: LedgerEntry) throws -> Effect {
+        let statement = entry.statement!
+        guard let payment = paymentsOut[statement.id] ?? index.paymentOut(transferID: statement.id),
+            !payment.isReversed, !payment.isConfirmed
+        else {
+            throw LedgerError(
+                .invalidReversal,
+                "entry \(entry.position) confirms no open payment out with transfer id \(Hex.encode(statement.id))")
+        }
+        try requireNew(entry)
+        let confirmed = PaymentOut(
+            amount: payment.amount, position: payment.position, isReversed: false, isConfirmed: true)
+        return Effect(recordsStatement: true, paymentOut: (statement.id, confirmed))
     }
 
     private func budgetChange(_ entry: LedgerEntry) throws -> Effect {
@@ -279,8 +310,9 @@ public enum StatementLookup: Hashable, Sendable {
 public protocol StatementIndex: AnyObject, Sendable {
     /// The payload digest and position recorded for (signer, id), if any.
     func recordedStatement(signer: [UInt8], id: [UInt8]) -> (payloadDigest: [UInt8], position: UInt64)?
-    /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal followed.
-    func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool)?
+    /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal or a
+    /// confirmation followed.
+    func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool)?
 }
 
 /// Holds the index without taking part in equality: two states are equal by what they contain.
@@ -300,7 +332,7 @@ private struct IndexReference: Hashable, @unchecked Sendable {
 
     func paymentOut(transferID: [UInt8]) -> PaymentOut? {
         index?.paymentOut(transferID: transferID).map {
-            PaymentOut(amount: $0.amount, position: $0.position, isReversed: $0.isReversed)
+            PaymentOut(amount: $0.amount, position: $0.position, isReversed: $0.isReversed, isConfirmed: $0.isConfirmed)
         }
     }
 }
@@ -314,6 +346,7 @@ private struct PaymentOut: Hashable, Sendable {
     let amount: Money
     let position: UInt64
     let isReversed: Bool
+    let isConfirmed: Bool
 }
 
 /// What an accepted entry changes, computed before anything is changed.

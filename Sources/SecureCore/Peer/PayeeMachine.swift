@@ -238,6 +238,7 @@ public struct PayeeMachine: PeerMachine {
     /// The driver's answer to `lookUpPeer`. In the request flow the request goes out now.
     public mutating func peerLookedUp(_ record: PeerRecord) -> [PeerAction] {
         guard case .lookingUp(let session) = state else { return unasked("peerLookedUp") }
+        guard PeerCommon.proves(record, session.peer) else { return fail(.peerUnproven, offerID: nil) }
         state = .awaitingOffer(session, record)
         return request.map { [.send(.request($0))] } ?? []
     }

@@ -140,9 +140,14 @@ public struct PayerMachine: PeerMachine {
         case (.awaitingReady(let session, let deal, let own, let peer), .ready(let ready)):
             return try readied(ready, session, deal, own, peer)
         case (.awaitingReceipt(let session, let sent), .receipt(let message)):
-            // Signed by the payee's key of this session, dated no earlier than its `hello` checkpoint.
-            guard message.offerID == sent.offerID,
-                message.receipt.confirms(sent.transfer, payeeKeys: [session.peer.walletKey]),
+            // Signed by the payee's key of this session, dated no earlier than its `hello` checkpoint. The
+            // wallet checks the signer against the payee's key-event log again when it keeps the receipt.
+            let payload = message.receipt.payload
+            let expected = Receipt(
+                for: sent.transfer, payeeKey: session.peer.walletKey, keyDate: payload.keyDate,
+                creditPosition: payload.creditPosition)
+            guard message.offerID == sent.offerID, payload.keyDate.ledgerSize > payload.creditPosition,
+                payload == expected, message.receipt.isSignatureValid,
                 message.receipt.payload.keyDate.follows(session.peer.checkpoint.checkpoint)
             else { throw violation("a receipt that does not confirm the transfer sent") }
             return finish(.paid(message.receipt), before: [.keepReceipt(message.receipt, of: sent.transfer)])
@@ -255,6 +260,7 @@ public struct PayerMachine: PeerMachine {
     /// The driver's answer to `lookUpPeer`.
     public mutating func peerLookedUp(_ record: PeerRecord) -> [PeerAction] {
         guard case .lookingUp(let session, let flow) = state else { return unasked("peerLookedUp") }
+        guard PeerCommon.proves(record, session.peer) else { return fail(.peerUnproven, offerID: nil) }
         switch flow {
         case .pay(let intent):
             // The intent's fields were checked when it was made.

@@ -675,6 +675,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     case localFailure = 14
     /// Simulated ranging where this side's policy does not allow it.
     case simulatedRangingRefused = 15
+    /// The peer's key-event log was not given, does not hash to its wallet id, or does not show the hello's
+    /// key in force at its checkpoint: nothing the peer signs in this session could be tied to its wallet.
+    case peerUnproven = 16
 }
 
 /// One side tells the other it stops, optionally naming the offer.

@@ -264,7 +264,7 @@ public enum PeerAction: Hashable, Sendable {
     case credit(CreditTask)
     /// Payer: keep the receipt beside the payment out and mark it confirmed.
     case keepReceipt(SignedReceipt, of: SignedTransfer)
-    /// Payer: run `RefusalCheck.evaluate` with the payee's keys and carry out its verdict (a reversal).
+    /// Payer: run `RefusalCheck.evaluate` against the payee's key-event log and carry out its verdict (a reversal).
     case appendReversal(SignedRefusal, of: SignedTransfer)
     /// Send the fork evidence with these digests that this wallet holds, one `evidence(.item)` each.
     case provideEvidence([EvidenceDigest])
@@ -336,6 +336,15 @@ enum PeerCommon {
     /// A hello's checkpoint must be signed by the key the hello names.
     static func isValid(_ hello: PeerHello) -> Bool {
         hello.checkpoint.checkpoint.walletKey == hello.walletKey && hello.checkpoint.isSelfConsistent
+    }
+
+    /// Whether the looked-up key-event log proves the peer's hello: the log is the wallet's (its inception
+    /// hashes to the wallet id the checkpoint names) and shows the hello's key in force at the checkpoint's
+    /// size. Every statement the peer signs in the session is then checked against that key, so a wallet id
+    /// never comes with a key on the peer's say-so alone.
+    static func proves(_ record: PeerRecord, _ hello: PeerHello) -> Bool {
+        guard let log = record.keyLog, log.walletID == hello.walletID else { return false }
+        return isValid(hello) && log.check(hello.checkpoint) == .inForce
     }
 
     /// Evidence and key-event messages, which change no state.

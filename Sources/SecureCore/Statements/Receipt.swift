@@ -83,14 +83,11 @@ public struct Receipt: TransferAnswerPayload {
 public typealias SignedReceipt = SignedStatement<Receipt>
 
 extension SignedStatement where Payload == Receipt {
-    /// Whether this receipt confirms exactly `transfer`: signed by one of `payeeKeys`, for the same
-    /// transfer id, payload digest, wallets, amount and checkpoint. When the payee's key-event log is
-    /// known (`payeeLog`), the signer must instead be the key that log shows in force at the receipt's
-    /// date; a receipt by a retired key after its retirement confirms nothing (`ReceiptCheck` says why).
-    public func confirms(_ transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>, payeeLog: KeyEventLog? = nil)
-        -> Bool
-    {
-        ReceiptCheck.evaluate(self, of: transfer, payeeKeys: payeeKeys, payeeLog: payeeLog) == .confirms
+    /// Whether this receipt confirms exactly `transfer`: signed by the key the payee's log shows in force at
+    /// the receipt's date, for the same transfer id, payload digest, wallets, amount and checkpoint; a receipt
+    /// by a retired key after its retirement confirms nothing (`ReceiptCheck` says why).
+    public func confirms(_ transfer: SignedTransfer, payeeLog: KeyEventLog) -> Bool {
+        ReceiptCheck.evaluate(self, of: transfer, payeeLog: payeeLog) == .confirms
     }
 }
 
@@ -103,17 +100,14 @@ public enum ReceiptCheck {
         case dropped(DropReason)
     }
 
-    /// The verdict for `receipt` of `transfer`. With the payee's log, the signer's date decides (a retired
-    /// key's late receipt is dropped with fork evidence); without it, the signer must be in `payeeKeys`.
-    public static func evaluate(
-        _ receipt: SignedReceipt, of transfer: SignedTransfer, payeeKeys: Set<P256.PublicKey>,
-        payeeLog: KeyEventLog?
-    ) -> Verdict {
+    /// The verdict for `receipt` of `transfer`: the payee's log decides whether its signer was in force at
+    /// the receipt's date (a retired key's late receipt is dropped with fork evidence).
+    public static func evaluate(_ receipt: SignedReceipt, of transfer: SignedTransfer, payeeLog: KeyEventLog)
+        -> Verdict
+    {
         let payload = receipt.payload
         guard receipt.isSignatureValid else { return .dropped(.badSignature) }
-        if let reason = DropReason.signer(
-            .receipt(receipt), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog)
-        {
+        if let reason = DropReason.signer(.receipt(receipt), walletID: payload.payeeWalletID, log: payeeLog) {
             return .dropped(reason)
         }
         guard payload.keyDate.ledgerSize > payload.creditPosition else { return .dropped(.unrelated) }
@@ -124,15 +118,32 @@ public enum ReceiptCheck {
     }
 }
 
+extension ReceiptCheck {
+    /// The ledger verdict for a receipt that `evaluate` found to confirm its transfer: a `confirmation`
+    /// entry (no amount; counterparty = payee wallet id; statement = (payee key fingerprint, transfer id,
+    /// receipt digest); payload = the signed receipt), or the ledger's memory (duplicate, or a conflict with
+    /// the payee's refusal of the same transfer under the same key, kept as evidence).
+    public static func confirmation(_ receipt: SignedReceipt, state: LedgerState) -> StatementVerdict {
+        let payload = receipt.payload
+        let reference = StatementReference(
+            signer: payload.payeeKey, id: payload.transferID, payloadDigest: receipt.payloadDigest)
+        let bytes = receipt.encoded
+        return StatementVerdict.resolve(
+            reference: reference, payload: bytes, counterparty: payload.payeeWalletID.bytes, state: state, failure: nil
+        ) {
+            .accept(
+                EntryDraft(
+                    kind: .confirmation, amount: nil, counterparty: payload.payeeWalletID.bytes, statement: reference,
+                    payload: bytes))
+        }
+    }
+}
+
 extension DropReason {
     /// Why the signer of a validly signed dated statement is not acceptable for `walletID`, or nil when it
-    /// is: in force at the statement's date by the wallet's log when known, else one of `keys`.
-    static func signer(_ statement: DatedStatement, walletID: WalletID, keys: Set<P256.PublicKey>, log: KeyEventLog?)
-        -> DropReason?
-    {
-        guard let log, log.walletID == walletID else {
-            return keys.contains(statement.signerKey) ? nil : .unknownSigner
-        }
+    /// is: the log must be that wallet's and show the signer's key in force at the statement's date.
+    static func signer(_ statement: DatedStatement, walletID: WalletID, log: KeyEventLog) -> DropReason? {
+        guard log.walletID == walletID else { return .unknownSigner }
         if let evidence = log.retiredKeyEvidence(statement) { return .retiredSigner(evidence) }
         return log.check(statement) == .inForce ? nil : .unknownSigner
     }
@@ -207,25 +218,22 @@ extension SignedStatement where Payload == Refusal {
 /// from anyone else would let a payer take back money the payee credited.
 public enum RefusalCheck {
     /// The verdict for `refusal` of the transfer `sent` (the exact bytes the payer's pending record holds),
-    /// where `payeeLog` is the payee's key-event log when the payer knows it, and `payeeKeys` the keys it
-    /// accepts otherwise (the payee's key from the session or the command line).
+    /// where `payeeLog` is the key-event log of the payee the transfer names.
     ///
-    /// A signature that fails, a signer outside `payeeKeys` (or, with the log, not in force at the refusal's
-    /// date; a retired key's late refusal is dropped with fork evidence), or a refusal of another transfer
-    /// is dropped.
+    /// A signature that fails, a signer the log does not show in force at the refusal's date (a retired key's
+    /// late refusal is dropped with fork evidence), a refusal by any wallet but the transfer's payee, or a
+    /// refusal of another transfer is dropped.
     /// Otherwise the ledger's memory decides (duplicate, conflict), and a new refusal becomes a `reversal`
     /// entry: the amount, counterparty = payee wallet id, statement = (payee key fingerprint, transfer id,
     /// refusal digest), payload = the signed refusal. The ledger applies it only to an unreversed payment
     /// out of that transfer id and amount.
     public static func evaluate(
-        _ refusal: SignedRefusal, of sent: SignedTransfer, payeeKeys: Set<P256.PublicKey>, payeeLog: KeyEventLog? = nil,
-        state: LedgerState
+        _ refusal: SignedRefusal, of sent: SignedTransfer, payeeLog: KeyEventLog, state: LedgerState
     ) -> StatementVerdict {
         guard refusal.isSignatureValid else { return .drop(.badSignature) }
         let payload = refusal.payload
-        if let reason = DropReason.signer(
-            .refusal(refusal), walletID: payload.payeeWalletID, keys: payeeKeys, log: payeeLog)
-        {
+        guard payload.payeeWalletID == sent.payload.order.payeeWalletID else { return .drop(.unrelated) }
+        if let reason = DropReason.signer(.refusal(refusal), walletID: payload.payeeWalletID, log: payeeLog) {
             return .drop(reason)
         }
         let expected = Refusal(

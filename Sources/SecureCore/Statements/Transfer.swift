@@ -249,11 +249,15 @@ public enum TransferCheck {
     /// the transfer and the policy name one, is the same. `peerFailure` is a failed check of the peer
     /// protocol (the ready record, the `hello` checkpoint), refused finally like the others.
     public static func evaluate(
-        _ transfer: SignedTransfer, walletID: WalletID, state: LedgerState, policy: TransferPolicy,
-        peerFailure: RefusalReason? = nil
+        _ transfer: SignedTransfer, walletID: WalletID, payerLog: KeyEventLog, state: LedgerState,
+        policy: TransferPolicy, peerFailure: RefusalReason? = nil
     ) -> StatementVerdict {
         guard transfer.isSignatureValid else { return .drop(.badSignature) }
+        if let reason = signerFailure(transfer, payerLog: payerLog) { return .drop(reason) }
         let order = transfer.payload.order
+        // A transfer to another wallet is none of this wallet's business: it records and signs nothing,
+        // so a bystander cannot make a refusal that the payer could use against the real payee.
+        guard order.payeeWalletID == walletID else { return .policyRefusal(.notAddressedToThisWallet) }
         let reference = transfer.statementReference
         let bytes = transfer.encoded
         return StatementVerdict.resolve(
@@ -281,10 +285,29 @@ public enum TransferCheck {
         }
     }
 
-    /// The first check a validly signed transfer fails, or nil.
+    /// Why the payer of a validly signed transfer is not proven, or nil when it is: the payer's log must be
+    /// the payer wallet's, and show the order's key in force for the transfer's checkpoint (which that key
+    /// signs). A retired key's late transfer is dropped with fork evidence.
+    static func signerFailure(_ transfer: SignedTransfer, payerLog: KeyEventLog) -> DropReason? {
+        let order = transfer.payload.order
+        let checkpoint = transfer.payload.checkpoint
+        guard payerLog.walletID == order.payerWalletID, checkpoint.checkpoint.walletKey == order.payerKey else {
+            return .unknownSigner
+        }
+        switch payerLog.check(checkpoint) {
+        case .inForce: return nil
+        case .retired(let rotation):
+            let retired = payerLog.events[Int(checkpoint.checkpoint.keySequence)]
+            let evidence = ForkEvidence.retiredKeySignature(
+                RetiredKeySignature(retiredEvent: retired, rotation: rotation, checkpoint: checkpoint))
+            return evidence.verify().isProven ? .retiredSigner(evidence) : .unknownSigner
+        case .unknown, .beforeInForce: return .unknownSigner
+        }
+    }
+
+    /// The first check a validly signed transfer to this wallet fails, or nil.
     static func failure(of transfer: Transfer, walletID: WalletID, policy: TransferPolicy) -> RefusalReason? {
         let order = transfer.order
-        guard order.payeeWalletID == walletID else { return .wrongRecipient }
         let checkpoint = transfer.checkpoint.checkpoint
         guard checkpoint.walletID == order.payerWalletID, transfer.checkpoint.isValid(signedBy: order.payerKey) else {
             return .checkpointInvalid

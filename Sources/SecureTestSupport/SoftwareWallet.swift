@@ -1,0 +1,128 @@
+import SecureCore
+import SecureCrypto
+
+/// TEST SUPPORT ONLY. A whole wallet in memory: ledger state, entries, Merkle tree and a software signer,
+/// able to deposit, pay, credit and reverse with the real statement checks; enough to run both sides of a
+/// payment. It is also the forger of the sound-money tests: a hostile user with a software P-256 key, who
+/// can claim another wallet's id (`claiming:`), fund itself from nothing (`fundFromNothing`) and sign
+/// transfers and refusals under any wallet id. Nothing honest uses it.
+public struct SoftwareWallet {
+    /// 2024-03-01T12:00:00Z: where the wallet's clock starts; each entry is a second later.
+    public static let startTime: Int64 = 1_709_294_400_000
+
+    public let signer: SoftwareSigner
+    /// The wallet id its checkpoints and transfers name: its own, or the one it claims.
+    public let walletID: WalletID
+    /// Its own key-event log: the inception only. For a forger claiming another id, this log is its own
+    /// wallet's, which is not the claimed one.
+    public let log: KeyEventLog
+    public private(set) var state = LedgerState()
+    public private(set) var entries: [LedgerEntry] = []
+    public private(set) var tree = MerkleTree()
+    public var time = SoftwareWallet.startTime
+    private var random: SeededRandom
+
+    /// The signing key.
+    public var key: P256.PublicKey { signer.publicKey }
+
+    /// A wallet of its own, or, with `claiming`, a forger whose checkpoints and transfers name that id.
+    public init(seed: UInt64, claiming claimed: WalletID? = nil) throws {
+        signer = try SoftwareSigner()
+        random = SeededRandom(seed: seed)
+        let inception = KeyEvent.inception(
+            signingKey: signer.publicKey, nextKey: signer.publicKey, agreementKey: signer.publicKey)
+        walletID = claimed ?? WalletID(inception: inception)
+        log = try KeyEventLog(inception: try SignedKeyEvent(inception, signer: signer))
+        try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: inception.encoded))
+    }
+
+    /// Seeded random bytes.
+    public mutating func randomBytes(_ count: Int) -> [UInt8] { random.bytes(count) }
+
+    /// Appends a draft at the next position, a second after the last entry.
+    @discardableResult
+    public mutating func append(_ draft: EntryDraft) throws -> LedgerEntry {
+        time += 1000
+        let entry = try draft.entry(position: state.size, id: random.bytes(16), time: time, previousLink: state.head)
+        try state.apply(entry)
+        entries.append(entry)
+        tree.append(leafHash: Merkle.leafHash(entry.encoded))
+        return entry
+    }
+
+    /// A checkpoint of the ledger as it stands, signed by the inception key.
+    public func checkpoint() throws -> SignedCheckpoint {
+        try Checkpoint(
+            walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: tree.root(),
+            time: time
+        ).sign(with: signer)
+    }
+
+    /// The balance in euros.
+    public func balance() -> Money { state.balance(.eur) }
+
+    /// The date of a signature made now: the inception's key, at the ledger's size.
+    public var keyDate: KeyDate {
+        // Sequence 0 at position 0, and the ledger holds at least the inception entry.
+        try! KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: state.size)
+    }
+
+    /// Carries out a verdict: appends what it says to append, returns the entry it names.
+    @discardableResult
+    public mutating func carryOut(_ verdict: StatementVerdict) throws -> LedgerEntry? {
+        switch verdict {
+        case .accept(let draft), .conflict(let draft), .refuse(_, let draft): return try append(draft)
+        case .duplicate(let position): return entries[Int(position)]
+        case .policyRefusal, .drop: return nil
+        }
+    }
+
+    /// Mints to this wallet with `issuer` and deposits through the real voucher check.
+    public mutating func deposit(_ amount: Money, issuer: SoftwareSigner) throws {
+        let voucher = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: walletID, amount: amount,
+            voucherID: .random(using: &random), issuerSequence: 1
+        ).sign(with: issuer)
+        let verdict = VoucherCheck.evaluate(
+            voucher, walletID: walletID, trustedIssuers: [issuer.publicKey], state: state)
+        guard case .accept = verdict else { throw FormatError(.invalidValue, "the deposit was refused: \(verdict)") }
+        try carryOut(verdict)
+    }
+
+    /// The forger's money from nowhere: a deposit entry whose statement no issuer signed. Its own ledger
+    /// accepts it (the ledger rules do not re-check vouchers); nobody else should.
+    public mutating func fundFromNothing(_ amount: Money) throws {
+        let statement = try StatementReference(
+            signer: key.fingerprint, id: random.bytes(16), payloadDigest: random.bytes(32))
+        try append(EntryDraft(kind: .deposit, amount: amount, statement: statement, payload: []))
+    }
+
+    /// The order for paying `payee`.
+    public mutating func order(
+        to payee: WalletID, amount: Money, proximity: Proximity = .none, binding: [UInt8] = []
+    ) throws -> TransferOrder {
+        try TransferOrder(
+            transferID: .random(using: &random), payerWalletID: walletID, payerKey: key, payeeWalletID: payee,
+            amount: amount, proximity: proximity, channelBinding: binding)
+    }
+
+    /// Appends the debit for `order` and returns the signed transfer that carries it.
+    public mutating func commit(_ order: TransferOrder, category: String = "") throws -> SignedTransfer {
+        let debit = try append(order.debitDraft(category: category))
+        let proof = tree.inclusionProof(index: debit.position)
+        return try Transfer(order: order, checkpoint: checkpoint(), debitLeaf: debit.encoded, inclusionProof: proof)
+            .sign(with: signer)
+    }
+
+    /// Pays `payee`: the debit and its signed transfer.
+    public mutating func pay(_ payee: WalletID, amount: Money, proximity: Proximity = .none, binding: [UInt8] = [])
+        throws -> SignedTransfer
+    {
+        try commit(order(to: payee, amount: amount, proximity: proximity, binding: binding))
+    }
+
+    /// A refusal of `transfer` signed by this wallet's key, naming the transfer's payee (whoever that is).
+    public func refusal(of transfer: SignedTransfer, reason: RefusalReason) throws -> SignedRefusal {
+        try Refusal(refusing: transfer, payeeKey: key, keyDate: keyDate, reason: reason).sign(with: signer)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+import Testing
+
+/// The sound-money attacks of issue 12, in their real form: the stock `secure` binary on real SoftHSM tokens,
+/// against files a hostile user writes with a software P-256 key (`SoftwareWallet`, the forger). Each attack
+/// must be refused with a clear message, and leave every ledger as it was.
+@Suite("Sound money: forged and misdirected statements", .serialized)
+struct SoundMoneyCLITests {
+    typealias World = WalletCLITests.World
+
+    /// An issuer on the world's issuer token, trusted by `name`, which deposits a voucher of `amount`.
+    static func fund(_ world: World, _ name: String, _ amount: String) throws {
+        let issuerKey = try world.run([
+            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2", "--pin-source",
+            "file:toks/issuer.pin",
+        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let pem = try world.run(["keys", "export", issuerKey, "--pem"])
+        try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
+        #expect(try world.run(["issuer", "trust", "issuer.pem"] + world.wallet(name)).status == 0)
+        let mint = try world.run([
+            "mint", "--issuer", issuerKey, "--to", "\(name).card", "--amount", amount, "--out", "v-\(name)",
+            "--pin-source", "file:toks/issuer.pin",
+        ])
+        #expect(mint.status == 0, "\(mint.stderr)")
+        #expect(try world.run(["deposit", "v-\(name)"] + world.wallet(name)).status == 0)
+    }
+
+    static func card(_ world: World, _ name: String) throws -> WalletCard {
+        try WalletCard.parse(try String(contentsOfFile: world.directory + "/\(name).card", encoding: .utf8))
+    }
+
+    static func write(_ bytes: [UInt8], _ world: World, _ file: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: world.directory + "/" + file))
+    }
+
+    static func read(_ world: World, _ file: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: URL(fileURLWithPath: world.directory + "/" + file)))
+    }
+
+    /// The wallet's entry count, from `wallet show`.
+    static func entries(_ world: World, _ name: String) throws -> String {
+        let show = try world.run(["wallet", "show"] + world.wallet(name)).output
+        return show.split(separator: "\n").first { $0.hasPrefix("entries") }.map(String.init) ?? "?"
+    }
+
+    static func verifies(_ world: World, _ name: String) throws -> Bool {
+        try world.run(["ledger", "verify"] + world.wallet(name)).output.contains("ledger OK")
+    }
+
+    /// Attack 1: a script with a fresh software key writes a transfer of 1,000,000.00 EUR that claims
+    /// Alice's wallet id as its payer. Wrapped with Alice's real key-event log (from her card) the log does
+    /// not show the script's key; wrapped with the script's own log, the log is not Alice's. Either way Bob
+    /// records nothing, stores no checkpoint, and goes on crediting Alice's genuine payments.
+    @Test func aTransferSignedByAKeyThatIsNotThePayersIsDropped() throws {
+        let world = try World()
+        try Self.fund(world, "alice", "50.00 EUR")
+        let alice = try Self.card(world, "alice"), bob = try Self.card(world, "bob")
+        var forger = try SoftwareWallet(seed: 1, claiming: alice.walletID)
+        let million = try Money(minorUnits: 100_000_000, currency: .eur)
+        try forger.fundFromNothing(million)
+        let forged = try forger.pay(bob.walletID, amount: million)
+        try Self.write(Envelope(forged, payerLog: alice.log).encoded, world, "forged-with-alices-log")
+        try Self.write(Envelope(forged, payerLog: forger.log).encoded, world, "forged-with-own-log")
+        let before = try Self.entries(world, "bob")
+        let withAlicesLog = try world.run(["accept", "forged-with-alices-log", "--no-proximity"] + world.wallet("bob"))
+        #expect(withAlicesLog.status == 7, "\(withAlicesLog.stderr)")
+        #expect(withAlicesLog.stderr.contains("dropped") && withAlicesLog.stderr.contains("key-event log"))
+        let withOwnLog = try world.run(["accept", "forged-with-own-log", "--no-proximity"] + world.wallet("bob"))
+        #expect(withOwnLog.status == 7, "\(withOwnLog.stderr)")
+        #expect(withOwnLog.stderr.contains("not the payer"), "\(withOwnLog.stderr)")
+        #expect(try Self.entries(world, "bob") == before, "a dropped transfer records nothing")
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("no money yet"))
+        // Alice's genuine payment is still credited: no forged checkpoint was kept against her.
+        let spend = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "5.00 EUR", "--category", "x", "--out", "t1"]
+                + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.stderr)")
+        let accept = try world.run(["accept", "t1", "--no-proximity"] + world.wallet("bob"))
+        #expect(accept.status == 0, "\(accept.stderr)")
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("5.00 EUR"))
+        #expect(try Self.verifies(world, "alice") && Self.verifies(world, "bob"))
+    }
+
+    /// Attack 3: Alice pays Bob. Carol, given the same file, neither credits nor refuses it, and signs
+    /// nothing. A refusal of the transfer signed by a software key, wrapped with Bob's real log or with its
+    /// own, reverses nothing; `reverse` takes no key from the command line. Bob's receipt confirms the
+    /// payment for good.
+    @Test func onlyThePayeeCanRefuseAndABystanderSignsNothing() throws {
+        let world = try World(wallets: ["alice", "bob", "carol"])
+        try Self.fund(world, "alice", "50.00 EUR")
+        let bob = try Self.card(world, "bob")
+        let spend = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "7.00 EUR", "--category", "x", "--out", "t1"]
+                + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.stderr)")
+        let carolBefore = try Self.entries(world, "carol")
+        let carol = try world.run(
+            ["accept", "t1", "--no-proximity", "--refusal-out", "carol-refusal"] + world.wallet("carol"))
+        #expect(carol.status == 11 && carol.stderr.contains("not addressed to this wallet"), "\(carol.stderr)")
+        #expect(
+            !FileManager.default.fileExists(atPath: world.directory + "/carol-refusal"), "a bystander signs nothing")
+        #expect(try Self.entries(world, "carol") == carolBefore)
+        let accept = try world.run(["accept", "t1", "--no-proximity", "--receipt-out", "r1"] + world.wallet("bob"))
+        #expect(accept.status == 0, "\(accept.stderr)")
+
+        let envelope = try #require(try Envelope.decode(try Self.read(world, "t1")))
+        let (transfer, _) = try envelope.transfer()
+        let forger = try SoftwareWallet(seed: 2)
+        let refusal = try forger.refusal(of: transfer, reason: .debitMismatch)
+        try Self.write(Envelope(refusal, payeeLog: bob.log).encoded, world, "refusal-with-bobs-log")
+        try Self.write(Envelope(refusal, payeeLog: forger.log).encoded, world, "refusal-with-own-log")
+        let withBobsLog = try world.run(["reverse", "refusal-with-bobs-log"] + world.wallet("alice"))
+        #expect(withBobsLog.status == 7 && withBobsLog.stderr.contains("dropped"), "\(withBobsLog.stderr)")
+        let withOwnLog = try world.run(["reverse", "refusal-with-own-log"] + world.wallet("alice"))
+        #expect(withOwnLog.status == 7 && withOwnLog.stderr.contains("not the payee"), "\(withOwnLog.stderr)")
+        let withKey = try world.run(
+            ["reverse", "refusal-with-bobs-log", "--payee", "bob.card"] + world.wallet("alice"))
+        #expect(withKey.status == 2, "no key is taken from the command line: \(withKey.stderr)")
+        #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("43.00 EUR"))
+        #expect(
+            try world.run(["pending"] + world.wallet("alice")).output.contains(transfer.payload.order.transferID.hex))
+        let confirm = try world.run(["confirm", "r1"] + world.wallet("alice"))
+        #expect(confirm.status == 0 && confirm.output.contains("can no longer be reversed"), "\(confirm.output)")
+        let again = try world.run(["confirm", "r1"] + world.wallet("alice"))
+        #expect(again.status == 0 && again.output.contains("already confirmed"), "\(again.output)")
+        #expect(try world.run(["pending"] + world.wallet("alice")).output.contains("no unconfirmed"))
+        #expect(try Self.verifies(world, "alice") && Self.verifies(world, "bob") && Self.verifies(world, "carol"))
+    }
+
+    /// Attack 7: a transfer whose checkpoint claims more than 2^63 − 1 entries (size UInt64.max, with an
+    /// inclusion proof built to fit it) made `accept` trap converting the size for SQLite. It must end in
+    /// a clear error with nothing recorded.
+    @Test func aCheckpointSizePastInt64MaxIsAnErrorNotATrap() throws {
+        let world = try World()
+        let bob = try Self.card(world, "bob")
+        var forger = try SoftwareWallet(seed: 3)
+        let amount = try Money(minorUnits: 100, currency: .eur)
+        try forger.fundFromNothing(amount)
+        let order = try forger.order(to: bob.walletID, amount: amount)
+        let size = UInt64.max
+        let leaf = try order.debitDraft(category: "").entry(
+            position: size - 1, id: forger.randomBytes(16), time: forger.time + 1000,
+            previousLink: forger.randomBytes(32))
+        let leafHash = Merkle.leafHash(leaf.encoded)
+        var proof: [[UInt8]] = []
+        var root: [UInt8]?
+        while root == nil, proof.count < 64 {
+            proof.append(forger.randomBytes(32))
+            root = Merkle.rootFromInclusionProof(leafHash: leafHash, index: size - 1, size: size, proof: proof)
+        }
+        let checkpoint = try Checkpoint(
+            walletID: forger.walletID, walletKey: forger.key, keySequence: 0, keyEventPosition: 0, size: size,
+            root: try #require(root), head: leaf.link, time: forger.time + 1000,
+            snapshot: LedgerSnapshot(forger.state)
+        ).sign(with: forger.signer)
+        let transfer = try Transfer(
+            order: order, checkpoint: checkpoint, debitLeaf: leaf.encoded, inclusionProof: proof
+        )
+        .sign(with: forger.signer)
+        try Self.write(Envelope(transfer, payerLog: forger.log).encoded, world, "huge")
+        let before = try Self.entries(world, "bob")
+        let accept = try world.run(["accept", "huge", "--no-proximity"] + world.wallet("bob"))
+        #expect(accept.status != 0 && accept.status < 128, "exit \(accept.status): \(accept.stderr)")
+        #expect(!accept.stderr.isEmpty && !accept.stderr.contains("Fatal error"), "\(accept.stderr)")
+        #expect(try Self.entries(world, "bob") == before)
+        #expect(try Self.verifies(world, "bob"))
+    }
+}
