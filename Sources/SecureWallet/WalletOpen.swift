@@ -49,7 +49,7 @@ extension Wallet {
         }
         let agreementKey = try keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
         let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreementKey))
-        let anchor = makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
+        let anchor = try findAnchor(metadata, session: session, walletID: walletID)
         let store: LedgerStore
         var anchorBytes: [UInt8]?
         switch access {
@@ -114,6 +114,19 @@ extension Wallet {
             lockReason: lockReason, clock: clock)
         wallet.repairNeeded = repairNeeded
         return wallet
+    }
+
+    /// The anchor that decides: the `anchor-<wallet id>` object on the wallet's token whenever the token
+    /// holds one, whatever `wallet.json` says, so editing that unsigned file to `"anchor":"file"` cannot swap
+    /// the token's anchor for a file the owner wrote. The file anchor serves only a wallet whose token holds
+    /// no anchor object (one made with `--allow-file-anchor`).
+    static func findAnchor(_ metadata: WalletMetadata, session: WalletToken, walletID: WalletID) throws
+        -> AnchorStorage
+    {
+        let onToken = TokenAnchor(session: session, walletID: walletID)
+        if metadata.anchor == "token" { return onToken }
+        if try onToken.load() != nil { return onToken }
+        return makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
     }
 
     /// Reads the anchor, retrying a failed read a bounded number of times (see `anchorReadAttemptsMax`).

@@ -169,3 +169,39 @@ struct SoundMoneyCLITests {
         #expect(try Self.verifies(world, "bob"))
     }
 }
+
+extension SoundMoneyCLITests {
+    /// Attack 5: a wallet made with the token anchor is restored from a copy and `wallet.json` is edited to
+    /// name a file anchor. The token still holds the wallet's anchor, and it decides: the restored ledger is
+    /// behind it, so the wallet opens locked, `ledger repair` writes no file anchor for it, and it refuses to
+    /// spend.
+    @Test func editingWalletJSONToAFileAnchorDoesNotHideTheTokenAnchor() throws {
+        let world = try World()
+        try Self.fund(world, "alice", "50.00 EUR")
+        let folder = world.directory + "/alice", copy = world.directory + "/alice-copy"
+        try FileManager.default.copyItem(atPath: folder, toPath: copy)
+        let spend = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "40.00 EUR", "--category", "x", "--out", "t1"]
+                + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.stderr)")
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.moveItem(atPath: copy, toPath: folder)
+        let metadataPath = folder + "/wallet.json"
+        let metadata = try String(contentsOfFile: metadataPath, encoding: .utf8)
+        #expect(metadata.contains("\"token\""))
+        try metadata.replacingOccurrences(of: "\"anchor\":\"token\"", with: "\"anchor\":\"file\"")
+            .replacingOccurrences(of: "\"anchor\" : \"token\"", with: "\"anchor\" : \"file\"")
+            .write(toFile: metadataPath, atomically: true, encoding: .utf8)
+        #expect(try String(contentsOfFile: metadataPath, encoding: .utf8).contains("file"), "the edit took")
+        // The owner's next step: have `ledger repair` write the restored ledger's checkpoint as the file anchor.
+        _ = try world.run(["ledger", "repair"] + world.wallet("alice"))
+        let verify = try world.run(["ledger", "verify"] + world.wallet("alice"))
+        #expect(verify.status != 0 && !verify.output.contains("ledger OK"), "\(verify.output) \(verify.stderr)")
+        let again = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "40.00 EUR", "--category", "x", "--out", "t2"]
+                + world.wallet("alice"))
+        #expect(again.status == 10, "exit \(again.status): \(again.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/t2"))
+        #expect(try world.run(["wallet", "show"] + world.wallet("alice")).output.contains("anchor       token"))
+    }
+}

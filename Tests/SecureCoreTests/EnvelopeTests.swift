@@ -16,7 +16,8 @@ struct EnvelopeTests {
         #expect(try Envelope.decode(encoded) == envelope)
         let card = WalletCard(log: wallet.log).encoded
         #expect(Array(card.prefix(33)) == [0x02] + wallet.walletID.bytes)
-        #expect(Array(card.dropFirst(33)) == Array(encoded.dropFirst(9)), "the card and the envelope encode a log alike")
+        #expect(
+            Array(card.dropFirst(33)) == Array(encoded.dropFirst(9)), "the card and the envelope encode a log alike")
     }
 
     @Test func aTransferEnvelopeRoundTripsAndEveryPrefixAndFlipIsRefused() throws {
