@@ -7,7 +7,7 @@ public struct LedgerState: Hashable, Sendable {
     /// Entries applied so far; the next entry's position.
     public private(set) var size: UInt64 = 0
     /// h(size−1), or h(−1) (32 zero bytes) before entry 0.
-    public private(set) var head: [UInt8] = LedgerChain.genesisLink
+    public private(set) var head = LedgerChain.genesisLink
     /// The latest entry's time; entries never go back in time.
     public private(set) var lastTime: Int64 = LedgerTime.millisecondsMin
     /// The balance per currency, for every currency that has ever been credited.
@@ -19,7 +19,7 @@ public struct LedgerState: Hashable, Sendable {
     /// Every recorded statement by (signer, id).
     private var statements: [StatementKey: RecordedStatement] = [:]
     /// This wallet's payments out by transfer id, for reversals.
-    private var paymentsOut: [[UInt8]: PaymentOut] = [:]
+    private var paymentsOut: [StatementID: PaymentOut] = [:]
     /// Where statements recorded before a resumption point are looked up; nil for a replayed state.
     private var index = IndexReference(nil)
 
@@ -223,7 +223,7 @@ public struct LedgerState: Hashable, Sendable {
             throw LedgerError(
                 .invalidReversal,
                 "entry \(entry.position) reverses no unreversed payment out of \(amount) "
-                    + "with transfer id \(statement.id.map { String($0, radix: 16) }.joined())")
+                    + "with transfer id \(statement.id)")
         }
         try requireNew(entry)
         let reversed = PaymentOut(amount: payment.amount, position: payment.position, isReversed: true)
@@ -278,9 +278,9 @@ public enum StatementLookup: Hashable, Sendable {
 /// Statements recorded before the point a state was resumed at, as the store knows them.
 public protocol StatementIndex: AnyObject, Sendable {
     /// The payload digest and position recorded for (signer, id), if any.
-    func recordedStatement(signer: [UInt8], id: [UInt8]) -> (payloadDigest: [UInt8], position: UInt64)?
+    func recordedStatement(signer: Digest32, id: StatementID) -> (payloadDigest: Digest32, position: UInt64)?
     /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal followed.
-    func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool)?
+    func paymentOut(transferID: StatementID) -> (amount: Money, position: UInt64, isReversed: Bool)?
 }
 
 /// Holds the index without taking part in equality: two states are equal by what they contain.
@@ -298,7 +298,7 @@ private struct IndexReference: Hashable, @unchecked Sendable {
         }
     }
 
-    func paymentOut(transferID: [UInt8]) -> PaymentOut? {
+    func paymentOut(transferID: StatementID) -> PaymentOut? {
         index?.paymentOut(transferID: transferID).map {
             PaymentOut(amount: $0.amount, position: $0.position, isReversed: $0.isReversed)
         }
@@ -306,7 +306,7 @@ private struct IndexReference: Hashable, @unchecked Sendable {
 }
 
 private struct RecordedStatement: Hashable, Sendable {
-    let payloadDigest: [UInt8]
+    let payloadDigest: Digest32
     let position: UInt64
 }
 
@@ -323,5 +323,5 @@ private struct Effect {
     var budget: (String, Budget?)?
     var resetsWindow = false
     var recordsStatement = false
-    var paymentOut: ([UInt8], PaymentOut)?
+    var paymentOut: (StatementID, PaymentOut)?
 }

@@ -320,7 +320,7 @@ public struct PayerMachine: PeerMachine {
 
     /// The driver's answer to `measure`: this wallet's signed measurement, and the consistency proof the
     /// task asked for (nil when it asked for none).
-    public mutating func measured(_ measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) -> [PeerAction] {
+    public mutating func measured(_ measurement: SignedMeasurement, consistencyProof: [Digest32]?) -> [PeerAction] {
         guard case .measuring(let session, let deal, let peer) = state else { return unasked("measured") }
         precondition(
             measurement.payload
@@ -329,7 +329,7 @@ public struct PayerMachine: PeerMachine {
             "the driver signed a measurement for another context")
         state = .awaitingReady(session, deal, own: measurement, peerMeasurement: peer)
         // The proof is within the limits the driver's tree enforces.
-        let message = try! MeasurementMessage(
+        let message = MeasurementMessage(
             offerID: deal.offer.offerID, measurement: measurement, consistencyProof: consistencyProof)
         return [.send(.measurement(message))]
     }

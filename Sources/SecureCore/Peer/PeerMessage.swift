@@ -340,12 +340,12 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
     public let offerID: OfferID
     public let measurement: SignedMeasurement
     /// RFC 9162 consistency proof; nil in the payee's message, and in the payer's when the payee holds none.
-    public let consistencyProof: [[UInt8]]?
+    public let consistencyProof: [Digest32]?
 
-    public init(offerID: OfferID, measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) throws {
-        guard (consistencyProof ?? []).count <= Merkle.proofHashCountMax,
-            (consistencyProof ?? []).allSatisfy({ $0.count == 32 })
-        else { throw FormatError(.invalidValue, "a measurement message breaks a limit") }
+    /// Makes the message. The decoder bounds a received proof and a store never makes a longer one than a
+    /// u64-sized tree needs, so a longer proof is our bug and traps.
+    public init(offerID: OfferID, measurement: SignedMeasurement, consistencyProof: [Digest32]?) {
+        precondition((consistencyProof ?? []).count <= Merkle.proofHashCountMax, "a proof longer than any tree needs")
         self.offerID = offerID
         self.measurement = measurement
         self.consistencyProof = consistencyProof
@@ -366,7 +366,7 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
         guard let id = reader.read(OfferID.self),
             let measurement = try SignedMeasurement.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
-        var proof: [[UInt8]]?
+        var proof: [Digest32]?
         switch tag {
         case 0: proof = nil
         case 1:
@@ -374,7 +374,7 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
             proof = hashes
         default: throw FormatError(.invalidValue, "consistency proof tag \(tag) is not 0 or 1")
         }
-        return try MeasurementMessage(offerID: id, measurement: measurement, consistencyProof: proof)
+        return MeasurementMessage(offerID: id, measurement: measurement, consistencyProof: proof)
     }
 }
 
