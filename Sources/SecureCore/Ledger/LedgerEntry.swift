@@ -77,7 +77,7 @@ public struct StatementReference: Hashable, Sendable {
 
     /// The reference to a statement by the signer's key, a typed id and the SHA-256 of the payload.
     init(signer key: P256.PublicKey, id: some FixedByteValue, payloadDigest: Digest32) {
-        self.init(signer: Digest32(exactly: key.fingerprint), id: StatementID(id), payloadDigest: payloadDigest)
+        self.init(signer: key.fingerprintDigest, id: StatementID(id), payloadDigest: payloadDigest)
     }
 
     /// The key the state indexes statements by.

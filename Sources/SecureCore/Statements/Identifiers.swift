@@ -45,7 +45,7 @@ extension FixedByteValue {
     }
 
     /// Another fixed-length value of the same length with the same bytes (a transfer id as a statement id).
-    init(_ other: some FixedByteValue) {
+    public init(_ other: some FixedByteValue) {
         precondition(type(of: other).byteCount == Self.byteCount, "\(Self.self) is \(Self.byteCount) bytes")
         self.init(validated: ValidatedBytes(other.bytes))
     }
@@ -179,6 +179,12 @@ public struct Digest32: FixedByteValue {
 
     /// SHA-256 of what `hasher` was given.
     init(finalizing hasher: SHA256.Hasher) { self.init(validated: ValidatedBytes(hasher.finalize())) }
+}
+
+extension P256.PublicKey {
+    /// SHA-256 of the key's SubjectPublicKeyInfo (`fingerprint`), typed: what key events commit to as the
+    /// next key and statement references name as the signer.
+    public var fingerprintDigest: Digest32 { Digest32(exactly: fingerprint) }
 }
 
 /// The 16 bytes that name a signed statement within its signer's statements (a voucher's or a
