@@ -481,7 +481,7 @@ public final class PeerActions {
             ],
             "measured \(summary.medianMillimetres) mm (spread \(summary.spreadMillimetres) mm, \(source)), signed on the token"
         )
-        var proof: [[UInt8]]?
+        var proof: [Digest32]?
         if let from = task.consistencyFromSize {
             proof =
                 from >= 1 && from <= helloSize
@@ -561,7 +561,7 @@ public final class PeerActions {
         let payload = receipt.payload
         return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(payload.transferID.hex) of "
             + "\(MoneyText.format(payload.amount)) (credit entry \(payload.creditPosition); payer checkpoint \(payload.checkpointSize) "
-            + "cosigned, digest \(Hex.encode(payload.checkpointDigest.prefix(8)))…)"
+            + "cosigned, digest \(Hex.encode(payload.checkpointDigest.bytes.prefix(8)))…)"
     }
 
     /// A short stable name for `--json`.
