@@ -50,8 +50,8 @@ final class Auditor {
         let transferID: [UInt8]
         let debitPosition: UInt64?
         let checkpointSize: UInt64
-        let checkpointRoot: [UInt8]
-        let checkpointHead: [UInt8]
+        let checkpointRoot: Digest32
+        let checkpointHead: Digest32
         /// The key that signed the payer's checkpoint: evidence across a rotation needs the payer's key-event
         /// log, which today's rules do not use (issue 12 extends them).
         let checkpointKey: [UInt8]
@@ -137,7 +137,7 @@ final class Auditor {
         case .paymentIn:
             // The transfer id from the signed transfer itself, not from the entry's statement reference.
             let transfer = try SignedTransfer.decode(entry.payload)
-            transferID = transfer?.payload.order.transferID.bytes ?? entry.statement?.id
+            transferID = transfer?.payload.order.transferID.bytes ?? entry.statement?.id.bytes
             payer = transfer?.payload.order.payerWalletID
             var books = transfers[transferID!, default: TransferBooks()]
             books.credits += 1
@@ -150,12 +150,12 @@ final class Auditor {
             balances[index] += units
             if let transfer { try checkDoubleSpend(transfer, payee: simulated) }
         case .reversal:
-            transferID = entry.statement?.id
+            transferID = entry.statement?.id.bytes
             transfers[transferID!, default: TransferBooks()].reversals += 1
             balances[index] += units
         case .deposit:
-            transferID = entry.statement?.id // the voucher id, kept so a restore can forget the deposit
-            guard let id = entry.statement?.id, let amount = minted[id] else {
+            transferID = entry.statement?.id.bytes // the voucher id, kept so a restore can forget the deposit
+            guard let id = entry.statement?.id.bytes, let amount = minted[id] else {
                 throw fail(
                     "deposit-minted", "w\(index) recorded a deposit of \(units) for a voucher the issuer never minted")
             }
@@ -186,7 +186,7 @@ final class Auditor {
                     "refusal-zero-debit", "transfer \(Hex.encode(transferID.prefix(6))) was both credited and reversed")
             }
         }
-        if entry.kind == .deposit, let id = entry.statement?.id, deposits[id]! > 1 {
+        if entry.kind == .deposit, let id = entry.statement?.id.bytes, deposits[id]! > 1 {
             throw fail("deposit-at-most-once", "voucher \(Hex.encode(id.prefix(6))) deposited twice")
         }
     }
