@@ -51,7 +51,7 @@ extension FixedByteValue {
     }
 
     /// The value made of `byteCount` zero bytes.
-    static var zero: Self { Self(validated: ValidatedBytes([UInt8](repeating: 0, count: byteCount))) }
+    public static var zero: Self { Self(validated: ValidatedBytes([UInt8](repeating: 0, count: byteCount))) }
 
     /// Lowercase hex of the bytes, for display and logs.
     public var hex: String { Hex.encode(bytes) }
