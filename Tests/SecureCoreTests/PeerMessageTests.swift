@@ -56,7 +56,7 @@ struct PeerMessageTests {
             .reply(try OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
             .reply(try OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
             .measurement(
-                try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.bytes(1, 32)])),
+                try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.id(1)])),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: theirs, consistencyProof: nil)),
             .ready(ReadyMessage(offerID: offerID, amount: Fixture.eur(450))),
             .transfer(TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),

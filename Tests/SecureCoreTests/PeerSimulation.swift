@@ -71,14 +71,14 @@ struct PeerSimulation {
             walletKey: wallet.key, displayName: "", rangingToken: [], nonceContribution: Fixture.bytes(0, 16),
             checkpoint: try! wallet.checkpoint())
         return PeerSessionContext(
-            transcriptHash: Fixture.bytes(0, 32), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
+            transcriptHash: Fixture.id(0), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
     }()
 
     /// Fresh machines over a fresh channel; the wallets and their stores stay.
     mutating func newSession(retrying pending: TransferMessage?) throws {
         sessionSeed &+= 1
         var random = SeededRandom(seed: sessionSeed)
-        let transcript = random.bytes(32)
+        let transcript = Digest32.random(using: &random)
         let binding = random.bytes(32)
         let policy = RangingPolicy(allowsSimulated: config.allowsSimulated)
         let payerContext = PeerSessionContext(

@@ -128,7 +128,7 @@ struct TamperTests {
                     category: entry.category, limit: try MoneyText.parse("9999.00 EUR"), window: .month,
                     isHardCap: false, timeZoneIdentifier: "Europe/Berlin")
                 return try Self.copy(entry, payload: BudgetChange.set(budget).payload)
-            case "link": return try Self.copy(entry, previous: [UInt8](repeating: 7, count: 32))
+            case "link": return try Self.copy(entry, previous: Digest32(bytes: [UInt8](repeating: 7, count: 32))!)
             default: return try Self.copy(entry, counterparty: [1, 2, 3])
             }
         }
