@@ -70,7 +70,7 @@ public final class PeerActions {
         let evidence = try wallet.ledger.evidence().map { EvidenceDigest(of: $0) }
         return try PeerHello(
             walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
-            nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
+            nonceContribution: NonceContribution(exactly: randomBytes(NonceContribution.byteCount)), checkpoint: latest,
             evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
             keyEventHead: wallet.keyLog.head)
     }

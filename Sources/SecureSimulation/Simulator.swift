@@ -545,6 +545,7 @@ public final class Simulator {
         guard wallet.vouchers.count < 4 else { return }
         issuerSequence += 1
         let amount = Self.euros(100 + Int64(random.next() % 5_000))
+        // The amount is at least 1.00 EUR and the issuer's signer is a software key, so neither step can fail.
         let voucher = try! Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
             voucherID: .random(using: &random), issuerSequence: issuerSequence

@@ -517,7 +517,7 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// A SHA-256 value read back from the database; a wrong length means the file went bad.
     private static func digest(_ bytes: [UInt8], _ what: String) throws -> Digest32 {
-        guard let digest = Digest32(bytes: bytes) else { throw StoreError(.corrupted, "\(what) is not 32 bytes") }
+        guard let digest = Digest32(bytes: bytes) else { throw StoreError(.corrupted, "\(what) is not \(Digest32.byteCount) bytes") }
         return digest
     }
 
@@ -552,7 +552,7 @@ public final class LedgerStore: @unchecked Sendable {
     public func storeEvidence(_ encoded: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO evidence (digest, encoded) VALUES (?, ?)")
-                .bind([.blob(SHA256.hash(encoded)), .blob(encoded)]).run()
+                .bind([.blob(EvidenceDigest(of: encoded).bytes), .blob(encoded)]).run()
         }
     }
 

@@ -9,8 +9,8 @@ struct SpatialTests {
     @Test("the session nonce depends on every input")
     func nonce() {
         let base = SessionNonce.derive(
-            transcriptHash: Fixture.id(1), payerContribution: Fixture.bytes(2, 16),
-            payeeContribution: Fixture.bytes(3, 16))
+            transcriptHash: Fixture.id(1), payerContribution: Fixture.id(2),
+            payeeContribution: Fixture.id(3))
         #expect(
             base.bytes
                 == SHA256.hash(
@@ -19,13 +19,13 @@ struct SpatialTests {
         #expect(
             base
                 != SessionNonce.derive(
-                    transcriptHash: Fixture.id(9), payerContribution: Fixture.bytes(2, 16),
-                    payeeContribution: Fixture.bytes(3, 16)))
+                    transcriptHash: Fixture.id(9), payerContribution: Fixture.id(2),
+                    payeeContribution: Fixture.id(3)))
         #expect(
             base
                 != SessionNonce.derive(
-                    transcriptHash: Fixture.id(1), payerContribution: Fixture.bytes(3, 16),
-                    payeeContribution: Fixture.bytes(2, 16)))
+                    transcriptHash: Fixture.id(1), payerContribution: Fixture.id(3),
+                    payeeContribution: Fixture.id(2)))
     }
 
     @Test("summaries: nearest-rank median and p10–p90 spread; too few samples and too wide a spread refused")

@@ -256,6 +256,7 @@ public struct PayeeMachine: PeerMachine {
     /// The person declined the offer.
     public mutating func userDeclined() -> [PeerAction] {
         guard case .approving(_, _, let offer) = state else { return [] }
+        // A decline names no held checkpoint, so the size rule cannot fail.
         let reply = try! OfferReply(offerID: offer.offerID, accepted: false, heldCheckpointSize: nil)
         return finish(.failed(.declined, byPeer: false), before: [.send(.reply(reply))])
     }

@@ -221,7 +221,8 @@ public struct PayerMachine: PeerMachine {
         {
             return fail(PeerCommon.failureReason(error.refusal), offerID: offerID)
         }
-        // Every field was checked when the hello, offer and context were made.
+        // The only checks left in TransferOrder are a positive amount (the offer's, checked when it was made)
+        // and the binding's length (the context's, bounded when it was made), so it cannot fail.
         let order = try! TransferOrder(
             transferID: transferID, payerWalletID: context.hello.walletID, payerKey: context.hello.walletKey,
             payeeWalletID: session.peer.walletID, amount: deal.offer.amount,
@@ -271,7 +272,8 @@ public struct PayerMachine: PeerMachine {
     /// The person picked a category for the request (request flow).
     public mutating func categoryChosen(_ category: String) -> [PeerAction] {
         guard case .choosingCategory(let session, let record, let request) = state else { return [] }
-        // Offer id = request id: the offer answers the request, so the requester may skip its prompt.
+        // Offer id = request id: the offer answers the request, so the requester may skip its prompt. The
+        // request's amount and note passed the same checks when it was made, so the offer cannot fail.
         let offer = try! PaymentOffer(offerID: request.requestID, amount: request.amount, note: request.note)
         state = .checking(session, record, offer, category: category)
         return [.checkPayment(amount: request.amount, category: category)]

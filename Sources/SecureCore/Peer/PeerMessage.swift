@@ -119,7 +119,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     /// The sender's ranging discovery token (opaque to the protocol).
     public let rangingToken: [UInt8]
     /// The sender's 16 random bytes for the session nonce.
-    public let nonceContribution: [UInt8]
+    public let nonceContribution: NonceContribution
     /// The sender's latest signed checkpoint, naming its wallet id.
     public let checkpoint: SignedCheckpoint
     /// Digests (SHA-256 of the encoding) of the fork evidence the sender holds.
@@ -135,7 +135,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     public static let evidenceDigestCountMax = 64
 
     public init(
-        walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: [UInt8],
+        walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: NonceContribution,
         checkpoint: SignedCheckpoint, evidenceDigests: [EvidenceDigest] = [], keyEventHead: KeyEventHead? = nil
     ) throws {
         guard displayName.utf8.count <= PeerHello.displayNameByteCountMax,
@@ -144,10 +144,9 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
             throw FormatError(.invalidValue, "a display name is at most 64 bytes without control characters")
         }
         guard rangingToken.count <= PeerHello.rangingTokenByteCountMax,
-            nonceContribution.count == SessionNonce.contributionByteCount,
             evidenceDigests.count <= PeerHello.evidenceDigestCountMax
         else {
-            throw FormatError(.invalidValue, "a hello's token, nonce contribution or evidence digests break a limit")
+            throw FormatError(.invalidValue, "a hello's token or evidence digests break a limit")
         }
         self.walletKey = walletKey
         self.displayName = displayName
@@ -165,7 +164,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         writer.write(fixed: walletKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(prefixed8: Array(displayName.utf8), max: PeerHello.displayNameByteCountMax)
         writer.write(prefixed16: rangingToken, max: PeerHello.rangingTokenByteCountMax)
-        writer.write(fixed: nonceContribution, count: SessionNonce.contributionByteCount)
+        writer.write(nonceContribution)
         checkpoint.encode(into: &writer)
         writer.write(UInt8(evidenceDigests.count))
         for digest in evidenceDigests { writer.write(digest) }
@@ -182,7 +181,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         guard let point = reader.readFixed(P256.uncompressedPointByteCount),
             let name = try reader.readPrefixed8(max: displayNameByteCountMax, field: "display name"),
             let token = try reader.readPrefixed16(max: rangingTokenByteCountMax, field: "ranging token"),
-            let contribution = reader.readFixed(SessionNonce.contributionByteCount),
+            let contribution = reader.read(NonceContribution.self),
             let checkpoint = try SignedCheckpoint.decode(from: &reader), let count = reader.readUInt8()
         else { return nil }
         guard Int(count) <= evidenceDigestCountMax else {

@@ -8,15 +8,13 @@ public enum SessionNonce {
     /// τ: the label and its terminating zero byte.
     public static let label: [UInt8] = DomainLabel.bytes("secure-session-nonce-v1")
     /// Each wallet contributes 16 random bytes: 128 bits from either side alone make N unpredictable.
-    public static let contributionByteCount = 16
+    public static let contributionByteCount = NonceContribution.byteCount
 
     /// N for a session.
-    public static func derive(transcriptHash: Digest32, payerContribution: [UInt8], payeeContribution: [UInt8])
-        -> Digest32
-    {
-        precondition(
-            payerContribution.count == contributionByteCount && payeeContribution.count == contributionByteCount)
-        return Digest32(of: label + transcriptHash.bytes + payerContribution + payeeContribution)
+    public static func derive(
+        transcriptHash: Digest32, payerContribution: NonceContribution, payeeContribution: NonceContribution
+    ) -> Digest32 {
+        Digest32(of: label + transcriptHash.bytes + payerContribution.bytes + payeeContribution.bytes)
     }
 }
 

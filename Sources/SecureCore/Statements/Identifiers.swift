@@ -187,6 +187,16 @@ extension P256.PublicKey {
     public var fingerprintDigest: Digest32 { Digest32(exactly: fingerprint) }
 }
 
+/// The 16 random bytes each wallet puts in its `hello` towards the session nonce (`SessionNonce`).
+public struct NonceContribution: FixedByteValue {
+    /// 16 bytes: 128 bits from either side alone make the session nonce unpredictable.
+    public static let byteCount = 16
+    /// The contribution's bytes.
+    public let bytes: [UInt8]
+    /// The contribution with checked bytes.
+    public init(validated: ValidatedBytes<Self>) { bytes = validated.bytes }
+}
+
 /// The 16 bytes that name a signed statement within its signer's statements (a voucher's or a
 /// transfer's id), and the random id of every ledger entry.
 public struct StatementID: FixedByteValue {
