@@ -687,7 +687,8 @@ enum PayBench {
             }
             for debit in debits.dropFirst(debitsBefore[index]) {
                 guard let order = try TransferOrder.decode(debit.payload) else { continue }
-                let credited = try payee.wallet.ledger.statementExists(kind: .paymentIn, id: StatementID(order.transferID))
+                let credited = try payee.wallet.ledger.statementExists(
+                    kind: .paymentIn, id: StatementID(order.transferID))
                 let pending = try payer.wallet.pendingTransfers().contains {
                     $0.transfer.payload.order.transferID == order.transferID
                 }

@@ -296,8 +296,9 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// The perfect subtrees that leaf `position` completes, as (level, index, hash): the same carries the
     /// compact range makes. Stored, they let any RFC 9162 proof be built with O(log n) reads.
-    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: Digest32) -> [(Int, UInt64, Digest32)]
-    {
+    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: Digest32) -> [(
+        Int, UInt64, Digest32
+    )] {
         var nodes: [(Int, UInt64, Digest32)] = []
         var hash = leaf
         var peaks = range.peaks
@@ -517,7 +518,9 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// A SHA-256 value read back from the database; a wrong length means the file went bad.
     private static func digest(_ bytes: [UInt8], _ what: String) throws -> Digest32 {
-        guard let digest = Digest32(bytes: bytes) else { throw StoreError(.corrupted, "\(what) is not \(Digest32.byteCount) bytes") }
+        guard let digest = Digest32(bytes: bytes) else {
+            throw StoreError(.corrupted, "\(what) is not \(Digest32.byteCount) bytes")
+        }
         return digest
     }
 

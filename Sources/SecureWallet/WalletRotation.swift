@@ -126,8 +126,7 @@ extension Wallet {
             keyLog.events.map(\.event.signingKey.fingerprintDigest) + keyLog.events.map(\.event.nextKeyDigest))
         if let left = try holder.keys().first(where: {
             $0.label == label && !known.contains($0.publicKey.fingerprintDigest)
-        })
-        {
+        }) {
             return left
         }
         return try holder.generateKey(label: label, usage: .sign)

@@ -96,7 +96,8 @@ struct MerkleTests {
             for index in 0..<size {
                 let proof = tree.inclusionProof(index: UInt64(index), size: UInt64(size))
                 #expect(
-                    proof.map(\.bytes) == ReferenceMerkle.path(index, MerkleTests.leaves.prefix(size)[...]), "case \(index)/\(size)")
+                    proof.map(\.bytes) == ReferenceMerkle.path(index, MerkleTests.leaves.prefix(size)[...]),
+                    "case \(index)/\(size)")
                 let leaf = Merkle.leafHash(MerkleTests.leaves[index])
                 #expect(
                     Merkle.verifyInclusion(
@@ -114,7 +115,8 @@ struct MerkleTests {
                 let proof = tree.consistencyProof(oldSize: UInt64(oldSize), newSize: UInt64(newSize))
                 if oldSize > 0 && oldSize < newSize {
                     #expect(
-                        proof.map(\.bytes) == ReferenceMerkle.subproof(oldSize, MerkleTests.leaves.prefix(newSize)[...], true),
+                        proof.map(\.bytes)
+                            == ReferenceMerkle.subproof(oldSize, MerkleTests.leaves.prefix(newSize)[...], true),
                         "case \(oldSize)→\(newSize)")
                 }
                 #expect(

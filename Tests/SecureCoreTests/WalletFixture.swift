@@ -32,7 +32,8 @@ struct TestWallet {
     @discardableResult
     mutating func append(_ draft: EntryDraft) throws -> LedgerEntry {
         time += 1000
-        let entry = try draft.entry(position: state.size, id: .random(using: &random), time: time, previousLink: state.head)
+        let entry = try draft.entry(
+            position: state.size, id: .random(using: &random), time: time, previousLink: state.head)
         try state.apply(entry)
         entries.append(entry)
         tree.append(leafHash: Merkle.leafHash(entry.encoded))

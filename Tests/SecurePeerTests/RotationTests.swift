@@ -87,7 +87,8 @@ struct RotationTests {
         #expect(!remaining.contains(old))
         #expect(remaining.contains(test.wallet!.signingKey))
         #expect(
-            remaining.contains { $0.fingerprintDigest == test.wallet!.keyEvent.event.nextKeyDigest }, "the next key is kept")
+            remaining.contains { $0.fingerprintDigest == test.wallet!.keyEvent.event.nextKeyDigest },
+            "the next key is kept")
         try test.setBudget("x", "1.00 EUR")
     }
 
@@ -149,7 +150,9 @@ struct RotationTests {
         let main = try test.main.session(), backup = try test.backup.session()
         defer { main.close(); backup.close() }
         let logKeys = Set(
-            test.wallet!.keyLog.events.map(\.event.signingKey.fingerprintDigest) + [test.wallet!.keyEvent.event.nextKeyDigest]
+            test.wallet!.keyLog.events.map(\.event.signingKey.fingerprintDigest) + [
+                test.wallet!.keyEvent.event.nextKeyDigest
+            ]
         )
         let stray = (try main.keys() + backup.keys()).filter {
             $0.label.contains("-key-") && !logKeys.contains($0.publicKey.fingerprintDigest)

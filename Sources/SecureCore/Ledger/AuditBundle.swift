@@ -31,7 +31,8 @@ public struct AuditBundle: Hashable, Sendable {
 
     public init(
         walletID: WalletID, keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
-        entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint, consistencyProof: [Digest32]
+        entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint,
+        consistencyProof: [Digest32]
     ) {
         self.walletID = walletID
         self.keyEvents = keyEvents
