@@ -286,8 +286,6 @@ public struct MeasurementContext: Hashable, Sendable {
         nonce: Digest32, offerID: OfferID, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
         payerDate: KeyDate, payeeDate: KeyDate, channelBinding: [UInt8]
     ) {
-        precondition(
-            channelBinding.count <= TransferOrder.channelBindingByteCountMax, "a channel binding over the limit")
         self.nonce = nonce
         self.offerID = offerID
         self.payerKey = payerKey
