@@ -53,8 +53,8 @@ struct PeerMessageTests {
                     nonceContribution: Fixture.id(7), checkpoint: checkpoint)),
             .request(try PaymentRequest(requestID: offerID, amount: Fixture.eur(450), note: "Coffee")),
             .offer(try PaymentOffer(offerID: offerID, amount: Fixture.eur(450))),
-            .reply(try OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
-            .reply(try OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
+            .reply(OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
+            .reply(OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
             .measurement(
                 try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.id(1)])),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: theirs, consistencyProof: nil)),

@@ -246,8 +246,7 @@ public struct PayeeMachine: PeerMachine {
     public mutating func userApproved() -> [PeerAction] {
         guard case .approving(let session, let record, let offer) = state else { return [] }
         state = .measuring(session, record, offer, payer: nil)
-        // The offer id was checked when the offer was decoded; a held checkpoint has size ≥ 1.
-        let reply = try! OfferReply(
+        let reply = OfferReply(
             offerID: offer.offerID, accepted: true, heldCheckpointSize: record.heldCheckpoint?.checkpoint.size)
         let task = MeasurementTask(context: measurementContext(session, offer), role: .payee, consistencyFromSize: nil)
         return [.send(.reply(reply)), .measure(task)]
@@ -256,8 +255,7 @@ public struct PayeeMachine: PeerMachine {
     /// The person declined the offer.
     public mutating func userDeclined() -> [PeerAction] {
         guard case .approving(_, _, let offer) = state else { return [] }
-        // A decline names no held checkpoint, so the size rule cannot fail.
-        let reply = try! OfferReply(offerID: offer.offerID, accepted: false, heldCheckpointSize: nil)
+        let reply = OfferReply(offerID: offer.offerID, accepted: false, heldCheckpointSize: nil)
         return finish(.failed(.declined, byPeer: false), before: [.send(.reply(reply))])
     }
 

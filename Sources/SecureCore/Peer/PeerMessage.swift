@@ -302,10 +302,10 @@ public struct OfferReply: Hashable, Sendable, PeerMessageBody {
     /// The size of the latest checkpoint of this payer the payee holds, or nil.
     public let heldCheckpointSize: UInt64?
 
-    public init(offerID: OfferID, accepted: Bool, heldCheckpointSize: UInt64?) throws {
-        guard heldCheckpointSize != 0 else {
-            throw FormatError(.invalidValue, "a reply's held checkpoint size is at least 1")
-        }
+    /// Makes a reply. The size comes from a held checkpoint (which covers at least entry 0) or from the
+    /// decoder (which reads 0 as none), so a size of 0 is our bug and traps.
+    public init(offerID: OfferID, accepted: Bool, heldCheckpointSize: UInt64?) {
+        precondition(heldCheckpointSize != 0, "a reply's held checkpoint size is at least 1")
         self.offerID = offerID
         self.accepted = accepted
         self.heldCheckpointSize = heldCheckpointSize
@@ -324,7 +324,7 @@ public struct OfferReply: Hashable, Sendable, PeerMessageBody {
         guard decision == 1 || decision == 2 else {
             throw FormatError(.invalidValue, "reply decision \(decision) is not 1 (accept) or 2 (decline)")
         }
-        return try OfferReply(offerID: id, accepted: decision == 1, heldCheckpointSize: held == 0 ? nil : held)
+        return OfferReply(offerID: id, accepted: decision == 1, heldCheckpointSize: held == 0 ? nil : held)
     }
 }
 
