@@ -680,14 +680,15 @@ enum PayBench {
             for (transfer, _) in try payer.wallet.pendingTransfers() {
                 result.pending += 1
                 if try payee.wallet.ledger.statementExists(
-                    kind: .paymentIn, id: transfer.payload.order.transferID.bytes)
+                    kind: .paymentIn, id: StatementID(transfer.payload.order.transferID))
                 {
                     result.pendingCredited += 1
                 }
             }
             for debit in debits.dropFirst(debitsBefore[index]) {
                 guard let order = try TransferOrder.decode(debit.payload) else { continue }
-                let credited = try payee.wallet.ledger.statementExists(kind: .paymentIn, id: order.transferID.bytes)
+                let credited = try payee.wallet.ledger.statementExists(
+                    kind: .paymentIn, id: StatementID(order.transferID))
                 let pending = try payer.wallet.pendingTransfers().contains {
                     $0.transfer.payload.order.transferID == order.transferID
                 }

@@ -89,7 +89,7 @@ struct MachinePair {
     init(payer: BenchWallet, payee: BenchWallet, request: PaymentRequest?, retrying: TransferMessage? = nil) throws {
         self.payer = payer
         self.payee = payee
-        let transcript = SystemRandom.bytes(32)
+        let transcript = Digest32.random()
         let binding = SystemRandom.bytes(32)
         func context(_ wallet: BenchWallet) throws -> PeerSessionContext {
             PeerSessionContext(

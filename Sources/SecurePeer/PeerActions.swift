@@ -70,7 +70,7 @@ public final class PeerActions {
         let evidence = try wallet.ledger.evidence().map { EvidenceDigest(of: $0) }
         return try PeerHello(
             walletKey: wallet.signingKey, displayName: displayName, rangingToken: randomBytes(16),
-            nonceContribution: randomBytes(SessionNonce.contributionByteCount), checkpoint: latest,
+            nonceContribution: NonceContribution(exactly: randomBytes(NonceContribution.byteCount)), checkpoint: latest,
             evidenceDigests: Array(evidence.prefix(PeerHello.evidenceDigestCountMax)),
             keyEventHead: wallet.keyLog.head)
     }
@@ -483,7 +483,7 @@ public final class PeerActions {
             ],
             "measured \(summary.medianMillimetres) mm (spread \(summary.spreadMillimetres) mm, \(source)), signed on the token"
         )
-        var proof: [[UInt8]]?
+        var proof: [Digest32]?
         if let from = task.consistencyFromSize {
             proof =
                 from >= 1 && from <= helloSize
@@ -564,7 +564,7 @@ public final class PeerActions {
         let payload = receipt.payload
         return "\(shortFingerprint(payload.payeeKey)) countersigned transfer \(payload.transferID.hex) of "
             + "\(MoneyText.format(payload.amount)) (credit entry \(payload.creditPosition); payer checkpoint \(payload.checkpointSize) "
-            + "cosigned, digest \(Hex.encode(payload.checkpointDigest.prefix(8)))…)"
+            + "cosigned, digest \(Hex.encode(payload.checkpointDigest.bytes.prefix(8)))…)"
     }
 
     /// A short stable name for `--json`.

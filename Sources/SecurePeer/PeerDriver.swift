@@ -49,8 +49,9 @@ public final class PeerDriver {
         let hello = try walletLock.withLock {
             try PeerActions.hello(wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) })
         }
+        // The channel's transcript hash is a SHA-256 output, so its length is the channel's own invariant.
         let context = PeerSessionContext(
-            transcriptHash: channel.summary.transcriptHash, channelBinding: channel.channelBinding,
+            transcriptHash: Digest32(exactly: channel.summary.transcriptHash), channelBinding: channel.channelBinding,
             hello: hello, rangingPolicy: policy)
         let machine: PeerActions.Machine
         switch role {

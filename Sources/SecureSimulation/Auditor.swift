@@ -13,7 +13,7 @@ final class Auditor {
     struct Seen {
         let kind: EntryKind
         let minorUnits: Int64
-        let transferID: [UInt8]?
+        let transferID: StatementID?
         /// A peer-protocol debit (it carries a spatial proof), as opposed to a file transfer.
         let isPeerDebit: Bool
         let payerWalletID: WalletID?
@@ -32,29 +32,29 @@ final class Auditor {
     unowned let simulator: Simulator
     private var seen: [[Seen]]
     private var balances: [Int64]
-    private var transfers: [[UInt8]: TransferBooks] = [:]
+    private var transfers: [StatementID: TransferBooks] = [:]
     /// Deposits seen by voucher id: a voucher is deposited at most once.
-    private var deposits: [[UInt8]: Int] = [:]
+    private var deposits: [StatementID: Int] = [:]
     /// Every voucher the issuer minted, by id, and their sum: conservation starts from these, not from the
     /// deposits the ledgers recorded, so a lost or mis-recorded deposit shows.
-    private var minted: [[UInt8]: Int64] = [:]
+    private var minted: [StatementID: Int64] = [:]
     private var mintedTotal: Int64 = 0
     /// Minted vouchers that no ledger holds a deposit of (still with their wallet, or forgotten by a restore).
     private var undeposited: Int64 = 0
     /// Vouchers whose deposit the wallet reported done in this step; the ledger must show them.
-    private var depositsReported: [(voucherID: [UInt8], wallet: Int)] = []
+    private var depositsReported: [(voucherID: StatementID, wallet: Int)] = []
     /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
     private var creditsSeen: [Int: [WalletID: [CreditSeen]]] = [:]
 
     struct CreditSeen {
-        let transferID: [UInt8]
+        let transferID: StatementID
         let debitPosition: UInt64?
         let checkpointSize: UInt64
-        let checkpointRoot: [UInt8]
-        let checkpointHead: [UInt8]
+        let checkpointRoot: Digest32
+        let checkpointHead: Digest32
         /// The key that signed the payer's checkpoint: evidence across a rotation needs the payer's key-event
         /// log, which today's rules do not use (issue 12 extends them).
-        let checkpointKey: [UInt8]
+        let checkpointKey: Digest32
     }
 
     init(simulator: Simulator) {
@@ -91,7 +91,7 @@ final class Auditor {
         for (voucherID, index) in depositsReported where deposits[voucherID, default: 0] == 0 {
             throw fail(
                 "deposit-recorded",
-                "w\(index) reported the deposit of voucher \(Hex.encode(voucherID.prefix(6))) done, "
+                "w\(index) reported the deposit of voucher \(Hex.encode(voucherID.bytes.prefix(6))) done, "
                     + "but its ledger holds no deposit of it")
         }
         depositsReported = []
@@ -114,7 +114,7 @@ final class Auditor {
     private func record(_ entry: LedgerEntry, in simulated: SimulatedWallet) throws {
         let index = simulated.index
         let units = entry.amount?.minorUnits ?? 0
-        var transferID: [UInt8]?
+        var transferID: StatementID?
         var isPeerDebit = false
         var payer: WalletID?
         switch entry.kind {
@@ -122,22 +122,22 @@ final class Auditor {
             guard let order = try TransferOrder.decode(entry.payload) else {
                 throw fail("ledger", "an undecodable debit")
             }
-            transferID = order.transferID.bytes
+            transferID = StatementID(order.transferID)
             payer = order.payerWalletID
             if case .spatialProof = order.proximity { isPeerDebit = true }
             try checkReadyBeforeDebit(order, simulated)
-            var books = transfers[order.transferID.bytes, default: TransferBooks()]
+            var books = transfers[StatementID(order.transferID), default: TransferBooks()]
             books.debits += 1
             books.minorUnits = order.amount.minorUnits
             books.isPeer = isPeerDebit
             books.payerWalletID = order.payerWalletID
             books.payeeWalletID = order.payeeWalletID
-            transfers[order.transferID.bytes] = books
+            transfers[StatementID(order.transferID)] = books
             balances[index] -= units
         case .paymentIn:
             // The transfer id from the signed transfer itself, not from the entry's statement reference.
             let transfer = try SignedTransfer.decode(entry.payload)
-            transferID = transfer?.payload.order.transferID.bytes ?? entry.statement?.id
+            transferID = transfer.map { StatementID($0.payload.order.transferID) } ?? entry.statement?.id
             payer = transfer?.payload.order.payerWalletID
             var books = transfers[transferID!, default: TransferBooks()]
             books.credits += 1
@@ -162,7 +162,7 @@ final class Auditor {
             guard amount == units else {
                 throw fail(
                     "deposit-minted",
-                    "w\(index) recorded \(units) for voucher \(Hex.encode(id.prefix(6))) minted for \(amount)")
+                    "w\(index) recorded \(units) for voucher \(Hex.encode(id.bytes.prefix(6))) minted for \(amount)")
             }
             deposits[id, default: 0] += 1
             if deposits[id] == 1 { undeposited -= amount }
@@ -178,16 +178,17 @@ final class Auditor {
             guard books.debits <= 1, books.credits <= 1, books.reversals <= 1 else {
                 throw fail(
                     "transfer-at-most-once",
-                    "transfer \(Hex.encode(transferID.prefix(6))) has \(books.debits) debits, "
+                    "transfer \(Hex.encode(transferID.bytes.prefix(6))) has \(books.debits) debits, "
                         + "\(books.credits) credits and \(books.reversals) reversals")
             }
             guard books.credits == 0 || books.reversals == 0 else {
                 throw fail(
-                    "refusal-zero-debit", "transfer \(Hex.encode(transferID.prefix(6))) was both credited and reversed")
+                    "refusal-zero-debit",
+                    "transfer \(Hex.encode(transferID.bytes.prefix(6))) was both credited and reversed")
             }
         }
         if entry.kind == .deposit, let id = entry.statement?.id, deposits[id]! > 1 {
-            throw fail("deposit-at-most-once", "voucher \(Hex.encode(id.prefix(6))) deposited twice")
+            throw fail("deposit-at-most-once", "voucher \(Hex.encode(id.bytes.prefix(6))) deposited twice")
         }
     }
 
@@ -287,14 +288,14 @@ final class Auditor {
     /// The issuer minted a voucher.
     func voucherMinted(_ voucher: SignedVoucher) {
         let amount = voucher.payload.amount.minorUnits
-        minted[voucher.payload.voucherID.bytes] = amount
+        minted[StatementID(voucher.payload.voucherID)] = amount
         mintedTotal += amount
         undeposited += amount
     }
 
     /// A wallet reported a voucher's deposit done (recorded or a duplicate); checked after the step.
     func depositReported(_ voucher: SignedVoucher, by simulated: SimulatedWallet) {
-        depositsReported.append((voucher.payload.voucherID.bytes, simulated.index))
+        depositsReported.append((StatementID(voucher.payload.voucherID), simulated.index))
     }
 
     /// A double spend an honest payee could have caught with today's rules (Wallet.keepForkEvidence): it
@@ -307,10 +308,10 @@ final class Auditor {
         let payload = transfer.payload
         let checkpoint = payload.checkpoint.checkpoint
         let credit = CreditSeen(
-            transferID: payload.order.transferID.bytes,
+            transferID: StatementID(payload.order.transferID),
             debitPosition: (try? LedgerEntry.decode(payload.debitLeaf))?.position,
             checkpointSize: checkpoint.size, checkpointRoot: checkpoint.root, checkpointHead: checkpoint.head,
-            checkpointKey: checkpoint.walletKey.fingerprint)
+            checkpointKey: checkpoint.walletKey.fingerprintDigest)
         let payer = payload.order.payerWalletID
         let earlier = creditsSeen[payee.index, default: [:]][payer, default: []]
         creditsSeen[payee.index, default: [:]][payer, default: []].append(credit)
@@ -327,13 +328,13 @@ final class Auditor {
         guard try wallet.ledger.evidence().isEmpty else { return }
         throw fail(
             "double-spend-detected",
-            "w\(payee.index) credited transfer \(Hex.encode(credit.transferID.prefix(6))) while it holds "
-                + "transfer \(Hex.encode(conflicting.transferID.prefix(6))) of the same payer at the same ledger position or "
+            "w\(payee.index) credited transfer \(Hex.encode(credit.transferID.bytes.prefix(6))) while it holds "
+                + "transfer \(Hex.encode(conflicting.transferID.bytes.prefix(6))) of the same payer at the same ledger position or "
                 + "checkpoint size, and holds no fork evidence")
     }
 
     /// How many credits of this transfer the auditor has seen.
-    func creditCount(of transferID: TransferID) -> Int { transfers[transferID.bytes]?.credits ?? 0 }
+    func creditCount(of transferID: TransferID) -> Int { transfers[StatementID(transferID)]?.credits ?? 0 }
 
     /// Every `ready` a payer received: (payer, channel binding, amount).
     private var readies: [(wallet: Int, binding: [UInt8], amount: Money)] = []
@@ -345,7 +346,7 @@ final class Auditor {
         guard let outcome = end.outcome else { return }
         let payerHonest = simulator.wallets[session.payer.walletIndex].isHonest
         let payeeHonest = simulator.wallets[session.payee.walletIndex].isHonest
-        let books = transfers[session.transferID.bytes] ?? TransferBooks()
+        let books = transfers[StatementID(session.transferID)] ?? TransferBooks()
         switch outcome {
         case .failed where end.isPayer && session.kind != .retry:
             guard books.debits == 0 else {
@@ -412,7 +413,7 @@ final class Auditor {
             guard books.credits + books.reversals == 1 else {
                 throw fail(
                     "retries-resolve",
-                    "transfer \(Hex.encode(id.prefix(6))) of \(books.minorUnits) is unresolved after healing")
+                    "transfer \(Hex.encode(id.bytes.prefix(6))) of \(books.minorUnits) is unresolved after healing")
             }
         }
         var covered: Int64 = 0

@@ -545,6 +545,7 @@ public final class Simulator {
         guard wallet.vouchers.count < 4 else { return }
         issuerSequence += 1
         let amount = Self.euros(100 + Int64(random.next() % 5_000))
+        // The amount is at least 1.00 EUR and the issuer's signer is a software key, so neither step can fail.
         let voucher = try! Voucher(
             issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
             voucherID: .random(using: &random), issuerSequence: issuerSequence
@@ -656,9 +657,9 @@ public final class Simulator {
     /// statement id.
     func plantSecondCredit(_ transfer: SignedTransfer, in wallet: Wallet) throws {
         let order = transfer.payload.order
-        let statement = try StatementReference(
-            signer: order.payerKey.fingerprint, id: random.bytes(16),
-            payloadDigest: SHA256.hash(transfer.payload.encoded))
+        let statement = StatementReference(
+            signer: order.payerKey.fingerprintDigest, id: .random(using: &random),
+            payloadDigest: Digest32(of: transfer.payload.encoded))
         _ = try wallet.appendDraft(
             EntryDraft(
                 kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
@@ -690,7 +691,7 @@ public final class Simulator {
 
     // MARK: Peer sessions
 
-    private func context(for simulated: SimulatedWallet, transcript: [UInt8], binding: [UInt8]) throws
+    private func context(for simulated: SimulatedWallet, transcript: Digest32, binding: [UInt8]) throws
         -> PeerSessionContext
     {
         guard let wallet = simulated.wallet else { throw SimulatedCrash(point: "context") }
@@ -713,7 +714,7 @@ public final class Simulator {
         let amount = Self.euros(1 + Int64(random.next() % UInt64(limit)))
         let transferID = TransferID.random(using: &random)
         let offerID = OfferID.random(using: &random)
-        let transcript = random.bytes(32), binding = random.bytes(32)
+        let transcript = Digest32.random(using: &random), binding = random.bytes(32)
         let payerContext = try context(for: payer, transcript: transcript, binding: binding)
         let payeeContext = try context(for: payee, transcript: transcript, binding: binding)
         let payerMachine: PayerMachine
@@ -746,7 +747,7 @@ public final class Simulator {
         let message = pick(ready)
         let payeeID = message.transfer.payload.order.payeeWalletID
         guard let payee = free.first(where: { $0.walletID == payeeID }) else { return }
-        let transcript = random.bytes(32), binding = random.bytes(32)
+        let transcript = Digest32.random(using: &random), binding = random.bytes(32)
         let payerMachine = PayerMachine(
             retrying: message, context: try context(for: payer, transcript: transcript, binding: binding))
         let payeeMachine = PayeeMachine(context: try context(for: payee, transcript: transcript, binding: binding))
@@ -865,7 +866,7 @@ public final class Simulator {
             let order = try TransferOrder(
                 transferID: session.transferID, payerWalletID: wallet.walletID, payerKey: wallet.signingKey,
                 payeeWalletID: wallets[session.payee.walletIndex].walletID, amount: session.amount,
-                proximity: .spatialProof(digest: random.bytes(32)), channelBinding: session.binding)
+                proximity: .spatialProof(digest: .random(using: &random)), channelBinding: session.binding)
             try simulated.unlockToken()
             _ = try wallet.commitDebit(order: order, draft: order.debitDraft(category: "food"), message: nil)
             note("s\(session.number) \(role(end)) planted debit before ready")

@@ -257,17 +257,17 @@ public final class LedgerStore: @unchecked Sendable {
                 let kind = Int64(entry.kind.rawValue)
                 let leaf = Merkle.leafHash(encoded)
                 try insertEntry.bind([
-                    try .count(entry.position), .blob(entry.id), .integer(kind),
-                    .blob(encoded), .blob(entry.link), .blob(leaf),
+                    try .count(entry.position), .blob(entry.id.bytes), .integer(kind),
+                    .blob(encoded), .blob(entry.link.bytes), .blob(leaf.bytes),
                 ]).run()
                 for (level, index, hash) in Self.completedNodes(range, position: entry.position, leaf: leaf) {
-                    try insertNode.bind([.integer(Int64(level)), try .count(index), .blob(hash)]).run()
+                    try insertNode.bind([.integer(Int64(level)), try .count(index), .blob(hash.bytes)]).run()
                 }
                 range.append(leafHash: leaf)
                 if let statement = entry.statement, entry.kind != .conflictingStatement {
                     try insertStatement.bind([
-                        .blob(statement.signer), .blob(statement.id), .integer(kind),
-                        .blob(statement.payloadDigest), try .count(entry.position),
+                        .blob(statement.signer.bytes), .blob(statement.id.bytes), .integer(kind),
+                        .blob(statement.payloadDigest.bytes), try .count(entry.position),
                     ]).run()
                 }
                 // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
@@ -296,9 +296,10 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// The perfect subtrees that leaf `position` completes, as (level, index, hash): the same carries the
     /// compact range makes. Stored, they let any RFC 9162 proof be built with O(log n) reads.
-    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: [UInt8]) -> [(Int, UInt64, [UInt8])]
-    {
-        var nodes: [(Int, UInt64, [UInt8])] = []
+    static func completedNodes(_ range: MerkleCompactRange, position: UInt64, leaf: Digest32) -> [(
+        Int, UInt64, Digest32
+    )] {
+        var nodes: [(Int, UInt64, Digest32)] = []
         var hash = leaf
         var peaks = range.peaks
         var level = 0
@@ -311,9 +312,9 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// MTH(D[lo:hi]) from stored nodes: the range splits into aligned perfect subtrees, folded from the right.
-    public func rangeHash(_ lo: UInt64, _ hi: UInt64) throws -> [UInt8] {
+    public func rangeHash(_ lo: UInt64, _ hi: UInt64) throws -> Digest32 {
         precondition(lo < hi)
-        var blocks: [[UInt8]] = []
+        var blocks: [Digest32] = []
         var start = lo
         while start < hi {
             var level = 63 - (hi - start).leadingZeroBitCount
@@ -326,7 +327,7 @@ public final class LedgerStore: @unchecked Sendable {
         return hash
     }
 
-    private func node(level: Int, index: UInt64) throws -> [UInt8] {
+    private func node(level: Int, index: UInt64) throws -> Digest32 {
         let statement =
             level == 0
             ? try database.prepare("SELECT leaf FROM entries WHERE position = ?").bind([try .count(index)])
@@ -336,16 +337,16 @@ public final class LedgerStore: @unchecked Sendable {
         guard try statement.step() else {
             throw StoreError(.corrupted, "the Merkle node (\(level), \(index)) is missing")
         }
-        return statement.blob(0)
+        return try Self.digest(statement.blob(0), "the Merkle node (\(level), \(index))")
     }
 
     /// The RFC 9162 inclusion proof of leaf `index` in the tree of `size` leaves.
-    public func inclusionProof(index: UInt64, size: UInt64) throws -> [[UInt8]] {
+    public func inclusionProof(index: UInt64, size: UInt64) throws -> [Digest32] {
         try Merkle.inclusionProof(index: index, size: size, rangeHash: rangeHash)
     }
 
     /// The RFC 9162 consistency proof from `oldSize` to `newSize`.
-    public func consistencyProof(oldSize: UInt64, newSize: UInt64) throws -> [[UInt8]] {
+    public func consistencyProof(oldSize: UInt64, newSize: UInt64) throws -> [Digest32] {
         try Merkle.consistencyProof(oldSize: oldSize, newSize: newSize, rangeHash: rangeHash)
     }
 
@@ -354,11 +355,12 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare("SELECT value FROM meta WHERE name = 'merkle-peaks'")
         guard try statement.step() else { return MerkleCompactRange() }
         let bytes = statement.blob(0)
-        guard bytes.count >= 8, (bytes.count - 8) % 32 == 0 else {
+        var reader = ByteReader(bytes)
+        guard let size = reader.readUInt64(), reader.remainingCount % Digest32.byteCount == 0 else {
             throw StoreError(.corrupted, "the stored Merkle peaks are malformed")
         }
-        let size = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let peaks = stride(from: 8, to: bytes.count, by: 32).map { Array(bytes[$0..<$0 + 32]) }
+        var peaks: [Digest32] = []
+        while let peak = reader.read(Digest32.self) { peaks.append(peak) }
         do {
             return try MerkleCompactRange(size: size, peaks: peaks)
         } catch {
@@ -368,7 +370,7 @@ public final class LedgerStore: @unchecked Sendable {
 
     static func encodePeaks(_ range: MerkleCompactRange) -> [UInt8] {
         var bytes = (0..<8).map { UInt8(truncatingIfNeeded: range.size >> (56 - 8 * UInt64($0))) }
-        for peak in range.peaks { bytes += peak }
+        for peak in range.peaks { bytes += peak.bytes }
         return bytes
     }
 
@@ -416,9 +418,11 @@ public final class LedgerStore: @unchecked Sendable {
         return try decodeEntry(statement.blob(0), position: position)
     }
 
-    /// The entry with a given 16-byte id.
-    public func entry(id: [UInt8]) throws -> LedgerEntry? {
-        let statement = try database.prepare("SELECT position, encoded FROM entries WHERE id = ?").bind([.blob(id)])
+    /// The entry with a given id.
+    public func entry(id: StatementID) throws -> LedgerEntry? {
+        let statement = try database.prepare("SELECT position, encoded FROM entries WHERE id = ?").bind([
+            .blob(id.bytes)
+        ])
         guard try statement.step() else { return nil }
         return try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0)))
     }
@@ -446,13 +450,13 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// Stored leaf hashes of entries in [from, to), in order.
-    public func leafHashes(from: UInt64 = 0, to: UInt64) throws -> [[UInt8]] {
+    public func leafHashes(from: UInt64 = 0, to: UInt64) throws -> [Digest32] {
         let statement = try database.prepare(
             "SELECT leaf FROM entries WHERE position >= ? AND position < ? ORDER BY position"
         )
         .bind([try .count(from), try .count(to)])
-        var result: [[UInt8]] = []
-        while try statement.step() { result.append(statement.blob(0)) }
+        var result: [Digest32] = []
+        while try statement.step() { result.append(try Self.digest(statement.blob(0), "a stored leaf hash")) }
         return result
     }
 
@@ -505,11 +509,19 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     /// The entry that recorded a signed statement, by (signer, id): its payload digest and position.
-    public func statement(signer: [UInt8], id: [UInt8]) throws -> (digest: [UInt8], position: UInt64)? {
+    public func statement(signer: Digest32, id: StatementID) throws -> (digest: Digest32, position: UInt64)? {
         let statement = try database.prepare("SELECT digest, position FROM statements WHERE signer = ? AND id = ?")
-            .bind([.blob(signer), .blob(id)])
+            .bind([.blob(signer.bytes), .blob(id.bytes)])
         guard try statement.step() else { return nil }
-        return (statement.blob(0), UInt64(statement.integer(1)))
+        return (try Self.digest(statement.blob(0), "a statement's payload digest"), UInt64(statement.integer(1)))
+    }
+
+    /// A SHA-256 value read back from the database; a wrong length means the file went bad.
+    private static func digest(_ bytes: [UInt8], _ what: String) throws -> Digest32 {
+        guard let digest = Digest32(bytes: bytes) else {
+            throw StoreError(.corrupted, "\(what) is not \(Digest32.byteCount) bytes")
+        }
+        return digest
     }
 
     // MARK: Peers and evidence
@@ -543,7 +555,7 @@ public final class LedgerStore: @unchecked Sendable {
     public func storeEvidence(_ encoded: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO evidence (digest, encoded) VALUES (?, ?)")
-                .bind([.blob(SHA256.hash(encoded)), .blob(encoded)]).run()
+                .bind([.blob(EvidenceDigest(of: encoded).bytes), .blob(encoded)]).run()
         }
     }
 
@@ -559,22 +571,22 @@ public final class LedgerStore: @unchecked Sendable {
 extension LedgerStore: StatementIndex {
     // A failing read here means the database went bad under an open wallet; the append that asked
     // will fail its own write in the same way, so a miss is the safe answer.
-    public func recordedStatement(signer: [UInt8], id: [UInt8]) -> (payloadDigest: [UInt8], position: UInt64)? {
+    public func recordedStatement(signer: Digest32, id: StatementID) -> (payloadDigest: Digest32, position: UInt64)? {
         (try? statement(signer: signer, id: id)).flatMap { $0 }.map { ($0.digest, $0.position) }
     }
 
-    public func paymentOut(transferID: [UInt8]) -> (
+    public func paymentOut(transferID: StatementID) -> (
         amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool
     )? {
         guard
             let row = try? database.prepare("SELECT position FROM statements WHERE kind = ? AND id = ?")
-                .bind([.integer(Int64(EntryKind.paymentOut.rawValue)), .blob(transferID)]),
+                .bind([.integer(Int64(EntryKind.paymentOut.rawValue)), .blob(transferID.bytes)]),
             (try? row.step()) == true,
             let entry = try? self.entry(at: UInt64(row.integer(0))), let amount = entry.amount
         else { return nil }
         func followed(by kind: EntryKind) -> Bool {
             (try? database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?")
-                .bind([.integer(Int64(kind.rawValue)), .blob(transferID)]).step()) ?? false
+                .bind([.integer(Int64(kind.rawValue)), .blob(transferID.bytes)]).step()) ?? false
         }
         return (amount, entry.position, followed(by: .reversal), followed(by: .confirmation))
     }
@@ -613,17 +625,17 @@ extension LedgerStore {
     }
 
     /// Keeps the signed refusal sent for a transfer, so a re-delivered transfer gets the same answer.
-    public func storeRefusal(signer: [UInt8], id: [UInt8], signed: [UInt8]) throws {
+    public func storeRefusal(signer: Digest32, id: StatementID, signed: [UInt8]) throws {
         try database.transaction {
             try database.prepare("INSERT OR IGNORE INTO refusals (signer, id, signed) VALUES (?, ?, ?)")
-                .bind([.blob(signer), .blob(id), .blob(signed)]).run()
+                .bind([.blob(signer.bytes), .blob(id.bytes), .blob(signed)]).run()
         }
     }
 
     /// The signed refusal kept for a transfer.
-    public func refusal(signer: [UInt8], id: [UInt8]) throws -> [UInt8]? {
+    public func refusal(signer: Digest32, id: StatementID) throws -> [UInt8]? {
         let statement = try database.prepare("SELECT signed FROM refusals WHERE signer = ? AND id = ?").bind([
-            .blob(signer), .blob(id),
+            .blob(signer.bytes), .blob(id.bytes),
         ])
         return try statement.step() ? statement.blob(0) : nil
     }
@@ -678,9 +690,9 @@ extension LedgerStore {
     }
 
     /// Whether a statement of a kind with an id was recorded (e.g. a reversal of a transfer id).
-    public func statementExists(kind: EntryKind, id: [UInt8]) throws -> Bool {
+    public func statementExists(kind: EntryKind, id: StatementID) throws -> Bool {
         try database.prepare("SELECT 1 FROM statements WHERE kind = ? AND id = ?").bind([
-            .integer(Int64(kind.rawValue)), .blob(id),
+            .integer(Int64(kind.rawValue)), .blob(id.bytes),
         ]).step()
     }
 }

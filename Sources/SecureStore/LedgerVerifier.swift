@@ -119,7 +119,7 @@ public enum LedgerVerifier {
         let snapshot: LedgerSnapshot
         /// The tree's compact range at `size`; its root is folded by the worker, off the replay's thread.
         let peaks: MerkleCompactRange
-        let head: [UInt8]
+        let head: Digest32
     }
 
     /// Checks checkpoints on `cores` workers while the replay runs, and returns the problems in size order.

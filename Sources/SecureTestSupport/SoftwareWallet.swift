@@ -43,7 +43,8 @@ public struct SoftwareWallet {
     @discardableResult
     public mutating func append(_ draft: EntryDraft) throws -> LedgerEntry {
         time += 1000
-        let entry = try draft.entry(position: state.size, id: random.bytes(16), time: time, previousLink: state.head)
+        let entry = try draft.entry(
+            position: state.size, id: .random(using: &random), time: time, previousLink: state.head)
         try state.apply(entry)
         entries.append(entry)
         tree.append(leafHash: Merkle.leafHash(entry.encoded))
@@ -92,8 +93,8 @@ public struct SoftwareWallet {
     /// The forger's money from nowhere: a deposit entry whose statement no issuer signed. Its own ledger
     /// accepts it (the ledger rules do not re-check vouchers); nobody else should.
     public mutating func fundFromNothing(_ amount: Money) throws {
-        let statement = try StatementReference(
-            signer: key.fingerprint, id: random.bytes(16), payloadDigest: random.bytes(32))
+        let statement = StatementReference(
+            signer: key.fingerprintDigest, id: .random(using: &random), payloadDigest: .random(using: &random))
         try append(EntryDraft(kind: .deposit, amount: amount, statement: statement, payload: []))
     }
 

@@ -62,7 +62,7 @@ public enum AuditBundleFile {
         guard let rangeBytes = try store.checkpoint(size: end) else {
             throw WalletError(.notFound, "the wallet holds no signed checkpoint of size \(end)")
         }
-        let hex = { (proof: [[UInt8]]) in proof.map(Hex.encode) }
+        let hex = { (proof: [Digest32]) in proof.map(\.hex) }
         var entries: [ProvenJSON] = []
         try store.forEachEntry(from: from, to: end) { entry in
             entries.append(
@@ -121,7 +121,14 @@ public enum AuditBundleFile {
             guard let value = Hex.decode(text) else { throw WalletError(.invalidInput, "\(what) is not hex") }
             return value
         }
-        func proof(_ texts: [String]) throws -> [[UInt8]] { try texts.map { try bytes($0, "a proof hash") } }
+        func proof(_ texts: [String]) throws -> [Digest32] {
+            try texts.map {
+                guard let hash = Digest32(hex: $0) else {
+                    throw WalletError(.invalidInput, "a proof hash is not \(Digest32.byteCount) bytes of hex")
+                }
+                return hash
+            }
+        }
         func checkpoint(_ text: String) throws -> SignedCheckpoint {
             guard let value = try SignedCheckpoint.decode(try bytes(text, "a checkpoint")) else {
                 throw WalletError(.invalidInput, "a checkpoint in the bundle is truncated")

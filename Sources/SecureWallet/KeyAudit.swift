@@ -143,7 +143,7 @@ public enum KeyAudit {
         if let event = log.event(for: key) {
             return (event.sequence == log.current.sequence ? .signing : .retired, event.sequence)
         }
-        if key.fingerprint == log.current.nextKeyDigest { return (.next, nil) }
+        if key.fingerprintDigest == log.current.nextKeyDigest { return (.next, nil) }
         if log.events.contains(where: { $0.event.agreementKey == key }) { return (.agreement, nil) }
         return (.unknown, nil)
     }

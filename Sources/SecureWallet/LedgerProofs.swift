@@ -7,16 +7,16 @@ import SecureStore
 /// one signed checkpoint extends another (consistency). Both check with the wallet's public key alone.
 /// The JSON format is in docs/PROTOCOL.md ("Proof files").
 public enum LedgerProof: Equatable, Sendable {
-    case inclusion(entry: [UInt8], index: UInt64, checkpoint: [UInt8], proof: [[UInt8]])
-    case consistency(from: [UInt8], to: [UInt8], proof: [[UInt8]])
+    case inclusion(entry: [UInt8], index: UInt64, checkpoint: [UInt8], proof: [Digest32])
+    case consistency(from: [UInt8], to: [UInt8], proof: [Digest32])
 
     static let inclusionType = "secure-inclusion-proof-v1"
     static let consistencyType = "secure-consistency-proof-v1"
 
     /// The proof that the entry with `id` is in the wallet's latest checkpoint.
-    public static func inclusion(of id: [UInt8], in wallet: Wallet) throws -> LedgerProof {
+    public static func inclusion(of id: StatementID, in wallet: Wallet) throws -> LedgerProof {
         guard let entry = try wallet.ledger.entry(id: id) else {
-            throw WalletError(.notFound, "no entry with id \(Hex.encode(id)) in this wallet")
+            throw WalletError(.notFound, "no entry with id \(id) in this wallet")
         }
         guard let latest = wallet.latest else { throw WalletError(.notFound, "the wallet has no checkpoint yet") }
         return .inclusion(
@@ -75,7 +75,7 @@ public enum LedgerProof: Equatable, Sendable {
                 throw WalletError(
                     .verificationFailed, "the inclusion proof does not lead to the signed checkpoint's root")
             }
-            return "entry \(index) (id \(Hex.encode(entry.id))) is in checkpoint \(signed.checkpoint.size) of wallet "
+            return "entry \(index) (id \(entry.id)) is in checkpoint \(signed.checkpoint.size) of wallet "
                 + signed.checkpoint.walletID.hex
         case .consistency(let fromBytes, let toBytes, let proof):
             let old = try checkpoint(fromBytes), new = try checkpoint(toBytes)
@@ -109,12 +109,12 @@ public enum LedgerProof: Equatable, Sendable {
         case .inclusion(let entry, let index, let checkpoint, let proof):
             return [
                 "type": Self.inclusionType, "entry": Hex.encode(entry), "index": index,
-                "checkpoint": Hex.encode(checkpoint), "proof": proof.map { Hex.encode($0) },
+                "checkpoint": Hex.encode(checkpoint), "proof": proof.map(\.hex),
             ]
         case .consistency(let from, let to, let proof):
             return [
                 "type": Self.consistencyType, "from": Hex.encode(from), "to": Hex.encode(to),
-                "proof": proof.map { Hex.encode($0) },
+                "proof": proof.map(\.hex),
             ]
         }
     }
@@ -135,9 +135,9 @@ public enum LedgerProof: Equatable, Sendable {
         guard let proofTexts = object["proof"] as? [String], proofTexts.count <= Merkle.proofHashCountMax else {
             throw WalletError(.invalidInput, "the proof's \"proof\" is missing or too long")
         }
-        let proof = try proofTexts.map { text -> [UInt8] in
-            guard let hash = Hex.decode(text), hash.count == 32 else {
-                throw WalletError(.invalidInput, "a proof hash is not 32 bytes of hex")
+        let proof = try proofTexts.map { text -> Digest32 in
+            guard let hash = Digest32(hex: text) else {
+                throw WalletError(.invalidInput, "a proof hash is not \(Digest32.byteCount) bytes of hex")
             }
             return hash
         }

@@ -225,7 +225,7 @@ public final class Wallet {
         let time = clock()
         _ = try wallet.append { position, previous, _ in
             try LedgerEntry(
-                position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: time,
+                position: position, id: .random(), kind: .keyEvent, amount: nil, time: time,
                 payload: inception.encoded, previousLink: previous)
         }
         var wrapped = WrappedKeyFile(
@@ -286,7 +286,7 @@ public final class Wallet {
     /// transfer to send exist together or not at all.
     @discardableResult
     public func append(
-        _ build: (_ position: UInt64, _ previousLink: [UInt8], _ time: Int64) throws -> LedgerEntry,
+        _ build: (_ position: UInt64, _ previousLink: Digest32, _ time: Int64) throws -> LedgerEntry,
         outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")

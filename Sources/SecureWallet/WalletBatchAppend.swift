@@ -22,7 +22,7 @@ extension Wallet {
         entries.reserveCapacity(drafts.count)
         for draft in drafts {
             let entry = try draft.entry(
-                position: next.size, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
+                position: next.size, id: .random(), time: time,
                 previousLink: next.head)
             try next.apply(entry)
             nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))

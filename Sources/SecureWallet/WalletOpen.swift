@@ -242,7 +242,7 @@ extension Wallet {
 
     /// Checks that entries [from, to) link to each other.
     static func verifyChain(_ store: LedgerStore, from: UInt64, to: UInt64) throws {
-        var previous: [UInt8]?
+        var previous: Digest32?
         try store.forEachEntry(from: from, to: to) { entry in
             if let previous, entry.previousLink != previous {
                 throw StoreError(.corrupted, "entry \(entry.position) does not link to entry \(entry.position - 1)")

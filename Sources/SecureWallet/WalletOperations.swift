@@ -195,7 +195,7 @@ extension Wallet {
     public func appendDraft(_ draft: EntryDraft) throws -> LedgerEntry {
         try append { position, previous, time in
             try draft.entry(
-                position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time, previousLink: previous)
+                position: position, id: .random(), time: time, previousLink: previous)
         }
     }
 
@@ -284,7 +284,7 @@ extension Wallet {
         let debit = try append(
             { position, previous, time in
                 try draft.entry(
-                    position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), time: time,
+                    position: position, id: .random(), time: time,
                     previousLink: previous)
             },
             outgoing: { entry, checkpoint in
@@ -315,8 +315,8 @@ extension Wallet {
         try ledger.entries(kind: .paymentOut).compactMap { debit in
             guard let order = try TransferOrder.decode(debit.payload) else { return nil }
             if let record = try ledger.outgoing(transferID: order.transferID), record.status != .pending { return nil }
-            if try ledger.statementExists(kind: .reversal, id: order.transferID.bytes) { return nil }
-            if try ledger.statementExists(kind: .confirmation, id: order.transferID.bytes) { return nil }
+            if try ledger.statementExists(kind: .reversal, id: StatementID(order.transferID)) { return nil }
+            if try ledger.statementExists(kind: .confirmation, id: StatementID(order.transferID)) { return nil }
             guard let transfer = try outgoingTransfer(id: order.transferID) else { return nil }
             return (transfer, debit)
         }

@@ -57,7 +57,7 @@ extension Wallet {
             guard let newKey = try tokenHolding(digest: keyEvent.event.nextKeyDigest, in: holder) else {
                 throw WalletError(
                     .keyMismatch,
-                    "the next key this wallet committed to (SHA-256 \(Hex.encode(keyEvent.event.nextKeyDigest))) "
+                    "the next key this wallet committed to (SHA-256 \(keyEvent.event.nextKeyDigest)) "
                         + "is on neither \"\(token.label)\" nor \"\(backup.label)\"; pass the wallet's backup token")
             }
             let following = try uncommittedKey(on: other, label: base + "-key-\(keyEvent.event.sequence + 2)")
@@ -100,7 +100,7 @@ extension Wallet {
         do {
             try append { position, previous, time in
                 try LedgerEntry(
-                    position: position, id: SystemRandom.bytes(LedgerEntry.idByteCount), kind: .keyEvent,
+                    position: position, id: .random(), kind: .keyEvent,
                     amount: nil, note: "key rotation \(signed.event.sequence)", time: time,
                     payload: signed.encoded, previousLink: previous)
             }
@@ -122,9 +122,11 @@ extension Wallet {
     /// A key never committed to: one left by an interrupted rotation under `label` is reused (it has
     /// never been exposed), else a new one is generated.
     private func uncommittedKey(on holder: WalletToken, label: String) throws -> TokenKey {
-        let known = Set(keyLog.events.map(\.event.signingKey.fingerprint) + keyLog.events.map(\.event.nextKeyDigest))
-        if let left = try holder.keys().first(where: { $0.label == label && !known.contains($0.publicKey.fingerprint) })
-        {
+        let known = Set(
+            keyLog.events.map(\.event.signingKey.fingerprintDigest) + keyLog.events.map(\.event.nextKeyDigest))
+        if let left = try holder.keys().first(where: {
+            $0.label == label && !known.contains($0.publicKey.fingerprintDigest)
+        }) {
             return left
         }
         return try holder.generateKey(label: label, usage: .sign)
@@ -138,8 +140,8 @@ extension Wallet {
         return nil
     }
 
-    private func tokenHolding(digest: [UInt8], in holder: WalletToken) throws -> TokenKey? {
-        try holder.keys().first { $0.publicKey.fingerprint == digest }
+    private func tokenHolding(digest: Digest32, in holder: WalletToken) throws -> TokenKey? {
+        try holder.keys().first { $0.publicKey.fingerprintDigest == digest }
     }
 
     private func tokenHolding(key: P256.PublicKey, in holder: WalletToken) throws -> TokenKey? {

@@ -47,7 +47,7 @@ enum VerifyFixture {
             if position == 0 {
                 entries.append(
                     try LedgerEntry(
-                        position: 0, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil, time: start,
+                        position: 0, id: .random(), kind: .keyEvent, amount: nil, time: start,
                         payload: inception.encoded, previousLink: state.head))
                 try state.apply(entries[0])
                 peaks.append(leafHash: Merkle.leafHash(entries[0].encoded))
@@ -56,7 +56,7 @@ enum VerifyFixture {
             for draft in drafts {
                 let time = start + Int64(state.size) * 60_000
                 let entry = try draft.entry(
-                    position: state.size, id: SystemRandom.bytes(16), time: time, previousLink: state.head)
+                    position: state.size, id: .random(), time: time, previousLink: state.head)
                 try state.apply(entry)
                 peaks.append(leafHash: Merkle.leafHash(entry.encoded))
                 entries.append(entry)

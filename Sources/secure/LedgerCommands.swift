@@ -84,7 +84,7 @@ enum LedgerCommands {
             .statementRefused: "refused", .conflictingStatement: "conflict",
         ]
         var row: [String: Any] = [
-            "position": entry.position, "id": Hex.encode(entry.id), "kind": kinds[entry.kind] ?? "?",
+            "position": entry.position, "id": entry.id.hex, "kind": kinds[entry.kind] ?? "?",
         ]
         if let amount = entry.amount {
             row["amount"] = (entry.kind == .paymentOut ? "-" : "") + MoneyText.format(amount)
@@ -94,7 +94,7 @@ enum LedgerCommands {
         if !entry.counterparty.isEmpty { row["counterparty"] = Hex.encode(entry.counterparty) }
         // The signed statement's id: the voucher id of a deposit, the transfer id of a payment or reversal
         // (scripts/crash-test matches the two ledgers by it).
-        if let statement = entry.statement { row["statement"] = Hex.encode(statement.id) }
+        if let statement = entry.statement { row["statement"] = statement.id.hex }
         if entry.flags.contains(.withoutProximity) { row["proximity"] = "none (file transfer)" }
         if entry.flags.contains(.budgetOverride) { row["budgetOverride"] = true }
         return row
@@ -168,7 +168,7 @@ extension LedgerCommands {
     static func prove(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["entry", "out"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        guard let id = Hex.decode(try arguments.required("entry")), id.count == LedgerEntry.idByteCount else {
+        guard let id = StatementID(hex: try arguments.required("entry")) else {
             throw UsageError("--entry takes an entry id: 32 hex digits, as `secure history --json` shows")
         }
         let wallet = try openWallet(arguments, .reading)

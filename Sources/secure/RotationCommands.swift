@@ -69,14 +69,14 @@ extension KeyCommands {
             printJSON([
                 "sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
                 "fingerprint": Hex.encode(event.signingKey.fingerprint),
-                "nextKeyDigest": Hex.encode(event.nextKeyDigest),
+                "nextKeyDigest": event.nextKeyDigest.hex,
                 "events": result.events.map { $0.event.digest.hex },
                 "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed,
             ])
         } else {
             print(
                 "rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
-                    + "(key event \(event.sequence)); next key committed: \(Hex.encode(event.nextKeyDigest))")
+                    + "(key event \(event.sequence)); next key committed: \(event.nextKeyDigest.hex)")
             printError(
                 "secure: retired \(result.retired.count) key(s)" + (destroyOld ? ", deleted \(result.destroyed)" : ""))
         }

@@ -46,7 +46,7 @@ func recordedWallet(_ arguments: Arguments) throws -> (WalletPaths, WalletMetada
 }
 
 /// Builds an entry id: 16 random bytes.
-func newEntryID() -> [UInt8] { SystemRandom.bytes(LedgerEntry.idByteCount) }
+func newEntryID() -> StatementID { .random() }
 
 enum WalletCommands {
     static let help = """

@@ -142,13 +142,12 @@ struct SoundMoneyCLITests {
         let order = try forger.order(to: bob.walletID, amount: amount)
         let size = UInt64.max
         let leaf = try order.debitDraft(category: "").entry(
-            position: size - 1, id: forger.randomBytes(16), time: forger.time + 1000,
-            previousLink: forger.randomBytes(32))
+            position: size - 1, id: .random(), time: forger.time + 1000, previousLink: .random())
         let leafHash = Merkle.leafHash(leaf.encoded)
-        var proof: [[UInt8]] = []
-        var root: [UInt8]?
+        var proof: [Digest32] = []
+        var root: Digest32?
         while root == nil, proof.count < 64 {
-            proof.append(forger.randomBytes(32))
+            proof.append(.random())
             root = Merkle.rootFromInclusionProof(leafHash: leafHash, index: size - 1, size: size, proof: proof)
         }
         let checkpoint = try Checkpoint(

@@ -31,8 +31,8 @@ struct SignedLedger {
     mutating func pay(_ units: Int64, id: UInt8) throws {
         try append(
             .paymentOut, Fixture.eur(units),
-            statement: try StatementReference(
-                signer: LedgerBuilder.ownSigner, id: Fixture.bytes(id, 16), payloadDigest: Fixture.bytes(id, 32)))
+            statement: StatementReference(
+                signer: LedgerBuilder.ownSigner, id: Fixture.id(id), payloadDigest: Fixture.id(id)))
     }
 
     func checkpoint() throws -> SignedCheckpoint {
@@ -158,7 +158,7 @@ struct ForkEvidenceTests {
         let a = try first.checkpoint()
         let b = try second.checkpoint()
         #expect(a.checkpoint.size != b.checkpoint.size)
-        func evidence(_ index: Int, firstLeaf: [UInt8]? = nil, firstProof: [[UInt8]]? = nil) -> ForkEvidence {
+        func evidence(_ index: Int, firstLeaf: [UInt8]? = nil, firstProof: [Digest32]? = nil) -> ForkEvidence {
             .conflictingLeaves(
                 ConflictingLeaves(
                     first: a, second: b, index: UInt64(index), firstLeaf: firstLeaf ?? first.leaf(index),

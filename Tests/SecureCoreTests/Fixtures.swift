@@ -16,7 +16,7 @@ enum Fixture {
     static func id<Value: FixedByteValue>(_ value: UInt8) -> Value { Value(bytes: bytes(value, Value.byteCount))! }
 
     static func statement(signer: UInt8, id: UInt8, payload: UInt8) -> StatementReference {
-        try! StatementReference(signer: bytes(signer, 32), id: bytes(id, 16), payloadDigest: bytes(payload, 32))
+        StatementReference(signer: Fixture.id(signer), id: Fixture.id(id), payloadDigest: Fixture.id(payload))
     }
 
     /// One entry of every kind, with every optional field exercised somewhere.
@@ -43,7 +43,7 @@ enum Fixture {
         var link = LedgerChain.genesisLink
         for (index, draft) in drafts.enumerated() {
             let entry = try LedgerEntry(
-                position: UInt64(index), id: bytes(UInt8(index + 1), 16), kind: draft.0, flags: draft.1,
+                position: UInt64(index), id: Fixture.id(UInt8(index + 1)), kind: draft.0, flags: draft.1,
                 amount: draft.2,
                 category: draft.3, counterparty: index % 2 == 0 ? [] : bytes(0xEE, 32),
                 note: index == 3 ? "Kaffee ☕" : "",
@@ -62,11 +62,12 @@ struct LedgerBuilder {
     private(set) var entries: [LedgerEntry] = []
     var time = Fixture.time
     var nextID: UInt64 = 1
-    static let ownSigner = Fixture.bytes(0x0A, 32)
+    static let ownSigner: Digest32 = Fixture.id(0x0A)
 
-    mutating func freshID() -> [UInt8] {
+    mutating func freshID() -> StatementID {
         defer { nextID += 1 }
-        return (0..<16).map { UInt8(truncatingIfNeeded: nextID >> (8 * UInt64($0 % 8))) ^ UInt8($0) }
+        return StatementID(
+            bytes: (0..<16).map { UInt8(truncatingIfNeeded: nextID >> (8 * UInt64($0 % 8))) ^ UInt8($0) })!
     }
 
     /// Makes the next entry without applying it.
@@ -95,15 +96,15 @@ struct LedgerBuilder {
         let id = freshID()
         try append(
             .deposit, amount,
-            statement: try StatementReference(
-                signer: Fixture.bytes(issuer, 32), id: id,
-                payloadDigest: Fixture.bytes(0xD0, 32)))
+            statement: StatementReference(
+                signer: Fixture.id(issuer), id: id,
+                payloadDigest: Fixture.id(0xD0)))
     }
 
     @discardableResult
     mutating func pay(_ amount: Money, category: String = "", flags: EntryFlags = []) throws -> StatementReference {
-        let reference = try StatementReference(
-            signer: LedgerBuilder.ownSigner, id: freshID(), payloadDigest: Fixture.bytes(0xD1, 32))
+        let reference = StatementReference(
+            signer: LedgerBuilder.ownSigner, id: freshID(), payloadDigest: Fixture.id(0xD1))
         try append(.paymentOut, amount, category: category, flags: flags, statement: reference)
         return reference
     }

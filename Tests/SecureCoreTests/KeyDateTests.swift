@@ -111,7 +111,7 @@ import Testing
         let payee = try RotatedPayee()
         let payer = try TestWallet(seed: 53)
         let context = MeasurementContext(
-            nonce: Fixture.bytes(0x4E, 32), offerID: Fixture.id(0x0F), payerKey: payer.key,
+            nonce: Fixture.id(0x4E), offerID: Fixture.id(0x0F), payerKey: payer.key,
             payeeKey: payee.key(0), payerDate: payer.keyDate, payeeDate: try payee.date(0, size: 9),
             channelBinding: Fixture.bytes(0xCB, 32))
         var ranging = SimulatedRanging(seed: 1, distanceMillimetres: 500)

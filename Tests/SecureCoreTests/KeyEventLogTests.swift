@@ -32,14 +32,14 @@ struct KeyChain {
             signer: signers[index], previous: countersign ? signers[index - 1] : nil)
     }
 
-    func checkpoint(_ log: KeyEventLog, sequence: Int, size: UInt64, root: [UInt8] = Fixture.bytes(1, 32)) throws
+    func checkpoint(_ log: KeyEventLog, sequence: Int, size: UInt64, root: Digest32 = Fixture.id(1)) throws
         -> SignedCheckpoint
     {
         let event = log.events[sequence].event
         let checkpoint = try Checkpoint(
             walletID: log.walletID, walletKey: event.signingKey, keySequence: event.sequence,
             keyEventPosition: event.ledgerPosition, size: size, root: root,
-            head: Fixture.bytes(2, 32), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()))
+            head: Fixture.id(2), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()))
         return try checkpoint.sign(with: signers[sequence])
     }
 }
@@ -183,7 +183,7 @@ struct KeyChain {
         let keys = try KeyChain(count: 3)
         var log = try KeyEventLog(inception: try keys.inception())
         try log.append(try keys.rotation(1, after: log.current, position: 5))
-        let tree = MerkleTree(leafHashes: (0..<9).map { SHA256.hash([UInt8($0)]) })
+        let tree = MerkleTree(leafHashes: (0..<9).map { Digest32(of: [UInt8($0)]) })
         let held = try keys.checkpoint(log, sequence: 0, size: 4, root: tree.root(size: 4))
         let current = try keys.checkpoint(log, sequence: 1, size: 9, root: tree.root(size: 9))
         let proof = tree.consistencyProof(oldSize: 4, newSize: 9)

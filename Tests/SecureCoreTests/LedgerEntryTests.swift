@@ -18,8 +18,8 @@ struct LedgerEntryTests {
     func knownAnswer() throws {
         let entry = try Fixture.sampleEntries()[3]
         #expect(Hex.encode(entry.encoded) == LedgerEntryTests.pinnedEncoding)
-        #expect(Hex.encode(entry.digest) == LedgerEntryTests.pinnedDigest)
-        #expect(Hex.encode(entry.link) == LedgerEntryTests.pinnedLink)
+        #expect(entry.digest.hex == LedgerEntryTests.pinnedDigest)
+        #expect(entry.link.hex == LedgerEntryTests.pinnedLink)
     }
 
     @Test("every truncation is short input and every extension is trailing bytes")
@@ -80,7 +80,7 @@ struct LedgerEntryTests {
     @Test("kind rules: amounts, statements and flags belong to the right kinds")
     func kindRules() throws {
         let link = LedgerChain.genesisLink
-        let id = Fixture.bytes(1, 16)
+        let id: StatementID = Fixture.id(1)
         let time = Fixture.time
         let reference = Fixture.statement(signer: 1, id: 1, payload: 1)
         func make(_ kind: EntryKind, _ amount: Money?, _ statement: StatementReference?, flags: EntryFlags = []) throws
@@ -105,16 +105,13 @@ struct LedgerEntryTests {
         #expect(throws: invalid) {
             try LedgerEntry(position: 0, id: id, kind: .keyEvent, amount: nil, time: -1, previousLink: link)
         }
-        #expect(throws: invalid) {
-            try LedgerEntry(position: 0, id: [1], kind: .keyEvent, amount: nil, time: time, previousLink: link)
-        }
         try make(.paymentOut, Fixture.eur(1), reference, flags: [.budgetOverride, .withoutProximity])
     }
 
     @Test("invalid UTF-8 in the note is refused")
     func invalidUTF8() throws {
         let entry = try LedgerEntry(
-            position: 0, id: Fixture.bytes(1, 16), kind: .keyEvent, amount: nil, note: "ab",
+            position: 0, id: Fixture.id(1), kind: .keyEvent, amount: nil, note: "ab",
             time: Fixture.time, previousLink: LedgerChain.genesisLink)
         var bytes = entry.encoded
         let noteOffset = 1 + 8 + 16 + 1 + 1 + 1 + 1 + 1 + 2
@@ -154,10 +151,10 @@ struct LedgerEntryTests {
         var position = [UInt8](repeating: 0, count: 8)
         position[7] = UInt8(entry.position)
         let expected = SHA256.hash(parts: [
-            Array("secure-chain-v1".utf8), [0], LedgerChain.genesisLink, position,
-            SHA256.hash(entry.encoded), entry.id,
+            Array("secure-chain-v1".utf8), [0], LedgerChain.genesisLink.bytes, position,
+            SHA256.hash(entry.encoded), entry.id.bytes,
         ])
-        #expect(entry.link == expected)
+        #expect(entry.link.bytes == expected)
     }
 
     // Computed independently from docs/PROTOCOL.md (a short Python script) and pinned here.

@@ -33,13 +33,13 @@ struct LedgerStateTests {
         try ledger.append(.keyEvent, nil, payload: [1])
         let good = try ledger.draft(.keyEvent, nil)
         let state = ledger.state
-        func copy(position: UInt64? = nil, time: Int64? = nil, link: [UInt8]? = nil) throws -> LedgerEntry {
+        func copy(position: UInt64? = nil, time: Int64? = nil, link: Digest32? = nil) throws -> LedgerEntry {
             try LedgerEntry(
                 position: position ?? good.position, id: good.id, kind: .keyEvent, amount: nil,
                 time: time ?? good.time, previousLink: link ?? good.previousLink)
         }
         #expect(throws: LedgerError(.positionGap, "")) { try state.applying(copy(position: 2)) }
-        #expect(throws: LedgerError(.linkMismatch, "")) { try state.applying(copy(link: Fixture.bytes(1, 32))) }
+        #expect(throws: LedgerError(.linkMismatch, "")) { try state.applying(copy(link: Fixture.id(1))) }
         #expect(throws: LedgerError(.timeWentBackwards, "")) { try state.applying(copy(time: good.time - 1)) }
         #expect(try state.applying(good).size == 2)
     }
@@ -76,13 +76,13 @@ struct LedgerStateTests {
         var ledger = LedgerBuilder()
         try ledger.deposit(eur(1000))
         let transfer = try ledger.pay(eur(300))
-        let refusal = try StatementReference(
-            signer: Fixture.bytes(0x77, 32), id: transfer.id, payloadDigest: Fixture.bytes(0xEF, 32))
+        let refusal = StatementReference(
+            signer: Fixture.id(0x77), id: transfer.id, payloadDigest: Fixture.id(0xEF))
         #expect(throws: LedgerError(.invalidReversal, "")) {
             try ledger.append(.reversal, eur(299), statement: refusal)
         }
-        let unknown = try StatementReference(
-            signer: Fixture.bytes(0x77, 32), id: Fixture.bytes(0x99, 16), payloadDigest: Fixture.bytes(0xEF, 32))
+        let unknown = StatementReference(
+            signer: Fixture.id(0x77), id: Fixture.id(0x99), payloadDigest: Fixture.id(0xEF))
         #expect(throws: LedgerError(.invalidReversal, "")) {
             try ledger.append(.reversal, eur(300), statement: unknown)
         }
@@ -173,9 +173,9 @@ struct LedgerStateTests {
                     transfers.append((transfer, amount))
                 case 4:
                     guard let (transfer, paid) = transfers.randomElement(using: &random) else { continue }
-                    let refusal = try StatementReference(
-                        signer: Fixture.bytes(0x55, 32), id: transfer.id,
-                        payloadDigest: random.bytes(32))
+                    let refusal = StatementReference(
+                        signer: Fixture.id(0x55), id: transfer.id,
+                        payloadDigest: .random(using: &random))
                     try ledger.append(.reversal, paid, statement: refusal)
                     model[paid.currency, default: 0] += paid.minorUnits
                 default:

@@ -60,31 +60,31 @@ struct MerkleTests {
         ]
         let tree = MerkleTree(leafHashes: leaves.map(Merkle.leafHash))
         for (index, root) in roots.enumerated() {
-            #expect(Hex.encode(tree.root(size: UInt64(index + 1))) == root, "case size \(index + 1)")
+            #expect(tree.root(size: UInt64(index + 1)).hex == root, "case size \(index + 1)")
         }
-        #expect(Hex.encode(MerkleTree().root()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(MerkleTree().root().hex == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
     @Test("roots of every size 0…70 match the recursive definition, incrementally and compactly")
     func roots() throws {
         var tree = MerkleTree()
         var compact = MerkleCompactRange()
-        #expect(tree.root() == ReferenceMerkle.mth([]) && compact.root == tree.root())
+        #expect(tree.root().bytes == ReferenceMerkle.mth([]) && compact.root == tree.root())
         for size in 1...70 {
             let hash = Merkle.leafHash(MerkleTests.leaves[size - 1])
             tree.append(leafHash: hash)
             compact.append(leafHash: hash)
             let expected = ReferenceMerkle.mth(MerkleTests.leaves.prefix(size)[...])
-            #expect(tree.root() == expected, "case size \(size)")
-            #expect(compact.root == expected && compact.size == UInt64(size), "case size \(size)")
+            #expect(tree.root().bytes == expected, "case size \(size)")
+            #expect(compact.root.bytes == expected && compact.size == UInt64(size), "case size \(size)")
             #expect(try MerkleCompactRange(size: compact.size, peaks: compact.peaks) == compact)
         }
         // Historical roots stay available.
         for size in 0...70 {
-            #expect(tree.root(size: UInt64(size)) == ReferenceMerkle.mth(MerkleTests.leaves.prefix(size)[...]))
+            #expect(tree.root(size: UInt64(size)).bytes == ReferenceMerkle.mth(MerkleTests.leaves.prefix(size)[...]))
         }
         #expect(throws: FormatError(.invalidValue, "")) {
-            try MerkleCompactRange(size: 3, peaks: [Fixture.bytes(0, 32)])
+            try MerkleCompactRange(size: 3, peaks: [Fixture.id(0)])
         }
     }
 
@@ -96,7 +96,8 @@ struct MerkleTests {
             for index in 0..<size {
                 let proof = tree.inclusionProof(index: UInt64(index), size: UInt64(size))
                 #expect(
-                    proof == ReferenceMerkle.path(index, MerkleTests.leaves.prefix(size)[...]), "case \(index)/\(size)")
+                    proof.map(\.bytes) == ReferenceMerkle.path(index, MerkleTests.leaves.prefix(size)[...]),
+                    "case \(index)/\(size)")
                 let leaf = Merkle.leafHash(MerkleTests.leaves[index])
                 #expect(
                     Merkle.verifyInclusion(
@@ -114,7 +115,8 @@ struct MerkleTests {
                 let proof = tree.consistencyProof(oldSize: UInt64(oldSize), newSize: UInt64(newSize))
                 if oldSize > 0 && oldSize < newSize {
                     #expect(
-                        proof == ReferenceMerkle.subproof(oldSize, MerkleTests.leaves.prefix(newSize)[...], true),
+                        proof.map(\.bytes)
+                            == ReferenceMerkle.subproof(oldSize, MerkleTests.leaves.prefix(newSize)[...], true),
                         "case \(oldSize)→\(newSize)")
                 }
                 #expect(
@@ -139,7 +141,7 @@ struct MerkleTests {
                 let i = UInt64(index)
                 for position in proof.indices {
                     var changed = proof
-                    changed[position][position % 32] ^= 0x01
+                    changed[position] = changed[position].flipping(byte: position % 32, mask: 0x01)
                     #expect(!Merkle.verifyInclusion(leafHash: leaf, index: i, size: n, proof: changed, root: root))
                 }
                 #expect(
@@ -171,7 +173,7 @@ struct MerkleTests {
                 let proof = tree.consistencyProof(oldSize: m, newSize: n)
                 for position in proof.indices {
                     var changed = proof
-                    changed[position][0] ^= 0x80
+                    changed[position] = changed[position].flipping(byte: 0, mask: 0x80)
                     #expect(
                         !Merkle.verifyConsistency(
                             oldSize: m, newSize: n, oldRoot: oldRoot, newRoot: newRoot,
@@ -219,11 +221,20 @@ struct MerkleTests {
 }
 
 extension ReferenceMerkle {
-    static func mthOfHashes(_ hashes: ArraySlice<[UInt8]>) -> [UInt8] {
+    static func mthOfHashes(_ hashes: ArraySlice<Digest32>) -> Digest32 {
         if hashes.count == 1 { return hashes.first! }
         var k = 1
         while k * 2 < hashes.count { k *= 2 }
         let mid = hashes.startIndex + k
         return Merkle.nodeHash(mthOfHashes(hashes[..<mid]), mthOfHashes(hashes[mid...]))
+    }
+}
+
+extension Digest32 {
+    /// The digest with one byte changed, for tamper tests.
+    func flipping(byte index: Int, mask: UInt8) -> Digest32 {
+        var changed = bytes
+        changed[index] ^= mask
+        return Digest32(bytes: changed)!
     }
 }

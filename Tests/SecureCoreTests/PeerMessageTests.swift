@@ -45,18 +45,18 @@ struct PeerMessageTests {
             .hello(
                 try PeerHello(
                     walletKey: payer.key, displayName: "Alice ☕", rangingToken: [1, 2, 3],
-                    nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint,
+                    nonceContribution: Fixture.id(7), checkpoint: checkpoint,
                     evidenceDigests: [Fixture.id(8)])),
             .hello(
                 try PeerHello(
                     walletKey: payee.key, displayName: "", rangingToken: [],
-                    nonceContribution: Fixture.bytes(7, 16), checkpoint: checkpoint)),
+                    nonceContribution: Fixture.id(7), checkpoint: checkpoint)),
             .request(try PaymentRequest(requestID: offerID, amount: Fixture.eur(450), note: "Coffee")),
             .offer(try PaymentOffer(offerID: offerID, amount: Fixture.eur(450))),
-            .reply(try OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
-            .reply(try OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
+            .reply(OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
+            .reply(OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
             .measurement(
-                try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.bytes(1, 32)])),
+                try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.id(1)])),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: theirs, consistencyProof: nil)),
             .ready(ReadyMessage(offerID: offerID, amount: Fixture.eur(450))),
             .transfer(TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),

@@ -68,30 +68,30 @@ struct PeerSimulation {
     static let dummy: PeerSessionContext = {
         let wallet = try! TestWallet(seed: 999)
         let hello = try! PeerHello(
-            walletKey: wallet.key, displayName: "", rangingToken: [], nonceContribution: Fixture.bytes(0, 16),
+            walletKey: wallet.key, displayName: "", rangingToken: [], nonceContribution: Fixture.id(0),
             checkpoint: try! wallet.checkpoint())
         return PeerSessionContext(
-            transcriptHash: Fixture.bytes(0, 32), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
+            transcriptHash: Fixture.id(0), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
     }()
 
     /// Fresh machines over a fresh channel; the wallets and their stores stay.
     mutating func newSession(retrying pending: TransferMessage?) throws {
         sessionSeed &+= 1
         var random = SeededRandom(seed: sessionSeed)
-        let transcript = random.bytes(32)
+        let transcript = Digest32.random(using: &random)
         let binding = random.bytes(32)
         let policy = RangingPolicy(allowsSimulated: config.allowsSimulated)
         let payerContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
             hello: try PeerHello(
                 walletKey: payer.key, displayName: "Alice", rangingToken: [1],
-                nonceContribution: random.bytes(16), checkpoint: try payer.checkpoint()),
+                nonceContribution: .random(using: &random), checkpoint: try payer.checkpoint()),
             rangingPolicy: policy)
         let payeeContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
             hello: try PeerHello(
                 walletKey: payee.key, displayName: "Bob", rangingToken: [2],
-                nonceContribution: random.bytes(16), checkpoint: try payee.checkpoint()),
+                nonceContribution: .random(using: &random), checkpoint: try payee.checkpoint()),
             rangingPolicy: policy)
         if let pending {
             payerMachine = PayerMachine(retrying: pending, context: payerContext)

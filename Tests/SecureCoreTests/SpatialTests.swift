@@ -9,23 +9,23 @@ struct SpatialTests {
     @Test("the session nonce depends on every input")
     func nonce() {
         let base = SessionNonce.derive(
-            transcriptHash: Fixture.bytes(1, 32), payerContribution: Fixture.bytes(2, 16),
-            payeeContribution: Fixture.bytes(3, 16))
+            transcriptHash: Fixture.id(1), payerContribution: Fixture.id(2),
+            payeeContribution: Fixture.id(3))
         #expect(
-            base
+            base.bytes
                 == SHA256.hash(
                     Array("secure-session-nonce-v1".utf8) + [0] + Fixture.bytes(1, 32)
                         + Fixture.bytes(2, 16) + Fixture.bytes(3, 16)))
         #expect(
             base
                 != SessionNonce.derive(
-                    transcriptHash: Fixture.bytes(9, 32), payerContribution: Fixture.bytes(2, 16),
-                    payeeContribution: Fixture.bytes(3, 16)))
+                    transcriptHash: Fixture.id(9), payerContribution: Fixture.id(2),
+                    payeeContribution: Fixture.id(3)))
         #expect(
             base
                 != SessionNonce.derive(
-                    transcriptHash: Fixture.bytes(1, 32), payerContribution: Fixture.bytes(3, 16),
-                    payeeContribution: Fixture.bytes(2, 16)))
+                    transcriptHash: Fixture.id(1), payerContribution: Fixture.id(3),
+                    payeeContribution: Fixture.id(2)))
     }
 
     @Test("summaries: nearest-rank median and p10–p90 spread; too few samples and too wide a spread refused")
@@ -69,7 +69,7 @@ struct SpatialTests {
         }
     }
 
-    static func context(_ payer: TestWallet, _ payee: TestWallet, nonce: [UInt8] = Fixture.bytes(0x4E, 32))
+    static func context(_ payer: TestWallet, _ payee: TestWallet, nonce: Digest32 = Fixture.id(0x4E))
         -> MeasurementContext
     {
         MeasurementContext(
@@ -114,7 +114,7 @@ struct SpatialTests {
                             payee: disagreeing.payload.summary.medianMillimetres))))
         // A measurement from an older session nonce.
         let old = try SpatialTests.measure(
-            payee, .payee, SpatialTests.context(payer, payee, nonce: Fixture.bytes(1, 32)), 560)
+            payee, .payee, SpatialTests.context(payer, payee, nonce: Fixture.id(1)), 560)
         #expect(verdict(near, old) == .failure(.init(.wrongNonce(.payee))))
         // The payee's measurement with the keys swapped (it claims to be the payer's view).
         let swappedContext = MeasurementContext(

@@ -237,7 +237,7 @@ struct TransferTests {
         }
         let good = try payer.pay(payee.walletID, units: 100)
         let parts = good.payload
-        func resigned(checkpoint: SignedCheckpoint? = nil, leaf: [UInt8]? = nil, proof: [[UInt8]]? = nil) throws
+        func resigned(checkpoint: SignedCheckpoint? = nil, leaf: [UInt8]? = nil, proof: [Digest32]? = nil) throws
             -> SignedTransfer
         {
             try Transfer(
@@ -263,7 +263,7 @@ struct TransferTests {
         #expect(refusalReason(evaluate(try resigned(leaf: payer.entries[1].encoded))) == .debitMismatch)
         // A proof that leads elsewhere, or a debit that is not the checkpoint's last entry.
         var badProof = parts.inclusionProof
-        badProof[0][0] ^= 1
+        badProof[0] = badProof[0].flipping(byte: 0, mask: 1)
         #expect(refusalReason(evaluate(try resigned(proof: badProof))) == .inclusionProofInvalid)
         try payer.deposit(1, issuer: stranger)
         let later = try payer.checkpoint()
@@ -272,7 +272,7 @@ struct TransferTests {
         #expect(evaluate(good).isAccept)
 
         // A spatial proof: accepted when it is the one verified, refused finally when another.
-        let spatial = Fixture.bytes(0x5A, 32)
+        let spatial: Digest32 = Fixture.id(0x5A)
         let binding = Fixture.bytes(0xCB, 32)
         let near = try payer.pay(
             payee.walletID, units: 100, proximity: .spatialProof(digest: spatial),
@@ -281,7 +281,7 @@ struct TransferTests {
         guard case .accept(let draft) = evaluate(near, strict) else { Issue.record("not accepted"); return }
         #expect(draft.flags == [])
         #expect(
-            refusalReason(evaluate(near, TransferPolicy(verifiedSpatialProof: Fixture.bytes(1, 32))))
+            refusalReason(evaluate(near, TransferPolicy(verifiedSpatialProof: Fixture.id(1))))
                 == .spatialProofMismatch)
         // Unverifiable (read from a file) or on another channel: refused by policy only.
         #expect(evaluate(near, TransferPolicy()) == .policyRefusal(.proximityUnverified))
@@ -297,7 +297,7 @@ struct TransferTests {
     func encodings() throws {
         var (payer, payee) = try TransferTests.wallets()
         let transfer = try payer.pay(
-            payee.walletID, units: 100, proximity: .spatialProof(digest: Fixture.bytes(1, 32)),
+            payee.walletID, units: 100, proximity: .spatialProof(digest: Fixture.id(1)),
             binding: Fixture.bytes(2, 32))
         sweepEncoding(transfer.payload.order.encoded, "order", decode: TransferOrder.decode)
         sweepEncoding(transfer.payload.encoded, "transfer", decode: Transfer.decode)

@@ -90,7 +90,8 @@ struct RotationTests {
         #expect(!remaining.contains(old))
         #expect(remaining.contains(test.wallet!.signingKey))
         #expect(
-            remaining.contains { $0.fingerprint == test.wallet!.keyEvent.event.nextKeyDigest }, "the next key is kept")
+            remaining.contains { $0.fingerprintDigest == test.wallet!.keyEvent.event.nextKeyDigest },
+            "the next key is kept")
         try test.setBudget("x", "1.00 EUR")
     }
 
@@ -152,10 +153,12 @@ struct RotationTests {
         let main = try test.main.session(), backup = try test.backup.session()
         defer { main.close(); backup.close() }
         let logKeys = Set(
-            test.wallet!.keyLog.events.map(\.event.signingKey.fingerprint) + [test.wallet!.keyEvent.event.nextKeyDigest]
+            test.wallet!.keyLog.events.map(\.event.signingKey.fingerprintDigest) + [
+                test.wallet!.keyEvent.event.nextKeyDigest
+            ]
         )
         let stray = (try main.keys() + backup.keys()).filter {
-            $0.label.contains("-key-") && !logKeys.contains($0.publicKey.fingerprint)
+            $0.label.contains("-key-") && !logKeys.contains($0.publicKey.fingerprintDigest)
         }
         #expect(stray.isEmpty, "step \(step.rawValue): keys outside the log: \(stray.map(\.label))")
     }

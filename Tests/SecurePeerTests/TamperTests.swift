@@ -84,7 +84,8 @@ struct TamperTests {
         let changed = try change(entry)
         try store.database.prepare("UPDATE entries SET encoded = ?, id = ?, link = ?, leaf = ? WHERE position = ?")
             .bind([
-                .blob(changed.encoded), .blob(changed.id), .blob(changed.link), .blob(Merkle.leafHash(changed.encoded)),
+                .blob(changed.encoded), .blob(changed.id.bytes), .blob(changed.link.bytes),
+                .blob(Merkle.leafHash(changed.encoded).bytes),
                 .integer(Int64(position)),
             ]).run()
     }
@@ -96,8 +97,8 @@ struct TamperTests {
     }
 
     static func copy(
-        _ entry: LedgerEntry, id: [UInt8]? = nil, category: String? = nil, note: String? = nil, time: Int64? = nil,
-        payload: [UInt8]? = nil, previous: [UInt8]? = nil, position: UInt64? = nil, counterparty: [UInt8]? = nil
+        _ entry: LedgerEntry, id: StatementID? = nil, category: String? = nil, note: String? = nil, time: Int64? = nil,
+        payload: [UInt8]? = nil, previous: Digest32? = nil, position: UInt64? = nil, counterparty: [UInt8]? = nil
     ) throws -> LedgerEntry {
         try LedgerEntry(
             position: position ?? entry.position, id: id ?? entry.id, kind: entry.kind, flags: entry.flags,
@@ -118,7 +119,7 @@ struct TamperTests {
         let (test, store) = try Self.prepared("field-\(field)")
         try Self.rewrite(store, position: 2) { entry in
             switch field {
-            case "id": return try Self.copy(entry, id: [UInt8](repeating: 0xaa, count: 16))
+            case "id": return try Self.copy(entry, id: StatementID(bytes: [UInt8](repeating: 0xaa, count: 16))!)
             case "category": return try Self.copy(entry, category: "rent2")
             case "note": return try Self.copy(entry, note: "changed")
             case "time": return try Self.copy(entry, time: entry.time + 1)
@@ -127,7 +128,7 @@ struct TamperTests {
                     category: entry.category, limit: try MoneyText.parse("9999.00 EUR"), window: .month,
                     isHardCap: false, timeZoneIdentifier: "Europe/Berlin")
                 return try Self.copy(entry, payload: BudgetChange.set(budget).payload)
-            case "link": return try Self.copy(entry, previous: [UInt8](repeating: 7, count: 32))
+            case "link": return try Self.copy(entry, previous: Digest32(bytes: [UInt8](repeating: 7, count: 32))!)
             default: return try Self.copy(entry, counterparty: [1, 2, 3])
             }
         }

@@ -167,7 +167,7 @@ struct WalletOperationTests {
         // The payer's wallet signs a transfer whose inclusion proof is wrong: validly signed, failing a check.
         let bad = try Transfer(
             order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
-            inclusionProof: [[UInt8](repeating: 0, count: 32)]
+            inclusionProof: [.zero]
         ).sign(with: try alice.wallet!.signer)
         let outcome = try bob.wallet!.accept(
             bad, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))

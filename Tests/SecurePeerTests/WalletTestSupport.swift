@@ -65,7 +65,7 @@ final class TestWallet {
             timeZoneIdentifier: "Europe/Berlin")
         return try wallet!.append { position, previous, time in
             try LedgerEntry(
-                position: position, id: SystemRandom.bytes(16), kind: .budgetChange, amount: nil, category: category,
+                position: position, id: .random(), kind: .budgetChange, amount: nil, category: category,
                 time: time, payload: BudgetChange.set(budget).payload, previousLink: previous)
         }
     }

@@ -21,7 +21,7 @@ struct LedgerStoreTests {
         var peaks = MerkleCompactRange()
         for position in 0..<UInt64(count) {
             let entry = try LedgerEntry(
-                position: position, id: SystemRandom.bytes(16), kind: .keyEvent, amount: nil,
+                position: position, id: .random(), kind: .keyEvent, amount: nil,
                 note: "entry \(position)", time: 1_000 + Int64(position), previousLink: previous)
             peaks.append(leafHash: Merkle.leafHash(entry.encoded))
             try store.append([.init(entry: entry, checkpoint: [0], checkpointSize: position + 1)], treePeaks: peaks)

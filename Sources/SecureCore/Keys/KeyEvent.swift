@@ -25,7 +25,7 @@ public struct KeyEvent: Hashable, Sendable {
     /// The signing key this event puts in force.
     public let signingKey: P256.PublicKey
     /// SHA-256 of the next signing key's SubjectPublicKeyInfo.
-    public let nextKeyDigest: [UInt8]
+    public let nextKeyDigest: Digest32
     /// The key-agreement key the database key is wrapped to, and peers may encrypt to.
     public let agreementKey: P256.PublicKey
     /// The ledger position from which this event's key signs.
@@ -37,7 +37,7 @@ public struct KeyEvent: Hashable, Sendable {
     {
         KeyEvent(
             kind: .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
-            nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
+            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
     }
 
     /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
@@ -49,7 +49,7 @@ public struct KeyEvent: Hashable, Sendable {
     ) -> KeyEvent {
         KeyEvent(
             kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
-            nextKeyDigest: SHA256.hash(nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition)
+            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition)
     }
 
     /// The canonical encoding that is hashed and signed.
@@ -59,9 +59,9 @@ public struct KeyEvent: Hashable, Sendable {
         writer.write(kind.rawValue)
         writer.write(sequence)
         writer.write(previousEvent)
-        writer.write(fixed: signingKey.x963, count: 65)
-        writer.write(fixed: nextKeyDigest, count: 32)
-        writer.write(fixed: agreementKey.x963, count: 65)
+        writer.write(fixed: signingKey.x963, count: P256.uncompressedPointByteCount)
+        writer.write(nextKeyDigest)
+        writer.write(fixed: agreementKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(ledgerPosition)
         return writer.bytes
     }
@@ -78,8 +78,8 @@ public struct KeyEvent: Hashable, Sendable {
             throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown")
         }
         guard let sequence = reader.readUInt64(), let previous = reader.read(KeyEventDigest.self),
-            let signing = reader.readFixed(65),
-            let next = reader.readFixed(32), let agreement = reader.readFixed(65), let position = reader.readUInt64()
+            let signing = reader.readFixed(P256.uncompressedPointByteCount), let next = reader.read(Digest32.self),
+            let agreement = reader.readFixed(P256.uncompressedPointByteCount), let position = reader.readUInt64()
         else {
             return nil
         }

@@ -55,7 +55,7 @@ public struct KeyEventLog: Hashable, Sendable {
             return KeyEventError(
                 .brokenChain, "rotation \(event.sequence) does not name the digest of event \(last.sequence)")
         }
-        guard event.signingKey.fingerprint == last.nextKeyDigest else {
+        guard event.signingKey.fingerprintDigest == last.nextKeyDigest else {
             return KeyEventError(
                 .uncommittedKey,
                 "rotation \(event.sequence) puts in force a key that event \(last.sequence) "
@@ -74,7 +74,8 @@ public struct KeyEventLog: Hashable, Sendable {
                 "rotation \(event.sequence) takes effect at ledger position "
                     + "\(event.ledgerPosition), not after event \(last.sequence)'s \(last.ledgerPosition)")
         }
-        guard event.nextKeyDigest != event.signingKey.fingerprint, event.nextKeyDigest != last.nextKeyDigest else {
+        guard event.nextKeyDigest != event.signingKey.fingerprintDigest, event.nextKeyDigest != last.nextKeyDigest
+        else {
             return KeyEventError(.reusedKey, "rotation \(event.sequence) commits to a next key that is already in use")
         }
         return nil

@@ -8,9 +8,9 @@ public struct AuditBundle: Hashable, Sendable {
     /// One entry with its inclusion proof.
     public struct ProvenEntry: Hashable, Sendable {
         public let leaf: [UInt8]
-        public let proof: [[UInt8]]
+        public let proof: [Digest32]
 
-        public init(leaf: [UInt8], proof: [[UInt8]]) {
+        public init(leaf: [UInt8], proof: [Digest32]) {
             self.leaf = leaf
             self.proof = proof
         }
@@ -27,11 +27,12 @@ public struct AuditBundle: Hashable, Sendable {
     public let rangeCheckpoint: SignedCheckpoint
     public let latest: SignedCheckpoint
     /// RFC 9162 consistency proof from `rangeCheckpoint` to `latest`.
-    public let consistencyProof: [[UInt8]]
+    public let consistencyProof: [Digest32]
 
     public init(
         walletID: WalletID, keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
-        entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint, consistencyProof: [[UInt8]]
+        entries: [ProvenEntry], rangeCheckpoint: SignedCheckpoint, latest: SignedCheckpoint,
+        consistencyProof: [Digest32]
     ) {
         self.walletID = walletID
         self.keyEvents = keyEvents

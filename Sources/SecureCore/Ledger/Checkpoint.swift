@@ -105,9 +105,9 @@ public struct Checkpoint: Hashable, Sendable {
     /// The number of entries covered, ≥ 1: positions 0 … size−1.
     public let size: UInt64
     /// MTH of the entries 0 … size−1.
-    public let root: [UInt8]
+    public let root: Digest32
     /// h(size−1), the chain link of the last entry covered.
-    public let head: [UInt8]
+    public let head: Digest32
     /// When the checkpoint was made, in Unix milliseconds.
     public let time: Int64
     /// The state after entry size−1.
@@ -118,14 +118,11 @@ public struct Checkpoint: Hashable, Sendable {
     /// The signature label: checkpoint signatures can never be replayed as any other statement.
     public static let signatureLabel = SignatureLabel("secure-checkpoint-v1")
 
-    /// Makes a checkpoint, checking lengths and that the key event lies inside the ledger.
+    /// Makes a checkpoint, checking that the key event lies inside the ledger and the time is valid.
     public init(
         walletID: WalletID, walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
-        size: UInt64, root: [UInt8], head: [UInt8], time: Int64, snapshot: LedgerSnapshot
+        size: UInt64, root: Digest32, head: Digest32, time: Int64, snapshot: LedgerSnapshot
     ) throws {
-        guard root.count == 32, head.count == 32 else {
-            throw FormatError(.invalidValue, "root and head are 32 bytes each")
-        }
         guard size >= 1, keyEventPosition < size else {
             throw FormatError(
                 .invalidValue, "a checkpoint covers at least entry 0 and the key event at \(keyEventPosition)")
@@ -147,7 +144,7 @@ public struct Checkpoint: Hashable, Sendable {
     /// A checkpoint of `state` with the tree root the store computed for the same entries.
     public init(
         walletID: WalletID, walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
-        state: LedgerState, root: [UInt8], time: Int64
+        state: LedgerState, root: Digest32, time: Int64
     ) throws {
         try self.init(
             walletID: walletID, walletKey: walletKey, keySequence: keySequence, keyEventPosition: keyEventPosition,
@@ -163,8 +160,8 @@ public struct Checkpoint: Hashable, Sendable {
         writer.write(keySequence)
         writer.write(keyEventPosition)
         writer.write(size)
-        writer.write(fixed: root, count: 32)
-        writer.write(fixed: head, count: 32)
+        writer.write(root)
+        writer.write(head)
         writer.write(time)
         snapshot.encode(into: &writer)
         return writer.bytes
@@ -179,7 +176,8 @@ public struct Checkpoint: Hashable, Sendable {
         guard try reader.readVersion(encodingVersion, of: "checkpoint") else { return nil }
         guard let walletID = reader.read(WalletID.self), let point = reader.readFixed(P256.uncompressedPointByteCount),
             let keySequence = reader.readUInt64(), let keyEventPosition = reader.readUInt64(),
-            let size = reader.readUInt64(), let root = reader.readFixed(32), let head = reader.readFixed(32),
+            let size = reader.readUInt64(), let root = reader.read(Digest32.self),
+            let head = reader.read(Digest32.self),
             let time = reader.readInt64(), let snapshot = try LedgerSnapshot.decode(from: &reader)
         else { return nil }
         try reader.expectEnd("checkpoint")

@@ -38,7 +38,7 @@ public struct EntryDraft: Hashable, Sendable {
     }
 
     /// The entry at `position`, with a fresh 16-byte `id`, `time` in Unix milliseconds and the chain head.
-    public func entry(position: UInt64, id: [UInt8], time: Int64, previousLink: [UInt8]) throws -> LedgerEntry {
+    public func entry(position: UInt64, id: StatementID, time: Int64, previousLink: Digest32) throws -> LedgerEntry {
         try LedgerEntry(
             position: position, id: id, kind: kind, flags: flags, amount: amount, category: category,
             counterparty: counterparty, note: note, time: time, statement: statement, payload: payload,
@@ -93,7 +93,7 @@ public struct SignedStatement<Payload: SignedPayload>: Hashable, Sendable {
     }
 
     /// SHA-256 of the payload encoding: what ledgers record and compare.
-    public var payloadDigest: [UInt8] { SHA256.hash(payload.encoded) }
+    public var payloadDigest: Digest32 { Digest32(of: payload.encoded) }
 
     /// version u8 ‖ u32 length ‖ payload encoding ‖ u8 length ‖ DER signature.
     public var encoded: [UInt8] { ByteWriter.bytes { encode(into: &$0) } }

@@ -187,22 +187,23 @@ public struct ConflictingLeaves: Hashable, Sendable {
     /// The leaf (an entry encoding) under the first checkpoint.
     public let firstLeaf: [UInt8]
     /// Its inclusion proof against the first checkpoint's root.
-    public let firstProof: [[UInt8]]
+    public let firstProof: [Digest32]
     /// The leaf under the second checkpoint.
     public let secondLeaf: [UInt8]
     /// Its inclusion proof against the second checkpoint's root.
-    public let secondProof: [[UInt8]]
+    public let secondProof: [Digest32]
 
     /// A leaf is one entry encoding; this is the largest one the entry limits allow (66,409 bytes).
     public static let leafByteCountMax =
         1 + 8 + LedgerEntry.idByteCount + 1 + 1 + 1 + Money.encodedByteCount
         + 1 + Budget.categoryByteCountMax + 1 + LedgerEntry.counterpartyByteCountMax + 2 + LedgerEntry.noteByteCountMax
-        + 8 + 1 + StatementReference.encodedByteCount + 4 + LedgerEntry.payloadByteCountMax + 32
+        + 8 + 1 + StatementReference.encodedByteCount + 4 + LedgerEntry.payloadByteCountMax
+        + Digest32.byteCount
 
     /// Collects the parts; nothing is checked until `verify()`.
     public init(
         first: SignedCheckpoint, second: SignedCheckpoint, index: UInt64, firstLeaf: [UInt8],
-        firstProof: [[UInt8]], secondLeaf: [UInt8], secondProof: [[UInt8]]
+        firstProof: [Digest32], secondLeaf: [UInt8], secondProof: [Digest32]
     ) {
         self.first = first
         self.second = second
@@ -242,9 +243,7 @@ public struct ConflictingLeaves: Hashable, Sendable {
         writer.write(index)
         for (leaf, proof) in [(firstLeaf, firstProof), (secondLeaf, secondProof)] {
             writer.write(prefixed32: leaf, max: ConflictingLeaves.leafByteCountMax)
-            precondition(proof.count <= Merkle.proofHashCountMax && proof.allSatisfy { $0.count == 32 })
-            writer.write(UInt8(proof.count))
-            for hash in proof { writer.write(fixed: hash, count: 32) }
+            writer.write(proof: proof)
         }
     }
 
@@ -253,19 +252,11 @@ public struct ConflictingLeaves: Hashable, Sendable {
             let second = try SignedCheckpoint.decode(from: &reader),
             let index = reader.readUInt64()
         else { return nil }
-        var parts: [([UInt8], [[UInt8]])] = []
+        var parts: [([UInt8], [Digest32])] = []
         for _ in 0..<2 {
             guard let leaf = try reader.readPrefixed32(max: leafByteCountMax, field: "leaf"),
-                let count = reader.readUInt8()
+                let proof = try reader.readProof()
             else { return nil }
-            guard Int(count) <= Merkle.proofHashCountMax else {
-                throw FormatError(.fieldTooLong, "an inclusion proof of \(count) hashes is longer than any tree needs")
-            }
-            var proof: [[UInt8]] = []
-            for _ in 0..<count {
-                guard let hash = reader.readFixed(32) else { return nil }
-                proof.append(hash)
-            }
             parts.append((leaf, proof))
         }
         return ConflictingLeaves(

@@ -8,26 +8,25 @@ public enum LedgerChain {
     public static let label: [UInt8] = DomainLabel.bytes("secure-chain-v1")
 
     /// h(−1), the link before entry 0.
-    public static let genesisLink = [UInt8](repeating: 0, count: SHA256.byteCount)
+    public static let genesisLink = Digest32.zero
 
     /// One chain step.
-    public static func link(previous: [UInt8], position: UInt64, entryDigest: [UInt8], id: [UInt8]) -> [UInt8] {
-        precondition(previous.count == 32 && entryDigest.count == 32 && id.count == LedgerEntry.idByteCount)
-        var writer = ByteWriter(capacity: label.count + 32 + 8 + 32 + 16)
+    public static func link(previous: Digest32, position: UInt64, entryDigest: Digest32, id: StatementID) -> Digest32 {
+        var writer = ByteWriter(capacity: label.count + 2 * Digest32.byteCount + 8 + StatementID.byteCount)
         writer.write(fixed: label, count: label.count)
-        writer.write(fixed: previous, count: 32)
+        writer.write(previous)
         writer.write(position)
-        writer.write(fixed: entryDigest, count: 32)
-        writer.write(fixed: id, count: LedgerEntry.idByteCount)
-        return SHA256.hash(writer.bytes)
+        writer.write(entryDigest)
+        writer.write(id)
+        return Digest32(of: writer.bytes)
     }
 
     /// Checks that `entries` continue a chain whose last entry had position `start − 1` and link
     /// `previousLink` (pass 0 and `genesisLink` for a whole ledger), and returns the new head.
     public static func verify(
         _ entries: [LedgerEntry], start: UInt64 = 0,
-        previousLink: [UInt8] = genesisLink
-    ) throws -> [UInt8] {
+        previousLink: Digest32 = genesisLink
+    ) throws -> Digest32 {
         var link = previousLink
         var expected = start
         for entry in entries {

@@ -64,38 +64,25 @@ public struct EntryFlags: OptionSet, Hashable, Sendable {
 /// (the issuer for a voucher, the payer for a transfer), so only (signer, id) is unique.
 public struct StatementReference: Hashable, Sendable {
     /// SHA-256 of the signer's SubjectPublicKeyInfo.
-    public let signer: [UInt8]
+    public let signer: Digest32
     /// The statement id the signer chose.
-    public let id: [UInt8]
+    public let id: StatementID
     /// SHA-256 of the signed payload (not of the signature: ECDSA signatures are randomized).
-    public let payloadDigest: [UInt8]
+    public let payloadDigest: Digest32
 
-    /// Bytes in an encoded reference: 32 + 16 + 32.
-    static let encodedByteCount = 80
+    /// Bytes in an encoded reference: the signer fingerprint, the id and the payload digest.
+    static let encodedByteCount = 2 * Digest32.byteCount + StatementID.byteCount
 
-    /// Makes a reference; the lengths are checked.
-    public init(signer: [UInt8], id: [UInt8], payloadDigest: [UInt8]) throws {
-        guard signer.count == 32, id.count == LedgerEntry.idByteCount, payloadDigest.count == 32 else {
-            throw LedgerError(
-                .invalidEntry,
-                "a statement reference holds a 32-byte signer fingerprint, a 16-byte id "
-                    + "and a 32-byte payload digest")
-        }
+    /// Makes a reference; the types fix every length.
+    public init(signer: Digest32, id: StatementID, payloadDigest: Digest32) {
         self.signer = signer
         self.id = id
         self.payloadDigest = payloadDigest
     }
 
-    /// The reference to a statement the package made or decoded itself: the signer's key, a typed id and
-    /// the SHA-256 of the payload. The key's fingerprint and the digest are SHA-256 outputs and the id's type
-    /// fixes its length, so a wrong length here is our bug and traps; nothing from outside is re-checked.
-    init(signer key: P256.PublicKey, id: some FixedByteValue, payloadDigest: [UInt8]) {
-        precondition(
-            type(of: id).byteCount == LedgerEntry.idByteCount && payloadDigest.count == SHA256.byteCount,
-            "a statement is named by a 16-byte id and a SHA-256 payload digest")
-        signer = key.fingerprint
-        self.id = id.bytes
-        self.payloadDigest = payloadDigest
+    /// The reference to a statement by the signer's key, a typed id and the SHA-256 of the payload.
+    init(signer key: P256.PublicKey, id: some FixedByteValue, payloadDigest: Digest32) {
+        self.init(signer: key.fingerprintDigest, id: StatementID(id), payloadDigest: payloadDigest)
     }
 
     /// The key the state indexes statements by.
@@ -104,15 +91,14 @@ public struct StatementReference: Hashable, Sendable {
 
 /// (signer, id): the scope in which statement ids are unique.
 struct StatementKey: Hashable, Sendable {
-    let signer: [UInt8]
-    let id: [UInt8]
+    let signer: Digest32
+    let id: StatementID
 
     // Hashes the bytes as blocks: the synthesized conformance feeds the hasher one byte at a time, which
     // showed in a full verification (one dictionary insert per entry that records a statement).
     func hash(into hasher: inout Hasher) {
-        hasher.combine(signer.count)
-        signer.withUnsafeBytes { hasher.combine(bytes: $0) }
-        id.withUnsafeBytes { hasher.combine(bytes: $0) }
+        signer.bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        id.bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }
 
@@ -121,8 +107,8 @@ struct StatementKey: Hashable, Sendable {
 public struct LedgerEntry: Hashable, Sendable {
     /// The position n, counting from 0 (the inception event).
     public let position: UInt64
-    /// A random id chosen when the entry is made.
-    public let id: [UInt8]
+    /// A random id chosen when the entry is made, or the id of the statement it records.
+    public let id: StatementID
     /// What the entry records.
     public let kind: EntryKind
     /// Override and proximity marks.
@@ -142,12 +128,12 @@ public struct LedgerEntry: Hashable, Sendable {
     /// Kind-specific bytes: the signed voucher, transfer or refusal; a budget change; a key event.
     public let payload: [UInt8]
     /// The chain link of the previous entry, h(n−1); 32 zero bytes for entry 0.
-    public let previousLink: [UInt8]
+    public let previousLink: Digest32
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
     /// Random entry ids are 16 bytes: collisions are negligible at any ledger size a wallet reaches.
-    public static let idByteCount = 16
+    public static let idByteCount = StatementID.byteCount
     /// A wallet id, a fingerprint (32 bytes) or an uncompressed point (65) fits; 128 leaves room for an SPKI.
     public static let counterpartyByteCountMax = 128
     /// A note is a line of text for a person, not a document; 512 bytes keeps history rows small.
@@ -158,9 +144,9 @@ public struct LedgerEntry: Hashable, Sendable {
 
     /// Makes an entry, checking every field and the rules of its kind.
     public init(
-        position: UInt64, id: [UInt8], kind: EntryKind, flags: EntryFlags = [], amount: Money?,
+        position: UInt64, id: StatementID, kind: EntryKind, flags: EntryFlags = [], amount: Money?,
         category: String = "", counterparty: [UInt8] = [], note: String = "", time: Int64,
-        statement: StatementReference? = nil, payload: [UInt8] = [], previousLink: [UInt8]
+        statement: StatementReference? = nil, payload: [UInt8] = [], previousLink: Digest32
     ) throws {
         self.position = position
         self.id = id
@@ -180,8 +166,6 @@ public struct LedgerEntry: Hashable, Sendable {
 
     private func validateFields() throws {
         func refuse(_ why: String) -> LedgerError { LedgerError(.invalidEntry, "entry \(position): \(why)") }
-        guard id.count == LedgerEntry.idByteCount else { throw refuse("the id must be 16 bytes") }
-        guard previousLink.count == SHA256.byteCount else { throw refuse("the previous link must be 32 bytes") }
         guard EntryFlags.known.isSuperset(of: flags) else { throw refuse("unknown flag bits \(flags.rawValue)") }
         guard category.isEmpty || (try? Budget.validateCategory(category)) != nil else {
             throw refuse("the category must be 1 to \(Budget.categoryByteCountMax) bytes without control characters")
@@ -226,7 +210,7 @@ public struct LedgerEntry: Hashable, Sendable {
         var writer = ByteWriter(capacity: 200 + payload.count + note.utf8.count)
         writer.write(LedgerEntry.encodingVersion)
         writer.write(position)
-        writer.write(fixed: id, count: LedgerEntry.idByteCount)
+        writer.write(id)
         writer.write(kind.rawValue)
         writer.write(flags.rawValue)
         if let amount {
@@ -241,22 +225,22 @@ public struct LedgerEntry: Hashable, Sendable {
         writer.write(time)
         if let statement {
             writer.write(UInt8(1))
-            writer.write(fixed: statement.signer, count: 32)
-            writer.write(fixed: statement.id, count: LedgerEntry.idByteCount)
-            writer.write(fixed: statement.payloadDigest, count: 32)
+            writer.write(statement.signer)
+            writer.write(statement.id)
+            writer.write(statement.payloadDigest)
         } else {
             writer.write(UInt8(0))
         }
         writer.write(prefixed32: payload, max: LedgerEntry.payloadByteCountMax)
-        writer.write(fixed: previousLink, count: SHA256.byteCount)
+        writer.write(previousLink)
         return writer.bytes
     }
 
     /// δ(n) = SHA-256(encoding).
-    public var digest: [UInt8] { SHA256.hash(encoded) }
+    public var digest: Digest32 { Digest32(of: encoded) }
 
     /// h(n), this entry's chain link.
-    public var link: [UInt8] {
+    public var link: Digest32 {
         LedgerChain.link(previous: previousLink, position: position, entryDigest: digest, id: id)
     }
 }
@@ -273,7 +257,7 @@ extension LedgerEntry {
 
     static func decode(from reader: inout ByteReader) throws -> LedgerEntry? {
         guard try reader.readVersion(encodingVersion, of: "ledger entry") else { return nil }
-        guard let position = reader.readUInt64(), let id = reader.readFixed(idByteCount),
+        guard let position = reader.readUInt64(), let id = reader.read(StatementID.self),
             let kindByte = reader.readUInt8(), let flagByte = reader.readUInt8(),
             let amountTag = reader.readUInt8()
         else { return nil }
@@ -297,14 +281,14 @@ extension LedgerEntry {
         switch statementTag {
         case 0: statement = nil
         case 1:
-            guard let signer = reader.readFixed(32), let statementID = reader.readFixed(idByteCount),
-                let payloadDigest = reader.readFixed(32)
+            guard let signer = reader.read(Digest32.self), let statementID = reader.read(StatementID.self),
+                let payloadDigest = reader.read(Digest32.self)
             else { return nil }
-            statement = try StatementReference(signer: signer, id: statementID, payloadDigest: payloadDigest)
+            statement = StatementReference(signer: signer, id: statementID, payloadDigest: payloadDigest)
         default: throw FormatError(.invalidValue, "the statement presence byte is \(statementTag), not 0 or 1")
         }
         guard let payload = try reader.readPrefixed32(max: payloadByteCountMax, field: "payload"),
-            let previousLink = reader.readFixed(SHA256.byteCount)
+            let previousLink = reader.read(Digest32.self)
         else { return nil }
         do {
             return try LedgerEntry(

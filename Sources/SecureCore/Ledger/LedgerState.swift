@@ -9,7 +9,7 @@ public struct LedgerState: Hashable, Sendable {
     /// Entries applied so far; the next entry's position.
     public private(set) var size: UInt64 = 0
     /// h(size−1), or h(−1) (32 zero bytes) before entry 0.
-    public private(set) var head: [UInt8] = LedgerChain.genesisLink
+    public private(set) var head = LedgerChain.genesisLink
     /// The latest entry's time; entries never go back in time.
     public private(set) var lastTime: Int64 = LedgerTime.millisecondsMin
     /// The balance per currency, for every currency that has ever been credited.
@@ -21,7 +21,7 @@ public struct LedgerState: Hashable, Sendable {
     /// Every recorded statement by (signer, id).
     private var statements: [StatementKey: RecordedStatement] = [:]
     /// This wallet's payments out by transfer id, for reversals.
-    private var paymentsOut: [[UInt8]: PaymentOut] = [:]
+    private var paymentsOut: [StatementID: PaymentOut] = [:]
     /// Where statements recorded before a resumption point are looked up; nil for a replayed state.
     private var index = IndexReference(nil)
 
@@ -65,7 +65,7 @@ public struct LedgerState: Hashable, Sendable {
 
     /// Whether this wallet's payment out with `transferID` was reversed.
     public func isReversed(transferID: TransferID) -> Bool {
-        (paymentsOut[transferID.bytes] ?? index.paymentOut(transferID: transferID.bytes))?.isReversed ?? false
+        (paymentsOut[StatementID(transferID)] ?? index.paymentOut(transferID: StatementID(transferID)))?.isReversed ?? false
     }
 
     /// The budget verdict for paying `payment` in `category` at `time`, or nil when the category has no
@@ -231,13 +231,12 @@ public struct LedgerState: Hashable, Sendable {
             throw LedgerError(
                 .invalidReversal,
                 "entry \(entry.position) reverses no unreversed payment out of \(amount) "
-                    + "with transfer id \(Hex.encode(statement.id))")
+                    + "with transfer id \(statement.id)")
         }
         guard !payment.isConfirmed else {
             throw LedgerError(
                 .invalidReversal,
-                "entry \(entry.position) reverses payment \(Hex.encode(statement.id)), which the payee's receipt confirmed"
-            )
+                "entry \(entry.position) reverses payment \(statement.id), which the payee's receipt confirmed")
         }
         try requireNew(entry)
         let reversed = PaymentOut(
@@ -253,7 +252,7 @@ public struct LedgerState: Hashable, Sendable {
         else {
             throw LedgerError(
                 .invalidReversal,
-                "entry \(entry.position) confirms no open payment out with transfer id \(Hex.encode(statement.id))")
+                "entry \(entry.position) confirms no open payment out with transfer id \(statement.id)")
         }
         try requireNew(entry)
         let confirmed = PaymentOut(
@@ -309,10 +308,10 @@ public enum StatementLookup: Hashable, Sendable {
 /// Statements recorded before the point a state was resumed at, as the store knows them.
 public protocol StatementIndex: AnyObject, Sendable {
     /// The payload digest and position recorded for (signer, id), if any.
-    func recordedStatement(signer: [UInt8], id: [UInt8]) -> (payloadDigest: [UInt8], position: UInt64)?
+    func recordedStatement(signer: Digest32, id: StatementID) -> (payloadDigest: Digest32, position: UInt64)?
     /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal or a
     /// confirmation followed.
-    func paymentOut(transferID: [UInt8]) -> (amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool)?
+    func paymentOut(transferID: StatementID) -> (amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool)?
 }
 
 /// Holds the index without taking part in equality: two states are equal by what they contain.
@@ -330,7 +329,7 @@ private struct IndexReference: Hashable, @unchecked Sendable {
         }
     }
 
-    func paymentOut(transferID: [UInt8]) -> PaymentOut? {
+    func paymentOut(transferID: StatementID) -> PaymentOut? {
         index?.paymentOut(transferID: transferID).map {
             PaymentOut(amount: $0.amount, position: $0.position, isReversed: $0.isReversed, isConfirmed: $0.isConfirmed)
         }
@@ -338,7 +337,7 @@ private struct IndexReference: Hashable, @unchecked Sendable {
 }
 
 private struct RecordedStatement: Hashable, Sendable {
-    let payloadDigest: [UInt8]
+    let payloadDigest: Digest32
     let position: UInt64
 }
 
@@ -356,5 +355,5 @@ private struct Effect {
     var budget: (String, Budget?)?
     var resetsWindow = false
     var recordsStatement = false
-    var paymentOut: ([UInt8], PaymentOut)?
+    var paymentOut: (StatementID, PaymentOut)?
 }

@@ -9,23 +9,23 @@ public enum Merkle {
     public static let proofHashCountMax = 65
 
     /// MTH({}) = SHA-256 of the empty string.
-    public static let emptyRoot: [UInt8] = SHA256.hash([UInt8]())
+    public static let emptyRoot = Digest32(of: [])
 
     /// The leaf hash SHA-256(0x00 ‖ leaf).
-    public static func leafHash(_ leaf: [UInt8]) -> [UInt8] {
+    public static func leafHash(_ leaf: [UInt8]) -> Digest32 {
         var hasher = SHA256.Hasher()
         hasher.update([UInt8(0x00)])
         hasher.update(leaf)
-        return hasher.finalize()
+        return Digest32(finalizing: hasher)
     }
 
     /// The interior node hash SHA-256(0x01 ‖ left ‖ right).
-    public static func nodeHash(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] {
+    public static func nodeHash(_ left: Digest32, _ right: Digest32) -> Digest32 {
         var hasher = SHA256.Hasher()
         hasher.update([UInt8(0x01)])
-        hasher.update(left)
-        hasher.update(right)
-        return hasher.finalize()
+        hasher.update(left.bytes)
+        hasher.update(right.bytes)
+        return Digest32(finalizing: hasher)
     }
 
     /// The largest power of two strictly below `count` (count ≥ 2): the size of the left subtree.
@@ -37,10 +37,10 @@ public enum Merkle {
     /// The root an inclusion proof leads to (RFC 9162 §2.1.3.2), or nil when the proof's shape does not fit
     /// the index and size.
     public static func rootFromInclusionProof(
-        leafHash: [UInt8], index: UInt64, size: UInt64,
-        proof: [[UInt8]]
-    ) -> [UInt8]? {
-        guard index < size, proof.count <= proofHashCountMax, proof.allSatisfy({ $0.count == 32 }) else { return nil }
+        leafHash: Digest32, index: UInt64, size: UInt64,
+        proof: [Digest32]
+    ) -> Digest32? {
+        guard index < size, proof.count <= proofHashCountMax else { return nil }
         var fn = index
         var sn = size - 1
         var hash = leafHash
@@ -63,8 +63,8 @@ public enum Merkle {
 
     /// Whether `proof` shows the leaf with hash `leafHash` at `index` in the tree of `size` leaves with `root`.
     public static func verifyInclusion(
-        leafHash: [UInt8], index: UInt64, size: UInt64, proof: [[UInt8]],
-        root: [UInt8]
+        leafHash: Digest32, index: UInt64, size: UInt64, proof: [Digest32],
+        root: Digest32
     ) -> Bool {
         rootFromInclusionProof(leafHash: leafHash, index: index, size: size, proof: proof) == root
     }
@@ -73,12 +73,10 @@ public enum Merkle {
     /// `newSize` leaves with `newRoot` (RFC 9162 §2.1.4.2). Equal sizes need an empty proof and equal roots;
     /// the empty tree is a prefix of every tree.
     public static func verifyConsistency(
-        oldSize: UInt64, newSize: UInt64, oldRoot: [UInt8], newRoot: [UInt8],
-        proof: [[UInt8]]
+        oldSize: UInt64, newSize: UInt64, oldRoot: Digest32, newRoot: Digest32,
+        proof: [Digest32]
     ) -> Bool {
-        guard oldSize <= newSize, proof.count <= proofHashCountMax, proof.allSatisfy({ $0.count == 32 }) else {
-            return false
-        }
+        guard oldSize <= newSize, proof.count <= proofHashCountMax else { return false }
         if oldSize == newSize { return proof.isEmpty && oldRoot == newRoot }
         if oldSize == 0 { return proof.isEmpty && oldRoot == emptyRoot }
         guard !proof.isEmpty else { return false }
@@ -114,10 +112,10 @@ public enum Merkle {
     /// returns MTH(D[lo:hi]). Each call asks for O(log size) subtree hashes.
     public static func inclusionProof(
         index: UInt64, size: UInt64,
-        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> [UInt8]
-    ) rethrows -> [[UInt8]] {
+        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> Digest32
+    ) rethrows -> [Digest32] {
         precondition(index < size, "inclusion proof for leaf \(index) of a tree of \(size)")
-        var proof: [[UInt8]] = []
+        var proof: [Digest32] = []
         var lo: UInt64 = 0
         var hi = size
         var target = index
@@ -140,11 +138,11 @@ public enum Merkle {
     /// Empty when oldSize is 0 or equals newSize.
     public static func consistencyProof(
         oldSize: UInt64, newSize: UInt64,
-        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> [UInt8]
-    ) rethrows -> [[UInt8]] {
+        rangeHash: (_ lo: UInt64, _ hi: UInt64) throws -> Digest32
+    ) rethrows -> [Digest32] {
         precondition(oldSize <= newSize, "consistency proof from \(oldSize) to the smaller \(newSize)")
         guard oldSize > 0, oldSize < newSize else { return [] }
-        var proof: [[UInt8]] = []
+        var proof: [Digest32] = []
         var lo: UInt64 = 0
         var hi = newSize
         var m = oldSize

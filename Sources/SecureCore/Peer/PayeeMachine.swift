@@ -12,7 +12,7 @@ public struct PayeeMachine: PeerMachine {
     /// The payer's measurement and, when it came, its consistency proof.
     private struct PayerClaim: Hashable {
         let measurement: SignedMeasurement
-        let consistencyProof: [[UInt8]]?
+        let consistencyProof: [Digest32]?
     }
 
     private enum State: Hashable {
@@ -182,7 +182,7 @@ public struct PayeeMachine: PeerMachine {
     /// smaller, and an RFC 9162 consistency proof. Two signed checkpoints of one size that differ are fork
     /// evidence; so is a checkpoint signed by a key after its retirement.
     static func consistency(
-        held: SignedCheckpoint, current: SignedCheckpoint, proof: [[UInt8]]?, log: KeyEventLog? = nil
+        held: SignedCheckpoint, current: SignedCheckpoint, proof: [Digest32]?, log: KeyEventLog? = nil
     )
         -> Consistency
     {
@@ -247,8 +247,7 @@ public struct PayeeMachine: PeerMachine {
     public mutating func userApproved() -> [PeerAction] {
         guard case .approving(let session, let record, let offer) = state else { return [] }
         state = .measuring(session, record, offer, payer: nil)
-        // The offer id was checked when the offer was decoded; a held checkpoint has size ≥ 1.
-        let reply = try! OfferReply(
+        let reply = OfferReply(
             offerID: offer.offerID, accepted: true, heldCheckpointSize: record.heldCheckpoint?.checkpoint.size)
         let task = MeasurementTask(context: measurementContext(session, offer), role: .payee, consistencyFromSize: nil)
         return [.send(.reply(reply)), .measure(task)]
@@ -257,7 +256,7 @@ public struct PayeeMachine: PeerMachine {
     /// The person declined the offer.
     public mutating func userDeclined() -> [PeerAction] {
         guard case .approving(_, _, let offer) = state else { return [] }
-        let reply = try! OfferReply(offerID: offer.offerID, accepted: false, heldCheckpointSize: nil)
+        let reply = OfferReply(offerID: offer.offerID, accepted: false, heldCheckpointSize: nil)
         return finish(.failed(.declined, byPeer: false), before: [.send(.reply(reply))])
     }
 
@@ -282,7 +281,7 @@ public struct PayeeMachine: PeerMachine {
                 == measurementContext(session, offer).measurement(
                     role: .payee, summary: measurement.payload.summary, source: measurement.payload.source),
             "the driver signed a measurement for another context")
-        let message = try! MeasurementMessage(offerID: offer.offerID, measurement: measurement, consistencyProof: nil)
+        let message = MeasurementMessage(offerID: offer.offerID, measurement: measurement, consistencyProof: nil)
         guard let payer else {
             state = .awaitingPayerMeasurement(session, record, offer, own: measurement)
             return [.send(.measurement(message))]

@@ -226,7 +226,8 @@ public struct PayerMachine: PeerMachine {
         {
             return fail(PeerCommon.failureReason(error.refusal), offerID: offerID)
         }
-        // Every field was checked when the hello, offer and context were made.
+        // The only checks left in TransferOrder are a positive amount (the offer's, checked when it was made)
+        // and the binding's length (the context's, bounded when it was made), so it cannot fail.
         let order = try! TransferOrder(
             transferID: transferID, payerWalletID: context.hello.walletID, payerKey: context.hello.walletKey,
             payeeWalletID: session.peer.walletID, amount: deal.offer.amount,
@@ -277,7 +278,8 @@ public struct PayerMachine: PeerMachine {
     /// The person picked a category for the request (request flow).
     public mutating func categoryChosen(_ category: String) -> [PeerAction] {
         guard case .choosingCategory(let session, let record, let request) = state else { return [] }
-        // Offer id = request id: the offer answers the request, so the requester may skip its prompt.
+        // Offer id = request id: the offer answers the request, so the requester may skip its prompt. The
+        // request's amount and note passed the same checks when it was made, so the offer cannot fail.
         let offer = try! PaymentOffer(offerID: request.requestID, amount: request.amount, note: request.note)
         state = .checking(session, record, offer, category: category)
         return [.checkPayment(amount: request.amount, category: category)]
@@ -326,7 +328,7 @@ public struct PayerMachine: PeerMachine {
 
     /// The driver's answer to `measure`: this wallet's signed measurement, and the consistency proof the
     /// task asked for (nil when it asked for none).
-    public mutating func measured(_ measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) -> [PeerAction] {
+    public mutating func measured(_ measurement: SignedMeasurement, consistencyProof: [Digest32]?) -> [PeerAction] {
         guard case .measuring(let session, let deal, let peer) = state else { return unasked("measured") }
         precondition(
             measurement.payload
@@ -335,7 +337,7 @@ public struct PayerMachine: PeerMachine {
             "the driver signed a measurement for another context")
         state = .awaitingReady(session, deal, own: measurement, peerMeasurement: peer)
         // The proof is within the limits the driver's tree enforces.
-        let message = try! MeasurementMessage(
+        let message = MeasurementMessage(
             offerID: deal.offer.offerID, measurement: measurement, consistencyProof: consistencyProof)
         return [.send(.measurement(message))]
     }

@@ -119,7 +119,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     /// The sender's ranging discovery token (opaque to the protocol).
     public let rangingToken: [UInt8]
     /// The sender's 16 random bytes for the session nonce.
-    public let nonceContribution: [UInt8]
+    public let nonceContribution: NonceContribution
     /// The sender's latest signed checkpoint, naming its wallet id.
     public let checkpoint: SignedCheckpoint
     /// Digests (SHA-256 of the encoding) of the fork evidence the sender holds.
@@ -135,7 +135,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
     public static let evidenceDigestCountMax = 64
 
     public init(
-        walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: [UInt8],
+        walletKey: P256.PublicKey, displayName: String, rangingToken: [UInt8], nonceContribution: NonceContribution,
         checkpoint: SignedCheckpoint, evidenceDigests: [EvidenceDigest] = [], keyEventHead: KeyEventHead? = nil
     ) throws {
         guard displayName.utf8.count <= PeerHello.displayNameByteCountMax,
@@ -144,10 +144,9 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
             throw FormatError(.invalidValue, "a display name is at most 64 bytes without control characters")
         }
         guard rangingToken.count <= PeerHello.rangingTokenByteCountMax,
-            nonceContribution.count == SessionNonce.contributionByteCount,
             evidenceDigests.count <= PeerHello.evidenceDigestCountMax
         else {
-            throw FormatError(.invalidValue, "a hello's token, nonce contribution or evidence digests break a limit")
+            throw FormatError(.invalidValue, "a hello's token or evidence digests break a limit")
         }
         self.walletKey = walletKey
         self.displayName = displayName
@@ -165,7 +164,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         writer.write(fixed: walletKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(prefixed8: Array(displayName.utf8), max: PeerHello.displayNameByteCountMax)
         writer.write(prefixed16: rangingToken, max: PeerHello.rangingTokenByteCountMax)
-        writer.write(fixed: nonceContribution, count: SessionNonce.contributionByteCount)
+        writer.write(nonceContribution)
         checkpoint.encode(into: &writer)
         writer.write(UInt8(evidenceDigests.count))
         for digest in evidenceDigests { writer.write(digest) }
@@ -182,7 +181,7 @@ public struct PeerHello: Hashable, Sendable, PeerMessageBody {
         guard let point = reader.readFixed(P256.uncompressedPointByteCount),
             let name = try reader.readPrefixed8(max: displayNameByteCountMax, field: "display name"),
             let token = try reader.readPrefixed16(max: rangingTokenByteCountMax, field: "ranging token"),
-            let contribution = reader.readFixed(SessionNonce.contributionByteCount),
+            let contribution = reader.read(NonceContribution.self),
             let checkpoint = try SignedCheckpoint.decode(from: &reader), let count = reader.readUInt8()
         else { return nil }
         guard Int(count) <= evidenceDigestCountMax else {
@@ -303,10 +302,10 @@ public struct OfferReply: Hashable, Sendable, PeerMessageBody {
     /// The size of the latest checkpoint of this payer the payee holds, or nil.
     public let heldCheckpointSize: UInt64?
 
-    public init(offerID: OfferID, accepted: Bool, heldCheckpointSize: UInt64?) throws {
-        guard heldCheckpointSize != 0 else {
-            throw FormatError(.invalidValue, "a reply's held checkpoint size is at least 1")
-        }
+    /// Makes a reply. The size comes from a held checkpoint (which covers at least entry 0) or from the
+    /// decoder (which reads 0 as none), so a size of 0 is our bug and traps.
+    public init(offerID: OfferID, accepted: Bool, heldCheckpointSize: UInt64?) {
+        precondition(heldCheckpointSize != 0, "a reply's held checkpoint size is at least 1")
         self.offerID = offerID
         self.accepted = accepted
         self.heldCheckpointSize = heldCheckpointSize
@@ -325,7 +324,7 @@ public struct OfferReply: Hashable, Sendable, PeerMessageBody {
         guard decision == 1 || decision == 2 else {
             throw FormatError(.invalidValue, "reply decision \(decision) is not 1 (accept) or 2 (decline)")
         }
-        return try OfferReply(offerID: id, accepted: decision == 1, heldCheckpointSize: held == 0 ? nil : held)
+        return OfferReply(offerID: id, accepted: decision == 1, heldCheckpointSize: held == 0 ? nil : held)
     }
 }
 
@@ -340,12 +339,12 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
     public let offerID: OfferID
     public let measurement: SignedMeasurement
     /// RFC 9162 consistency proof; nil in the payee's message, and in the payer's when the payee holds none.
-    public let consistencyProof: [[UInt8]]?
+    public let consistencyProof: [Digest32]?
 
-    public init(offerID: OfferID, measurement: SignedMeasurement, consistencyProof: [[UInt8]]?) throws {
-        guard (consistencyProof ?? []).count <= Merkle.proofHashCountMax,
-            (consistencyProof ?? []).allSatisfy({ $0.count == 32 })
-        else { throw FormatError(.invalidValue, "a measurement message breaks a limit") }
+    /// Makes the message. The decoder bounds a received proof and a store never makes a longer one than a
+    /// u64-sized tree needs, so a longer proof is our bug and traps.
+    public init(offerID: OfferID, measurement: SignedMeasurement, consistencyProof: [Digest32]?) {
+        precondition((consistencyProof ?? []).count <= Merkle.proofHashCountMax, "a proof longer than any tree needs")
         self.offerID = offerID
         self.measurement = measurement
         self.consistencyProof = consistencyProof
@@ -366,7 +365,7 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
         guard let id = reader.read(OfferID.self),
             let measurement = try SignedMeasurement.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
-        var proof: [[UInt8]]?
+        var proof: [Digest32]?
         switch tag {
         case 0: proof = nil
         case 1:
@@ -374,7 +373,7 @@ public struct MeasurementMessage: Hashable, Sendable, PeerMessageBody {
             proof = hashes
         default: throw FormatError(.invalidValue, "consistency proof tag \(tag) is not 0 or 1")
         }
-        return try MeasurementMessage(offerID: id, measurement: measurement, consistencyProof: proof)
+        return MeasurementMessage(offerID: id, measurement: measurement, consistencyProof: proof)
     }
 }
 

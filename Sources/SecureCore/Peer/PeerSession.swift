@@ -4,7 +4,7 @@ import SecureCrypto
 /// the finished SecureChannel handshake and the wallet's current state.
 public struct PeerSessionContext: Hashable, Sendable {
     /// The channel's 32-byte handshake transcript hash, which the session nonce binds.
-    public let transcriptHash: [UInt8]
+    public let transcriptHash: Digest32
     /// The channel binding that measurements and transfers carry.
     public let channelBinding: [UInt8]
     /// This wallet's `hello`: its key, name, ranging token, nonce contribution and latest checkpoint.
@@ -12,8 +12,8 @@ public struct PeerSessionContext: Hashable, Sendable {
     /// Whether simulated ranging is allowed (`--allow-simulated-ranging`).
     public let rangingPolicy: RangingPolicy
 
-    public init(transcriptHash: [UInt8], channelBinding: [UInt8], hello: PeerHello, rangingPolicy: RangingPolicy) {
-        precondition(transcriptHash.count == 32 && channelBinding.count <= TransferOrder.channelBindingByteCountMax)
+    public init(transcriptHash: Digest32, channelBinding: [UInt8], hello: PeerHello, rangingPolicy: RangingPolicy) {
+        precondition(channelBinding.count <= TransferOrder.channelBindingByteCountMax)
         self.transcriptHash = transcriptHash
         self.channelBinding = channelBinding
         self.hello = hello
@@ -150,7 +150,7 @@ public struct CreditTask: Hashable, Sendable {
 public struct ReadyRecord: Hashable, Sendable {
     public let offerID: OfferID
     /// The session nonce N.
-    public let nonce: [UInt8]
+    public let nonce: Digest32
     public let amount: Money
     public let payerWalletID: WalletID
     public let payerKey: P256.PublicKey
@@ -171,7 +171,7 @@ public struct ReadyRecord: Hashable, Sendable {
         var writer = ByteWriter(capacity: 1024)
         writer.write(ReadyRecord.encodingVersion)
         writer.write(offerID)
-        writer.write(fixed: nonce, count: 32)
+        writer.write(nonce)
         amount.encode(into: &writer)
         writer.write(payerWalletID)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
@@ -184,7 +184,7 @@ public struct ReadyRecord: Hashable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws -> ReadyRecord? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "ready record") else { return nil }
-        guard let offerID = reader.read(OfferID.self), let nonce = reader.readFixed(32),
+        guard let offerID = reader.read(OfferID.self), let nonce = reader.read(Digest32.self),
             let amount = try Money.decode(from: &reader), let walletID = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
             let checkpoint = try SignedCheckpoint.decode(from: &reader),
@@ -373,7 +373,7 @@ enum PeerCommon {
 /// The peer and the session facts, known once both hellos are in.
 struct GreetedSession: Hashable {
     let peer: PeerHello
-    let nonce: [UInt8]
+    let nonce: Digest32
     var identity: PeerIdentity { PeerIdentity(peer) }
 }
 

@@ -8,16 +8,13 @@ public enum SessionNonce {
     /// τ: the label and its terminating zero byte.
     public static let label: [UInt8] = DomainLabel.bytes("secure-session-nonce-v1")
     /// Each wallet contributes 16 random bytes: 128 bits from either side alone make N unpredictable.
-    public static let contributionByteCount = 16
+    public static let contributionByteCount = NonceContribution.byteCount
 
     /// N for a session.
-    public static func derive(transcriptHash: [UInt8], payerContribution: [UInt8], payeeContribution: [UInt8])
-        -> [UInt8]
-    {
-        precondition(transcriptHash.count == 32, "a transcript hash is 32 bytes")
-        precondition(
-            payerContribution.count == contributionByteCount && payeeContribution.count == contributionByteCount)
-        return SHA256.hash(label + transcriptHash + payerContribution + payeeContribution)
+    public static func derive(
+        transcriptHash: Digest32, payerContribution: NonceContribution, payeeContribution: NonceContribution
+    ) -> Digest32 {
+        Digest32(of: label + transcriptHash.bytes + payerContribution.bytes + payeeContribution.bytes)
     }
 }
 
@@ -157,7 +154,7 @@ public enum PeerRole: UInt8, Hashable, Sendable {
 /// size (its `hello` checkpoint's). Label `secure-measurement-v1`.
 public struct Measurement: DatedPayload {
     /// The session nonce N.
-    public let nonce: [UInt8]
+    public let nonce: Digest32
     /// The offer this measurement is for.
     public let offerID: OfferID
     /// Which side signed: the signer key is the payer key or the payee key accordingly.
@@ -181,14 +178,14 @@ public struct Measurement: DatedPayload {
     /// 1 + 32 + 16 + 1 + 65 + 65 + 24 + 10 + 1 + 65 = 280 bytes at most.
     public static let encodedByteCountMax = 280
 
-    /// Makes a measurement; lengths are checked.
+    /// Makes a measurement. The types fix the nonce's length; the channel binding comes from a session
+    /// context or a decoder, which both bound it, so a longer one is our bug and traps.
     public init(
-        nonce: [UInt8], offerID: OfferID, signerRole: PeerRole, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
+        nonce: Digest32, offerID: OfferID, signerRole: PeerRole, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
         keyDate: KeyDate, summary: RangingSummary, source: RangingSource, channelBinding: [UInt8]
-    ) throws {
-        guard nonce.count == 32, channelBinding.count <= TransferOrder.channelBindingByteCountMax else {
-            throw FormatError(.invalidValue, "a measurement names a 32-byte nonce and a binding of at most 64 bytes")
-        }
+    ) {
+        precondition(
+            channelBinding.count <= TransferOrder.channelBindingByteCountMax, "a channel binding over the limit")
         self.nonce = nonce
         self.offerID = offerID
         self.signerRole = signerRole
@@ -210,7 +207,7 @@ public struct Measurement: DatedPayload {
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: 280)
         writer.write(Measurement.encodingVersion)
-        writer.write(fixed: nonce, count: 32)
+        writer.write(nonce)
         writer.write(offerID)
         writer.write(signerRole.rawValue)
         writer.write(fixed: payerKey.x963, count: P256.uncompressedPointByteCount)
@@ -227,7 +224,7 @@ public struct Measurement: DatedPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Measurement? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "measurement") else { return nil }
-        guard let nonce = reader.readFixed(32), let offerID = reader.read(OfferID.self),
+        guard let nonce = reader.read(Digest32.self), let offerID = reader.read(OfferID.self),
             let roleByte = reader.readUInt8(), let payer = reader.readFixed(P256.uncompressedPointByteCount),
             let payee = reader.readFixed(P256.uncompressedPointByteCount),
             let keyDate = try KeyDate.decode(from: &reader),
@@ -249,7 +246,7 @@ public struct Measurement: DatedPayload {
         } catch let error as RangingError {
             throw FormatError(.invalidValue, "the signed summary breaks a limit: \(error.message)")
         }
-        return try Measurement(
+        return Measurement(
             nonce: nonce, offerID: offerID, signerRole: role, payerKey: try decodeKey(payer, "payer key"),
             payeeKey: try decodeKey(payee, "payee key"), keyDate: keyDate, summary: summary, source: source,
             channelBinding: binding)
@@ -275,7 +272,7 @@ public struct RangingPolicy: Hashable, Sendable {
 
 /// The session facts every measurement of a payment must carry.
 public struct MeasurementContext: Hashable, Sendable {
-    public let nonce: [UInt8]
+    public let nonce: Digest32
     public let offerID: OfferID
     public let payerKey: P256.PublicKey
     public let payeeKey: P256.PublicKey
@@ -286,7 +283,7 @@ public struct MeasurementContext: Hashable, Sendable {
     public let channelBinding: [UInt8]
 
     public init(
-        nonce: [UInt8], offerID: OfferID, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
+        nonce: Digest32, offerID: OfferID, payerKey: P256.PublicKey, payeeKey: P256.PublicKey,
         payerDate: KeyDate, payeeDate: KeyDate, channelBinding: [UInt8]
     ) {
         self.nonce = nonce
@@ -308,8 +305,7 @@ public struct MeasurementContext: Hashable, Sendable {
 
     /// This wallet's measurement for the context.
     public func measurement(role: PeerRole, summary: RangingSummary, source: RangingSource) -> Measurement {
-        // Every field was checked when the context's parts were made.
-        try! Measurement(
+        Measurement(
             nonce: nonce, offerID: offerID, signerRole: role, payerKey: payerKey, payeeKey: payeeKey,
             keyDate: date(of: role), summary: summary, source: source, channelBinding: channelBinding)
     }
@@ -365,7 +361,7 @@ public struct SpatialProof: Hashable, Sendable {
     }
 
     /// SHA-256 of the encoding: what a transfer order names.
-    public var digest: [UInt8] { SHA256.hash(encoded) }
+    public var digest: Digest32 { Digest32(of: encoded) }
 
     public static func decode(_ bytes: [UInt8]) throws -> SpatialProof? {
         var reader = ByteReader(bytes)

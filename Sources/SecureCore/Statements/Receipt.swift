@@ -8,7 +8,7 @@ public struct Receipt: TransferAnswerPayload {
     /// The transfer it confirms, the payee's key and date (past the credit), and the amount credited.
     public let answer: TransferAnswer
     /// SHA-256 of the payer's checkpoint encoding (the one inside the transfer), which the payee cosigns.
-    public let checkpointDigest: [UInt8]
+    public let checkpointDigest: Digest32
     /// That checkpoint's size.
     public let checkpointSize: UInt64
     /// The position of the payee's `paymentIn` entry.
@@ -25,12 +25,12 @@ public struct Receipt: TransferAnswerPayload {
     public init(for transfer: SignedTransfer, payeeKey: P256.PublicKey, keyDate: KeyDate, creditPosition: UInt64) {
         precondition(keyDate.ledgerSize > creditPosition, "a receipt is signed after its credit is in the ledger")
         answer = TransferAnswer(answering: transfer, payeeKey: payeeKey, keyDate: keyDate)
-        checkpointDigest = SHA256.hash(transfer.payload.checkpoint.checkpoint.encoded)
+        checkpointDigest = Digest32(of: transfer.payload.checkpoint.checkpoint.encoded)
         checkpointSize = transfer.payload.checkpoint.checkpoint.size
         self.creditPosition = creditPosition
     }
 
-    init(answer: TransferAnswer, checkpointDigest: [UInt8], checkpointSize: UInt64, creditPosition: UInt64) {
+    init(answer: TransferAnswer, checkpointDigest: Digest32, checkpointSize: UInt64, creditPosition: UInt64) {
         self.answer = answer
         self.checkpointDigest = checkpointDigest
         self.checkpointSize = checkpointSize
@@ -38,8 +38,8 @@ public struct Receipt: TransferAnswerPayload {
     }
 
     init(
-        transferID: TransferID, transferDigest: [UInt8], payerWalletID: WalletID, payeeWalletID: WalletID,
-        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: [UInt8], checkpointSize: UInt64,
+        transferID: TransferID, transferDigest: Digest32, payerWalletID: WalletID, payeeWalletID: WalletID,
+        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: Digest32, checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
         self.init(
@@ -53,7 +53,7 @@ public struct Receipt: TransferAnswerPayload {
         var writer = ByteWriter(capacity: 264)
         writer.write(Receipt.encodingVersion)
         answer.encode(into: &writer)
-        writer.write(fixed: checkpointDigest, count: 32)
+        writer.write(checkpointDigest)
         writer.write(checkpointSize)
         writer.write(creditPosition)
         return writer.bytes
@@ -62,7 +62,7 @@ public struct Receipt: TransferAnswerPayload {
     public static func decode(_ bytes: [UInt8]) throws -> Receipt? {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "receipt") else { return nil }
-        guard let answer = try TransferAnswer.decode(from: &reader), let checkpointDigest = reader.readFixed(32),
+        guard let answer = try TransferAnswer.decode(from: &reader), let checkpointDigest = reader.read(Digest32.self),
             let size = reader.readUInt64(), let position = reader.readUInt64()
         else { return nil }
         try reader.expectEnd("receipt")
@@ -260,7 +260,7 @@ public struct TransferAnswer: Hashable, Sendable {
     /// The transfer's id.
     public let transferID: TransferID
     /// SHA-256 of the signed transfer's payload.
-    public let transferDigest: [UInt8]
+    public let transferDigest: Digest32
     /// The payer's wallet id.
     public let payerWalletID: WalletID
     /// The payee's wallet id.
@@ -274,7 +274,7 @@ public struct TransferAnswer: Hashable, Sendable {
 
     func encode(into writer: inout ByteWriter) {
         writer.write(transferID)
-        writer.write(fixed: transferDigest, count: 32)
+        writer.write(transferDigest)
         writer.write(payerWalletID)
         writer.write(payeeWalletID)
         writer.write(fixed: payeeKey.x963, count: P256.uncompressedPointByteCount)
@@ -285,7 +285,7 @@ public struct TransferAnswer: Hashable, Sendable {
     /// The answer head at the reader, or nil when the bytes run out; throws on a malformed key date, amount
     /// or payee key.
     static func decode(from reader: inout ByteReader) throws -> TransferAnswer? {
-        guard let transferID = reader.read(TransferID.self), let digest = reader.readFixed(32),
+        guard let transferID = reader.read(TransferID.self), let digest = reader.read(Digest32.self),
             let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
             let keyDate = try KeyDate.decode(from: &reader),
@@ -317,7 +317,7 @@ extension TransferAnswerPayload {
     /// The transfer's id.
     public var transferID: TransferID { answer.transferID }
     /// SHA-256 of the signed transfer's payload.
-    public var transferDigest: [UInt8] { answer.transferDigest }
+    public var transferDigest: Digest32 { answer.transferDigest }
     /// The payer's wallet id.
     public var payerWalletID: WalletID { answer.payerWalletID }
     /// The payee's wallet id.

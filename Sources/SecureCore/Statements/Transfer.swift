@@ -6,7 +6,7 @@ public enum Proximity: Hashable, Sendable {
     /// `--no-proximity`, and both ledgers mark the payment so.
     case none
     /// SHA-256 of the `SpatialProof` encoding the two wallets made in their session.
-    case spatialProof(digest: [UInt8])
+    case spatialProof(digest: Digest32)
 }
 
 /// What a payer orders: the part of a transfer known before the debit is appended. Its encoding is the
@@ -37,15 +37,12 @@ public struct TransferOrder: Hashable, Sendable {
     /// 1 + 16 + 32 + 65 + 32 + 12 + 33 + 65 = 256 bytes at most.
     public static let encodedByteCountMax = 256
 
-    /// Makes an order, checking lengths and a positive amount.
+    /// Makes an order, checking the channel binding's length and a positive amount.
     public init(
         transferID: TransferID, payerWalletID: WalletID, payerKey: P256.PublicKey, payeeWalletID: WalletID,
         amount: Money, proximity: Proximity, channelBinding: [UInt8]
     ) throws {
         guard !amount.isZero else { throw FormatError(.invalidValue, "a transfer's amount must be positive") }
-        if case .spatialProof(let digest) = proximity, digest.count != 32 {
-            throw FormatError(.invalidValue, "a spatial proof digest is 32 bytes")
-        }
         guard channelBinding.count <= TransferOrder.channelBindingByteCountMax else {
             throw FormatError(
                 .fieldTooLong, "a channel binding is at most \(TransferOrder.channelBindingByteCountMax) bytes")
@@ -72,14 +69,14 @@ public struct TransferOrder: Hashable, Sendable {
         case .none: writer.write(UInt8(0))
         case .spatialProof(let digest):
             writer.write(UInt8(1))
-            writer.write(fixed: digest, count: 32)
+            writer.write(digest)
         }
         writer.write(prefixed8: channelBinding, max: TransferOrder.channelBindingByteCountMax)
         return writer.bytes
     }
 
     /// SHA-256 of the encoding: the statement digest of the payer's debit entry.
-    public var digest: [UInt8] { SHA256.hash(encoded) }
+    public var digest: Digest32 { Digest32(of: encoded) }
 
     /// Decodes an order that fills `bytes` exactly: nil when short, throws when malformed.
     public static func decode(_ bytes: [UInt8]) throws -> TransferOrder? {
@@ -93,7 +90,7 @@ public struct TransferOrder: Hashable, Sendable {
         switch tag {
         case 0: proximity = .none
         case 1:
-            guard let digest = reader.readFixed(32) else { return nil }
+            guard let digest = reader.read(Digest32.self) else { return nil }
             proximity = .spatialProof(digest: digest)
         default: throw FormatError(.invalidValue, "proximity tag \(tag) is not 0 or 1")
         }
@@ -134,7 +131,7 @@ public struct Transfer: SignedPayload {
     /// The debit entry's encoding (its Merkle leaf).
     public let debitLeaf: [UInt8]
     /// The leaf's RFC 9162 inclusion proof in the checkpoint's tree.
-    public let inclusionProof: [[UInt8]]
+    public let inclusionProof: [Digest32]
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
@@ -148,14 +145,14 @@ public struct Transfer: SignedPayload {
     public static let encodedByteCountMax = 49_152
 
     /// Collects the parts; `TransferCheck` decides whether they hold together.
-    public init(order: TransferOrder, checkpoint: SignedCheckpoint, debitLeaf: [UInt8], inclusionProof: [[UInt8]])
+    public init(order: TransferOrder, checkpoint: SignedCheckpoint, debitLeaf: [UInt8], inclusionProof: [Digest32])
         throws
     {
         guard debitLeaf.count <= Transfer.debitLeafByteCountMax else {
             throw FormatError(.fieldTooLong, "a debit leaf is at most \(Transfer.debitLeafByteCountMax) bytes")
         }
-        guard inclusionProof.count <= Merkle.proofHashCountMax, inclusionProof.allSatisfy({ $0.count == 32 }) else {
-            throw FormatError(.invalidValue, "an inclusion proof is at most \(Merkle.proofHashCountMax) 32-byte hashes")
+        guard inclusionProof.count <= Merkle.proofHashCountMax else {
+            throw FormatError(.invalidValue, "an inclusion proof is at most \(Merkle.proofHashCountMax) hashes")
         }
         self.order = order
         self.checkpoint = checkpoint
@@ -216,14 +213,14 @@ public struct TransferPolicy: Hashable, Sendable {
     public var acceptsWithoutProximity: Bool
     /// The digest of the spatial proof this wallet verified for this transfer, when it arrived in a peer
     /// session; nil for a transfer read from a file.
-    public var verifiedSpatialProof: [UInt8]?
+    public var verifiedSpatialProof: Digest32?
     /// The channel binding the transfer must carry, when it arrived on a channel; nil to skip the check
     /// (files, and retries, which are matched against the persisted ready record instead).
     public var channelBinding: [UInt8]?
 
     /// A policy; the defaults are those of `secure accept FILE` without `--no-proximity`.
     public init(
-        acceptsWithoutProximity: Bool = false, verifiedSpatialProof: [UInt8]? = nil,
+        acceptsWithoutProximity: Bool = false, verifiedSpatialProof: Digest32? = nil,
         channelBinding: [UInt8]? = nil
     ) {
         self.acceptsWithoutProximity = acceptsWithoutProximity
@@ -338,23 +335,23 @@ public enum TransferCheck {
 
 extension ByteWriter {
     /// u8 count ≤ 65, then 32-byte hashes.
-    mutating func write(proof: [[UInt8]]) {
+    mutating func write(proof: [Digest32]) {
         precondition(proof.count <= Merkle.proofHashCountMax)
         write(UInt8(proof.count))
-        for hash in proof { write(fixed: hash, count: 32) }
+        for hash in proof { write(hash) }
     }
 }
 
 extension ByteReader {
     /// Reads what `write(proof:)` writes.
-    mutating func readProof() throws -> [[UInt8]]? {
+    mutating func readProof() throws -> [Digest32]? {
         guard let count = readUInt8() else { return nil }
         guard Int(count) <= Merkle.proofHashCountMax else {
             throw FormatError(.fieldTooLong, "a proof of \(count) hashes is longer than any tree needs")
         }
-        var proof: [[UInt8]] = []
+        var proof: [Digest32] = []
         for _ in 0..<count {
-            guard let hash = readFixed(32) else { return nil }
+            guard let hash = read(Digest32.self) else { return nil }
             proof.append(hash)
         }
         return proof
