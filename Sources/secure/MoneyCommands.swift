@@ -211,30 +211,33 @@ enum MoneyCommands {
     }
 
     static func reverse(_ words: [String]) throws -> ExitCode {
-        guard
-            case (let wallet, let payeeKey, let refusal)? = try payeeSigned(
-                words, "refusal", decode: { try SignedRefusal.decode($0) })
-        else { return .verification }
-        let (message, code) = describe(try wallet.applyRefusal(refusal, payeeKeys: [payeeKey]), what: "refusal")
-        (code == .success ? { print($0) } : printError)(message)
-        return code
+        try withPayeeSigned(
+            words, "refusal", decode: { try SignedRefusal.decode($0) },
+            then: { wallet, payeeKey, refusal in
+                let (message, code) = describe(
+                    try wallet.applyRefusal(refusal, payeeKeys: [payeeKey]), what: "refusal")
+                (code == .success ? { print($0) } : printError)(message)
+                return code
+            })
     }
 
     static func confirm(_ words: [String]) throws -> ExitCode {
-        guard
-            case (let wallet, let payeeKey, let receipt)? = try payeeSigned(
-                words, "receipt", decode: { try SignedReceipt.decode($0) })
-        else { return .verification }
-        try wallet.confirm(receipt, payeeKeys: [payeeKey])
-        print("payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt")
-        return .success
+        try withPayeeSigned(
+            words, "receipt", decode: { try SignedReceipt.decode($0) },
+            then: { wallet, payeeKey, receipt in
+                try wallet.confirm(receipt, payeeKeys: [payeeKey])
+                print("payment \(receipt.payload.transferID.hex) confirmed by the payee's receipt")
+                return .success
+            })
     }
 
-    /// For `reverse` and `confirm`: the wallet, opened to append, the payee's key (`--payee`, a card or a PEM
-    /// key) and the one FILE, a `what` the payee signed; nil, with the reason on stderr, when FILE is not one.
-    private static func payeeSigned<Document>(_ words: [String], _ what: String, decode: ([UInt8]) throws -> Document?)
-        throws -> (Wallet, P256.PublicKey, Document)?
-    {
+    /// For `reverse` and `confirm`: runs `then` on the wallet, opened to append, the payee's key (`--payee`, a
+    /// card or a PEM key) and the one FILE, a `what` the payee signed; when FILE is not one, says so on stderr
+    /// and exits `.verification` without opening the wallet.
+    private static func withPayeeSigned<Document>(
+        _ words: [String], _ what: String, decode: ([UInt8]) throws -> Document?,
+        then body: (Wallet, P256.PublicKey, Document) throws -> ExitCode
+    ) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions.union(["payee"]), flags: walletFlags)
         let path = try arguments.positionals(1, "one \(what) FILE")[0]
         let payeeKey = try P256.PublicKey(
@@ -243,9 +246,9 @@ enum MoneyCommands {
         )
         guard let document = try? decode(try readFile(path, what: "the \(what)")) else {
             printError("secure: \(path) is not a \(what); nothing was recorded")
-            return nil
+            return .verification
         }
-        return (try openWallet(arguments, .appending), payeeKey, document)
+        return try body(try openWallet(arguments, .appending), payeeKey, document)
     }
 
     static func pending(_ words: [String]) throws -> ExitCode {
@@ -259,15 +262,11 @@ enum MoneyCommands {
                 "payee": item.transfer.payload.order.payeeWalletID.hex, "position": item.entry.position,
             ]
         }
-        if arguments.flag("json") {
-            printJSON(rows)
-        } else if rows.isEmpty {
-            print("no unconfirmed payments")
-        } else {
-            for row in rows {
-                print("\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))")
-            }
-        }
+        printRows(
+            rows, json: arguments.flag("json"), whenEmpty: { print("no unconfirmed payments") },
+            line: { row in
+                "\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))"
+            })
         return .success
     }
 }
