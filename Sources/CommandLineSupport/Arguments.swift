@@ -107,6 +107,20 @@ public func printJSON(_ value: Any) {
     print(String(decoding: data, as: UTF8.self))
 }
 
+/// Prints a listing's rows: with `json`, as one JSON array; else one `line` each, or `whenEmpty` when there
+/// are none.
+public func printRows(
+    _ rows: [[String: Any]], json: Bool, whenEmpty: () -> Void, line: ([String: Any]) -> String
+) {
+    if json {
+        printJSON(rows)
+    } else if rows.isEmpty {
+        whenEmpty()
+    } else {
+        for row in rows { print(line(row)) }
+    }
+}
+
 /// Reads a whole file, with an error that names it.
 public func readFile(_ path: String, what: String) throws -> [UInt8] {
     guard let data = FileManager.default.contents(atPath: path) else {

@@ -4,35 +4,35 @@ import SecureCrypto
 /// the message is a sentence for a person.
 public struct ChannelError: CodedError {
     /// Stable codes for the kinds of failure callers tell apart.
-    public enum Code: String, Sendable {
+    public enum Code: CaseNameCode {
         /// A message or frame was cut short.
-        case truncated = "truncated"
+        case truncated
         /// A message or frame broke its format (bad length, trailing bytes, unknown kind).
-        case malformed = "malformed"
+        case malformed
         /// A well-formed message arrived in a state that does not expect it.
-        case unexpectedMessage = "unexpected-message"
+        case unexpectedMessage
         /// The peer speaks a protocol version this build does not.
-        case unsupportedVersion = "unsupported-version"
+        case unsupportedVersion
         /// The two sides' contributions name different suites.
-        case noCommonSuite = "no-common-suite"
+        case noCommonSuite
         /// The initiator's revealed contribution does not open its commitment.
-        case commitmentMismatch = "commitment-mismatch"
+        case commitmentMismatch
         /// The peer's public key or ciphertext failed its checks.
-        case invalidPeerKey = "invalid-peer-key"
+        case invalidPeerKey
         /// The peer's key-confirmation MAC is wrong: a tampered or downgraded handshake, or a different key.
-        case keyConfirmationFailed = "key-confirmation-failed"
+        case keyConfirmationFailed
         /// A record failed authentication: tampered, from another direction or from another session.
-        case recordAuthenticationFailed = "record-authentication-failed"
+        case recordAuthenticationFailed
         /// A record's counter is not the next one: a replay or a reordering.
-        case recordOutOfOrder = "record-out-of-order"
+        case recordOutOfOrder
         /// A payload or frame exceeds its limit.
-        case tooLarge = "too-large"
+        case tooLarge
         /// A wait ran out (handshake, connect, send or receive).
-        case timeout = "timeout"
+        case timeout
         /// The channel or transport is closed.
-        case closed = "closed"
+        case closed
         /// The operating system refused a socket operation.
-        case transport = "transport"
+        case transport
     }
 
     /// What kind of failure this is.

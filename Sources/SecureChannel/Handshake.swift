@@ -120,24 +120,22 @@ typealias Encapsulator<K: ChannelKEM> = @Sendable (K.PublicKey) -> (sharedSecret
 
 /// The initiator's side: commit → (hello) → reveal → (response, responder confirm) → initiator confirm.
 public struct InitiatorHandshake<K: ChannelKEM> {
-    private struct Opening {
-        let privateKey: K.PrivateKey
-        let contribution: Contribution
-        let encoded: [UInt8]
+    private struct Committed {
+        let opening: Opening<K>
         let commitment: [UInt8]
         let commitMessage: [UInt8]
     }
 
     private struct Revealed {
-        let opening: Opening
+        let committed: Committed
         let responderContribution: [UInt8]
         let initiatorSecret: SecretBytes
         let transcript: [[UInt8]]
     }
 
     private enum State {
-        case ready(Opening)
-        case awaitingHello(Opening)
+        case ready(Committed)
+        case awaitingHello(Committed)
         case awaitingResponse(Revealed)
         case awaitingConfirm(Confirming)
         case complete
@@ -153,21 +151,17 @@ public struct InitiatorHandshake<K: ChannelKEM> {
         privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
         suites: [ChannelSuite] = [K.suite]
     ) {
-        let contribution = Contribution(for: K.self, suites: suites, privateKey: privateKey, random: random)
-        let encoded = contribution.encoded
-        let commitment = KeySchedule.commitment(to: encoded)
+        let opening = Opening<K>(privateKey: privateKey, random: random, suites: suites)
+        let commitment = KeySchedule.commitment(to: opening.encoded)
         let commitMessage = HandshakeMessage.commit(version: ChannelVersion.current, commitment: commitment).encoded
-        state = .ready(
-            Opening(
-                privateKey: privateKey, contribution: contribution, encoded: encoded,
-                commitment: commitment, commitMessage: commitMessage))
+        state = .ready(Committed(opening: opening, commitment: commitment, commitMessage: commitMessage))
     }
 
     /// Sends the commitment. Calling it twice is our bug.
     public mutating func start() -> [HandshakeAction] {
-        guard case .ready(let opening) = state else { preconditionFailure("the initiator has already started") }
-        state = .awaitingHello(opening)
-        return [.send(opening.commitMessage)]
+        guard case .ready(let committed) = state else { preconditionFailure("the initiator has already started") }
+        state = .awaitingHello(committed)
+        return [.send(committed.commitMessage)]
     }
 
     /// Handles one frame from the responder. Any error leaves the machine failed for good.
@@ -185,9 +179,9 @@ public struct InitiatorHandshake<K: ChannelKEM> {
         switch state {
         case .ready:
             throw ChannelError(.unexpectedMessage, "received a \(message.name) message before sending the commitment")
-        case .awaitingHello(let opening):
+        case .awaitingHello(let committed):
             guard case .hello(let contribution) = message else { throw unexpected(message, "the hello") }
-            return try reveal(opening, responder: contribution, helloMessage: frame)
+            return try reveal(committed, responder: contribution, helloMessage: frame)
         case .awaitingResponse(let revealed):
             guard case .response(let ciphertext) = message else { throw unexpected(message, "the response") }
             try derive(revealed, ciphertext: ciphertext, responseMessage: frame)
@@ -205,48 +199,42 @@ public struct InitiatorHandshake<K: ChannelKEM> {
         }
     }
 
-    private mutating func reveal(_ opening: Opening, responder: Contribution, helloMessage: [UInt8]) throws
+    private mutating func reveal(_ committed: Committed, responder: Contribution, helloMessage: [UInt8]) throws
         -> [HandshakeAction]
     {
-        try checkSuites(ours: opening.contribution, theirs: responder)
+        try checkSuites(ours: committed.opening.contribution, theirs: responder)
         let peerKey = try parsePeerKey(responder, as: K.self)
         let (secret, ciphertext) = encapsulate(peerKey)
-        let revealMessage = HandshakeMessage.reveal(opening.contribution, ciphertext: ciphertext).encoded
+        let revealMessage = HandshakeMessage.reveal(committed.opening.contribution, ciphertext: ciphertext).encoded
         state = .awaitingResponse(
             Revealed(
-                opening: opening, responderContribution: responder.encoded, initiatorSecret: secret,
-                transcript: [opening.commitMessage, helloMessage, revealMessage]))
+                committed: committed, responderContribution: responder.encoded, initiatorSecret: secret,
+                transcript: [committed.commitMessage, helloMessage, revealMessage]))
         return [.send(revealMessage)]
     }
 
     private mutating func derive(_ revealed: Revealed, ciphertext: [UInt8], responseMessage: [UInt8]) throws {
-        let responderSecret = try decapsulate(ciphertext, with: revealed.opening.privateKey, as: K.self)
+        let responderSecret = try decapsulate(ciphertext, with: revealed.committed.opening.privateKey, as: K.self)
         let (outcome, derived) = finish(
             role: .initiator, suite: K.suite, initiatorSecret: revealed.initiatorSecret,
             responderSecret: responderSecret,
-            transcript: revealed.transcript + [responseMessage], commitment: revealed.opening.commitment,
-            initiator: revealed.opening.encoded, responder: revealed.responderContribution)
+            transcript: revealed.transcript + [responseMessage], commitment: revealed.committed.commitment,
+            initiator: revealed.committed.opening.encoded, responder: revealed.responderContribution)
         state = .awaitingConfirm(Confirming(outcome: outcome, derived: derived))
     }
 }
 
 /// The responder's side: (commit) → hello → (reveal) → response, responder confirm → (initiator confirm).
 public struct ResponderHandshake<K: ChannelKEM> {
-    private struct Opening {
-        let privateKey: K.PrivateKey
-        let contribution: Contribution
-        let encoded: [UInt8]
-    }
-
     private struct Committed {
-        let opening: Opening
+        let opening: Opening<K>
         let commitment: [UInt8]
         let commitMessage: [UInt8]
         let helloMessage: [UInt8]
     }
 
     private enum State {
-        case awaitingCommit(Opening)
+        case awaitingCommit(Opening<K>)
         case awaitingReveal(Committed)
         case awaitingConfirm(Confirming)
         case complete
@@ -261,9 +249,7 @@ public struct ResponderHandshake<K: ChannelKEM> {
         privateKey: K.PrivateKey = .generate(), random: [UInt8] = SystemRandom.bytes(Contribution.randomByteCount),
         suites: [ChannelSuite] = [K.suite]
     ) {
-        let contribution = Contribution(for: K.self, suites: suites, privateKey: privateKey, random: random)
-        state = .awaitingCommit(
-            Opening(privateKey: privateKey, contribution: contribution, encoded: contribution.encoded))
+        state = .awaitingCommit(Opening(privateKey: privateKey, random: random, suites: suites))
     }
 
     /// The responder speaks only when spoken to.
@@ -355,10 +341,18 @@ private struct Confirming {
     }
 }
 
-extension Contribution {
-    /// This side's contribution to a fresh handshake with a `K` key; `suites` lists this side's suites, `K.suite` first.
-    fileprivate init<K: ChannelKEM>(for _: K.Type, suites: [ChannelSuite], privateKey: K.PrivateKey, random: [UInt8]) {
+/// What either side holds before it hears from the peer: its KEM private key and its contribution to a fresh
+/// handshake, encoded once.
+private struct Opening<K: ChannelKEM> {
+    let privateKey: K.PrivateKey
+    let contribution: Contribution
+    let encoded: [UInt8]
+
+    /// `suites` lists this side's suites, `K.suite` first.
+    init(privateKey: K.PrivateKey, random: [UInt8], suites: [ChannelSuite]) {
         precondition(suites.first == K.suite, "the first suite is the one the key belongs to")
-        self.init(suites: suites, publicKey: privateKey.publicKey.rawRepresentation, random: random)
+        self.privateKey = privateKey
+        contribution = Contribution(suites: suites, publicKey: privateKey.publicKey.rawRepresentation, random: random)
+        encoded = contribution.encoded
     }
 }

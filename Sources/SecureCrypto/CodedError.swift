@@ -29,7 +29,7 @@ public enum FailureKind: String, Hashable, Sendable, CaseIterable {
 /// and equality by code (the sentence is diagnostics, never compared). Every public error type of the
 /// package conforms; `kind` says which exit code the command line gives it.
 public protocol CodedError: Error, CustomStringConvertible, Equatable, Sendable {
-    associatedtype Code: RawRepresentable & Hashable & Sendable where Code.RawValue == String
+    associatedtype Code: StableCode
     /// The stable code.
     var code: Code { get }
     /// A sentence a person can act on.
@@ -45,8 +45,50 @@ extension CodedError {
     public var codeName: String { code.rawValue }
 }
 
+/// A stable code: its text is a public interface (`--json` output, logs, docs, tests), so it never changes.
+public protocol StableCode: Hashable, Sendable {
+    /// The stable text.
+    var rawValue: String { get }
+}
+
+/// A stable code whose text is its case name in kebab case (`invalidEntry` is "invalid-entry"), so an enum of
+/// codes lists each case once. A case whose published text differs from the derived one is named in the enum's
+/// own `rawValue`, which returns `derivedCode` for the others. Deliberately not `RawRepresentable`: the standard
+/// library would then compare and hash the codes through their text, where the compiler's own equality and
+/// hashing of the cases is exact and cheap.
+public protocol CaseNameCode: StableCode, CaseIterable {}
+
+extension CaseNameCode {
+    /// The case name in kebab case: a hyphen starts each word after the first, and a run of capitals is one
+    /// word (`invalidURI` is "invalid-uri", `notANumber` is "not-a-number").
+    public var derivedCode: String {
+        let name = Array(String(describing: self))
+        var code = ""
+        for (index, character) in name.enumerated() {
+            if character.isUppercase, index > 0 {
+                let previous = name[index - 1]
+                let afterWord = previous.isLowercase || previous.isNumber
+                let startsWordAfterCapitals =
+                    previous.isUppercase && index + 1 < name.count && name[index + 1].isLowercase
+                if afterWord || startsWordAfterCapitals { code.append("-") }
+            }
+            code.append(contentsOf: character.lowercased())
+        }
+        return code
+    }
+
+    /// The stable text.
+    public var rawValue: String { derivedCode }
+
+    /// The code whose stable text this is, or nil for text that names none.
+    public init?(rawValue: String) {
+        guard let code = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = code
+    }
+}
+
 /// A stable error code that knows which exit code's kind it has: the one thing each error type declares.
-public protocol FailureCode: RawRepresentable, Hashable, Sendable where RawValue == String {
+public protocol FailureCode: StableCode {
     /// What kind of failure this code is.
     var kind: FailureKind { get }
 }

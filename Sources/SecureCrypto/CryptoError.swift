@@ -5,15 +5,19 @@ internal import CLibCrypto
 public typealias CryptoError = CodedFailure<CryptoErrorCode>
 
 /// Stable codes for `CryptoError`: the kinds of failure callers tell apart.
-public enum CryptoErrorCode: String, FailureCode {
-    case openSSL = "openssl"
-    case invalidKey = "invalid-key"
-    case invalidSignature = "invalid-signature"
-    case invalidLength = "invalid-length"
-    case invalidEncoding = "invalid-encoding"
-    case authenticationFailed = "authentication-failed"
-    case randomFailed = "random-failed"
-    case invalidCiphertext = "invalid-ciphertext"
+public enum CryptoErrorCode: FailureCode, CaseNameCode {
+    case openSSL
+    case invalidKey
+    case invalidSignature
+    case invalidLength
+    case invalidEncoding
+    case authenticationFailed
+    case randomFailed
+    case invalidCiphertext
+
+    /// The stable text: derived from the case name, except `openSSL`, published as "openssl" before the
+    /// texts were derived.
+    public var rawValue: String { self == .openSSL ? "openssl" : derivedCode }
 
     /// Cryptographic failures exit 1.
     public var kind: FailureKind { .failure }

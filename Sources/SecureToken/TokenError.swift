@@ -5,21 +5,21 @@ import SecureCrypto
 /// carries a sentence saying what to do.
 public struct TokenError: CodedError {
     /// Stable codes. The CLI maps each to a documented exit code.
-    public enum Code: String, Sendable, CaseIterable {
-        case pinIncorrect = "pin-incorrect"
-        case pinLocked = "pin-locked"
-        case pinFinalTry = "pin-final-try"
-        case pinUnavailable = "pin-unavailable"
-        case moduleNotFound = "module-not-found"
-        case tokenNotFound = "token-not-found"
-        case tokenRemoved = "token-removed"
-        case keyNotFound = "key-not-found"
-        case keyRefused = "key-refused"
-        case invalidURI = "invalid-uri"
-        case ambiguous = "ambiguous"
-        case unsupported = "unsupported"
-        case pkcs11 = "pkcs11"
-        case signatureCheckFailed = "signature-check-failed"
+    public enum Code: CaseNameCode {
+        case pinIncorrect
+        case pinLocked
+        case pinFinalTry
+        case pinUnavailable
+        case moduleNotFound
+        case tokenNotFound
+        case tokenRemoved
+        case keyNotFound
+        case keyRefused
+        case invalidURI
+        case ambiguous
+        case unsupported
+        case pkcs11
+        case signatureCheckFailed
     }
 
     /// What kind of failure this is.

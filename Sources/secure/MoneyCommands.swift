@@ -307,15 +307,11 @@ enum MoneyCommands {
                 "payee": item.transfer.payload.order.payeeWalletID.hex, "position": item.entry.position,
             ]
         }
-        if arguments.flag("json") {
-            printJSON(rows)
-        } else if rows.isEmpty {
-            print("no unconfirmed payments")
-        } else {
-            for row in rows {
-                print("\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))")
-            }
-        }
+        printRows(
+            rows, json: arguments.flag("json"), whenEmpty: { print("no unconfirmed payments") },
+            line: { row in
+                "\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))"
+            })
         return .success
     }
 }

@@ -188,15 +188,9 @@ enum KeyCommands {
                 }
             }
         }
-        if arguments.flag("json") {
-            printJSON(rows)
-        } else if rows.isEmpty {
-            printError("secure: no P-256 keys found")
-        } else {
-            for row in rows {
-                print("\(row["token"]!)  \(row["label"]!)  \(row["fingerprint"]!)\n  \(row["uri"]!)")
-            }
-        }
+        printRows(
+            rows, json: arguments.flag("json"), whenEmpty: { printError("secure: no P-256 keys found") },
+            line: { row in "\(row["token"]!)  \(row["label"]!)  \(row["fingerprint"]!)\n  \(row["uri"]!)" })
         return .success
     }
 

@@ -235,3 +235,23 @@ struct TCPChannelTests {
         #expect(errorCode { _ = try TCPListener(host: "127.0.0.256") } == .transport)
     }
 }
+
+@Suite("Channel error codes")
+struct ChannelErrorCodeTests {
+    /// The texts the codes had when the enum still spelled each one out: error descriptions and logs print
+    /// them, so deriving them from the case names must not change one.
+    @Test("each code keeps its stable text")
+    func texts() {
+        let pinned: [(ChannelError.Code, String)] = [
+            (.truncated, "truncated"), (.malformed, "malformed"), (.unexpectedMessage, "unexpected-message"),
+            (.unsupportedVersion, "unsupported-version"), (.noCommonSuite, "no-common-suite"),
+            (.commitmentMismatch, "commitment-mismatch"), (.invalidPeerKey, "invalid-peer-key"),
+            (.keyConfirmationFailed, "key-confirmation-failed"),
+            (.recordAuthenticationFailed, "record-authentication-failed"), (.recordOutOfOrder, "record-out-of-order"),
+            (.tooLarge, "too-large"), (.timeout, "timeout"), (.closed, "closed"), (.transport, "transport"),
+        ]
+        #expect(ChannelError.Code.allCases.map(\.rawValue) == pinned.map(\.1))
+        for (code, text) in pinned { #expect(ChannelError.Code(rawValue: text) == code, "\(text)") }
+        #expect(ChannelError(.tooLarge, "a frame of 9 bytes").description == "too-large: a frame of 9 bytes")
+    }
+}

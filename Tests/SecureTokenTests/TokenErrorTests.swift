@@ -25,4 +25,19 @@ struct TokenErrorTests {
         #expect(error.message == "the PIN is wrong")
         #expect(error == TokenError(.pinIncorrect, "another sentence"))
     }
+
+    /// The texts the codes had when the enum still spelled each one out: `--json` output and the docs print
+    /// them, so deriving them from the case names must not change one.
+    @Test("each code keeps its stable text")
+    func texts() {
+        let pinned: [(TokenError.Code, String)] = [
+            (.pinIncorrect, "pin-incorrect"), (.pinLocked, "pin-locked"), (.pinFinalTry, "pin-final-try"),
+            (.pinUnavailable, "pin-unavailable"), (.moduleNotFound, "module-not-found"),
+            (.tokenNotFound, "token-not-found"), (.tokenRemoved, "token-removed"), (.keyNotFound, "key-not-found"),
+            (.keyRefused, "key-refused"), (.invalidURI, "invalid-uri"), (.ambiguous, "ambiguous"),
+            (.unsupported, "unsupported"), (.pkcs11, "pkcs11"), (.signatureCheckFailed, "signature-check-failed"),
+        ]
+        #expect(TokenError.Code.allCases.map(\.rawValue) == pinned.map(\.1))
+        for (code, text) in pinned { #expect(TokenError.Code(rawValue: text) == code, "\(text)") }
+    }
 }

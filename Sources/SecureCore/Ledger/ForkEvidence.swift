@@ -273,13 +273,13 @@ public enum ForkVerdict: Hashable, Sendable {
     case notProven(NotProvenReason, String)
 
     /// Stable codes for why evidence proves nothing.
-    public enum NotProvenReason: String, Sendable {
-        case differentWallets = "different-wallets"
-        case badSignature = "bad-signature"
-        case sizesDiffer = "sizes-differ"
-        case noConflict = "no-conflict"
-        case indexOutOfRange = "index-out-of-range"
-        case proofInvalid = "proof-invalid"
+    public enum NotProvenReason: CaseNameCode {
+        case differentWallets
+        case badSignature
+        case sizesDiffer
+        case noConflict
+        case indexOutOfRange
+        case proofInvalid
     }
 
     /// Whether a fork is proven.

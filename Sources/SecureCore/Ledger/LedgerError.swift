@@ -5,37 +5,37 @@ import SecureCrypto
 public typealias LedgerError = CodedFailure<LedgerErrorCode>
 
 /// Stable codes for `LedgerError`: the kinds of failure.
-public enum LedgerErrorCode: String, FailureCode {
+public enum LedgerErrorCode: FailureCode, CaseNameCode {
     /// An entry's fields break the rules of its kind.
-    case invalidEntry = "invalid-entry"
+    case invalidEntry
     /// An entry's position is not the next one.
-    case positionGap = "position-gap"
+    case positionGap
     /// An entry's previous link is not the head of the chain.
-    case linkMismatch = "link-mismatch"
+    case linkMismatch
     /// An entry is older than the one before it.
-    case timeWentBackwards = "time-went-backwards"
+    case timeWentBackwards
     /// A debit exceeds the balance.
-    case insufficientFunds = "insufficient-funds"
+    case insufficientFunds
     /// A credit would push a balance or a window total past Int64.max minor units.
-    case overflow = "overflow"
+    case overflow
     /// The signer's statement id was already recorded with the same payload.
-    case duplicateStatement = "duplicate-statement"
+    case duplicateStatement
     /// The signer's statement id was already recorded with a different payload.
-    case conflictingStatement = "conflicting-statement"
+    case conflictingStatement
     /// Conflict evidence names a statement that was never recorded, or one with the same payload.
-    case noConflict = "no-conflict"
+    case noConflict
     /// A reversal names no payment out of this wallet, or one already reversed or of another amount.
-    case invalidReversal = "invalid-reversal"
+    case invalidReversal
     /// A payment out exceeds its category budget without the override flag.
-    case overBudget = "over-budget"
+    case overBudget
     /// A payment out exceeds a hard-cap category budget.
-    case hardCapExceeded = "hard-cap-exceeded"
+    case hardCapExceeded
     /// A payment out in a budgeted category is in another currency than the budget.
-    case budgetCurrencyMismatch = "budget-currency-mismatch"
+    case budgetCurrencyMismatch
     /// A budget removal names a category without a budget.
-    case noSuchBudget = "no-such-budget"
+    case noSuchBudget
     /// A state snapshot breaks a limit or holds duplicate keys.
-    case invalidState = "invalid-state"
+    case invalidState
 
     /// A ledger rule the wallet broke is not one of the failures the command line names, so it exits 1.
     public var kind: FailureKind { .failure }

@@ -154,11 +154,11 @@ public enum BudgetVerdict: Hashable, Sendable {
 public typealias BudgetError = CodedFailure<BudgetErrorCode>
 
 /// Stable codes for `BudgetError`: the kinds of failure.
-public enum BudgetErrorCode: String, FailureCode {
-    case invalidCategory = "invalid-category"
-    case unknownTimeZone = "unknown-time-zone"
-    case timeOutOfRange = "time-out-of-range"
-    case currencyMismatch = "currency-mismatch"
+public enum BudgetErrorCode: FailureCode, CaseNameCode {
+    case invalidCategory
+    case unknownTimeZone
+    case timeOutOfRange
+    case currencyMismatch
 
     /// A budget is defined by the user's arguments, so a bad one is a usage error.
     public var kind: FailureKind { .usage }

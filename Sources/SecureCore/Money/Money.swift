@@ -80,21 +80,21 @@ extension Money: Comparable {
 public typealias MoneyError = CodedFailure<MoneyErrorCode>
 
 /// Stable codes for `MoneyError`: the kinds of failure.
-public enum MoneyErrorCode: String, FailureCode {
-    case empty = "empty"
-    case layout = "layout"
-    case negative = "negative"
-    case leadingPlus = "leading-plus"
-    case exponent = "exponent"
-    case notANumber = "not-a-number"
-    case malformedAmount = "malformed-amount"
-    case tooManyDecimals = "too-many-decimals"
-    case overflow = "overflow"
-    case missingCurrency = "missing-currency"
-    case malformedCurrency = "malformed-currency"
-    case unknownCurrency = "unknown-currency"
-    case currencyMismatch = "currency-mismatch"
-    case negativeResult = "negative-result"
+public enum MoneyErrorCode: FailureCode, CaseNameCode {
+    case empty
+    case layout
+    case negative
+    case leadingPlus
+    case exponent
+    case notANumber
+    case malformedAmount
+    case tooManyDecimals
+    case overflow
+    case missingCurrency
+    case malformedCurrency
+    case unknownCurrency
+    case currencyMismatch
+    case negativeResult
 
     /// Amounts come from the user's arguments, so a bad one is a usage error.
     public var kind: FailureKind { .usage }

@@ -316,7 +316,7 @@ public enum PeerWait: String, Hashable, Sendable {
 /// session; the driver carries out `actions` (a failure message and the finish) and closes the channel.
 public struct PeerProtocolError: CodedError {
     /// Stable codes; there is one kind of violation, and the sentence says which message broke which rule.
-    public enum Code: String, Sendable {
+    public enum Code: String, StableCode {
         /// The peer sent a message the protocol does not allow here, or one that fails its checks.
         case violation = "protocol-violation"
     }

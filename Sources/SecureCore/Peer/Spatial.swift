@@ -30,12 +30,12 @@ public enum RangingSource: UInt8, Hashable, Sendable, CaseIterable {
 public typealias RangingError = CodedFailure<RangingErrorCode>
 
 /// Stable codes for `RangingError`.
-public enum RangingErrorCode: String, FailureCode {
-    case tooFewSamples = "too-few-samples"
-    case tooManySamples = "too-many-samples"
-    case spreadTooWide = "spread-too-wide"
-    case readingOutOfRange = "reading-out-of-range"
-    case malformedLine = "malformed-line"
+public enum RangingErrorCode: FailureCode, CaseNameCode {
+    case tooFewSamples
+    case tooManySamples
+    case spreadTooWide
+    case readingOutOfRange
+    case malformedLine
 
     /// Ranging failures exit 1.
     public var kind: FailureKind { .failure }

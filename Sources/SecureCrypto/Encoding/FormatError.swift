@@ -3,17 +3,17 @@
 public typealias FormatError = CodedFailure<FormatErrorCode>
 
 /// Stable codes for `FormatError`: the kinds of malformed input.
-public enum FormatErrorCode: String, FailureCode {
+public enum FormatErrorCode: FailureCode, CaseNameCode {
     /// The version byte names a format this build does not know.
-    case unsupportedVersion = "unsupported-version"
+    case unsupportedVersion
     /// A length prefix exceeds the field's named limit.
-    case fieldTooLong = "field-too-long"
+    case fieldTooLong
     /// A field holds a value the format forbids (an unknown kind, a flag bit, a non-UTF-8 note…).
-    case invalidValue = "invalid-value"
+    case invalidValue
     /// Bytes remain after a complete record.
-    case trailingBytes = "trailing-bytes"
+    case trailingBytes
     /// Records that must be in a canonical order are not.
-    case notCanonical = "not-canonical"
+    case notCanonical
 
     /// Malformed bytes are not one of the failures the command line names, so they exit 1.
     public var kind: FailureKind { .failure }

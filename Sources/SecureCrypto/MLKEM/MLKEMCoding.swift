@@ -16,17 +16,24 @@ enum MLKEMCoding {
         Int16(truncatingIfNeeded: (y &* 3329 &+ (1 << UInt32(d &- 1))) >> UInt32(d))
     }
 
-    /// ByteEncode_d(Compress_d(r)) for d ∈ {4, 5, 10, 11}, after reducing r to [0, q). Each group of
-    /// eight coefficients fills exactly d bytes; the switch lets the compiler specialise the packing
-    /// for each d. The layout never depends on the data.
-    static func compressAndEncode(_ r: Coefficients, bits d: Int, into output: UnsafeMutablePointer<UInt8>) {
+    /// Calls `body` with d as a literal, one call for each d ∈ {4, 5, 10, 11}, so that the compiler
+    /// specialises the inlined packing in `body` for each d.
+    @inline(__always)
+    private static func withLiteralBits(_ d: Int, _ body: (Int) -> Void) {
         switch d {
-        case 4: compressAndEncodeGroups(r, bits: 4, into: output)
-        case 5: compressAndEncodeGroups(r, bits: 5, into: output)
-        case 10: compressAndEncodeGroups(r, bits: 10, into: output)
-        case 11: compressAndEncodeGroups(r, bits: 11, into: output)
+        case 4: body(4)
+        case 5: body(5)
+        case 10: body(10)
+        case 11: body(11)
         default: preconditionFailure("ML-KEM compresses to 4, 5, 10 or 11 bits")
         }
+    }
+
+    /// ByteEncode_d(Compress_d(r)) for d ∈ {4, 5, 10, 11}, after reducing r to [0, q). Each group of
+    /// eight coefficients fills exactly d bytes, packed by code specialised for each d. The layout never
+    /// depends on the data.
+    static func compressAndEncode(_ r: Coefficients, bits d: Int, into output: UnsafeMutablePointer<UInt8>) {
+        withLiteralBits(d) { compressAndEncodeGroups(r, bits: $0, into: output) }
     }
 
     @inline(__always)
@@ -59,13 +66,7 @@ enum MLKEMCoding {
 
     /// Decompress_d(ByteDecode_d(input)) for d ∈ {4, 5, 10, 11}, eight coefficients from each d bytes.
     static func decodeAndDecompress(_ input: UnsafePointer<UInt8>, bits d: Int, into r: Coefficients) {
-        switch d {
-        case 4: decodeAndDecompressGroups(input, bits: 4, into: r)
-        case 5: decodeAndDecompressGroups(input, bits: 5, into: r)
-        case 10: decodeAndDecompressGroups(input, bits: 10, into: r)
-        case 11: decodeAndDecompressGroups(input, bits: 11, into: r)
-        default: preconditionFailure("ML-KEM compresses to 4, 5, 10 or 11 bits")
-        }
+        withLiteralBits(d) { decodeAndDecompressGroups(input, bits: $0, into: r) }
     }
 
     @inline(__always)
