@@ -490,7 +490,7 @@ enum PayBench {
             throw WalletError(.notFound, "the warm-up payment left no transfer")
         }
         let message = try payer.ledger.outgoingMessage(transferID: order.transferID)?.count ?? 0
-        let ready = try payee.ledger.readyRecord(offerID: offerID)?.count ?? 0
+        let ready = try payee.ledger.readyRecord(offerID: offerID, payer: payer.walletID)?.record.count ?? 0
         let peerCheckpoint = try payee.ledger.latestPeerCheckpoint(wallet: payer.walletID)?.encoded.count ?? 0
         return [
             [ready], // payee: the ready record, before `ready`

@@ -306,16 +306,16 @@ public final class PeerActions {
         case .persistReadyRecord(let record):
             try environment.crashPoint(.beforeReadyRecord, of: action)
             try walletLock.withLock {
-                try wallet.ledger.storeReadyRecord(offerID: record.offerID, record: record.encoded)
+                try wallet.ledger.storeReadyRecord(
+                    offerID: record.offerID, payer: record.payerWalletID, record: record.encoded)
             }
             try environment.crashPoint(.afterReadyRecord, of: action)
             return payeeOnly { $0.readyPersisted() }
         case .commitDebit(let task): return try commitDebit(task, action)
-        case .loadReadyRecord(let offerID):
-            let record = try walletLock.withLock { try wallet.ledger.readyRecord(offerID: offerID) }.flatMap {
-                try ReadyRecord.decode($0)
-            }
-            return payeeOnly { $0.readyRecordLoaded(record) }
+        case .loadReadyRecord(let offerID, let payer):
+            let stored = try walletLock.withLock { try wallet.ledger.readyRecord(offerID: offerID, payer: payer) }
+            let record = try stored.flatMap { try ReadyRecord.decode($0.record) }
+            return payeeOnly { $0.readyRecordLoaded(record, consumedBy: stored?.consumedBy) }
         case .credit(let task): return try credit(task, action)
         case .keepReceipt(let receipt, _):
             // The confirmation is a ledger entry, so its checkpoint needs the token (a retry has no approval).
@@ -517,7 +517,8 @@ public final class PeerActions {
         try environment.crashPoint(.beforeCredit, of: action)
         let outcome = try walletLock.withLock {
             try wallet.accept(
-                task.transfer, payerLog: lookedUpKeyLog, policy: task.policy, peerFailure: task.peerFailure)
+                task.transfer, payerLog: lookedUpKeyLog, policy: task.policy, peerFailure: task.peerFailure,
+                readyRecord: task.consumesReadyRecord ? task.offerID : nil)
         }
         try environment.crashPoint(.afterCredit, of: action)
         switch outcome {

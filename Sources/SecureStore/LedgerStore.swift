@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 2
+    public static let schemaVersion: Int64 = 3
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -39,6 +39,13 @@ public final class LedgerStore: @unchecked Sendable {
         2: """
         CREATE TABLE peer_key_events (wallet BLOB NOT NULL, sequence INTEGER NOT NULL, encoded BLOB NOT NULL,
                                       PRIMARY KEY (wallet, sequence));
+        """,
+        // Version 3 (sound money): ready records keyed by (offer id, payer wallet id), inserted once and never
+        // replaced, and marked with the transfer they were consumed by, in the credit's own transaction.
+        3: """
+        DROP TABLE ready_records;
+        CREATE TABLE ready_records (offer_id BLOB NOT NULL, payer BLOB NOT NULL, record BLOB NOT NULL,
+                                    consumed_by BLOB, PRIMARY KEY (offer_id, payer));
         """,
     ]
 
@@ -167,9 +174,13 @@ public final class LedgerStore: @unchecked Sendable {
     }
 
     private func migrate() throws {
-        let statement = try database.prepare("PRAGMA user_version")
-        _ = try statement.step()
-        var version = statement.integer(0)
+        // The statement is finalized before any migration runs: SQLite refuses DROP TABLE while a statement
+        // is still open ("database table is locked").
+        var version = try {
+            let statement = try database.prepare("PRAGMA user_version")
+            _ = try statement.step()
+            return statement.integer(0)
+        }()
         guard version <= Self.schemaVersion else {
             throw StoreError(
                 .schemaTooNew, "the ledger was written by a newer secure (schema \(version)); upgrade secure")
@@ -214,24 +225,57 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
-    public func append(_ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil) throws {
+    public func append(
+        _ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil,
+        consumes readyRecord: ReadyRecordUse? = nil
+    ) throws {
         try write(
             appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks,
-            outgoing: outgoing)
+            outgoing: outgoing, readyRecord: readyRecord)
+    }
+
+    /// A ready record that a credit (or a refusal) consumes in its own transaction: the record of
+    /// (offer id, payer), marked with the transfer that used it. An unconsumed record must exist.
+    public struct ReadyRecordUse: Sendable {
+        public let offerID: OfferID
+        public let payer: WalletID
+        public let transferID: TransferID
+
+        public init(offerID: OfferID, payer: WalletID, transferID: TransferID) {
+            self.offerID = offerID
+            self.payer = payer
+            self.transferID = transferID
+        }
     }
 
     /// Appends many entries and one signed checkpoint that covers them all (its size is the ledger's new
     /// size) in one durable transaction: a bulk import, or a benchmark fixture, pays one commit and one
     /// signature for the batch instead of one per entry. Positions must continue the ledger.
     public func appendBatch(_ entries: [LedgerEntry], checkpoint: [UInt8], treePeaks: MerkleCompactRange) throws {
-        try write(entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks, outgoing: nil)
+        try write(
+            entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks, outgoing: nil, readyRecord: nil)
     }
 
     private func write(
         _ entries: [LedgerEntry], checkpoints: [(size: UInt64, encoded: [UInt8])],
-        treePeaks: MerkleCompactRange, outgoing: Outgoing?
+        treePeaks: MerkleCompactRange, outgoing: Outgoing?, readyRecord: ReadyRecordUse?
     ) throws {
         try database.transaction {
+            if let readyRecord {
+                try database.prepare(
+                    "UPDATE ready_records SET consumed_by = ? WHERE offer_id = ? AND payer = ? AND consumed_by IS NULL"
+                )
+                .bind([
+                    .blob(readyRecord.transferID.bytes), .blob(readyRecord.offerID.bytes),
+                    .blob(readyRecord.payer.bytes),
+                ])
+                .run()
+                guard database.changes == 1 else {
+                    throw StoreError(
+                        .readyRecordExists,
+                        "the ready record of offer \(readyRecord.offerID.hex) is missing or was consumed already")
+                }
+            }
             if let outgoing {
                 try database.prepare(
                     "INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)"
@@ -641,19 +685,35 @@ extension LedgerStore {
     }
 
     /// Persists a payee's ready record before it sends `ready`.
-    public func storeReadyRecord(offerID: OfferID, record: [UInt8]) throws {
+    public func storeReadyRecord(offerID: OfferID, payer: WalletID, record: [UInt8]) throws {
         try database.transaction {
-            try database.prepare("INSERT OR REPLACE INTO ready_records (offer_id, record) VALUES (?, ?)")
-                .bind([.blob(offerID.bytes), .blob(record)]).run()
+            // One offer (in the request flow: one request id) is answered by one payer, once.
+            guard
+                try !database.prepare("SELECT 1 FROM ready_records WHERE offer_id = ?").bind([.blob(offerID.bytes)])
+                    .step()
+            else {
+                throw StoreError(
+                    .readyRecordExists,
+                    "offer \(offerID.hex) already has a ready record; one offer is answered by one payer, once")
+            }
+            try database.prepare("INSERT INTO ready_records (offer_id, payer, record) VALUES (?, ?, ?)")
+                .bind([.blob(offerID.bytes), .blob(payer.bytes), .blob(record)]).run()
         }
     }
 
-    /// A persisted ready record by offer id.
-    public func readyRecord(offerID: OfferID) throws -> [UInt8]? {
-        let statement = try database.prepare("SELECT record FROM ready_records WHERE offer_id = ?").bind([
-            .blob(offerID.bytes)
-        ])
-        return try statement.step() ? statement.blob(0) : nil
+    /// A persisted ready record by offer id and payer, with the transfer that consumed it, if one did.
+    public func readyRecord(offerID: OfferID, payer: WalletID) throws -> (record: [UInt8], consumedBy: TransferID?)? {
+        let statement = try database.prepare(
+            "SELECT record, consumed_by FROM ready_records WHERE offer_id = ? AND payer = ?"
+        ).bind([.blob(offerID.bytes), .blob(payer.bytes)])
+        guard try statement.step() else { return nil }
+        guard statement.isNull(1) else {
+            guard let consumedBy = TransferID(bytes: statement.blob(1)) else {
+                throw StoreError(.corrupted, "a ready record names a consuming transfer of the wrong length")
+            }
+            return (statement.blob(0), consumedBy)
+        }
+        return (statement.blob(0), nil)
     }
 
     /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.

@@ -89,6 +89,9 @@ final class Database {
         }
     }
 
+    /// How many rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// The last error message.
     var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
 

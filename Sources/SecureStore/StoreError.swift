@@ -19,6 +19,9 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
     /// An older schema, which only a writing command upgrades; a reading command says so.
     case schemaOutdated = "schema-outdated"
     case anchorUnavailable = "anchor-unavailable"
+    /// An offer already has a ready record (one payer answers one offer, once), or the record a credit
+    /// should consume is missing or consumed already.
+    case readyRecordExists = "ready-record-exists"
 
     /// The documented exit code's kind for each code.
     public var kind: FailureKind {
@@ -27,6 +30,7 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
         case .walletMissing, .wrappedKeyMissing, .walletExists: .walletMissing
         case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew, .schemaOutdated: .integrity
         case .io, .sqlite, .anchorUnavailable: .failure
+        case .readyRecordExists: .refused
         }
     }
 }

@@ -287,7 +287,8 @@ public final class Wallet {
     @discardableResult
     public func append(
         _ build: (_ position: UInt64, _ previousLink: Digest32, _ time: Int64) throws -> LedgerEntry,
-        outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil
+        outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil,
+        consumes readyRecord: LedgerStore.ReadyRecordUse? = nil
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
@@ -306,7 +307,7 @@ public final class Wallet {
         try faultHooks?.beforeCommit?()
         try store.append(
             [LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
-            treePeaks: nextPeaks, outgoing: sent)
+            treePeaks: nextPeaks, outgoing: sent, consumes: readyRecord)
         try faultHooks?.afterCommit?()
         state = next
         peaks = nextPeaks

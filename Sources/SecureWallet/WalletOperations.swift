@@ -60,8 +60,12 @@ extension Wallet {
     /// (`payerLog`, merged with the one this wallet follows) must show the transfer's key in force for the
     /// payer's wallet id, or the transfer is dropped and nothing is recorded. A validly signed transfer that
     /// fails a check is recorded as refused and answered with a signed refusal.
+    ///
+    /// A peer payment names the ready record it answers (`readyRecord`): the credit, or the refusal, consumes
+    /// it in the same transaction, so one approval pays out at most once.
     public func accept(
-        _ transfer: SignedTransfer, payerLog: KeyEventLog?, policy: TransferPolicy, peerFailure: RefusalReason? = nil
+        _ transfer: SignedTransfer, payerLog: KeyEventLog?, policy: TransferPolicy, peerFailure: RefusalReason? = nil,
+        readyRecord: OfferID? = nil
     ) throws -> StatementOutcome {
         let payer = transfer.payload.order.payerWalletID
         // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
@@ -82,7 +86,10 @@ extension Wallet {
         }
         try keepProvenLog(log)
         try keepForkEvidence(about: transfer)
-        var outcome = try settle(verdict, refusal: nil)
+        let use = readyRecord.map {
+            LedgerStore.ReadyRecordUse(offerID: $0, payer: payer, transferID: transfer.payload.order.transferID)
+        }
+        var outcome = try settle(verdict, refusal: nil, consuming: use)
         let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
             let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, keyDate: keyDate, reason: reason)
@@ -175,16 +182,19 @@ extension Wallet {
     }
 
     /// Carries out a verdict: appends what it says to append, returns what happened.
-    private func settle(_ verdict: StatementVerdict, refusal: SignedRefusal?) throws -> StatementOutcome {
+    private func settle(
+        _ verdict: StatementVerdict, refusal: SignedRefusal?, consuming readyRecord: LedgerStore.ReadyRecordUse? = nil
+    ) throws -> StatementOutcome {
         switch verdict {
-        case .accept(let draft): return .recorded(try appendDraft(draft))
+        case .accept(let draft): return .recorded(try appendDraft(draft, consuming: readyRecord))
         case .duplicate(let position):
             guard let entry = try ledger.entry(at: position) else {
                 throw StoreError(.corrupted, "entry \(position) is missing")
             }
             return .duplicate(entry)
         case .conflict(let draft): return .conflict(try appendDraft(draft))
-        case .refuse(let reason, let draft): return .refused(reason, try appendDraft(draft), refusal: refusal)
+        case .refuse(let reason, let draft):
+            return .refused(reason, try appendDraft(draft, consuming: readyRecord), refusal: refusal)
         case .policyRefusal(let reason): return .policyRefusal(reason)
         case .drop(let reason): return .dropped(reason)
         }
@@ -192,11 +202,13 @@ extension Wallet {
 
     /// Appends a draft with a fresh id, the time and the chain head.
     @discardableResult
-    public func appendDraft(_ draft: EntryDraft) throws -> LedgerEntry {
-        try append { position, previous, time in
-            try draft.entry(
-                position: position, id: .random(), time: time, previousLink: previous)
-        }
+    public func appendDraft(_ draft: EntryDraft, consuming readyRecord: LedgerStore.ReadyRecordUse? = nil) throws
+        -> LedgerEntry
+    {
+        try append(
+            { position, previous, time in
+                try draft.entry(position: position, id: .random(), time: time, previousLink: previous)
+            }, consumes: readyRecord)
     }
 
     // MARK: Spending

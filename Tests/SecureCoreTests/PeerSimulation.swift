@@ -236,7 +236,9 @@ struct PeerSimulation {
                 #expect(try ReadyRecord.decode(record.encoded) == record)
                 readyRecords[record.offerID] = record
                 try payeeDo(payeeMachine.readyPersisted())
-            case .loadReadyRecord(let offerID): try payeeDo(payeeMachine.readyRecordLoaded(readyRecords[offerID]))
+            case .loadReadyRecord(let offerID, let payer):
+                let record = readyRecords[offerID].flatMap { $0.payerWalletID == payer ? $0 : nil }
+                try payeeDo(payeeMachine.readyRecordLoaded(record))
             case .credit(let task): try payeeDo(credit(task))
             case .keepEvidence(let evidence): keptEvidence.append(evidence)
             case .provideEvidence, .provideKeyEvents, .keepKeyEvents, .finish: break

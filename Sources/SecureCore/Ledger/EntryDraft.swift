@@ -164,6 +164,9 @@ public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
     case readyRecordMismatch = 6
     /// The transfer's checkpoint does not extend the payer's `hello` checkpoint by exactly the debit.
     case checkpointNotExtending = 7
+    /// Another transfer was already credited (or refused) for the same offer: one approval pays once. The
+    /// second transfer is kept as a refused statement, and the payer reverses its second debit.
+    case offerAlreadyCredited = 8
 }
 
 /// Why the wallet's own policy refused a statement without recording it.

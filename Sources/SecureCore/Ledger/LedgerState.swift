@@ -65,7 +65,8 @@ public struct LedgerState: Hashable, Sendable {
 
     /// Whether this wallet's payment out with `transferID` was reversed.
     public func isReversed(transferID: TransferID) -> Bool {
-        (paymentsOut[StatementID(transferID)] ?? index.paymentOut(transferID: StatementID(transferID)))?.isReversed ?? false
+        (paymentsOut[StatementID(transferID)] ?? index.paymentOut(transferID: StatementID(transferID)))?.isReversed
+            ?? false
     }
 
     /// The budget verdict for paying `payment` in `category` at `time`, or nil when the category has no

@@ -99,7 +99,7 @@ public struct PayeeMachine: PeerMachine {
         case (.awaitingOffer(let session, _), .transfer(let transfer)):
             // A retry: the transfer of an offer from an earlier session.
             state = .loadingRecord(session, transfer)
-            return [.loadReadyRecord(offerID: transfer.offerID)]
+            return [.loadReadyRecord(offerID: transfer.offerID, payer: session.peer.walletID)]
         case (.measuring(let session, let record, let offer, nil), .measurement(let payload)):
             let claim = try check(payload, session, offer)
             state = .measuring(session, record, offer, payer: claim)
@@ -302,13 +302,17 @@ public struct PayeeMachine: PeerMachine {
         return [.send(.ready(ReadyMessage(offerID: record.offerID, amount: record.amount)))]
     }
 
-    /// The driver's answer to `loadReadyRecord`: the stored record for the retried offer, or nil.
-    public mutating func readyRecordLoaded(_ record: ReadyRecord?) -> [PeerAction] {
+    /// The driver's answer to `loadReadyRecord`: the stored record for the retried offer and this payer, or
+    /// nil, and the transfer that consumed it, if one did.
+    public mutating func readyRecordLoaded(_ record: ReadyRecord?, consumedBy: TransferID? = nil) -> [PeerAction] {
         guard case .loadingRecord(let session, let message) = state else { return unasked("readyRecordLoaded") }
         guard let record, record.payerWalletID == session.peer.walletID else {
             return fail(.transferInvalid, offerID: message.offerID)
         }
-        return credit(message, record, session)
+        guard let consumedBy else { return credit(message, record, session) }
+        guard let task = record.creditTask(for: message) else { return fail(.transferInvalid, offerID: record.offerID) }
+        state = .crediting(session, offerID: record.offerID)
+        return [.credit(task.retried(consumedBy: consumedBy))]
     }
 
     /// The transfer was credited (now or, for a re-delivery, earlier): send the receipt.

@@ -144,6 +144,29 @@ public struct CreditTask: Hashable, Sendable {
     public let policy: TransferPolicy
     /// A check of the peer protocol that failed (ready record, `hello` checkpoint), refused finally.
     public let peerFailure: RefusalReason?
+    /// Whether the credit (or refusal) consumes the offer's ready record in its own transaction: false when
+    /// an earlier transfer consumed it already (a re-delivery, or a second transfer refused as such).
+    public let consumesReadyRecord: Bool
+
+    init(
+        offerID: OfferID, transfer: SignedTransfer, policy: TransferPolicy, peerFailure: RefusalReason?,
+        consumesReadyRecord: Bool = true
+    ) {
+        self.offerID = offerID
+        self.transfer = transfer
+        self.policy = policy
+        self.peerFailure = peerFailure
+        self.consumesReadyRecord = consumesReadyRecord
+    }
+
+    /// The task for a retried transfer whose ready record `consumedBy` already used: the same transfer
+    /// goes on (its credit or refusal is found again); any other is refused, so one approval pays once.
+    func retried(consumedBy: TransferID) -> CreditTask {
+        let isSame = transfer.payload.order.transferID == consumedBy
+        return CreditTask(
+            offerID: offerID, transfer: transfer, policy: policy,
+            peerFailure: isSame ? peerFailure : .offerAlreadyCredited, consumesReadyRecord: false)
+    }
 }
 
 /// What the payee persists before it sends `ready`, and matches a retried transfer against.
@@ -258,8 +281,9 @@ public enum PeerAction: Hashable, Sendable {
     case persistReadyRecord(ReadyRecord)
     /// Payer: commit the debit with the exact transfer bytes; answer with `debitCommitted`.
     case commitDebit(DebitTask)
-    /// Payee retry: load the ready record of this offer; answer with `readyRecordLoaded`.
-    case loadReadyRecord(offerID: OfferID)
+    /// Payee retry: load the ready record of this offer and this payer, with the transfer that consumed it
+    /// if any; answer with `readyRecordLoaded`.
+    case loadReadyRecord(offerID: OfferID, payer: WalletID)
     /// Payee: credit or refuse; answer with `credited`, `refused` or `creditFailed`.
     case credit(CreditTask)
     /// Payer: keep the receipt beside the payment out and mark it confirmed.
