@@ -46,6 +46,11 @@ public final class LedgerStore: @unchecked Sendable {
         DROP TABLE ready_records;
         CREATE TABLE ready_records (offer_id BLOB NOT NULL, payer BLOB NOT NULL, record BLOB NOT NULL,
                                     consumed_by BLOB, PRIMARY KEY (offer_id, payer));
+        CREATE TABLE peer_proofs (wallet BLOB NOT NULL, from_size INTEGER NOT NULL, from_root BLOB NOT NULL,
+                                  to_size INTEGER NOT NULL, proof BLOB NOT NULL,
+                                  PRIMARY KEY (wallet, from_size, to_size));
+        CREATE TABLE inconsistencies (wallet BLOB NOT NULL, held BLOB NOT NULL, offered BLOB NOT NULL,
+                                      PRIMARY KEY (wallet, held, offered));
         """,
     ]
 
@@ -593,6 +598,74 @@ public final class LedgerStore: @unchecked Sendable {
         let statement = try database.prepare("SELECT encoded FROM peer_checkpoints WHERE wallet = ? AND size = ?")
             .bind([.blob(wallet.bytes), try .count(size)])
         return try statement.step() ? statement.blob(0) : nil
+    }
+
+    /// Every stored checkpoint of a peer, smallest first.
+    public func peerCheckpoints(wallet: WalletID) throws -> [[UInt8]] {
+        let statement = try database.prepare("SELECT encoded FROM peer_checkpoints WHERE wallet = ? ORDER BY size")
+            .bind([.blob(wallet.bytes)])
+        var result: [[UInt8]] = []
+        while try statement.step() { result.append(statement.blob(0)) }
+        return result
+    }
+
+    /// Keeps a peer's consistency proof from (fromSize, fromRoot) to its checkpoint of `toSize`, which this
+    /// wallet holds; keeping it twice is a no-op.
+    public func storePeerProof(
+        wallet: WalletID, fromSize: UInt64, fromRoot: Digest32, toSize: UInt64, proof: [Digest32]
+    ) throws {
+        try database.transaction {
+            try database.prepare(
+                "INSERT OR IGNORE INTO peer_proofs (wallet, from_size, from_root, to_size, proof) VALUES (?, ?, ?, ?, ?)"
+            )
+            .bind([
+                .blob(wallet.bytes), try .count(fromSize), .blob(fromRoot.bytes), try .count(toSize),
+                .blob(proof.flatMap(\.bytes)),
+            ]).run()
+        }
+    }
+
+    /// A peer's kept consistency proofs: (from size, from root, to size, proof hashes).
+    public func peerProofs(wallet: WalletID) throws -> [(
+        fromSize: UInt64, fromRoot: Digest32, toSize: UInt64, proof: [Digest32]
+    )] {
+        let statement = try database.prepare(
+            "SELECT from_size, from_root, to_size, proof FROM peer_proofs WHERE wallet = ? ORDER BY from_size"
+        ).bind([.blob(wallet.bytes)])
+        var result: [(UInt64, Digest32, UInt64, [Digest32])] = []
+        while try statement.step() {
+            let bytes = statement.blob(3)
+            guard bytes.count % Digest32.byteCount == 0 else {
+                throw StoreError(.corrupted, "a kept consistency proof is not whole hashes")
+            }
+            let proof = try stride(from: 0, to: bytes.count, by: Digest32.byteCount).map {
+                try Self.digest(Array(bytes[$0..<$0 + Digest32.byteCount]), "a kept proof hash")
+            }
+            result.append(
+                (
+                    UInt64(statement.integer(0)), try Self.digest(statement.blob(1), "a kept root"),
+                    UInt64(statement.integer(2)), proof
+                ))
+        }
+        return result
+    }
+
+    /// Keeps two checkpoints of a peer that nothing proves consistent or inconsistent, for the issuer's
+    /// clearing to settle; keeping them twice is a no-op.
+    public func storeInconsistency(wallet: WalletID, held: [UInt8], offered: [UInt8]) throws {
+        try database.transaction {
+            try database.prepare("INSERT OR IGNORE INTO inconsistencies (wallet, held, offered) VALUES (?, ?, ?)")
+                .bind([.blob(wallet.bytes), .blob(held), .blob(offered)]).run()
+        }
+    }
+
+    /// The unproven inconsistencies kept about a peer: (held, offered) signed checkpoint encodings.
+    public func inconsistencies(wallet: WalletID) throws -> [(held: [UInt8], offered: [UInt8])] {
+        let statement = try database.prepare("SELECT held, offered FROM inconsistencies WHERE wallet = ?")
+            .bind([.blob(wallet.bytes)])
+        var result: [([UInt8], [UInt8])] = []
+        while try statement.step() { result.append((statement.blob(0), statement.blob(1))) }
+        return result
     }
 
     /// Keeps fork evidence by its digest; keeping the same evidence twice is a no-op.

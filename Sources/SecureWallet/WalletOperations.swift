@@ -53,7 +53,16 @@ extension Wallet {
     /// envelope.
     public func accept(_ envelope: Envelope, policy: TransferPolicy) throws -> (SignedTransfer, StatementOutcome) {
         let (transfer, payerLog) = try envelope.transfer()
-        return (transfer, try accept(transfer, payerLog: payerLog, policy: policy))
+        return (
+            transfer,
+            try accept(transfer, payerLog: payerLog, policy: policy, byFile: FileDelivery(claim: envelope.consistency))
+        )
+    }
+
+    /// A transfer that came by file, with its envelope's consistency claim: the payee checks it against the
+    /// payer's checkpoints it holds (`RollbackCheck`), as a peer session does before `ready`.
+    public struct FileDelivery {
+        let claim: ConsistencyClaim?
     }
 
     /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). The payer's key-event log
@@ -65,7 +74,7 @@ extension Wallet {
     /// it in the same transaction, so one approval pays out at most once.
     public func accept(
         _ transfer: SignedTransfer, payerLog: KeyEventLog?, policy: TransferPolicy, peerFailure: RefusalReason? = nil,
-        readyRecord: OfferID? = nil
+        readyRecord: OfferID? = nil, byFile: FileDelivery? = nil
     ) throws -> StatementOutcome {
         let payer = transfer.payload.order.payerWalletID
         // The payer's own debit shares the transfer's (signer, id); accepting it here would look like a conflict.
@@ -83,6 +92,9 @@ extension Wallet {
         case .drop(let reason): return .dropped(reason)
         case .policyRefusal(let reason): return .policyRefusal(reason)
         default: break
+        }
+        if let byFile, let refusal = try checkRollback(transfer, claim: byFile.claim) {
+            return .policyRefusal(refusal)
         }
         try keepProvenLog(log)
         try keepForkEvidence(about: transfer)
@@ -105,8 +117,41 @@ extension Wallet {
         {
             outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
         }
-        // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit.
+        // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit; the
+        // envelope's proof is kept beside it, so a late, older transfer can be linked to it.
+        if case .recorded = outcome, let claim = byFile?.claim {
+            let checkpoint = transfer.payload.checkpoint.checkpoint
+            try ledger.storePeerProof(
+                wallet: payer, fromSize: claim.fromSize, fromRoot: claim.fromRoot, toSize: checkpoint.size,
+                proof: claim.proof)
+        }
         return outcome
+    }
+
+    /// The policy refusal a file transfer gets for rolling back what this wallet holds of its payer, or nil:
+    /// proven forks are kept as evidence, unproven inconsistencies for the clearing.
+    func checkRollback(_ transfer: SignedTransfer, claim: ConsistencyClaim?) throws -> PolicyRefusalReason? {
+        let payer = transfer.payload.order.payerWalletID
+        let held = try ledger.peerCheckpoints(wallet: payer).compactMap { try? SignedCheckpoint.decode($0) }
+        let kept = try ledger.peerProofs(wallet: payer).compactMap { row in
+            held.first { $0.checkpoint.size == row.toSize }.map {
+                KeptProof(
+                    claim: ConsistencyClaim(fromSize: row.fromSize, fromRoot: row.fromRoot, proof: row.proof),
+                    target: $0)
+            }
+        }
+        let offered = transfer.payload.checkpoint
+        switch RollbackCheck.evaluate(offered, claim: claim, held: held, kept: kept) {
+        case .consistent: return nil
+        case .fork(let evidence):
+            try keep(evidence)
+            return .payerForked
+        case .unproven(let latest, _):
+            try ledger.storeInconsistency(wallet: payer, held: latest.encoded, offered: offered.encoded)
+            return .consistencyUnproven
+        case .invalidProof: return .consistencyProofInvalid
+        case .staleUnlinked: return .staleTransfer
+        }
     }
 
     /// Compares a validly signed transfer with what this wallet already holds of the same payer: another
@@ -261,7 +306,20 @@ extension Wallet {
         }
         let transfer = try spend(
             to: card.walletID, amount: amount, category: category, note: note, overrideBudget: overrideBudget)
-        return Envelope(transfer, payerLog: keyLog)
+        let size = transfer.payload.checkpoint.checkpoint.size
+        return Envelope(transfer, payerLog: keyLog, consistency: try consistencyClaim(to: card.walletID, size: size))
+    }
+
+    /// The proof that this wallet's checkpoint of `size` extends the largest one it sent `payee` before (the
+    /// checkpoint of its last debit to that payee, by file or in a session), or nil when it sent none.
+    func consistencyClaim(to payee: WalletID, size: UInt64) throws -> ConsistencyClaim? {
+        let earlier = try ledger.entries(kind: .paymentOut)
+            .filter { $0.counterparty == payee.bytes && $0.position + 1 < size }
+            .map { $0.position + 1 }.max()
+        guard let earlier else { return nil }
+        return ConsistencyClaim(
+            fromSize: earlier, fromRoot: try ledger.rangeHash(0, earlier),
+            proof: try ledger.consistencyProof(oldSize: earlier, newSize: size))
     }
 
     /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one

@@ -74,6 +74,17 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
             advice = "it carries no proximity proof you verified; accept it with --no-proximity if you meant to"
         case .channelBindingMismatch: advice = "it was made for another session"
         case .notAddressedToThisWallet: advice = "it is not addressed to this wallet; nothing was signed either"
+        case .payerForked:
+            advice =
+                "the payer signed a history that contradicts one this wallet holds of it (a restored or forked "
+                + "wallet); the fork evidence is kept: `secure evidence export --out DIR`"
+        case .consistencyUnproven:
+            advice =
+                "nothing proves it extends the payer's history this wallet already holds (a payer restored from an "
+                + "old copy looks like this); both checkpoints are kept for the issuer's clearing"
+        case .consistencyProofInvalid: advice = "its consistency proof does not lead to its own checkpoint"
+        case .staleTransfer:
+            advice = "it is older than a payment this wallet already holds from the payer, and nothing links the two"
         }
         return ("\(what) not accepted: \(advice). Nothing was recorded", .refused)
     case .dropped(let reason):

@@ -204,3 +204,38 @@ extension SoundMoneyCLITests {
         #expect(try world.run(["wallet", "show"] + world.wallet("alice")).output.contains("anchor       token"))
     }
 }
+
+extension SoundMoneyCLITests {
+    /// Attack 4: Alice copies her wallet folder, pays Carol 40.00 by file, restores the copy, accepts the
+    /// rollback, and pays Carol 40.00 again. The second envelope proves no link from the checkpoint Carol
+    /// holds, so Carol refuses it (nothing signed, nothing credited) and keeps both checkpoints for the
+    /// clearing; paying the same size again instead leaves proven fork evidence.
+    @Test func aRestoredPayerPayingTheSamePayeeAgainByFileIsRefused() throws {
+        let world = try World(wallets: ["alice", "carol"])
+        try Self.fund(world, "alice", "100.00 EUR")
+        let folder = world.directory + "/alice", copy = world.directory + "/alice-copy"
+        try FileManager.default.copyItem(atPath: folder, toPath: copy)
+        func pay(_ out: String) throws -> ProcessResult {
+            try world.run(
+                ["spend", "--to", "carol.card", "--amount", "40.00 EUR", "--category", "x", "--out", out]
+                    + world.wallet("alice"))
+        }
+        #expect(try pay("t1").status == 0)
+        #expect(try world.run(["accept", "t1", "--no-proximity"] + world.wallet("carol")).status == 0)
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.moveItem(atPath: copy, toPath: folder)
+        let rollback = try world.run(["ledger", "verify", "--accept-rollback"] + world.wallet("alice"))
+        #expect(rollback.status == 0, "\(rollback.output) \(rollback.stderr)")
+        let second = try pay("t2")
+        #expect(second.status == 0, "the restored wallet spends its restored money: \(second.stderr)")
+        let before = try Self.entries(world, "carol")
+        let accept = try world.run(["accept", "t2", "--no-proximity"] + world.wallet("carol"))
+        #expect(accept.status == 11, "exit \(accept.status): \(accept.stderr)")
+        #expect(accept.stderr.contains("nothing proves it extends"), "\(accept.stderr)")
+        #expect(try Self.entries(world, "carol") == before)
+        #expect(try world.run(["balance"] + world.wallet("carol")).output.contains("40.00 EUR"))
+        // The same answer every time the file is offered again.
+        #expect(try world.run(["accept", "t2", "--no-proximity"] + world.wallet("carol")).status == 11)
+        #expect(try Self.verifies(world, "carol"))
+    }
+}

@@ -17,7 +17,9 @@ struct EnvelopeTests {
         let card = WalletCard(log: wallet.log).encoded
         #expect(Array(card.prefix(33)) == [0x02] + wallet.walletID.bytes)
         #expect(
-            Array(card.dropFirst(33)) == Array(encoded.dropFirst(9)), "the card and the envelope encode a log alike")
+            Array(card.dropFirst(33)) == Array(encoded.dropFirst(9).dropLast()),
+            "the card and the envelope encode a log alike")
+        #expect(encoded.last == 0, "no consistency claim")
     }
 
     @Test func aTransferEnvelopeRoundTripsAndEveryPrefixAndFlipIsRefused() throws {

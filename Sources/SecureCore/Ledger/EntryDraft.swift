@@ -181,6 +181,15 @@ public enum PolicyRefusalReason: Hashable, Sendable {
     case channelBindingMismatch
     /// The transfer names another wallet as its payee: this wallet neither credits nor refuses it.
     case notAddressedToThisWallet
+    /// The payer signed a history that contradicts one this wallet holds: the fork evidence is kept.
+    case payerForked
+    /// Nothing proves the transfer's checkpoint extends the payer's checkpoint this wallet holds: both are
+    /// kept as an unproven inconsistency for the clearing.
+    case consistencyUnproven
+    /// The envelope's consistency proof does not lead to the transfer's checkpoint.
+    case consistencyProofInvalid
+    /// The transfer is older than a checkpoint of the payer this wallet holds, and no kept proof links them.
+    case staleTransfer
 }
 
 /// Why a statement was dropped.

@@ -15,6 +15,8 @@ public enum ForkEvidence: Hashable, Sendable {
     case retiredKeySignature(RetiredKeySignature)
     /// (e) A receipt, refusal or measurement signed by a key after the rotation that retired it.
     case retiredKeyStatement(RetiredKeyStatement)
+    /// (f) A signed checkpoint whose root the wallet's own later signed history contradicts (type 6).
+    case rolledBack(RolledBack)
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
@@ -60,6 +62,8 @@ public enum ForkEvidence: Hashable, Sendable {
             return .forkProven(
                 "a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a statement "
                     + "dated at ledger size \(late.statement.keyDate.ledgerSize)")
+        case .rolledBack(let rolledBack):
+            return rolledBack.verify()
         }
     }
 
@@ -102,6 +106,9 @@ public enum ForkEvidence: Hashable, Sendable {
             writer.write(prefixed16: late.retiredEvent.encoded, max: Self.keyEventByteCountMax)
             writer.write(prefixed16: late.rotation.encoded, max: Self.keyEventByteCountMax)
             late.statement.encode(into: &writer)
+        case .rolledBack(let rolledBack):
+            writer.write(UInt8(6))
+            rolledBack.encode(into: &writer)
         }
         return writer.bytes
     }
@@ -168,6 +175,9 @@ public enum ForkEvidence: Hashable, Sendable {
                     })
             else { return nil }
             evidence = late
+        case 6:
+            guard let rolledBack = try RolledBack.decode(from: &reader) else { return nil }
+            evidence = .rolledBack(rolledBack)
         default:
             throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
         }

@@ -22,18 +22,24 @@ public struct Envelope: Hashable, Sendable {
     public let statement: [UInt8]
     /// The signer's key-event log, verified when the envelope is decoded or made.
     public let signerLog: KeyEventLog
+    /// For a transfer: the consistency proof from the largest checkpoint the payer sent this payee before to
+    /// the transfer's checkpoint, or nil when it sent none. Never present in a receipt or a refusal.
+    public let consistency: ConsistencyClaim?
 
     /// An envelope of `statement` signed by the wallet whose log is `signerLog`.
-    public init(kind: Kind, statement: [UInt8], signerLog: KeyEventLog) {
+    public init(kind: Kind, statement: [UInt8], signerLog: KeyEventLog, consistency: ConsistencyClaim? = nil) {
         precondition(statement.count <= Self.statementByteCountMax, "a statement over its limit")
+        precondition(consistency == nil || kind == .transfer, "only a transfer carries a consistency proof")
         self.kind = kind
         self.statement = statement
         self.signerLog = signerLog
+        self.consistency = consistency
     }
 
-    /// An envelope of a transfer, made by the payer whose log is `payerLog`.
-    public init(_ transfer: SignedTransfer, payerLog: KeyEventLog) {
-        self.init(kind: .transfer, statement: transfer.encoded, signerLog: payerLog)
+    /// An envelope of a transfer, made by the payer whose log is `payerLog`, with the proof that its
+    /// checkpoint extends the last one this payer sent the same payee.
+    public init(_ transfer: SignedTransfer, payerLog: KeyEventLog, consistency: ConsistencyClaim? = nil) {
+        self.init(kind: .transfer, statement: transfer.encoded, signerLog: payerLog, consistency: consistency)
     }
 
     /// An envelope of a receipt, made by the payee whose log is `payeeLog`.
@@ -46,13 +52,20 @@ public struct Envelope: Hashable, Sendable {
         self.init(kind: .refusal, statement: refusal.encoded, signerLog: payeeLog)
     }
 
-    /// version ‖ kind ‖ u32 length ‖ statement ‖ key-event log (`KeyEventLog.encode`).
+    /// version ‖ kind ‖ u32 length ‖ statement ‖ key-event log (`KeyEventLog.encode`) ‖ u8 0 or 1 ‖ [the
+    /// consistency claim: from size u64 ‖ root 32 ‖ proof].
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: statement.count + 256 * signerLog.events.count + 16)
         writer.write(Self.encodingVersion)
         writer.write(kind.rawValue)
         writer.write(prefixed32: statement, max: Self.statementByteCountMax)
         signerLog.encode(into: &writer)
+        if let consistency {
+            writer.write(UInt8(1))
+            consistency.encode(into: &writer)
+        } else {
+            writer.write(UInt8(0))
+        }
         return writer.bytes
     }
 
@@ -62,13 +75,22 @@ public struct Envelope: Hashable, Sendable {
         guard try reader.readVersion(encodingVersion, of: "envelope") else { return nil }
         guard let kindByte = reader.readUInt8(),
             let statement = try reader.readPrefixed32(max: statementByteCountMax, field: "statement"),
-            let log = try KeyEventLog.decode(from: &reader)
+            let log = try KeyEventLog.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
-        try reader.expectEnd("envelope")
         guard let kind = Kind(rawValue: kindByte) else {
             throw FormatError(.invalidValue, "envelope kind \(kindByte) is not known")
         }
-        return Envelope(kind: kind, statement: statement, signerLog: log)
+        var consistency: ConsistencyClaim?
+        switch (tag, kind) {
+        case (0, _): break
+        case (1, .transfer):
+            guard let claim = try ConsistencyClaim.decode(from: &reader) else { return nil }
+            consistency = claim
+        default:
+            throw FormatError(.invalidValue, "consistency tag \(tag) is not 0, or 1 in a transfer envelope")
+        }
+        try reader.expectEnd("envelope")
+        return Envelope(kind: kind, statement: statement, signerLog: log, consistency: consistency)
     }
 
     /// The transfer inside, with the payer's log; throws unless the envelope holds a transfer whose payer is
