@@ -82,6 +82,8 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var outcomes: [String: Int] = [:]
     public var deposits = 0
     public var fileTransfers = 0
+    /// File transfers refused as older than a payment the payee already holds from the same payer.
+    public var staleFiles = 0
     public var crashes = 0
     public var restarts = 0
     public var restores = 0
@@ -106,7 +108,8 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
 
     public var description: String {
         let outcomeText = outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) "
+        return
+            "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) stale-files=\(staleFiles) "
             + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
             + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"

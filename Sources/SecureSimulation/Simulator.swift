@@ -643,6 +643,12 @@ public final class Simulator {
                 let payeeLog = payee.wallet?.keyLog
                 try walletStep(wallets[payerIndex], "confirm", { try $0.confirm(receipt, payeeLog: payeeLog) })
             }
+        case .policyRefusal(.staleTransfer):
+            // An older file delivered after a later payment to the same payee: nothing offline links it to
+            // what the payee holds, so it is refused by policy and stays pending for the payer (the clearing
+            // settles it). Honest wallets meet this when files arrive out of order; it moves no money.
+            stats.staleFiles += 1
+            mailbox.remove(at: slot)
         case .refused, .conflict, .policyRefusal, .dropped:
             if payee.isHonest
                 && wallets.first(where: { $0.walletID == transfer.payload.order.payerWalletID })?.isHonest == true

@@ -55,14 +55,14 @@ extension Wallet {
         let (transfer, payerLog) = try envelope.transfer()
         return (
             transfer,
-            try accept(transfer, payerLog: payerLog, policy: policy, byFile: FileDelivery(claim: envelope.consistency))
+            try accept(transfer, payerLog: payerLog, policy: policy, byFile: FileDelivery(claims: envelope.consistency))
         )
     }
 
     /// A transfer that came by file, with its envelope's consistency claim: the payee checks it against the
     /// payer's checkpoints it holds (`RollbackCheck`), as a peer session does before `ready`.
     public struct FileDelivery {
-        let claim: ConsistencyClaim?
+        let claims: [ConsistencyClaim]
     }
 
     /// Credits a transfer, idempotently: accept(accept(L, T), T) = accept(L, T). The payer's key-event log
@@ -93,7 +93,7 @@ extension Wallet {
         case .policyRefusal(let reason): return .policyRefusal(reason)
         default: break
         }
-        if let byFile, let refusal = try checkRollback(transfer, claim: byFile.claim) {
+        if let byFile, let refusal = try checkRollback(transfer, claims: byFile.claims) {
             return .policyRefusal(refusal)
         }
         try keepProvenLog(log)
@@ -119,18 +119,19 @@ extension Wallet {
         }
         // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit; the
         // envelope's proof is kept beside it, so a late, older transfer can be linked to it.
-        if case .recorded = outcome, let claim = byFile?.claim {
-            let checkpoint = transfer.payload.checkpoint.checkpoint
-            try ledger.storePeerProof(
-                wallet: payer, fromSize: claim.fromSize, fromRoot: claim.fromRoot, toSize: checkpoint.size,
-                proof: claim.proof)
+        if case .recorded = outcome {
+            for claim in byFile?.claims ?? [] {
+                try ledger.storePeerProof(
+                    wallet: payer, fromSize: claim.fromSize, fromRoot: claim.fromRoot,
+                    toSize: transfer.payload.checkpoint.checkpoint.size, proof: claim.proof)
+            }
         }
         return outcome
     }
 
     /// The policy refusal a file transfer gets for rolling back what this wallet holds of its payer, or nil:
     /// proven forks are kept as evidence, unproven inconsistencies for the clearing.
-    func checkRollback(_ transfer: SignedTransfer, claim: ConsistencyClaim?) throws -> PolicyRefusalReason? {
+    func checkRollback(_ transfer: SignedTransfer, claims: [ConsistencyClaim]) throws -> PolicyRefusalReason? {
         let payer = transfer.payload.order.payerWalletID
         let held = try ledger.peerCheckpoints(wallet: payer).compactMap { try? SignedCheckpoint.decode($0) }
         let kept = try ledger.peerProofs(wallet: payer).compactMap { row in
@@ -141,7 +142,7 @@ extension Wallet {
             }
         }
         let offered = transfer.payload.checkpoint
-        switch RollbackCheck.evaluate(offered, claim: claim, held: held, kept: kept) {
+        switch RollbackCheck.evaluate(offered, claims: claims, held: held, kept: kept) {
         case .consistent: return nil
         case .fork(let evidence):
             try keep(evidence)
@@ -307,19 +308,27 @@ extension Wallet {
         let transfer = try spend(
             to: card.walletID, amount: amount, category: category, note: note, overrideBudget: overrideBudget)
         let size = transfer.payload.checkpoint.checkpoint.size
-        return Envelope(transfer, payerLog: keyLog, consistency: try consistencyClaim(to: card.walletID, size: size))
+        return Envelope(transfer, payerLog: keyLog, consistency: try consistencyClaims(to: card.walletID, size: size))
     }
 
-    /// The proof that this wallet's checkpoint of `size` extends the largest one it sent `payee` before (the
-    /// checkpoint of its last debit to that payee, by file or in a session), or nil when it sent none.
-    func consistencyClaim(to payee: WalletID, size: UInt64) throws -> ConsistencyClaim? {
-        let earlier = try ledger.entries(kind: .paymentOut)
-            .filter { $0.counterparty == payee.bytes && $0.position + 1 < size }
-            .map { $0.position + 1 }.max()
-        guard let earlier else { return nil }
-        return ConsistencyClaim(
-            fromSize: earlier, fromRoot: try ledger.rangeHash(0, earlier),
-            proof: try ledger.consistencyProof(oldSize: earlier, newSize: size))
+    /// The proofs that this wallet's checkpoint of `size` extends the checkpoints of its last confirmed
+    /// payment to `payee` and of every unconfirmed one after it (by file or in a session), so that a payee
+    /// holding any of them can check the link; empty when it never paid that payee.
+    func consistencyClaims(to payee: WalletID, size: UInt64) throws -> [ConsistencyClaim] {
+        var sizes: [UInt64] = []
+        for debit in try ledger.entries(kind: .paymentOut).reversed()
+        where debit.counterparty == payee.bytes && debit.position + 1 < size {
+            sizes.append(debit.position + 1)
+            let id = debit.statement!.id
+            if try ledger.statementExists(kind: .confirmation, id: id) || sizes.count == ConsistencyClaim.countMax {
+                break
+            }
+        }
+        return try sizes.map {
+            ConsistencyClaim(
+                fromSize: $0, fromRoot: try ledger.rangeHash(0, $0),
+                proof: try ledger.consistencyProof(oldSize: $0, newSize: size))
+        }
     }
 
     /// The wallet steps of a payment: budget and balance checks, then the debit with its checkpoint (one
@@ -424,6 +433,15 @@ extension Wallet {
         }
         try keepProvenLog(payeeLog)
         let verdict = ReceiptCheck.confirmation(receipt, state: state)
+        // Another receipt of a payment already confirmed (the payee re-issued it, perhaps under a rotated
+        // key) changes nothing: the first confirmation stands.
+        if case .accept = verdict, state.isConfirmed(transferID: receipt.payload.transferID),
+            let first = try ledger.entries(kind: .confirmation).first(where: {
+                $0.statement?.id == StatementID(receipt.payload.transferID)
+            })
+        {
+            return .duplicate(first)
+        }
         if case .accept = verdict, state.isReversed(transferID: receipt.payload.transferID) {
             throw WalletError(
                 .refused,

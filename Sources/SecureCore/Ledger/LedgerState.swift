@@ -64,9 +64,13 @@ public struct LedgerState: Hashable, Sendable {
     }
 
     /// Whether this wallet's payment out with `transferID` was reversed.
-    public func isReversed(transferID: TransferID) -> Bool {
-        (paymentsOut[StatementID(transferID)] ?? index.paymentOut(transferID: StatementID(transferID)))?.isReversed
-            ?? false
+    public func isReversed(transferID: TransferID) -> Bool { paymentOut(transferID)?.isReversed ?? false }
+
+    /// Whether this wallet's payment out with `transferID` was confirmed by a receipt.
+    public func isConfirmed(transferID: TransferID) -> Bool { paymentOut(transferID)?.isConfirmed ?? false }
+
+    private func paymentOut(_ transferID: TransferID) -> PaymentOut? {
+        paymentsOut[StatementID(transferID)] ?? index.paymentOut(transferID: StatementID(transferID))
     }
 
     /// The budget verdict for paying `payment` in `category` at `time`, or nil when the category has no

@@ -1,9 +1,14 @@
 import SecureCrypto
 
 /// What a payer's transfer envelope carries to show that its checkpoint extends what it sent this payee
-/// before: an RFC 9162 consistency proof from the payer's root at `fromSize` (the largest checkpoint it
-/// sent this payee) to the transfer's checkpoint. See docs/PROTOCOL.md, "Envelopes".
+/// before: an RFC 9162 consistency proof from the payer's root at `fromSize` (a checkpoint it sent this
+/// payee) to the transfer's checkpoint. See docs/PROTOCOL.md, "Envelopes".
 public struct ConsistencyClaim: Hashable, Sendable {
+    /// An envelope carries a claim from the last confirmed payment to this payee and from each unconfirmed
+    /// one after it, so a payee that never received the latest still finds the one it holds. Eight covers
+    /// a payer with seven payments to one payee in flight; a payer with more settles some first.
+    public static let countMax = 8
+
     /// The size of the earlier checkpoint the proof starts from, ≥ 1.
     public let fromSize: UInt64
     /// The payer's Merkle root at that size, as the payer's ledger now has it.
@@ -69,35 +74,37 @@ public enum RollbackCheck {
         case staleUnlinked
     }
 
-    /// The verdict for `offered` (the transfer's checkpoint) with the envelope's `claim`, given the payer's
+    /// The verdict for `offered` (the transfer's checkpoint) with the envelope's `claims`, given the payer's
     /// checkpoints the payee `held` (any order) and the proofs it `kept`.
     public static func evaluate(
-        _ offered: SignedCheckpoint, claim: ConsistencyClaim?, held: [SignedCheckpoint], kept: [KeptProof]
+        _ offered: SignedCheckpoint, claims: [ConsistencyClaim], held: [SignedCheckpoint], kept: [KeptProof]
     ) -> Verdict {
         let new = offered.checkpoint
-        if let claim, !claim.proves(new) { return .invalidProof }
+        guard claims.allSatisfy({ $0.proves(new) }) else { return .invalidProof }
         if let same = held.first(where: { $0.checkpoint.size == new.size }) {
             guard same.checkpoint.root == new.root, same.checkpoint.head == new.head else {
                 return evidenceOrUnproven(.conflictingCheckpoints(same, offered), held: same)
             }
             return .consistent
         }
-        if let claim, let start = held.first(where: { $0.checkpoint.size == claim.fromSize }),
-            start.checkpoint.root != claim.fromRoot
-        {
+        for claim in claims {
+            guard let start = held.first(where: { $0.checkpoint.size == claim.fromSize }),
+                start.checkpoint.root != claim.fromRoot
+            else { continue }
             let evidence = ForkEvidence.rolledBack(
                 RolledBack(earlier: start, later: offered, claimedRoot: claim.fromRoot, proof: claim.proof))
             return evidenceOrUnproven(evidence, held: start)
         }
         guard let latest = held.max(by: { $0.checkpoint.size < $1.checkpoint.size }) else { return .consistent }
         if new.size > latest.checkpoint.size {
-            guard let claim, claim.fromSize == latest.checkpoint.size else {
+            // A claim from exactly the latest held size was checked against its root just above.
+            guard claims.contains(where: { $0.fromSize == latest.checkpoint.size }) else {
                 return .unproven(
                     held: latest,
                     reason: "the transfer proves no link from the payer's checkpoint of \(latest.checkpoint.size) "
                         + "entries this wallet holds")
             }
-            return .consistent // the claim's start is the held checkpoint's root: checked above
+            return .consistent
         }
         // An older transfer than the latest held: only a kept proof from exactly its size links it.
         guard let link = kept.first(where: { $0.claim.fromSize == new.size }) else { return .staleUnlinked }

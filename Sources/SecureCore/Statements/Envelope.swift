@@ -22,14 +22,16 @@ public struct Envelope: Hashable, Sendable {
     public let statement: [UInt8]
     /// The signer's key-event log, verified when the envelope is decoded or made.
     public let signerLog: KeyEventLog
-    /// For a transfer: the consistency proof from the largest checkpoint the payer sent this payee before to
-    /// the transfer's checkpoint, or nil when it sent none. Never present in a receipt or a refusal.
-    public let consistency: ConsistencyClaim?
+    /// For a transfer: consistency proofs to the transfer's checkpoint from the checkpoints of the payer's
+    /// last confirmed payment to this payee and of each unconfirmed one after it (none when it never paid
+    /// this payee). Always empty in a receipt or a refusal.
+    public let consistency: [ConsistencyClaim]
 
     /// An envelope of `statement` signed by the wallet whose log is `signerLog`.
-    public init(kind: Kind, statement: [UInt8], signerLog: KeyEventLog, consistency: ConsistencyClaim? = nil) {
+    public init(kind: Kind, statement: [UInt8], signerLog: KeyEventLog, consistency: [ConsistencyClaim] = []) {
         precondition(statement.count <= Self.statementByteCountMax, "a statement over its limit")
-        precondition(consistency == nil || kind == .transfer, "only a transfer carries a consistency proof")
+        precondition(consistency.isEmpty || kind == .transfer, "only a transfer carries consistency proofs")
+        precondition(consistency.count <= ConsistencyClaim.countMax, "more consistency claims than the limit")
         self.kind = kind
         self.statement = statement
         self.signerLog = signerLog
@@ -38,7 +40,7 @@ public struct Envelope: Hashable, Sendable {
 
     /// An envelope of a transfer, made by the payer whose log is `payerLog`, with the proof that its
     /// checkpoint extends the last one this payer sent the same payee.
-    public init(_ transfer: SignedTransfer, payerLog: KeyEventLog, consistency: ConsistencyClaim? = nil) {
+    public init(_ transfer: SignedTransfer, payerLog: KeyEventLog, consistency: [ConsistencyClaim] = []) {
         self.init(kind: .transfer, statement: transfer.encoded, signerLog: payerLog, consistency: consistency)
     }
 
@@ -52,20 +54,16 @@ public struct Envelope: Hashable, Sendable {
         self.init(kind: .refusal, statement: refusal.encoded, signerLog: payeeLog)
     }
 
-    /// version ‖ kind ‖ u32 length ‖ statement ‖ key-event log (`KeyEventLog.encode`) ‖ u8 0 or 1 ‖ [the
-    /// consistency claim: from size u64 ‖ root 32 ‖ proof].
+    /// version ‖ kind ‖ u32 length ‖ statement ‖ key-event log (`KeyEventLog.encode`) ‖ u8 claim count ‖
+    /// each claim (from size u64 ‖ root 32 ‖ proof).
     public var encoded: [UInt8] {
         var writer = ByteWriter(capacity: statement.count + 256 * signerLog.events.count + 16)
         writer.write(Self.encodingVersion)
         writer.write(kind.rawValue)
         writer.write(prefixed32: statement, max: Self.statementByteCountMax)
         signerLog.encode(into: &writer)
-        if let consistency {
-            writer.write(UInt8(1))
-            consistency.encode(into: &writer)
-        } else {
-            writer.write(UInt8(0))
-        }
+        writer.write(UInt8(consistency.count))
+        for claim in consistency { claim.encode(into: &writer) }
         return writer.bytes
     }
 
@@ -75,19 +73,18 @@ public struct Envelope: Hashable, Sendable {
         guard try reader.readVersion(encodingVersion, of: "envelope") else { return nil }
         guard let kindByte = reader.readUInt8(),
             let statement = try reader.readPrefixed32(max: statementByteCountMax, field: "statement"),
-            let log = try KeyEventLog.decode(from: &reader), let tag = reader.readUInt8()
+            let log = try KeyEventLog.decode(from: &reader), let count = reader.readUInt8()
         else { return nil }
         guard let kind = Kind(rawValue: kindByte) else {
             throw FormatError(.invalidValue, "envelope kind \(kindByte) is not known")
         }
-        var consistency: ConsistencyClaim?
-        switch (tag, kind) {
-        case (0, _): break
-        case (1, .transfer):
+        guard Int(count) <= (kind == .transfer ? ConsistencyClaim.countMax : 0) else {
+            throw FormatError(.fieldTooLong, "\(count) consistency claims in a \(kind) envelope")
+        }
+        var consistency: [ConsistencyClaim] = []
+        for _ in 0..<count {
             guard let claim = try ConsistencyClaim.decode(from: &reader) else { return nil }
-            consistency = claim
-        default:
-            throw FormatError(.invalidValue, "consistency tag \(tag) is not 0, or 1 in a transfer envelope")
+            consistency.append(claim)
         }
         try reader.expectEnd("envelope")
         return Envelope(kind: kind, statement: statement, signerLog: log, consistency: consistency)
