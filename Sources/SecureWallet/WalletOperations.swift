@@ -9,9 +9,11 @@ public enum StatementOutcome: Sendable {
     case recorded(LedgerEntry)
     /// Seen before with the same payload: the original entry, nothing new recorded.
     case duplicate(LedgerEntry)
-    /// Same id, another payload: kept as evidence in this entry; no money moved.
+    /// Same id, another payload: kept as evidence in this entry (appended now, or when the same payload
+    /// was first delivered); no money moved.
     case conflict(LedgerEntry)
-    /// Validly signed but failing a check: recorded as refused; for a transfer, with the signed refusal for the payer.
+    /// Validly signed but failing a check: recorded as refused (now, or when it was first delivered); for a
+    /// transfer, with the signed refusal for the payer.
     case refused(RefusalReason, LedgerEntry, refusal: SignedRefusal?)
     /// Refused by this wallet's policy: nothing recorded, so it can be accepted later.
     case policyRefusal(PolicyRefusalReason)
@@ -42,11 +44,18 @@ extension Wallet {
     // MARK: Deposits, transfers and refusals
 
     /// Deposits an issuer's voucher, once: checks the signature, that the issuer is trusted and that the
-    /// voucher names this wallet.
+    /// voucher names this wallet. A voucher refused before is refused again, for the same reason: a script
+    /// that retries must not read the second answer as a success.
     public func deposit(_ voucher: SignedVoucher) throws -> StatementOutcome {
-        try settle(
+        let outcome = try settle(
             VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state),
             refusal: nil)
+        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
+            let reason = VoucherCheck.failure(of: voucher.payload, walletID: walletID)
+        {
+            return .refused(reason, entry, refusal: nil)
+        }
+        return outcome
     }
 
     /// Credits the transfer in a file's envelope: `accept(_:payerLog:policy:)` with the payer's log from the
@@ -191,7 +200,8 @@ extension Wallet {
             guard let entry = try ledger.entry(at: position) else {
                 throw StoreError(.corrupted, "entry \(position) is missing")
             }
-            return .duplicate(entry)
+            // The same statement gets the same answer every time: a conflict kept before is a conflict again.
+            return entry.kind == .conflictingStatement ? .conflict(entry) : .duplicate(entry)
         case .conflict(let draft): return .conflict(try appendDraft(draft))
         case .refuse(let reason, let draft):
             return .refused(reason, try appendDraft(draft, consuming: readyRecord), refusal: refusal)

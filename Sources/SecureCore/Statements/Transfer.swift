@@ -244,7 +244,9 @@ public enum TransferCheck {
     /// digest and payload, proximity mark), it is the checkpoint's last entry (position size − 1, its
     /// link the head), and its inclusion proof leads to the checkpoint root; a spatial proof, when both
     /// the transfer and the policy name one, is the same. `peerFailure` is a failed check of the peer
-    /// protocol (the ready record, the `hello` checkpoint), refused finally like the others.
+    /// protocol (the ready record, the `hello` checkpoint), refused finally like the others. Last, a credit
+    /// that would take the balance past the largest amount is refused too (`balanceOverflow`): the payee
+    /// cannot credit it, and a signed refusal lets the payer reverse instead of waiting for ever.
     public static func evaluate(
         _ transfer: SignedTransfer, walletID: WalletID, payerLog: KeyEventLog, state: LedgerState,
         policy: TransferPolicy, peerFailure: RefusalReason? = nil
@@ -260,6 +262,7 @@ public enum TransferCheck {
         return StatementVerdict.resolve(
             reference: reference, payload: bytes, counterparty: order.payerWalletID.bytes, state: state,
             failure: failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
+                ?? (state.canCredit(order.amount) ? nil : .balanceOverflow)
         ) {
             var flags: EntryFlags = []
             switch order.proximity {
