@@ -302,6 +302,8 @@ public final class Wallet {
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
+        // A wallet that cannot sign at all (recovered, not yet rotated) says so before anything about its clock.
+        _ = try signer
         let time = try nextEntryTime()
         let entry = try build(state.size, state.head, time)
         let next = try state.applying(entry)

@@ -101,21 +101,33 @@ extension Wallet {
         var outcome = try settle(verdict, refusal: nil, consuming: use)
         let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
-            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, keyDate: keyDate, reason: reason)
-                .sign(with: try signer)
-            try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
-            outcome = .refused(reason, entry, refusal: refusal)
+            outcome = .refused(reason, entry, refusal: try signRefusal(of: transfer, reason: reason))
         }
         // A transfer refused before is answered with the same signed refusal, so a payer whose first copy of
-        // it was lost still gets its reversal.
-        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
-            let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
-            let refusal = try SignedRefusal.decode(bytes)
-        {
-            outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
+        // it was lost still gets its reversal, and a script that retries gets the same exit code.
+        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused {
+            if let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
+                let refusal = try SignedRefusal.decode(bytes)
+            {
+                outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
+            } else if let reason = TransferCheck.refusalReason(
+                transfer, walletID: walletID, policy: policy, peerFailure: peerFailure, state: state)
+            {
+                // The refusal was lost between its entry's commit and its own (a crash): sign it now.
+                outcome = .refused(reason, entry, refusal: try signRefusal(of: transfer, reason: reason))
+            }
         }
         // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit.
         return outcome
+    }
+
+    /// Signs this wallet's refusal of a transfer and keeps it, so every re-delivery gets the same one.
+    private func signRefusal(of transfer: SignedTransfer, reason: RefusalReason) throws -> SignedRefusal {
+        let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, keyDate: keyDate, reason: reason)
+            .sign(with: try signer)
+        let reference = transfer.statementReference
+        try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
+        return refusal
     }
 
     /// Compares a validly signed transfer with what this wallet already holds of the same payer: another

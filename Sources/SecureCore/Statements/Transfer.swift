@@ -261,8 +261,8 @@ public enum TransferCheck {
         let bytes = transfer.encoded
         return StatementVerdict.resolve(
             reference: reference, payload: bytes, counterparty: order.payerWalletID.bytes, state: state,
-            failure: failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
-                ?? (state.canCredit(order.amount) ? nil : .balanceOverflow)
+            failure: refusalReason(
+                transfer, walletID: walletID, policy: policy, peerFailure: peerFailure, state: state)
         ) {
             var flags: EntryFlags = []
             switch order.proximity {
@@ -303,6 +303,18 @@ public enum TransferCheck {
             return evidence.verify().isProven ? .retiredSigner(evidence) : .unknownSigner
         case .unknown, .beforeInForce: return .unknownSigner
         }
+    }
+
+    /// Why `evaluate` refuses a validly signed transfer to this wallet with a signed refusal, or nil: the
+    /// first check it fails, then `peerFailure`, then a credit the balance cannot take. A payee whose signed
+    /// refusal was lost (a crash between the refused entry's commit and the refusal's) signs it again from
+    /// this: nothing but the payee's own records can have seen the lost one.
+    public static func refusalReason(
+        _ transfer: SignedTransfer, walletID: WalletID, policy: TransferPolicy, peerFailure: RefusalReason?,
+        state: LedgerState
+    ) -> RefusalReason? {
+        failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
+            ?? (state.canCredit(transfer.payload.order.amount) ? nil : .balanceOverflow)
     }
 
     /// The first check a validly signed transfer to this wallet fails, or nil.
