@@ -692,6 +692,13 @@ extension LedgerStore: StatementIndex {
         (try? statement(signer: signer, id: id)).flatMap { $0 }.map { ($0.digest, $0.position) }
     }
 
+    // Conflict entries are not in `statements`, whose (signer, id) row keeps the first payload. They are read
+    // by kind (an indexed column), and only when a delivery already conflicts with a recorded statement:
+    // each one needs a second validly signed payload under a recorded id, so there are few.
+    public func recordedConflict(_ statement: StatementReference) -> UInt64? {
+        (try? entries(kind: .conflictingStatement))?.first { $0.statement == statement }?.position
+    }
+
     public func paymentOut(transferID: StatementID) -> (
         amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool
     )? {

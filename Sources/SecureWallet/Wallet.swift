@@ -78,6 +78,9 @@ public final class Wallet {
     public internal(set) var lastEvidence: [ForkEvidence] = []
     /// Milliseconds since the epoch; tests replace it.
     package let clock: @Sendable () -> Int64
+    /// Whether the clock is taken as right although it runs more than `clockJumpMillisecondsMax` past the
+    /// last entry: a command's `--accept-clock`, after a person said the wallet was not used for that long.
+    public var acceptsClockJump = false
     /// Crash points for the simulator (SecureSimulation); nil in every production path.
     @_spi(Simulation) public var faultHooks: WalletFaultHooks?
 
@@ -110,6 +113,13 @@ public final class Wallet {
     public static let systemClock: @Sendable () -> Int64 = {
         Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
+
+    /// The furthest past the last entry that a new entry may be dated without `acceptsClockJump`: 31 days.
+    /// Entry times never go backwards, so one entry dated by a clock that runs years ahead (a mistyped year,
+    /// a bad time server) would date every later entry in that future and move the budget windows with it.
+    /// Such clocks are off by far more than a month, while a wallet left unused for more than a month is
+    /// rare enough that asking its owner once costs little.
+    public static let clockJumpMillisecondsMax: Int64 = 31 * 24 * 60 * 60 * 1000
 
     // MARK: Creating
 
@@ -292,7 +302,9 @@ public final class Wallet {
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
-        let time = max(clock(), state.lastTime)
+        // A wallet that cannot sign at all (recovered, not yet rotated) says so before anything about its clock.
+        _ = try signer
+        let time = try nextEntryTime()
         let entry = try build(state.size, state.head, time)
         let next = try state.applying(entry)
         var nextPeaks = peaks
@@ -332,9 +344,35 @@ public final class Wallet {
         self.latest = latest
     }
 
+    /// The time the next entry gets: the clock, or the last entry's time while the clock is behind it
+    /// (entry times never go backwards, and staying in the last entry's budget windows is the cautious
+    /// side). A clock more than `clockJumpMillisecondsMax` past the last entry is refused, before anything
+    /// is signed, unless `acceptsClockJump`.
+    func nextEntryTime() throws -> Int64 {
+        let now = clock()
+        guard state.size > 0, now > state.lastTime else { return max(now, state.lastTime) }
+        let ahead = now - state.lastTime // cannot overflow: 0 ≤ lastTime < now
+        guard ahead <= Self.clockJumpMillisecondsMax || acceptsClockJump else {
+            let last = ISO8601DateFormatter().string(
+                from: Date(timeIntervalSince1970: Double(state.lastTime) / 1000))
+            throw WalletError(
+                .refused,
+                "the clock is \(ahead / 86_400_000) days ahead of the last entry (dated \(last)), more than the "
+                    + "\(Self.clockJumpMillisecondsMax / 86_400_000) days an entry may move on unasked; entries "
+                    + "never go back in time, so every later entry would be dated by this clock. If the clock is "
+                    + "right (the wallet was not used for that long), run the command again with --accept-clock; "
+                    + "otherwise set the clock right. Nothing was signed")
+        }
+        return now
+    }
+
+    /// The time budgets are counted at: the next entry's time, or the last entry's while the clock is
+    /// refused, so a clock too far ahead never opens (nor shows) a new budget window.
+    var budgetTime: Int64 { (try? nextEntryTime()) ?? state.lastTime }
+
     /// The budget verdict for a payment, before any PIN or signature.
     public func budgetVerdict(category: String, amount: Money) throws -> BudgetVerdict? {
-        try state.budgetVerdict(category: category, payment: amount, time: max(clock(), state.lastTime))
+        try state.budgetVerdict(category: category, payment: amount, time: budgetTime)
     }
 
     /// The number of entries.
@@ -369,7 +407,7 @@ public enum WalletErrorCode: String, FailureCode, CaseIterable {
 extension Wallet {
     /// What was spent in the budget's window that contains now.
     public func spent(in budget: Budget) throws -> Money {
-        let now = max(clock(), state.lastTime)
+        let now = budgetTime
         if let total = state.windowTotals[budget.category], total.window.contains(now) { return total.spent }
         return .zero(budget.limit.currency)
     }

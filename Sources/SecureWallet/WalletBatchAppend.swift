@@ -15,7 +15,7 @@ extension Wallet {
     @_spi(Benchmark) public func appendBatch(_ drafts: [EntryDraft]) throws -> [LedgerEntry] {
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
         precondition(!drafts.isEmpty, "a batch appends at least one entry")
-        let time = max(clock(), state.lastTime)
+        let time = try nextEntryTime()
         var next = state
         var nextPeaks = peaks
         var entries: [LedgerEntry] = []

@@ -9,9 +9,11 @@ public enum StatementOutcome: Sendable {
     case recorded(LedgerEntry)
     /// Seen before with the same payload: the original entry, nothing new recorded.
     case duplicate(LedgerEntry)
-    /// Same id, another payload: kept as evidence in this entry; no money moved.
+    /// Same id, another payload: kept as evidence in this entry (appended now, or when the same payload
+    /// was first delivered); no money moved.
     case conflict(LedgerEntry)
-    /// Validly signed but failing a check: recorded as refused; for a transfer, with the signed refusal for the payer.
+    /// Validly signed but failing a check: recorded as refused (now, or when it was first delivered); for a
+    /// transfer, with the signed refusal for the payer.
     case refused(RefusalReason, LedgerEntry, refusal: SignedRefusal?)
     /// Refused by this wallet's policy: nothing recorded, so it can be accepted later.
     case policyRefusal(PolicyRefusalReason)
@@ -42,11 +44,18 @@ extension Wallet {
     // MARK: Deposits, transfers and refusals
 
     /// Deposits an issuer's voucher, once: checks the signature, that the issuer is trusted and that the
-    /// voucher names this wallet.
+    /// voucher names this wallet. A voucher refused before is refused again, for the same reason: a script
+    /// that retries must not read the second answer as a success.
     public func deposit(_ voucher: SignedVoucher) throws -> StatementOutcome {
-        try settle(
+        let outcome = try settle(
             VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state),
             refusal: nil)
+        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
+            let reason = VoucherCheck.failure(of: voucher.payload, walletID: walletID)
+        {
+            return .refused(reason, entry, refusal: nil)
+        }
+        return outcome
     }
 
     /// Credits the transfer in a file's envelope: `accept(_:payerLog:policy:)` with the payer's log from the
@@ -104,18 +113,21 @@ extension Wallet {
         var outcome = try settle(verdict, refusal: nil, consuming: use)
         let reference = transfer.statementReference
         if case .refused(let reason, let entry, _) = outcome {
-            let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, keyDate: keyDate, reason: reason)
-                .sign(with: try signer)
-            try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
-            outcome = .refused(reason, entry, refusal: refusal)
+            outcome = .refused(reason, entry, refusal: try signRefusal(of: transfer, reason: reason))
         }
         // A transfer refused before is answered with the same signed refusal, so a payer whose first copy of
-        // it was lost still gets its reversal.
-        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
-            let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
-            let refusal = try SignedRefusal.decode(bytes)
-        {
-            outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
+        // it was lost still gets its reversal, and a script that retries gets the same exit code.
+        if case .duplicate(let entry) = outcome, entry.kind == .statementRefused {
+            if let bytes = try ledger.refusal(signer: reference.signer, id: reference.id),
+                let refusal = try SignedRefusal.decode(bytes)
+            {
+                outcome = .refused(refusal.payload.reason, entry, refusal: refusal)
+            } else if let reason = TransferCheck.refusalReason(
+                transfer, walletID: walletID, policy: policy, peerFailure: peerFailure, state: state)
+            {
+                // The refusal was lost between its entry's commit and its own (a crash): sign it now.
+                outcome = .refused(reason, entry, refusal: try signRefusal(of: transfer, reason: reason))
+            }
         }
         // A new credit's entry carried the payer's checkpoint into peer_checkpoints in its own commit; the
         // envelope's proof is kept beside it, so a late, older transfer can be linked to it.
@@ -153,6 +165,15 @@ extension Wallet {
         case .invalidProof: return .consistencyProofInvalid
         case .staleUnlinked: return .staleTransfer
         }
+    }
+
+    /// Signs this wallet's refusal of a transfer and keeps it, so every re-delivery gets the same one.
+    private func signRefusal(of transfer: SignedTransfer, reason: RefusalReason) throws -> SignedRefusal {
+        let refusal = try Refusal(refusing: transfer, payeeKey: signingKey, keyDate: keyDate, reason: reason)
+            .sign(with: try signer)
+        let reference = transfer.statementReference
+        try ledger.storeRefusal(signer: reference.signer, id: reference.id, signed: refusal.encoded)
+        return refusal
     }
 
     /// Compares a validly signed transfer with what this wallet already holds of the same payer: another
@@ -237,7 +258,8 @@ extension Wallet {
             guard let entry = try ledger.entry(at: position) else {
                 throw StoreError(.corrupted, "entry \(position) is missing")
             }
-            return .duplicate(entry)
+            // The same statement gets the same answer every time: a conflict kept before is a conflict again.
+            return entry.kind == .conflictingStatement ? .conflict(entry) : .duplicate(entry)
         case .conflict(let draft): return .conflict(try appendDraft(draft))
         case .refuse(let reason, let draft):
             return .refused(reason, try appendDraft(draft, consuming: readyRecord), refusal: refusal)

@@ -101,7 +101,8 @@ enum LedgerCommands {
     }
 
     static func verify(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(["accept-rollback"]))
+        let arguments = try Arguments(
+            words, options: walletOptions, flags: appendingFlags.union(["accept-rollback"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, arguments.flag("accept-rollback") ? .appending : .reading)
         let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)

@@ -85,6 +85,8 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
         case .consistencyProofInvalid: advice = "its consistency proof does not lead to its own checkpoint"
         case .staleTransfer:
             advice = "it is older than a payment this wallet already holds from the payer, and nothing links the two"
+        case .balanceOverflow:
+            advice = "it would take the balance past the largest amount a wallet can hold; deposit it after spending"
         }
         return ("\(what) not accepted: \(advice). Nothing was recorded", .refused)
     case .dropped(let reason):
@@ -128,7 +130,7 @@ enum MoneyCommands {
     }
 
     static func issuerTrust(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
         let path = try arguments.positionals(1, "one issuer PEM file")[0]
         let key = try P256.PublicKey(pem: String(decoding: try readFile(path, what: "the issuer key"), as: UTF8.self))
         let wallet = try openWallet(arguments, .appending)
@@ -160,7 +162,7 @@ enum MoneyCommands {
     }
 
     static func deposit(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
         let path = try arguments.positionals(1, "one voucher FILE")[0]
         let bytes = try readFile(path, what: "the voucher")
         guard let voucher = try? SignedVoucher.decode(bytes) else {
@@ -176,7 +178,7 @@ enum MoneyCommands {
     static func spend(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["to", "amount", "category", "note", "out"]),
-            flags: walletFlags.union(["override-budget"]))
+            flags: appendingFlags.union(["override-budget"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let payee = try readWalletCard(try arguments.required("to"))
         let amount = try MoneyText.parse(try arguments.required("amount"))
@@ -213,7 +215,7 @@ enum MoneyCommands {
     static func accept(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["receipt-out", "refusal-out"]),
-            flags: walletFlags.union(["no-proximity"]))
+            flags: appendingFlags.union(["no-proximity"]))
         let path = try arguments.positionals(1, "one transfer FILE")[0]
         guard let envelope = try readEnvelope(path, what: "transfer") else { return .verification }
         let wallet = try openWallet(arguments, .appending)
@@ -287,7 +289,7 @@ enum MoneyCommands {
     /// not one. No key is taken from the command line: the log in the envelope, checked against the payee
     /// the transfer names, decides.
     private static func payeeSigned(_ words: [String], _ what: String) throws -> (Wallet, Envelope)? {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
         let path = try arguments.positionals(1, "one \(what) FILE")[0]
         guard let envelope = try readEnvelope(path, what: what) else { return nil }
         return (try openWallet(arguments, .appending), envelope)

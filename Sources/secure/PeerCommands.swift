@@ -145,7 +145,7 @@ enum PeerCommands {
         "listen", "to", "amount", "category", "note", "request", "name",
         "distance", "ranging-file", "count", "seed",
     ])
-    static let flags: Set<String> = walletFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
+    static let flags: Set<String> = appendingFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
 
     static func address(_ text: String?) throws -> (host: String, port: UInt16) {
         let value = text ?? "127.0.0.1:7464"

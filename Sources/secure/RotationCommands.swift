@@ -40,7 +40,7 @@ extension KeyCommands {
     static func rotate(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["backup-token", "backup-pin-source"]),
-            flags: walletFlags.union(["destroy-old", "yes"]))
+            flags: appendingFlags.union(["destroy-old", "yes"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let destroyOld = arguments.flag("destroy-old")
         if destroyOld && !arguments.flag("yes") {

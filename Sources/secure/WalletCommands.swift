@@ -9,6 +9,9 @@ import SecureWallet
 
 let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args"]
 let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-pin", "allow-unproven-origin"]
+/// The flags of a command that appends entries: `--accept-clock` dates an entry by a clock that runs more
+/// than `Wallet.clockJumpMillisecondsMax` past the last entry (see `openWallet`).
+let appendingFlags: Set<String> = walletFlags.union(["accept-clock"])
 
 /// Opens the wallet a command names: --wallet DIR (or the XDG default), its recorded token (or --token),
 /// and a PIN from --pin-source. A command that appends (or writes in any way) opens it `.appending`: the
@@ -29,6 +32,7 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
         throw error
     }
     if let repair = wallet.repairNeeded { printError("secure: note: \(repair)") }
+    wallet.acceptsClockJump = arguments.flag("accept-clock")
     return wallet
 }
 
@@ -67,7 +71,8 @@ enum WalletCommands {
               The wallet id, the current public key (PEM and fingerprint), the token and the anchor. --card
               prints a wallet card (the wallet id and its key-event log) for others to mint or pay to.
         Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
-        and --token URI to override the token recorded at init.
+        and --token URI to override the token recorded at init. A command that appends an entry refuses
+        when the clock runs more than 31 days past the last entry; --accept-clock says the clock is right.
         """
 
     static func initialize(_ words: [String]) throws -> ExitCode {
@@ -207,7 +212,7 @@ enum BudgetCommands {
 
     static func set(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["window", "time-zone"]), flags: walletFlags.union(["hard-cap"]))
+            words, options: walletOptions.union(["window", "time-zone"]), flags: appendingFlags.union(["hard-cap"]))
         let positional = try arguments.positionals(2, "CATEGORY and LIMIT, e.g. food \"200.00 EUR\"")
         let limit = try MoneyText.parse(positional[1])
         let windowNames: [String: BudgetWindowKind] = ["day": .day, "week": .week, "month": .month]

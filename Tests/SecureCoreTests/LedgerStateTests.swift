@@ -67,6 +67,17 @@ struct LedgerStateTests {
         #expect(throws: LedgerError(.noConflict, "")) {
             try ledger.append(.conflictingStatement, nil, statement: voucher)
         }
+        // One conflict is recorded once: the same second payload is now a duplicate of the entry keeping it.
+        #expect(ledger.state.lookup(conflicting) == .duplicate(position: 1))
+        #expect(throws: LedgerError(.duplicateStatement, "")) {
+            try ledger.append(.conflictingStatement, nil, statement: conflicting)
+        }
+        #expect(throws: LedgerError(.duplicateStatement, "")) {
+            try ledger.append(.deposit, eur(100), statement: conflicting)
+        }
+        // A third payload under the same id is a conflict of its own.
+        let third = Fixture.statement(signer: 0x11, id: 7, payload: 0xA2)
+        #expect(ledger.state.lookup(third) == .conflict(position: 0))
         try ledger.append(.deposit, eur(100), statement: otherIssuer)
         #expect(ledger.state.balance(.eur) == eur(200))
     }

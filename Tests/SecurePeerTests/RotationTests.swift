@@ -106,7 +106,9 @@ struct RotationTests {
             defer { backup.close(); fresh.close() }
             try Wallet.recover(paths: test.paths, backup: backup, newToken: fresh, newTokenURI: newToken.uri)
         }
-        let recovered = try Wallet.open(paths: test.paths, token: try newToken.session())
+        // The test wallet's clock, as before the loss: the system's would be months past its entries.
+        let now = test.now
+        let recovered = try Wallet.open(paths: test.paths, token: try newToken.session(), clock: { now })
         #expect(throws: WalletError(.keyMismatch, "")) { try recovered.signer }
         let backup = try test.backup.session()
         defer { backup.close() }

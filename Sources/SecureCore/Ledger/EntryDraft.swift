@@ -167,6 +167,10 @@ public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
     /// Another transfer was already credited (or refused) for the same offer: one approval pays once. The
     /// second transfer is kept as a refused statement, and the payer reverses its second debit.
     case offerAlreadyCredited = 8
+    /// Crediting the amount would take the payee's balance past the largest amount a wallet can hold
+    /// (Int64.max minor units). The payee cannot credit it, so it refuses with a signature and the payer
+    /// reverses its debit instead of waiting forever for an answer.
+    case balanceOverflow = 9
 }
 
 /// Why the wallet's own policy refused a statement without recording it.
@@ -190,6 +194,10 @@ public enum PolicyRefusalReason: Hashable, Sendable {
     case consistencyProofInvalid
     /// The transfer is older than a checkpoint of the payer this wallet holds, and no kept proof links them.
     case staleTransfer
+    /// Depositing the voucher would take the balance past the largest amount a wallet can hold. Not a policy
+    /// but the wallet's present state: nothing is recorded, so the voucher, which only this wallet can use,
+    /// is deposited once the balance is lower instead of being refused for good.
+    case balanceOverflow
 }
 
 /// Why a statement was dropped.

@@ -20,6 +20,9 @@ public struct LedgerState: Hashable, Sendable {
     public private(set) var windowTotals: [String: WindowTotal] = [:]
     /// Every recorded statement by (signer, id).
     private var statements: [StatementKey: RecordedStatement] = [:]
+    /// The position of each `conflictingStatement` entry by the second payload it keeps, so one conflict is
+    /// recorded once: the same second payload again is a duplicate of that entry.
+    private var conflicts: [StatementReference: UInt64] = [:]
     /// This wallet's payments out by transfer id, for reversals.
     private var paymentsOut: [StatementID: PaymentOut] = [:]
     /// Where statements recorded before a resumption point are looked up; nil for a replayed state.
@@ -55,12 +58,19 @@ public struct LedgerState: Hashable, Sendable {
     /// The balance in `currency`, zero when nothing was ever credited in it.
     public func balance(_ currency: Currency) -> Money { balances[currency] ?? .zero(currency) }
 
+    /// Whether crediting `amount` keeps the balance within the largest amount a wallet can hold: the check
+    /// a statement makes before it becomes a credit that `apply` would refuse.
+    public func canCredit(_ amount: Money) -> Bool { (try? balance(amount.currency).adding(amount)) != nil }
+
     /// Whether a statement is new, a re-delivery of one already recorded, or a conflicting payload under
     /// a recorded id. The wallet asks before it builds an entry; a duplicate returns the original entry.
+    /// A conflicting payload already kept by a `conflictingStatement` entry is a duplicate of that entry:
+    /// evidence of one conflict is recorded once, however often it is delivered.
     public func lookup(_ statement: StatementReference) -> StatementLookup {
         guard let recorded = statements[statement.key] ?? index.recorded(statement) else { return .new }
-        return recorded.payloadDigest == statement.payloadDigest
-            ? .duplicate(position: recorded.position) : .conflict(position: recorded.position)
+        if recorded.payloadDigest == statement.payloadDigest { return .duplicate(position: recorded.position) }
+        if let kept = conflicts[statement] ?? index.conflict(statement) { return .duplicate(position: kept) }
+        return .conflict(position: recorded.position)
     }
 
     /// Whether this wallet's payment out with `transferID` was reversed.
@@ -96,6 +106,7 @@ public struct LedgerState: Hashable, Sendable {
             statements[statement.key] = RecordedStatement(
                 payloadDigest: statement.payloadDigest, position: entry.position)
         }
+        if let statement = entry.statement, effect.recordsConflict { conflicts[statement] = entry.position }
         if let (id, payment) = effect.paymentOut { paymentsOut[id] = payment }
         size += 1
         head = entry.link
@@ -133,13 +144,20 @@ public struct LedgerState: Hashable, Sendable {
             return Effect(recordsStatement: true)
         case .conflictingStatement:
             // Valid entries of this kind always name a statement.
-            guard case .conflict = lookup(entry.statement!) else {
+            let statement = entry.statement!
+            switch lookup(statement) {
+            case .conflict: return Effect(recordsConflict: true)
+            case .duplicate(let position) where (conflicts[statement] ?? index.conflict(statement)) == position:
+                throw LedgerError(
+                    .duplicateStatement,
+                    "entry \(entry.position) records again the conflict that entry \(position) keeps; "
+                        + "one conflict is recorded once")
+            case .duplicate, .new:
                 throw LedgerError(
                     .noConflict,
                     "entry \(entry.position) records a conflict with no recorded statement "
                         + "under that id and another payload")
             }
-            return Effect()
         case .keyEvent, .rollbackAccepted: return Effect()
         }
     }
@@ -314,6 +332,8 @@ public enum StatementLookup: Hashable, Sendable {
 public protocol StatementIndex: AnyObject, Sendable {
     /// The payload digest and position recorded for (signer, id), if any.
     func recordedStatement(signer: Digest32, id: StatementID) -> (payloadDigest: Digest32, position: UInt64)?
+    /// The position of the `conflictingStatement` entry that keeps exactly this statement, if any.
+    func recordedConflict(_ statement: StatementReference) -> UInt64?
     /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal or a
     /// confirmation followed.
     func paymentOut(transferID: StatementID) -> (amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool)?
@@ -333,6 +353,8 @@ private struct IndexReference: Hashable, @unchecked Sendable {
             RecordedStatement(payloadDigest: $0.payloadDigest, position: $0.position)
         }
     }
+
+    func conflict(_ statement: StatementReference) -> UInt64? { index?.recordedConflict(statement) }
 
     func paymentOut(transferID: StatementID) -> PaymentOut? {
         index?.paymentOut(transferID: transferID).map {
@@ -360,5 +382,6 @@ private struct Effect {
     var budget: (String, Budget?)?
     var resetsWindow = false
     var recordsStatement = false
+    var recordsConflict = false
     var paymentOut: (StatementID, PaymentOut)?
 }

@@ -244,7 +244,9 @@ public enum TransferCheck {
     /// digest and payload, proximity mark), it is the checkpoint's last entry (position size − 1, its
     /// link the head), and its inclusion proof leads to the checkpoint root; a spatial proof, when both
     /// the transfer and the policy name one, is the same. `peerFailure` is a failed check of the peer
-    /// protocol (the ready record, the `hello` checkpoint), refused finally like the others.
+    /// protocol (the ready record, the `hello` checkpoint), refused finally like the others. Last, a credit
+    /// that would take the balance past the largest amount is refused too (`balanceOverflow`): the payee
+    /// cannot credit it, and a signed refusal lets the payer reverse instead of waiting for ever.
     public static func evaluate(
         _ transfer: SignedTransfer, walletID: WalletID, payerLog: KeyEventLog, state: LedgerState,
         policy: TransferPolicy, peerFailure: RefusalReason? = nil
@@ -259,7 +261,8 @@ public enum TransferCheck {
         let bytes = transfer.encoded
         return StatementVerdict.resolve(
             reference: reference, payload: bytes, counterparty: order.payerWalletID.bytes, state: state,
-            failure: failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
+            failure: refusalReason(
+                transfer, walletID: walletID, policy: policy, peerFailure: peerFailure, state: state)
         ) {
             var flags: EntryFlags = []
             switch order.proximity {
@@ -300,6 +303,18 @@ public enum TransferCheck {
             return evidence.verify().isProven ? .retiredSigner(evidence) : .unknownSigner
         case .unknown, .beforeInForce: return .unknownSigner
         }
+    }
+
+    /// Why `evaluate` refuses a validly signed transfer to this wallet with a signed refusal, or nil: the
+    /// first check it fails, then `peerFailure`, then a credit the balance cannot take. A payee whose signed
+    /// refusal was lost (a crash between the refused entry's commit and the refusal's) signs it again from
+    /// this: nothing but the payee's own records can have seen the lost one.
+    public static func refusalReason(
+        _ transfer: SignedTransfer, walletID: WalletID, policy: TransferPolicy, peerFailure: RefusalReason?,
+        state: LedgerState
+    ) -> RefusalReason? {
+        failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
+            ?? (state.canCredit(transfer.payload.order.amount) ? nil : .balanceOverflow)
     }
 
     /// The first check a validly signed transfer to this wallet fails, or nil.

@@ -81,7 +81,8 @@ extension SignedStatement where Payload == Voucher {
 
 /// The checks `secure deposit` makes, in order: the signature (else dropped), a trusted issuer (else a
 /// policy refusal that records nothing, so the voucher can be deposited after `secure issuer trust`),
-/// a re-delivery (duplicate or conflict), and the recipient (else refused finally).
+/// a re-delivery (duplicate or conflict), the recipient (else refused finally), and room in the balance
+/// (else refused without a record, so it can be deposited once the balance is lower).
 public enum VoucherCheck {
     /// The verdict for depositing `voucher` into the wallet `walletID` whose ledger is at `state`.
     ///
@@ -96,14 +97,21 @@ public enum VoucherCheck {
         let reference = voucher.statementReference
         let bytes = voucher.encoded
         let issuer = payload.issuerKey.fingerprint
-        let failure: RefusalReason? = payload.recipientWalletID == walletID ? nil : .wrongRecipient
         return StatementVerdict.resolve(
-            reference: reference, payload: bytes, counterparty: issuer, state: state, failure: failure
+            reference: reference, payload: bytes, counterparty: issuer, state: state,
+            failure: failure(of: payload, walletID: walletID)
         ) {
-            .accept(
+            guard state.canCredit(payload.amount) else { return .policyRefusal(.balanceOverflow) }
+            return .accept(
                 EntryDraft(
                     kind: .deposit, amount: payload.amount, counterparty: issuer, statement: reference, payload: bytes))
         }
+    }
+
+    /// Why a validly signed voucher is refused finally, or nil. It depends on the voucher and the wallet id
+    /// alone, so a voucher refused once is refused for the same reason whenever it is delivered again.
+    public static func failure(of voucher: Voucher, walletID: WalletID) -> RefusalReason? {
+        voucher.recipientWalletID == walletID ? nil : .wrongRecipient
     }
 }
 
