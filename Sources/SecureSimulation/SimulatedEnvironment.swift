@@ -113,7 +113,8 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
             note("pin \(fields["error"].map { String($0.prefix(50)) } ?? "")")
         case "keyEvents":
             if fields["outcome"] == "followed" { simulator.stats.keyLogsFollowed += 1 } else { keyLogGarbled = true }
-            note("key events \(fields["outcome"] ?? "?")")
+            let outcome = fields["outcome"] ?? "?"
+            note(outcome == "followed" ? "key events followed" : "key events \(outcome): \(text.prefix(90))")
         case "debit", "credit", "refused", "reversal", "protocol", "receipt":
             note(
                 "\(name) "

@@ -46,10 +46,10 @@ public final class LedgerStore: @unchecked Sendable {
         DROP TABLE ready_records;
         CREATE TABLE ready_records (offer_id BLOB NOT NULL, payer BLOB NOT NULL, record BLOB NOT NULL,
                                     consumed_by BLOB, PRIMARY KEY (offer_id, payer));
-        CREATE TABLE peer_proofs (wallet BLOB NOT NULL, from_size INTEGER NOT NULL, from_root BLOB NOT NULL,
+        CREATE TABLE IF NOT EXISTS peer_proofs (wallet BLOB NOT NULL, from_size INTEGER NOT NULL, from_root BLOB NOT NULL,
                                   to_size INTEGER NOT NULL, proof BLOB NOT NULL,
                                   PRIMARY KEY (wallet, from_size, to_size));
-        CREATE TABLE inconsistencies (wallet BLOB NOT NULL, held BLOB NOT NULL, offered BLOB NOT NULL,
+        CREATE TABLE IF NOT EXISTS inconsistencies (wallet BLOB NOT NULL, held BLOB NOT NULL, offered BLOB NOT NULL,
                                       PRIMARY KEY (wallet, held, offered));
         """,
     ]
