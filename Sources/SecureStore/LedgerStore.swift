@@ -241,17 +241,7 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// A ready record that a credit (or a refusal) consumes in its own transaction: the record of
     /// (offer id, payer), marked with the transfer that used it. An unconsumed record must exist.
-    public struct ReadyRecordUse: Sendable {
-        public let offerID: OfferID
-        public let payer: WalletID
-        public let transferID: TransferID
-
-        public init(offerID: OfferID, payer: WalletID, transferID: TransferID) {
-            self.offerID = offerID
-            self.payer = payer
-            self.transferID = transferID
-        }
-    }
+    public typealias ReadyRecordUse = (offerID: OfferID, payer: WalletID, transferID: TransferID)
 
     /// Appends many entries and one signed checkpoint that covers them all (its size is the ledger's new
     /// size) in one durable transaction: a bulk import, or a benchmark fixture, pays one commit and one

@@ -108,7 +108,7 @@ extension Wallet {
         try keepProvenLog(log)
         try keepForkEvidence(about: transfer)
         let use = readyRecord.map {
-            LedgerStore.ReadyRecordUse(offerID: $0, payer: payer, transferID: transfer.payload.order.transferID)
+            (offerID: $0, payer: payer, transferID: transfer.payload.order.transferID)
         }
         var outcome = try settle(verdict, refusal: nil, consuming: use)
         let reference = transfer.statementReference
@@ -148,9 +148,7 @@ extension Wallet {
         let held = try ledger.peerCheckpoints(wallet: payer).compactMap { try? SignedCheckpoint.decode($0) }
         let kept = try ledger.peerProofs(wallet: payer).compactMap { row in
             held.first { $0.checkpoint.size == row.toSize }.map {
-                KeptProof(
-                    claim: ConsistencyClaim(fromSize: row.fromSize, fromRoot: row.fromRoot, proof: row.proof),
-                    target: $0)
+                (claim: ConsistencyClaim(fromSize: row.fromSize, fromRoot: row.fromRoot, proof: row.proof), target: $0)
             }
         }
         let offered = transfer.payload.checkpoint

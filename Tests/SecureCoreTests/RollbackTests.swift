@@ -31,7 +31,7 @@ struct RollbackTests {
         #expect(RollbackCheck.evaluate(b, claims: [claim], held: [a], kept: []) == .consistent)
         // The second first, then the first late, linked by the proof kept from the second.
         #expect(RollbackCheck.evaluate(b, claims: [claim], held: [], kept: []) == .consistent)
-        let kept = KeptProof(claim: claim, target: b)
+        let kept: KeptProof = (claim: claim, target: b)
         #expect(RollbackCheck.evaluate(a, claims: [], held: [b], kept: [kept]) == .consistent)
         // Without the kept proof the late one is stale; a re-delivery of a held one is consistent.
         #expect(RollbackCheck.evaluate(a, claims: [], held: [b], kept: []) == .staleUnlinked)

@@ -42,19 +42,10 @@ public struct ConsistencyClaim: Hashable, Sendable {
     }
 }
 
-/// A consistency proof a payee kept from an accepted transfer: (fromSize, fromRoot) proven to lead to the
-/// payer's signed checkpoint of `toSize`, which the payee holds. It lets a late, older transfer be linked to
-/// what the payee holds, and turns a conflicting one into evidence of type 6.
-public struct KeptProof: Hashable, Sendable {
-    public let claim: ConsistencyClaim
-    /// The signed checkpoint the claim leads to.
-    public let target: SignedCheckpoint
-
-    public init(claim: ConsistencyClaim, target: SignedCheckpoint) {
-        self.claim = claim
-        self.target = target
-    }
-}
+/// A consistency proof a payee kept from an accepted transfer: the claim, proven to lead to the payer's
+/// signed checkpoint `target`, which the payee holds. It lets a late, older transfer be linked to what the
+/// payee holds, and turns a conflicting one into evidence of type 6.
+public typealias KeptProof = (claim: ConsistencyClaim, target: SignedCheckpoint)
 
 /// The payee's check that a payer's transfer by file does not roll back a history the payee has seen:
 /// what offline checking can catch of a payer restored from an old copy (docs/THREAT-MODEL.md).
