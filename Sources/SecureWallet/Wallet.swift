@@ -12,6 +12,8 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
     case divergent(size: UInt64)
     /// The anchor is gone while the ledger has history.
     case anchorMissing
+    /// The last `ledger verify` failed (recorded on the token, see `VerificationMark`); the text says why.
+    case verificationFailed(String)
 
     public var description: String {
         switch self {
@@ -26,6 +28,10 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
                 + "or rewritten. Restore the wallet's own database"
         case .anchorMissing:
             return "the anchor is missing although the ledger has history; it was deleted, or this is another token"
+        case .verificationFailed(let why):
+            return
+                "the last `secure ledger verify` failed (\(why)). Restore the wallet folder from a good backup, then run "
+                + "`secure ledger verify` again: the wallet signs nothing until it verifies"
         }
     }
 }
