@@ -12,6 +12,10 @@ struct LedgerVerifyCLITests {
     static let pageByteCount = 1024
     /// Offsets flipped in every page: early data, the middle, late data, the IV (page size − 48 … − 32) and
     /// the HMAC (− 32 … − 12). Page 1's first 16 bytes are the salt, which the open itself checks.
+    /// Measured on this wallet (35 pages, no free page): all 175 flips fail verification; without the
+    /// physical checks (integrity_check and every row read) 75 of them passed. The last 12 bytes of each
+    /// page (offsets 1012 … 1023, the reserve's padding after the HMAC) are not authenticated by SQLCipher
+    /// and hold nothing: flips there pass on every page, and are left out here on purpose.
     static let offsets = [20, 333, 700, 980, 1000]
 
     /// Alice deposits, pays Bob by file, and confirms Bob's receipt: every table that a wallet fills in file

@@ -136,4 +136,25 @@ struct EntryStatementCheckTests {
             p.alice, sources(p.alice, trusted: [p.issuer.publicKey], logs: [p.bob.log], sent: [wrong]))
         #expect(mismatched.count == 1 && mismatched[0].contains("(paymentOut)"), "\(mismatched)")
     }
+
+    /// `audit verify` runs the same checks over a bundle's entries with the sources the bundle carries.
+    @Test func anAuditBundleChecksTheSameStatements() throws {
+        let p = try payment()
+        let checkpoint = try p.alice.checkpoint()
+        let proven = p.alice.entries.map {
+            AuditBundle.ProvenEntry(leaf: $0.encoded, proof: p.alice.tree.inclusionProof(index: $0.position))
+        }
+        var bundle = AuditBundle(
+            walletID: p.alice.walletID, keyEvents: p.alice.log.events, keyEventEntries: [proven[0]], from: 0,
+            entries: proven, rangeCheckpoint: checkpoint, latest: checkpoint, consistencyProof: [])
+        func statementProblems(trusted: Set<P256.PublicKey>) -> [String] {
+            bundle.statementContext = AuditBundle.StatementContext(
+                trustedIssuers: trusted, peerKeyEvents: [p.bob.walletID: p.bob.log.events],
+                sentTransfers: [p.transfer.payload.order.transferID: p.transfer])
+            return bundle.verify().filter { $0.contains("): ") && $0.hasPrefix("entry ") }
+        }
+        #expect(statementProblems(trusted: [p.issuer.publicKey]) == [])
+        let untrusted = statementProblems(trusted: [])
+        #expect(untrusted.count == 1 && untrusted[0].hasPrefix("entry 1 (deposit)"), "\(untrusted)")
+    }
 }
