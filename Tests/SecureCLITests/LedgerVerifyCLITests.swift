@@ -96,4 +96,30 @@ struct LedgerVerifyCLITests {
                 + world.wallet("alice"))
         #expect(again.status == 0, "\(again.stderr)")
     }
+
+    /// `audit verify` and the Python oracle check the statements inside a bundle's entries: Alice's bundle
+    /// (a deposit, a payment out, a confirmation) and Bob's (a credit) verify; with the issuer left out of
+    /// the trusted set, or the payer's log left out, both verifiers fail and name the entry.
+    @Test func auditBundlesCarryAndCheckTheStatements() throws {
+        let world = try Self.paidAndConfirmed()
+        let python = RotationCLITests.python, oracle = RotationCLITests.oracle
+        for (name, field) in [("alice", "trustedIssuers"), ("bob", "peerKeyEvents")] {
+            #expect(try world.run(["audit", "export", "--out", "\(name).json"] + world.wallet(name)).status == 0)
+            let good = try world.run(["audit", "verify", "\(name).json"])
+            #expect(good.status == 0, "\(good.output)\(good.stderr)")
+            let checked = try Run.program(python, [oracle, world.directory + "/\(name).json"])
+            #expect(checked.status == 0 && checked.output.hasPrefix("OK"), "\(checked.output)\(checked.stderr)")
+            let path = world.directory + "/\(name).json"
+            var json = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+            var sources = try #require(json["statementSources"] as? [String: Any])
+            sources[field] = [Any]()
+            json["statementSources"] = sources
+            try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: path + ".bad"))
+            let bad = try world.run(["audit", "verify", "\(name).json.bad"])
+            #expect(bad.status == 7 && bad.stderr.contains("INVALID: entry "), "\(name): \(bad.output)\(bad.stderr)")
+            let refused = try Run.program(python, [oracle, path + ".bad"])
+            #expect(refused.status == 1 && refused.output.contains("INVALID: entry "), "\(name): \(refused.output)")
+        }
+    }
 }

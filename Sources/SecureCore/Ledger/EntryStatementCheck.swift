@@ -96,31 +96,26 @@ public enum EntryStatementCheck {
                 transfer, walletID: sources.walletID, payerLog: log, state: empty, policy: policy), entry)
     }
 
-    /// Why a statement about a sent transfer cannot be checked.
-    struct Missing: Error {
-        let text: String
-    }
-
-    /// The transfer this wallet sent under `id`, and its payee's log.
-    static func sent(_ id: TransferID, _ sources: StatementSources) -> Result<(SignedTransfer, KeyEventLog), Missing> {
+    /// `check` of the transfer this wallet sent under `id` with its payee's log, or why either is missing.
+    static func withSent(
+        _ id: TransferID, _ sources: StatementSources, _ check: (SignedTransfer, KeyEventLog) -> String?
+    ) -> String? {
         guard let transfer = sources.sentTransfer(id), transfer.payload.order.payerWalletID == sources.walletID,
             transfer.isSignatureValid
-        else { return .failure(Missing(text: "no signed transfer of this wallet with id \(id.hex) is held")) }
+        else { return "no signed transfer of this wallet with id \(id.hex) is held" }
         let payee = transfer.payload.order.payeeWalletID
         guard let log = sources.peerLog(payee) else {
-            return .failure(Missing(text: "no key-event log of its payee \(payee.hex) is held (peer_key_events)"))
+            return "no key-event log of its payee \(payee.hex) is held (peer_key_events)"
         }
-        return .success((transfer, log))
+        return check(transfer, log)
     }
 
     static func reversal(_ entry: LedgerEntry, _ sources: StatementSources) -> String? {
         guard let refusal = decode(SignedRefusal.self, entry.payload) else {
             return "its payload is not a signed refusal"
         }
-        switch sent(refusal.payload.transferID, sources) {
-        case .failure(let missing): return missing.text
-        case .success(let (transfer, log)):
-            return matches(RefusalCheck.evaluate(refusal, of: transfer, payeeLog: log, state: empty), entry)
+        return withSent(refusal.payload.transferID, sources) { transfer, log in
+            matches(RefusalCheck.evaluate(refusal, of: transfer, payeeLog: log, state: empty), entry)
         }
     }
 
@@ -128,12 +123,10 @@ public enum EntryStatementCheck {
         guard let receipt = decode(SignedReceipt.self, entry.payload) else {
             return "its payload is not a signed receipt"
         }
-        switch sent(receipt.payload.transferID, sources) {
-        case .failure(let missing): return missing.text
-        case .success(let (transfer, log)):
+        return withSent(receipt.payload.transferID, sources) { transfer, log in
             switch ReceiptCheck.evaluate(receipt, of: transfer, payeeLog: log) {
-            case .confirms: return matches(ReceiptCheck.confirmation(receipt, state: empty), entry)
-            case .dropped(let reason): return "its receipt does not confirm the transfer sent: \(reason)"
+            case .confirms: matches(ReceiptCheck.confirmation(receipt, state: empty), entry)
+            case .dropped(let reason): "its receipt does not confirm the transfer sent: \(reason)"
             }
         }
     }
