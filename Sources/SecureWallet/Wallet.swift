@@ -57,6 +57,10 @@ public final class Wallet {
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
     package var signer: MessageSigner {
         get throws {
+            // A failed `ledger verify` stops every signature, not only appends (receipts, measurements).
+            if let lockReason, case .verificationFailed = lockReason {
+                throw WalletError(.locked, "the wallet is locked and signs nothing: \(lockReason)")
+            }
             guard let tokenSigner else {
                 throw WalletError(
                     .keyMismatch,

@@ -42,6 +42,9 @@ struct LedgerVerifyTests {
             Issue.record("a failed verification must lock the wallet at the next open"); return
         }
         #expect(throws: WalletError.self) { try bob.setBudget("food", "3.00 EUR") }
+        #expect(throws: WalletError.self, "receipts and measurements are signed outside appends") {
+            _ = try bob.wallet!.signer
+        }
         try bob.wallet!.ledger.storePeerKeyEvents(wallet: payer, events: events)
         #expect(try bob.reopen().lockReason != nil, "putting the rows back does not lift the lock by itself")
         #expect(try bob.wallet!.verifyLedger().isValid)
