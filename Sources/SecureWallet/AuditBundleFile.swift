@@ -42,6 +42,20 @@ public enum AuditBundleFile {
         let rangeCheckpoint: String
         let latestCheckpoint: String
         let consistencyProof: [String]
+        /// What the statement checks need (absent from bundles written before them).
+        let statementSources: SourcesJSON?
+    }
+
+    struct PeerLogJSON: Codable {
+        let walletID: String
+        let events: [String]
+    }
+
+    /// Hex of 65-byte issuer points, each peer's signed key events, and each signed transfer sent.
+    struct SourcesJSON: Codable {
+        let trustedIssuers: [String]
+        let peerKeyEvents: [PeerLogJSON]
+        let sentTransfers: [String]
     }
 
     /// The bundle of a wallet for entries [from, to) (default: the whole ledger).
@@ -85,10 +99,75 @@ public enum AuditBundleFile {
             },
             keyEvents: events, from: from, to: end, entries: entries, rangeCheckpoint: Hex.encode(rangeBytes),
             latestCheckpoint: Hex.encode(latestBytes),
-            consistencyProof: hex(try store.consistencyProof(oldSize: end, newSize: size)))
+            consistencyProof: hex(try store.consistencyProof(oldSize: end, newSize: size)),
+            statementSources: try sources(wallet, from: from, to: end))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return Array(try encoder.encode(document)) + [0x0a]
+    }
+
+    /// The statement sources of the entries [from, to): the trusted issuers, the logs of the peers they name,
+    /// and the signed transfers this wallet sent that they name.
+    static func sources(_ wallet: Wallet, from: UInt64, to: UInt64) throws -> SourcesJSON {
+        let store = wallet.ledger
+        var peers = Set<WalletID>(), sent = Set<TransferID>()
+        try store.forEachEntry(from: from, to: to) { entry in
+            switch entry.kind {
+            case .paymentIn, .paymentOut, .reversal, .confirmation:
+                if let peer = WalletID(bytes: entry.counterparty) { peers.insert(peer) }
+                if entry.kind != .paymentIn, let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) }) {
+                    sent.insert(id)
+                }
+            case .deposit, .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
+            }
+        }
+        let logs = try peers.sorted { $0.hex < $1.hex }.compactMap { peer in
+            try store.peerKeyEventLog(wallet: peer).map {
+                PeerLogJSON(walletID: peer.hex, events: $0.events.map { Hex.encode($0.encoded) })
+            }
+        }
+        let transfers = try sent.sorted { $0.hex < $1.hex }.compactMap { try store.outgoing(transferID: $0)?.signed }
+        return SourcesJSON(
+            trustedIssuers: try wallet.trustedIssuers().map { Hex.encode($0.x963) }.sorted(), peerKeyEvents: logs,
+            sentTransfers: transfers.map(Hex.encode))
+    }
+
+    /// The statement context a bundle's sources give.
+    static func context(_ json: SourcesJSON) throws -> AuditBundle.StatementContext {
+        func bytes(_ text: String, _ what: String) throws -> [UInt8] {
+            guard let value = Hex.decode(text) else { throw WalletError(.invalidInput, "\(what) is not hex") }
+            return value
+        }
+        var logs: [WalletID: [SignedKeyEvent]] = [:]
+        for peer in json.peerKeyEvents {
+            guard let id = WalletID(hex: peer.walletID) else {
+                throw WalletError(.invalidInput, "a peer's walletID is not hex of \(WalletID.byteCount) bytes")
+            }
+            logs[id] = try peer.events.map {
+                guard let event = try SignedKeyEvent.decode(try bytes($0, "a peer's key event")) else {
+                    throw WalletError(.invalidInput, "a peer's key event in the bundle is truncated")
+                }
+                return event
+            }
+        }
+        var transfers: [TransferID: SignedTransfer] = [:]
+        for text in json.sentTransfers {
+            guard let transfer = try SignedTransfer.decode(try bytes(text, "a sent transfer")) else {
+                throw WalletError(.invalidInput, "a sent transfer in the bundle is truncated")
+            }
+            transfers[transfer.payload.order.transferID] = transfer
+        }
+        let issuers = try json.trustedIssuers.map {
+            do {
+                return try P256.PublicKey(x963: try bytes($0, "a trusted issuer"))
+            } catch let error as WalletError {
+                throw error
+            } catch {
+                throw WalletError(.invalidInput, "a trusted issuer is not a P-256 point")
+            }
+        }
+        return AuditBundle.StatementContext(
+            trustedIssuers: Set(issuers), peerKeyEvents: logs, sentTransfers: transfers)
     }
 
     /// The wallet's key-event log from an audit bundle (`secure audit export`), which must verify as a
@@ -144,7 +223,7 @@ public enum AuditBundleFile {
         guard let walletID = WalletID(hex: document.walletID) else {
             throw WalletError(.invalidInput, "the bundle's walletID is not hex of \(WalletID.byteCount) bytes")
         }
-        let bundle = AuditBundle(
+        var bundle = AuditBundle(
             walletID: walletID, keyEvents: events,
             keyEventEntries: try document.keyEvents.map {
                 .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof))
@@ -156,6 +235,7 @@ public enum AuditBundleFile {
             rangeCheckpoint: try checkpoint(document.rangeCheckpoint),
             latest: try checkpoint(document.latestCheckpoint),
             consistencyProof: try proof(document.consistencyProof))
+        bundle.statementContext = try document.statementSources.map(context)
         var problems = bundle.verify()
         // The listed public keys are a convenience; they must be exactly the log's.
         let listed = document.publicKeys.map(\.spki)

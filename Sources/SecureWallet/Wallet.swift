@@ -12,6 +12,8 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
     case divergent(size: UInt64)
     /// The anchor is gone while the ledger has history.
     case anchorMissing
+    /// The last `ledger verify` failed (recorded on the token, see `VerificationMark`); the text says why.
+    case verificationFailed(String)
 
     public var description: String {
         switch self {
@@ -26,6 +28,10 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
                 + "or rewritten. Restore the wallet's own database"
         case .anchorMissing:
             return "the anchor is missing although the ledger has history; it was deleted, or this is another token"
+        case .verificationFailed(let why):
+            return
+                "the last `secure ledger verify` failed (\(why)). Restore the wallet folder from a good backup, then run "
+                + "`secure ledger verify` again: the wallet signs nothing until it verifies"
         }
     }
 }
@@ -51,6 +57,10 @@ public final class Wallet {
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
     package var signer: MessageSigner {
         get throws {
+            // A failed `ledger verify` stops every signature, not only appends (receipts, measurements).
+            if let lockReason, case .verificationFailed = lockReason {
+                throw WalletError(.locked, "the wallet is locked and signs nothing: \(lockReason)")
+            }
             guard let tokenSigner else {
                 throw WalletError(
                     .keyMismatch,

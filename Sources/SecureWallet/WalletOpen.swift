@@ -85,7 +85,7 @@ extension Wallet {
             )
         }
         let state = try resumedState(store, latest.checkpoint)
-        let lockReason: WalletLockReason?
+        var lockReason: WalletLockReason?
         var repairNeeded: String?
         switch access {
         case .appending:
@@ -106,6 +106,10 @@ extension Wallet {
                     + "another secure process is between a commit and its anchor update, or one stopped there. The "
                     + "entries in between verify; if this stays, `secure ledger repair` moves the anchor forward"
             }
+        }
+        // A failed `ledger verify` locks until one succeeds; the anchor's lock, when there is one, says more.
+        if lockReason == nil, let failure = try VerificationMark(session: session, walletID: walletID).load() {
+            lockReason = .verificationFailed(failure)
         }
         let signer = signingKey.map { TokenSigner(token: session, key: $0) }
         let wallet = Wallet(

@@ -14,7 +14,9 @@ enum LedgerCommands {
           secure history [--json]                     entries grouped by date
           secure ledger verify [--json] [--accept-rollback]
                                                       replay every entry; check the chain, the Merkle tree, every
-                                                      checkpoint's signature and state, and the anchor.
+                                                      checkpoint's signature and state, every entry's signed
+                                                      statement, every database row, and the anchor. A failure
+                                                      locks the wallet until a verification succeeds.
                                                       --accept-rollback leaves a rollback lock: it re-anchors and
                                                       records a signed statement that you did
           secure ledger repair                        (writes) upgrade an older schema; move an anchor a crash left
@@ -105,7 +107,9 @@ enum LedgerCommands {
             words, options: walletOptions, flags: appendingFlags.union(["accept-rollback"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, arguments.flag("accept-rollback") ? .appending : .reading)
-        let report = try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID)
+        // Checks every statement and every row, and records the outcome on the token: a failure locks the
+        // wallet at every later open until a verification succeeds.
+        let report = try wallet.verifyLedger()
         if arguments.flag("accept-rollback"), let lock = wallet.lockReason {
             guard report.isValid else {
                 printError(
@@ -118,7 +122,7 @@ enum LedgerCommands {
                 "secure: accepted the rollback (\(lock)); recorded as signed entry \(entry.position) and re-anchored")
         }
         var problems = report.problems
-        if let lock = wallet.lockReason { problems.append("anchor: \(lock)") }
+        if let lock = wallet.lockReason, !isVerificationLock(lock) { problems.append("anchor: \(lock)") }
         if arguments.flag("json") {
             printJSON([
                 "valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
@@ -149,6 +153,12 @@ enum LedgerCommands {
 }
 
 extension LedgerCommands {
+    /// Whether the lock is the one a failed verification left (which this verification re-decides).
+    static func isVerificationLock(_ lock: WalletLockReason) -> Bool {
+        if case .verificationFailed = lock { return true }
+        return false
+    }
+
     /// Opens the wallet for appending, which repairs what reading commands only report: it upgrades an
     /// older schema, moves an anchor that a crash left behind forward over entries that verify, and writes
     /// the first anchor an interrupted `wallet init` missed. A rollback lock is not repaired here.

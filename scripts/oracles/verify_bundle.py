@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Independent verifier of a `secure audit export` bundle, written from docs/PROTOCOL.md alone
-("Audit bundles", "Key events", "Checkpoint encoding", "Ledger entry encoding", "Merkle tree and proofs").
+("Audit bundles", "Key events", "Checkpoint encoding", "Ledger entry encoding", "Merkle tree and proofs",
+"Vouchers", "Transfers, receipts and refusals"). With `statementSources`, it also checks the signed
+statement inside each entry of the range: signatures, the signer's key in the signer's key-event log, the
+recipient, issuer trust, amounts and statement references. (The Swift verifier checks more: each key's
+date against its log, and every field of a transfer; this oracle is the independent cross-check.)
 Uses only the standard library and the `cryptography` package. Prints OK and exits 0, or prints each
 problem and exits 1.
 
@@ -157,6 +161,165 @@ def entry_position_and_tail(leaf):
     return struct.unpack(">Q", leaf[1:9])[0], leaf[-32:]
 
 
+def fingerprint(point):
+    return sha256(SPKI_PREFIX + point)
+
+
+def parse_entry(leaf):
+    """The fields of a ledger entry encoding ("Ledger entry encoding")."""
+    r = Reader(leaf)
+    if r.u8() != 1:
+        raise ValueError("entry version")
+    entry = {"position": r.u64(), "id": r.take(16), "kind": r.u8(), "flags": r.u8()}
+    entry["amount"] = r.take(12) if r.u8() == 1 else None
+    entry["category"] = r.take(r.u8())
+    entry["counterparty"] = r.take(r.u8())
+    entry["note"] = r.take(r.u16())
+    entry["time"] = r.take(8)
+    entry["statement"] = r.take(80) if r.u8() == 1 else None
+    entry["payload"] = r.take(struct.unpack(">I", r.take(4))[0])
+    r.take(32)
+    if not r.at_end():
+        raise ValueError("trailing bytes after an entry")
+    return entry
+
+
+def parse_signed_statement(data):
+    """version u8 (1) || u32 length || payload || u8 length || DER signature."""
+    r = Reader(data)
+    if r.u8() != 1:
+        raise ValueError("signed statement version")
+    payload = r.take(struct.unpack(">I", r.take(4))[0])
+    signature = r.take(r.u8())
+    if not r.at_end():
+        raise ValueError("trailing bytes after a signed statement")
+    return payload, signature
+
+
+def parse_answer(payload):
+    """A receipt's or refusal's head (version 2): transfer id, transfer digest, payer, payee, payee key, key
+    date (24 bytes), amount."""
+    r = Reader(payload)
+    if r.u8() != 2:
+        raise ValueError("receipt or refusal version")
+    return {"transfer": r.take(16), "digest": r.take(32), "payer": r.take(32), "payee": r.take(32),
+            "key": r.take(65), "date": r.take(24), "amount": r.take(12)}
+
+
+def parse_order(data):
+    r = Reader(data)
+    if r.u8() != 1:
+        raise ValueError("order version")
+    return {"transfer": r.take(16), "payer": r.take(32), "key": r.take(65), "payee": r.take(32),
+            "amount": r.take(12)}
+
+
+def transfer_order(payload):
+    """The order bytes at the head of a transfer payload (version 1, u16 length, order)."""
+    r = Reader(payload)
+    if r.u8() != 1:
+        raise ValueError("transfer version")
+    return r.take(r.u16())
+
+
+def peer_keys(sources, wallet):
+    """The signing keys of a peer's key-event log, if the log's inception is that wallet's and each event
+    is signed by the key it puts in force and chains to the one before; else None."""
+    for peer in sources["peerKeyEvents"]:
+        if bytes.fromhex(peer["walletID"]) != wallet:
+            continue
+        events = [parse_signed_event(bytes.fromhex(e)) for e in peer["events"]]
+        if not events or events[0]["digest"] != wallet:
+            return None
+        for i, ev in enumerate(events):
+            if not verify_signature(ev["key"], b"secure-key-event-v1", ev["body"], ev["signature"]):
+                return None
+            if i > 0 and (ev["previous"] != events[i - 1]["digest"]
+                          or fingerprint(ev["key"]) != events[i - 1]["next"]):
+                return None
+        return {ev["key"] for ev in events}
+    return None
+
+
+def statement_problem(entry, wallet, sources, sent):
+    """Why the statement inside an entry does not hold, or None (kinds 1, 2, 3, 4 and 10)."""
+    kind, payload = entry["kind"], entry["payload"]
+    if kind not in (1, 2, 3, 4, 10):
+        return None
+    if kind == 2:
+        transfer = sent.get(parse_order(payload)["transfer"])
+        if transfer is None:
+            return "no signed transfer is held for it"
+        body, signature = parse_signed_statement(transfer)
+        if transfer_order(body) != payload or not verify_signature(
+                parse_order(payload)["key"], b"secure-transfer-v1", body, signature):
+            return "the signed transfer held for it is not its order's"
+        return None
+    body, signature = parse_signed_statement(payload)
+    if kind == 1:
+        r = Reader(body)
+        if r.u8() != 1:
+            return "its payload is not a voucher"
+        key, recipient, amount, voucher = r.take(65), r.take(32), r.take(12), r.take(16)
+        signer, label, ident, checks = key, b"secure-voucher-v1", voucher, [
+            (key.hex() in sources["trustedIssuers"], "its issuer is not trusted"),
+            (recipient == wallet, "its voucher is for another wallet"),
+            (amount == entry["amount"], "its amount is not the voucher's"),
+            (entry["counterparty"] == fingerprint(key), "its counterparty is not the issuer")]
+    elif kind == 3:
+        order = parse_order(transfer_order(body))
+        keys = peer_keys(sources, order["payer"])
+        signer, label, ident, checks = order["key"], b"secure-transfer-v1", order["transfer"], [
+            (keys is not None, "no key-event log of its payer is held"),
+            (keys is not None and order["key"] in keys, "its payer key is not in the payer's log"),
+            (order["payee"] == wallet, "its transfer is for another wallet"),
+            (order["amount"] == entry["amount"], "its amount is not the transfer's"),
+            (entry["counterparty"] == order["payer"], "its counterparty is not the payer")]
+    else:
+        answer = parse_answer(body)
+        keys = peer_keys(sources, answer["payee"])
+        transfer = sent.get(answer["transfer"])
+        sent_order = parse_order(transfer_order(parse_signed_statement(transfer)[0])) if transfer else None
+        signer, ident = answer["key"], answer["transfer"]
+        label = b"secure-refusal-v1" if kind == 4 else b"secure-receipt-v1"
+        checks = [
+            (transfer is not None, "no signed transfer of this wallet under its id is held"),
+            (transfer is not None and answer["digest"] == sha256(parse_signed_statement(transfer)[0]),
+             "it answers another transfer"),
+            (sent_order is not None and sent_order["payee"] == answer["payee"] and answer["payer"] == wallet,
+             "it is not by the payee of this wallet's transfer"),
+            (keys is not None, "no key-event log of its payee is held"),
+            (keys is not None and answer["key"] in keys, "its payee key is not in the payee's log"),
+            (kind == 10 or answer["amount"] == entry["amount"], "its amount is not the transfer's")]
+    if not verify_signature(signer, label, body, signature):
+        return "its signature does not verify"
+    if entry["statement"] != fingerprint(signer) + ident + sha256(body):
+        return "its statement reference is not its statement's"
+    for ok, problem in checks:
+        if not ok:
+            return problem
+    return None
+
+
+def verify_statements(bundle, wallet):
+    sources = bundle["statementSources"]
+    sent = {}
+    for text in sources["sentTransfers"]:
+        data = bytes.fromhex(text)
+        sent[parse_order(transfer_order(parse_signed_statement(data)[0]))["transfer"]] = data
+    problems, answered = [], {}
+    for e in bundle["entries"]:
+        entry = parse_entry(bytes.fromhex(e["entry"]))
+        problem = statement_problem(entry, wallet, sources, sent)
+        if problem:
+            problems.append(f"entry {entry['position']}: {problem}")
+        if entry["kind"] in (4, 10):
+            transfer = entry["statement"][32:48]
+            if answered.setdefault(transfer, entry["kind"]) != entry["kind"]:
+                problems.append(f"entry {entry['position']}: a payment both reversed and confirmed")
+    return problems
+
+
 def verify(bundle):
     problems = []
     if bundle.get("format") != "secure-audit-bundle-v1":
@@ -227,6 +390,8 @@ def verify(bundle):
     if not consistency_ok(end["size"], top["size"], end["root"], top["root"],
                           [bytes.fromhex(h) for h in bundle["consistencyProof"]]):
         problems.append("the latest checkpoint does not extend the range checkpoint")
+    if "statementSources" in bundle:
+        problems += verify_statements(bundle, wallet)
     return problems
 
 

@@ -28,6 +28,36 @@ public struct AuditBundle: Hashable, Sendable {
     public let latest: SignedCheckpoint
     /// RFC 9162 consistency proof from `rangeCheckpoint` to `latest`.
     public let consistencyProof: [Digest32]
+    /// What the statement checks of the range's entries need (trusted issuers, peers' logs, sent transfers);
+    /// nil in a bundle that carries none, whose entries' statements then go unchecked.
+    public var statementContext: StatementContext?
+
+    /// The statement sources a bundle carries, as plain values.
+    public struct StatementContext: Hashable, Sendable {
+        public let trustedIssuers: Set<P256.PublicKey>
+        /// Each peer's key-event log, verified from its inception when the bundle is checked.
+        public let peerKeyEvents: [WalletID: [SignedKeyEvent]]
+        /// The signed transfers this wallet sent, by transfer id.
+        public let sentTransfers: [TransferID: SignedTransfer]
+
+        public init(
+            trustedIssuers: Set<P256.PublicKey>, peerKeyEvents: [WalletID: [SignedKeyEvent]],
+            sentTransfers: [TransferID: SignedTransfer]
+        ) {
+            self.trustedIssuers = trustedIssuers
+            self.peerKeyEvents = peerKeyEvents
+            self.sentTransfers = sentTransfers
+        }
+
+        /// The sources for `walletID`'s entries; a peer log that does not verify counts as missing.
+        func sources(walletID: WalletID) -> StatementSources {
+            var logs: [WalletID: KeyEventLog] = [:]
+            for (id, events) in peerKeyEvents { logs[id] = try? KeyEventLog(verifying: events, walletID: id) }
+            return StatementSources(
+                walletID: walletID, trustedIssuers: trustedIssuers, peerLog: { [logs] in logs[$0] },
+                sentTransfer: { sentTransfers[$0] })
+        }
+    }
 
     public init(
         walletID: WalletID, keyEvents: [SignedKeyEvent], keyEventEntries: [ProvenEntry], from: UInt64,
@@ -83,6 +113,16 @@ public struct AuditBundle: Hashable, Sendable {
             }
         }
         problems += verifyRange(end)
+        if let statementContext {
+            let sources = statementContext.sources(walletID: walletID)
+            for proven in entries {
+                guard let entry = try? LedgerEntry.decode(proven.leaf) else { continue }
+                if let problem = EntryStatementCheck.problem(entry, encoded: proven.leaf, ownLog: log, sources: sources)
+                {
+                    problems.append(problem)
+                }
+            }
+        }
         if !Merkle.verifyConsistency(
             oldSize: end.size, newSize: top.size, oldRoot: end.root, newRoot: top.root,
             proof: consistencyProof)

@@ -1,0 +1,215 @@
+import SecureCore
+import SecureCrypto
+
+/// The physical checks of `ledger verify`: SQLite's own `integrity_check`, then every row of every table
+/// read and each blob decoded with its decoder. SQLCipher 3.4.1 has no `cipher_integrity_check`, and a
+/// page it cannot authenticate shows up only when something reads it: reading every row is what makes a
+/// flipped byte in a page in use fail verification.
+extension LedgerStore {
+    /// How many `integrity_check` messages are reported at most; SQLite stops at 100 by default.
+    static let integrityMessageCountMax = 20
+
+    /// Moves the WAL's committed frames into the database file and truncates the WAL, so the file alone is
+    /// what the later checks read. Only a store opened for appending may do it: a reading open is one WAL
+    /// snapshot that must not write, and its reads go through the WAL anyway.
+    public func checkpointWAL() throws {
+        let statement = try database.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+        guard try statement.step() else { return }
+        // Columns: busy, frames in the WAL, frames checkpointed. Busy means a reader held back the truncation.
+        if statement.integer(0) != 0 {
+            throw StoreError(.sqlite, "the WAL could not be checkpointed: another process is reading the ledger")
+        }
+    }
+
+    /// The problems found reading the database as a file of rows, each naming its table and key.
+    public func physicalProblems() -> [String] {
+        var problems = integrityProblems()
+        for (table, check) in Self.tableChecks {
+            do {
+                problems += try check(self)
+            } catch {
+                problems.append("table \(table): cannot be read to the end: \(error)")
+            }
+        }
+        return problems
+    }
+
+    private func integrityProblems() -> [String] {
+        do {
+            let statement = try database.prepare("PRAGMA integrity_check(\(Self.integrityMessageCountMax))")
+            var messages: [String] = []
+            while try statement.step() { messages.append(statement.text(0) ?? "?") }
+            return messages == ["ok"] ? [] : messages.map { "integrity_check: \($0)" }
+        } catch {
+            return ["integrity_check: cannot run: \(error)"]
+        }
+    }
+
+    /// Each table and the check of its rows; every table of the schema is listed (a test compares them).
+    static let tableChecks: [(String, @Sendable (LedgerStore) throws -> [String])] = [
+        ("meta", { try $0.metaProblems() }),
+        ("entries", { try $0.entryProblems() }),
+        (
+            "checkpoints",
+            { try $0.rows("checkpoints", "size", "encoded") { (try? SignedCheckpoint.decode($0)).flatMap { $0 } } }
+        ),
+        ("nodes", { try $0.rows("nodes", "level || ':' || idx", "hash") { Digest32(bytes: $0) } }),
+        ("outgoing", { try $0.outgoingProblems() }),
+        (
+            "ready_records",
+            { try $0.rows("ready_records", "hex(offer_id)", "record") { (try? ReadyRecord.decode($0)).flatMap { $0 } } }
+        ),
+        (
+            "refusals",
+            { try $0.rows("refusals", "hex(id)", "signed") { (try? SignedRefusal.decode($0)).flatMap { $0 } } }
+        ),
+        ("statements", { try $0.statementRowProblems() }),
+        (
+            "peer_checkpoints",
+            {
+                try $0.rows("peer_checkpoints", "hex(wallet) || ':' || size", "encoded") {
+                    (try? SignedCheckpoint.decode($0)).flatMap { $0 }
+                }
+            }
+        ),
+        (
+            "evidence",
+            { try $0.rows("evidence", "hex(digest)", "encoded") { (try? ForkEvidence.decode($0)).flatMap { $0 } } }
+        ),
+        (
+            "peer_key_events",
+            {
+                try $0.rows("peer_key_events", "hex(wallet) || ':' || sequence", "encoded") {
+                    (try? SignedKeyEvent.decode($0)).flatMap { $0 }
+                }
+            }
+        ),
+    ]
+
+    /// The schema's table names, from `sqlite_master`.
+    func tableNames() throws -> [String] {
+        let statement = try database.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        var names: [String] = []
+        while try statement.step() { names.append(statement.text(0) ?? "") }
+        return names
+    }
+
+    /// Reads every row of `table`, decoding column `blob` with `decode`; a row whose blob does not decode is a
+    /// problem named by its key expression `key`.
+    private func rows<Value>(_ table: String, _ key: String, _ blob: String, decode: ([UInt8]) -> Value?) throws
+        -> [String]
+    {
+        let statement = try database.prepare("SELECT \(key), \(blob) FROM \(table)")
+        var problems: [String] = []
+        while try statement.step() {
+            if decode(statement.blob(1)) == nil {
+                problems.append("table \(table), row \(statement.text(0) ?? "?"): its \(blob) does not decode")
+            }
+        }
+        return problems
+    }
+
+    private func metaProblems() throws -> [String] {
+        let statement = try database.prepare("SELECT name, value FROM meta")
+        var problems: [String] = []
+        while try statement.step() {
+            let name = statement.text(0) ?? "?", value = statement.blob(1)
+            let good: Bool
+            switch name {
+            case "wallet-id": good = WalletID(bytes: value) != nil
+            case "merkle-peaks": good = (try? treePeaks()) != nil
+            case "trusted-issuers":
+                good =
+                    value.count % P256.uncompressedPointByteCount == 0
+                    && stride(from: 0, to: value.count, by: P256.uncompressedPointByteCount).allSatisfy {
+                        (try? P256.PublicKey(x963: Array(value[$0..<$0 + P256.uncompressedPointByteCount]))) != nil
+                    }
+            default: good = true
+            }
+            if !good { problems.append("table meta, row \(name): its value does not decode") }
+        }
+        return problems
+    }
+
+    /// Each entry row decodes, and its columns (id, kind, link, leaf) are the decoded entry's.
+    private func entryProblems() throws -> [String] {
+        let statement = try database.prepare("SELECT position, id, kind, encoded, link, leaf FROM entries")
+        var problems: [String] = []
+        while try statement.step() {
+            let position = statement.integer(0), encoded = statement.blob(3)
+            guard let entry = (try? LedgerEntry.decode(encoded)).flatMap({ $0 }), Int64(entry.position) == position,
+                statement.blob(1) == entry.id.bytes, statement.integer(2) == Int64(entry.kind.rawValue),
+                statement.blob(4) == entry.link.bytes, statement.blob(5) == Merkle.leafHash(encoded).bytes
+            else {
+                problems.append("table entries, row \(position): it does not decode, or its columns differ from it")
+                continue
+            }
+        }
+        return problems
+    }
+
+    private func outgoingProblems() throws -> [String] {
+        let statement = try database.prepare("SELECT hex(transfer_id), signed, receipt, message FROM outgoing")
+        var problems: [String] = []
+        while try statement.step() {
+            let key = statement.text(0) ?? "?"
+            if (try? SignedTransfer.decode(statement.blob(1))).flatMap({ $0 }) == nil {
+                problems.append("table outgoing, row \(key): its signed transfer does not decode")
+            }
+            if !statement.isNull(2), (try? SignedReceipt.decode(statement.blob(2))).flatMap({ $0 }) == nil {
+                problems.append("table outgoing, row \(key): its receipt does not decode")
+            }
+            if !statement.isNull(3), (try? PeerMessage.decode(statement.blob(3))).flatMap({ $0 }) == nil {
+                problems.append("table outgoing, row \(key): its peer message does not decode")
+            }
+        }
+        return problems
+    }
+
+    private func statementRowProblems() throws -> [String] {
+        let statement = try database.prepare("SELECT hex(signer), hex(id), signer, id, kind, digest FROM statements")
+        var problems: [String] = []
+        while try statement.step() {
+            let good =
+                Digest32(bytes: statement.blob(2)) != nil && StatementID(bytes: statement.blob(3)) != nil
+                && EntryKind(rawValue: UInt8(clamping: statement.integer(4))) != nil
+                && Digest32(bytes: statement.blob(5)) != nil
+            if !good {
+                problems.append(
+                    "table statements, row \(statement.text(0) ?? "?"):\(statement.text(1) ?? "?"): it does not decode")
+            }
+        }
+        return problems
+    }
+}
+
+extension LedgerStore {
+    /// The sources `EntryStatementCheck` reads from this database: peers' key-event logs (`peer_key_events`,
+    /// each verified from inception as it is read, and read once) and the signed transfers sent (`outgoing`).
+    /// A row that does not decode is a missing source; the physical checks report the row itself.
+    public func statementSources(walletID: WalletID, trustedIssuers: Set<P256.PublicKey>) -> StatementSources {
+        let logs = PeerLogCache(store: self)
+        return StatementSources(
+            walletID: walletID, trustedIssuers: trustedIssuers, peerLog: { logs.log($0) },
+            sentTransfer: { [self] id in
+                (try? outgoing(transferID: id)).flatMap { $0 }.flatMap {
+                    (try? SignedTransfer.decode($0.signed)) ?? nil
+                }
+            })
+    }
+}
+
+/// The peers' logs read so far, so a verification reads and verifies each peer's log once.
+final class PeerLogCache {
+    private let store: LedgerStore
+    private var logs: [WalletID: KeyEventLog?] = [:]
+
+    init(store: LedgerStore) { self.store = store }
+
+    func log(_ wallet: WalletID) -> KeyEventLog? {
+        if let known = logs[wallet] { return known }
+        let log = (try? store.peerKeyEventLog(wallet: wallet)) ?? nil
+        logs[wallet] = log
+        return log
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureStore
+import SecureToken
+
+extension Wallet {
+    /// The full verification `secure ledger verify` runs: the replay with every entry's signed statement
+    /// checked (`EntryStatementCheck`, with this wallet's trusted issuers, peers' logs and sent transfers),
+    /// then the database as a file: `PRAGMA integrity_check` and every row of every table decoded.
+    /// Opened for appending, the WAL is checkpointed into the file first; opened for reading (the usual
+    /// `ledger verify`), the wallet writes nothing to the database, and its reads go through the WAL.
+    ///
+    /// The outcome is recorded on the token, where only a PIN holder can change it: a failure writes the
+    /// `verify-failed-<wallet id>` object, which locks the wallet at every later open (`VerificationMark`);
+    /// a clean verification removes it and lifts that lock. The anchor's own lock is not decided here.
+    public func verifyLedger() throws -> LedgerVerifier.Report {
+        var physical: [String] = []
+        if lock != nil {
+            do {
+                try store.checkpointWAL()
+            } catch {
+                physical.append("wal_checkpoint: \(error)")
+            }
+        }
+        let sources = store.statementSources(walletID: walletID, trustedIssuers: try trustedIssuers())
+        var report: LedgerVerifier.Report
+        do {
+            report = try LedgerVerifier.verify(store, walletID: walletID, statements: sources)
+        } catch {
+            report = LedgerVerifier.Report()
+            report.problems.append("the entries cannot be read: \(error)")
+        }
+        report.problems += physical + store.physicalProblems()
+        let mark = VerificationMark(session: token, walletID: walletID)
+        if report.isValid {
+            try mark.clear()
+            if case .verificationFailed = lockReason { lockReason = nil }
+        } else {
+            try mark.record(problems: report.problems, size: size)
+            if lockReason == nil { lockReason = .verificationFailed(report.problems[0]) }
+        }
+        return report
+    }
+}
+
+/// The token object that records a failed `ledger verify`: `verify-failed-<wallet id>` in the wallet's
+/// application, holding the ledger size and the first problems as text. Writing or destroying a private
+/// token object takes the PIN, so an adversary who holds the database key (from a copy of the folder)
+/// but not the PIN cannot lift the lock by editing files; the owner lifts it by making the ledger verify
+/// (restoring a good copy) and running `ledger verify` again.
+struct VerificationMark {
+    static let application = "secure-wallet"
+    /// How much problem text the object keeps: enough to say why, far below any token's object limit.
+    static let textByteCountMax = 1024
+    let session: WalletToken
+    let label: String
+
+    init(session: WalletToken, walletID: WalletID) {
+        self.session = session
+        label = "verify-failed-" + walletID.hex
+    }
+
+    /// The recorded failure's text, or nil when no failure is recorded.
+    func load() throws -> String? {
+        try session.dataObjects(application: Self.application).first { $0.label == label }
+            .map { String(decoding: $0.value, as: UTF8.self) }
+    }
+
+    func record(problems: [String], size: UInt64) throws {
+        let text = "ledger verify failed at \(size) entries: " + problems.prefix(3).joined(separator: "; ")
+        try session.replaceDataObject(
+            application: Self.application, label: label, value: Array(text.utf8.prefix(Self.textByteCountMax)))
+    }
+
+    func clear() throws {
+        guard try load() != nil else { return }
+        try session.destroyDataObjects(application: Self.application, label: label)
+    }
+}
