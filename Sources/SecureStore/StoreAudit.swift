@@ -84,6 +84,24 @@ extension LedgerStore {
                 }
             }
         ),
+        (
+            "peer_proofs",
+            {
+                let key = "hex(wallet) || ':' || from_size || '-' || to_size"
+                return try $0.rows("peer_proofs", key, "proof") { $0.count % Digest32.byteCount == 0 ? $0 : nil }
+                    + $0.rows("peer_proofs", key, "from_root") { Digest32(bytes: $0) }
+            }
+        ),
+        (
+            "inconsistencies",
+            { store in
+                try ["held", "offered"].flatMap { column in
+                    try store.rows("inconsistencies", "hex(wallet)", column) {
+                        (try? SignedCheckpoint.decode($0)).flatMap { $0 }
+                    }
+                }
+            }
+        ),
     ]
 
     /// The schema's table names, from `sqlite_master`.
