@@ -336,9 +336,13 @@ public final class PeerActions {
                 "the payee refused the transfer (\(refusal.payload.reason)); the reversal credits it back: \(outcome)")
             return []
         case .provideEvidence(let digests): return try provideEvidence(digests)
-        case .keepEvidence(let evidence):
+        case .keepEvidence(let evidence, let foundHere):
+            // Evidence another wallet sent is kept to pass on, but never acted on: anyone with a software key
+            // can make self-consistent evidence against any wallet id (issue 12, evidence v2).
             if evidence.verify().isProven {
-                try walletLock.withLock { try wallet.ledger.storeEvidence(evidence.encoded) }
+                try walletLock.withLock {
+                    try wallet.ledger.storeEvidence(evidence.encoded, banning: foundHere ? evidence.bannedWallet : nil)
+                }
             }
             return []
         case .provideKeyEvents(let walletID, let from):
@@ -434,9 +438,15 @@ public final class PeerActions {
             ],
             "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)"
         )
+        let banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
+        if let banning {
+            environment.person.event(
+                "peer", ["banned": banning.hex],
+                "this wallet holds proof that the other side signed two histories (evidence \(banning.hex))")
+        }
         return mutate(
             payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
-            payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) })
+            payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog, banningEvidence: banning)) })
     }
 
     // MARK: The person, ranging and the ledger

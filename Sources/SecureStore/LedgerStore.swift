@@ -51,6 +51,8 @@ public final class LedgerStore: @unchecked Sendable {
                                   PRIMARY KEY (wallet, from_size, to_size));
         CREATE TABLE IF NOT EXISTS inconsistencies (wallet BLOB NOT NULL, held BLOB NOT NULL, offered BLOB NOT NULL,
                                       PRIMARY KEY (wallet, held, offered));
+        CREATE TABLE IF NOT EXISTS banning_evidence (digest BLOB PRIMARY KEY, accused BLOB NOT NULL);
+        ALTER TABLE outgoing ADD COLUMN payee_key_sequence INTEGER NOT NULL DEFAULT 0;
         """,
     ]
 
@@ -273,11 +275,12 @@ public final class LedgerStore: @unchecked Sendable {
             }
             if let outgoing {
                 try database.prepare(
-                    "INSERT INTO outgoing (transfer_id, position, signed, status, message) VALUES (?, ?, ?, 0, ?)"
+                    "INSERT INTO outgoing (transfer_id, position, signed, status, message, payee_key_sequence) "
+                        + "VALUES (?, ?, ?, 0, ?, ?)"
                 )
                 .bind([
                     .blob(outgoing.transferID.bytes), try .count(outgoing.position), .blob(outgoing.signed),
-                    outgoing.message.map { .blob($0) } ?? .null,
+                    outgoing.message.map { .blob($0) } ?? .null, try .count(outgoing.payeeKeySequence),
                 ]).run()
             }
             let insertEntry = try database.prepare(
@@ -658,12 +661,29 @@ public final class LedgerStore: @unchecked Sendable {
         return result
     }
 
-    /// Keeps fork evidence by its digest; keeping the same evidence twice is a no-op.
-    public func storeEvidence(_ encoded: [UInt8]) throws {
+    /// Keeps fork evidence by its digest; keeping the same evidence twice is a no-op. With `banning`, the
+    /// evidence also bars that wallet from paying this one (`banningEvidence(against:)`): only for evidence
+    /// this wallet found itself, from statements it checked against the signer's key-event log.
+    public func storeEvidence(_ encoded: [UInt8], banning accused: WalletID? = nil) throws {
         try database.transaction {
+            if let accused {
+                try database.prepare("INSERT OR IGNORE INTO banning_evidence (digest, accused) VALUES (?, ?)")
+                    .bind([.blob(EvidenceDigest(of: encoded).bytes), .blob(accused.bytes)]).run()
+            }
             try database.prepare("INSERT OR IGNORE INTO evidence (digest, encoded) VALUES (?, ?)")
                 .bind([.blob(EvidenceDigest(of: encoded).bytes), .blob(encoded)]).run()
         }
+    }
+
+    /// The digest of evidence that bars `wallet` from paying this one, if this wallet holds any.
+    public func banningEvidence(against wallet: WalletID) throws -> EvidenceDigest? {
+        let statement = try database.prepare("SELECT digest FROM banning_evidence WHERE accused = ? ORDER BY digest")
+            .bind([.blob(wallet.bytes)])
+        guard try statement.step() else { return nil }
+        guard let digest = EvidenceDigest(bytes: statement.blob(0)) else {
+            throw StoreError(.corrupted, "a banning evidence digest is not \(EvidenceDigest.byteCount) bytes")
+        }
+        return digest
     }
 
     /// All evidence held.
@@ -720,12 +740,18 @@ extension LedgerStore {
         public let signed: [UInt8]
         /// For peer payments, the whole transfer message (with the spatial proof) that a retry re-sends.
         public let message: [UInt8]?
+        /// The payee's key sequence in force, by its key-event log as this wallet knew it when it paid: the
+        /// payee's receipt or refusal, signed after the payee received the transfer, cannot be older.
+        public let payeeKeySequence: UInt64
 
-        public init(transferID: TransferID, position: UInt64, signed: [UInt8], message: [UInt8]?) {
+        public init(
+            transferID: TransferID, position: UInt64, signed: [UInt8], message: [UInt8]?, payeeKeySequence: UInt64 = 0
+        ) {
             self.transferID = transferID
             self.position = position
             self.signed = signed
             self.message = message
+            self.payeeKeySequence = payeeKeySequence
         }
     }
 
@@ -798,16 +824,16 @@ extension LedgerStore {
 
     /// A sent transfer's record.
     public func outgoing(transferID: TransferID) throws -> (
-        position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?
+        position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?, payeeKeySequence: UInt64
     )? {
         let statement = try database.prepare(
-            "SELECT position, signed, status, receipt FROM outgoing WHERE transfer_id = ?"
+            "SELECT position, signed, status, receipt, payee_key_sequence FROM outgoing WHERE transfer_id = ?"
         )
         .bind([.blob(transferID.bytes)])
         guard try statement.step() else { return nil }
         return (
             UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
-            statement.isNull(3) ? nil : statement.blob(3)
+            statement.isNull(3) ? nil : statement.blob(3), UInt64(max(0, statement.integer(4)))
         )
     }
 

@@ -242,7 +242,8 @@ public enum AuditBundleFile {
         if listed != events.map({ Hex.encode($0.event.signingKey.spki) }) {
             problems.append("the bundle's public keys are not the key-event log's signing keys")
         }
-        if document.to != document.from + UInt64(document.entries.count) {
+        let (end, overflows) = document.from.addingReportingOverflow(UInt64(document.entries.count))
+        if overflows || document.to != end {
             problems.append("\"to\" is not \"from\" plus the number of entries")
         }
         return (problems, bundle)

@@ -102,6 +102,12 @@ extension Wallet {
         case .policyRefusal(let reason): return .policyRefusal(reason)
         default: break
         }
+        // A payer this wallet holds its own proven fork evidence against pays it nothing more, until the
+        // issuer's clearing settles it; the evidence (found here, never one a peer handed over) is named.
+        if let digest = try ledger.banningEvidence(against: payer) { return .policyRefusal(.payerBanned(digest)) }
+        if byFile != nil, transfer.payload.checkpoint.checkpoint.keySequence < log.current.sequence {
+            return .policyRefusal(.signedBeforeRotation)
+        }
         if let byFile, let refusal = try checkRollback(transfer, claims: byFile.claims) {
             return .policyRefusal(refusal)
         }
@@ -206,7 +212,7 @@ extension Wallet {
                 )
             }
             if let evidence, evidence.verify().isProven {
-                try ledger.storeEvidence(evidence.encoded)
+                try ledger.storeEvidence(evidence.encoded, banning: evidence.bannedWallet)
                 lastEvidence.append(evidence)
             }
         }
@@ -222,7 +228,16 @@ extension Wallet {
         }
         let payee = sent.payload.order.payeeWalletID
         guard refusal.payload.payeeWalletID == payee else { return .dropped(.unrelated) }
+        guard try !isDatedBeforeThePayment(refusal.payload.keyDate, of: refusal.payload.transferID) else {
+            return .dropped(.unknownSigner)
+        }
         guard let payeeLog = try provenLog(of: payee, offered: offered) else { return .dropped(.unknownSigner) }
+        if state.isConfirmed(transferID: refusal.payload.transferID) {
+            throw WalletError(
+                .refused,
+                "payment \(refusal.payload.transferID.hex) was confirmed by the payee's receipt; a refusal cannot "
+                    + "reverse it")
+        }
         let verdict = RefusalCheck.evaluate(refusal, of: sent, payeeLog: payeeLog, state: state)
         switch verdict {
         case .drop(.retiredSigner(let evidence)): try keep(evidence)
@@ -232,10 +247,17 @@ extension Wallet {
         return try settle(verdict, refusal: nil)
     }
 
+    /// Whether a payee's answer is signed by a key older than the one this wallet knew to be the payee's when
+    /// it paid: a genuine answer comes after the transfer, so such an answer is a retired key's, backdated.
+    func isDatedBeforeThePayment(_ date: KeyDate, of transferID: TransferID) throws -> Bool {
+        guard let sent = try ledger.outgoing(transferID: transferID) else { return false }
+        return date.keySequence < sent.payeeKeySequence
+    }
+
     /// Stores proven fork evidence.
     private func keep(_ evidence: ForkEvidence) throws {
         guard evidence.verify().isProven else { return }
-        try ledger.storeEvidence(evidence.encoded)
+        try ledger.storeEvidence(evidence.encoded, banning: evidence.bannedWallet)
         lastEvidence.append(evidence)
     }
 
@@ -380,6 +402,9 @@ extension Wallet {
                 .refused, "the ledger moved since this payment's hello (\(size) entries, expected \(expectedPosition))")
         }
         var transfer: SignedTransfer?
+        // The payee's key in force as this wallet knows it now (from its card or the session's lookup): its
+        // answer to this transfer is signed later, so never by an older key.
+        let payeeKeySequence = try peerKeyLog(of: order.payeeWalletID)?.current.sequence ?? 0
         let debit = try append(
             { position, previous, time in
                 try draft.entry(
@@ -395,7 +420,7 @@ extension Wallet {
                 transfer = signed
                 return LedgerStore.Outgoing(
                     transferID: order.transferID, position: entry.position, signed: signed.encoded,
-                    message: message?(signed))
+                    message: message?(signed), payeeKeySequence: payeeKeySequence)
             })
         return (debit, transfer!)
     }
@@ -437,6 +462,10 @@ extension Wallet {
             throw WalletError(.refused, "the receipt does not confirm a transfer this wallet sent")
         }
         let payee = sent.payload.order.payeeWalletID
+        guard try !isDatedBeforeThePayment(receipt.payload.keyDate, of: receipt.payload.transferID) else {
+            throw WalletError(
+                .refused, "the receipt is signed by a payee key older than the one in force when this wallet paid")
+        }
         guard let payeeLog = try provenLog(of: payee, offered: offered) else {
             throw WalletError(
                 .refused, "the payee's key-event log is unknown or conflicting; the receipt proves nothing")

@@ -124,11 +124,11 @@ enum CommandTable {
                 ),
                 ("accept", "FILE [--no-proximity]", "credit a transfer file, idempotently", MoneyCommands.accept),
                 (
-                    "reverse", "REFUSAL_FILE --payee CARD",
+                    "reverse", "REFUSAL_FILE",
                     "append the reversal a payee's signed refusal allows", MoneyCommands.reverse
                 ),
                 (
-                    "confirm", "RECEIPT_FILE --payee CARD", "record the payee's countersigned receipt",
+                    "confirm", "RECEIPT_FILE", "record the payee's countersigned receipt",
                     MoneyCommands.confirm
                 ),
             ]),

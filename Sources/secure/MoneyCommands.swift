@@ -83,6 +83,14 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
                 "nothing proves it extends the payer's history this wallet already holds (a payer restored from an "
                 + "old copy looks like this); both checkpoints are kept for the issuer's clearing"
         case .consistencyProofInvalid: advice = "its consistency proof does not lead to its own checkpoint"
+        case .signedBeforeRotation:
+            advice =
+                "it is signed by a key the payer has rotated away from since (a stolen retired key would look like "
+                + "this); the payer pays again with its current key"
+        case .payerBanned(let digest):
+            advice =
+                "this wallet holds proof that the payer signed two histories (evidence \(digest.hex)); it takes "
+                + "no more payments from that wallet until the issuer's clearing settles it"
         case .staleTransfer:
             advice = "it is older than a payment this wallet already holds from the payer, and nothing links the two"
         case .balanceOverflow:

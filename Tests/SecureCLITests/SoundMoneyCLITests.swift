@@ -239,3 +239,47 @@ extension SoundMoneyCLITests {
         #expect(try Self.verifies(world, "carol"))
     }
 }
+
+extension SoundMoneyCLITests {
+    /// Found by the attack on the first fixes (F-D, F-E): hostile offline files that trapped `evidence verify`
+    /// (type 4 evidence whose retired event has sequence 2^64 − 1) and `audit verify` (a bundle whose "from"
+    /// is 2^64 − 1). Both must be clear refusals.
+    @Test func hostileEvidenceAndBundlesAreRefusedWithoutATrap() throws {
+        let world = try World(wallets: ["alice"])
+        try Self.write(Array(Hex.decode(Self.sequenceMaxEvidenceHex)!), world, "evidence")
+        let evidence = try world.run(["evidence", "verify", "evidence"])
+        #expect(
+            evidence.status == 7 && !evidence.stderr.contains("Fatal"), "exit \(evidence.status): \(evidence.stderr)")
+        let export = try world.run(["audit", "export", "--out", "bundle.json"] + world.wallet("alice"))
+        #expect(export.status == 0, "\(export.stderr)")
+        let path = world.directory + "/bundle.json"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let hostile = text.replacingOccurrences(
+            of: #""from"\s*:\s*0"#, with: "\"from\": 18446744073709551615", options: .regularExpression)
+        #expect(hostile != text, "the bundle names its first entry")
+        try hostile.write(toFile: path, atomically: true, encoding: .utf8)
+        let verify = try world.run(["audit", "verify", "bundle.json"])
+        #expect(verify.status != 0 && verify.status < 128, "exit \(verify.status): \(verify.stderr)")
+    }
+
+    /// Type 4 evidence whose retired key event claims sequence 2^64 − 1 (made by the attack's own encoder).
+    static let sequenceMaxEvidenceHex = """
+        0104011e00d40101ffffffffffffffff124c2c9ff486ed9e21e1969b89c8bb3bc5de7863964d044d2bd0cf236bf50c8d0454\
+        a840727a1dba7997bed587376dc4484b6961416a4af0a0480d9afbcb33003150f8eb414ddaad6cee140906a6c18e02814fa7\
+        e58992da868caf5edadb64fc9ea1d294bcfadaa57fd3c535e4f671322c002d15fabd3bff7ee2db53b6a6d90dbe04a0423e27\
+        0fc8300608ea8c55bb1b785ea20c7050a86d707cb18a7dc8ba6f508d390e8daad837e76b539ea003cd4f9b2ab1f7db9e8b24\
+        a920b5cd757d137e6d540000000000000005473045022100c0cce92217461c32f6998d424d8c4aae6a6a3322e3d124309e7f\
+        26c78358cfe502206d74b1782514fbf0812c9c13c5bbaf3336bec96110f25a895597d6c3de628172011e00d4010100000000\
+        00000010d27ca40e425b2ad34d9926aee44876a032a90319fad2e9f377babeee262cde1404d2ef2b2e27835db0d69981a6f7\
+        d5756a38d2b69d1f7a6dc602e0be3a30df47c38f934da424a7faa8eea524d5d6c8623259026bd7babb88fc85f09c6cd54153\
+        e583120981ff0cb05212949304beaff772b32ad1b9aff0824d5fdbcf6ae6166db804a0423e270fc8300608ea8c55bb1b785e\
+        a20c7050a86d707cb18a7dc8ba6f508d390e8daad837e76b539ea003cd4f9b2ab1f7db9e8b24a920b5cd757d137e6d540000\
+        000000000006473045022100ed6f14ed4367d953bafb9cb760ab619cd884fd517dcdda1f438ec49383072e7b022011f22dd6\
+        768a4c30393c01b102a7b6fc98a228abcc10c7fc63f4cc2a14a9234c0100c501fea2de67f179aa717e8dadbc6d96d4fa82ba\
+        1ef0479edecd28a07ce13835b1810454a840727a1dba7997bed587376dc4484b6961416a4af0a0480d9afbcb33003150f8eb\
+        414ddaad6cee140906a6c18e02814fa7e58992da868caf5edadb64fc9effffffffffffffff00000000000000050000000000\
+        0000091a30aa34d41d1e0ccc1733a6c3c67460866499f5b8971c7a2379a8c591060b80de7484da36cd94ffc6c4a8c2209940\
+        7bdd461a6cd4b2d9a017fc6e58dedb740f0000018bcfe56800000000463044022014cbd1e1e5f60df665bff52f9128bab898\
+        81c2f9261183666f1e25b90b5d9da502200ca0ec17955422972868cb75202d4a921a930f720f2f6f026c09a26506b15048
+        """
+}

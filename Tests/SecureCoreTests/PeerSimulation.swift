@@ -240,7 +240,7 @@ struct PeerSimulation {
                 let record = readyRecords[offerID].flatMap { $0.payerWalletID == payer ? $0 : nil }
                 try payeeDo(payeeMachine.readyRecordLoaded(record))
             case .credit(let task): try payeeDo(credit(task))
-            case .keepEvidence(let evidence): keptEvidence.append(evidence)
+            case .keepEvidence(let evidence, _): keptEvidence.append(evidence)
             case .provideEvidence, .provideKeyEvents, .keepKeyEvents, .finish: break
             case .chooseCategory, .checkPayment, .commitDebit, .keepReceipt, .appendReversal:
                 Issue.record("the payee was asked to do a payer's step: \(action)")

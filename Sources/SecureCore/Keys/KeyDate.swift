@@ -187,7 +187,8 @@ extension RetiredKeyEvidence {
         let retired = retiredEvent.event
         let next = rotation.event
         return retiredEvent.verify() && rotation.verify() && next.previousEvent == retired.digest
-            && next.sequence == retired.sequence + 1 && next.signingKey.fingerprintDigest == retired.nextKeyDigest
+            && retired.sequence < UInt64.max && next.sequence == retired.sequence + 1
+            && next.signingKey.fingerprintDigest == retired.nextKeyDigest
             && key == retired.signingKey && date.keySequence == retired.sequence
             && date.keyEventPosition == retired.ledgerPosition && date.ledgerSize > next.ledgerPosition
     }

@@ -133,9 +133,11 @@ public struct AuditBundle: Hashable, Sendable {
     }
 
     private func verifyRange(_ end: Checkpoint) -> [String] {
-        guard from + UInt64(entries.count) == end.size else {
+        // `from` comes from the bundle's file: a value near UInt64.max must be refused, not overflow.
+        let (rangeEnd, overflows) = from.addingReportingOverflow(UInt64(entries.count))
+        guard !overflows, rangeEnd == end.size else {
             return [
-                "the range \(from)..<\(from + UInt64(entries.count)) does not end at the range checkpoint's size \(end.size)"
+                "the range from \(from) of \(entries.count) entries does not end at the range checkpoint's size \(end.size)"
             ]
         }
         var problems: [String] = []

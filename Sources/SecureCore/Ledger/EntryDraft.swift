@@ -194,6 +194,13 @@ public enum PolicyRefusalReason: Hashable, Sendable {
     case consistencyProofInvalid
     /// The transfer is older than a checkpoint of the payer this wallet holds, and no kept proof links them.
     case staleTransfer
+    /// The transfer came by file, signed by a payer key older than the latest key event this wallet knows of
+    /// the payer: a key the payer rotated away from, perhaps because it was stolen, so a backdated transfer
+    /// it signs is refused (an honest file written before the rotation is too, and stays pending).
+    case signedBeforeRotation
+    /// This wallet holds proven fork evidence it found itself against the payer (this digest): it takes no
+    /// more payments from that wallet until the issuer's clearing settles it.
+    case payerBanned(EvidenceDigest)
     /// Depositing the voucher would take the balance past the largest amount a wallet can hold. Not a policy
     /// but the wallet's present state: nothing is recorded, so the voucher, which only this wallet can use,
     /// is deposited once the balance is lower instead of being refused for good.

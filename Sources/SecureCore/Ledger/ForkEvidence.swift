@@ -20,6 +20,19 @@ public enum ForkEvidence: Hashable, Sendable {
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
+
+    /// The wallet that proven evidence of this type bars from paying its holder: types 1, 2 and 6 show the
+    /// wallet signed two histories (a double spend is possible), so the holder takes no more payments from it
+    /// until the issuer's clearing settles it. Types 4 and 5 condemn only the retired key's statements, which
+    /// the key-event log already refuses, and type 3 a pair of key events: they bar no wallet.
+    public var bannedWallet: WalletID? {
+        switch self {
+        case .conflictingCheckpoints(let first, _): first.checkpoint.walletID
+        case .conflictingLeaves(let leaves): leaves.first.checkpoint.walletID
+        case .rolledBack(let rolledBack): rolledBack.earlier.checkpoint.walletID
+        case .conflictingKeyEvents, .retiredKeySignature, .retiredKeyStatement: nil
+        }
+    }
     /// A signed key event: 2 + 180 + 1 + 72 + 1 + 72 bytes at most; 1 KiB as `SignedKeyEvent` allows.
     static let keyEventByteCountMax = 1100
 

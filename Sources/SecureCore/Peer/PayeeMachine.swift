@@ -155,7 +155,10 @@ public struct PayeeMachine: PeerMachine {
             case .fork(let evidence):
                 return finish(
                     .failed(.checkpointInconsistent, byPeer: false),
-                    before: [.keepEvidence(evidence), failureMessage(.checkpointInconsistent, offer.offerID)])
+                    before: [
+                        .keepEvidence(evidence, foundHere: true),
+                        failureMessage(.checkpointInconsistent, offer.offerID),
+                    ])
             }
         }
         // A payer whose log this wallet follows must have measured with a key in force: a retired key's
@@ -165,7 +168,7 @@ public struct PayeeMachine: PeerMachine {
         {
             return finish(
                 .failed(.measurementInvalid, byPeer: false),
-                before: [.keepEvidence(evidence), failureMessage(.measurementInvalid, offer.offerID)])
+                before: [.keepEvidence(evidence, foundHere: true), failureMessage(.measurementInvalid, offer.offerID)])
         }
         let ready = ReadyRecord(
             offerID: offer.offerID, nonce: session.nonce, amount: offer.amount, payerWalletID: session.peer.walletID,
@@ -239,6 +242,7 @@ public struct PayeeMachine: PeerMachine {
     public mutating func peerLookedUp(_ record: PeerRecord) -> [PeerAction] {
         guard case .lookingUp(let session) = state else { return unasked("peerLookedUp") }
         guard PeerCommon.proves(record, session.peer) else { return fail(.peerUnproven, offerID: nil) }
+        guard record.banningEvidence == nil else { return fail(.peerBanned, offerID: nil) }
         state = .awaitingOffer(session, record)
         return request.map { [.send(.request($0))] } ?? []
     }

@@ -677,6 +677,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The peer's key-event log was not given, does not hash to its wallet id, or does not show the hello's
     /// key in force at its checkpoint: nothing the peer signs in this session could be tied to its wallet.
     case peerUnproven = 16
+    /// The payee holds proven fork evidence against the payer, found itself: no payment until the issuer's
+    /// clearing settles it.
+    case peerBanned = 17
 }
 
 /// One side tells the other it stops, optionally naming the offer.

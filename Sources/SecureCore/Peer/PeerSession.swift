@@ -47,11 +47,18 @@ public struct PeerRecord: Hashable, Sendable {
     /// The peer's key-event log as this wallet knows it, if any: it lets a checkpoint signed by a newer key
     /// extend one signed by an older key, and refuses one signed by a key after its retirement.
     public let keyLog: KeyEventLog?
+    /// The digest of fork evidence this wallet found itself against the peer, if any: a payee takes no
+    /// payment from such a peer.
+    public let banningEvidence: EvidenceDigest?
 
-    public init(knownName: String? = nil, heldCheckpoint: SignedCheckpoint? = nil, keyLog: KeyEventLog? = nil) {
+    public init(
+        knownName: String? = nil, heldCheckpoint: SignedCheckpoint? = nil, keyLog: KeyEventLog? = nil,
+        banningEvidence: EvidenceDigest? = nil
+    ) {
         self.knownName = knownName
         self.heldCheckpoint = heldCheckpoint
         self.keyLog = keyLog
+        self.banningEvidence = banningEvidence
     }
 }
 
@@ -293,7 +300,7 @@ public enum PeerAction: Hashable, Sendable {
     /// Send the fork evidence with these digests that this wallet holds, one `evidence(.item)` each.
     case provideEvidence([EvidenceDigest])
     /// Verify this evidence offline and keep it if it proves a fork.
-    case keepEvidence(ForkEvidence)
+    case keepEvidence(ForkEvidence, foundHere: Bool)
     /// Send the page of this wallet's key-event log from sequence `from`, if the id is its own (`keyEvents(.page)`).
     case provideKeyEvents(walletID: WalletID, from: UInt32)
     /// A page of a peer's key-event log: ask for the next page, or verify and keep the whole log once complete.
@@ -375,7 +382,7 @@ enum PeerCommon {
     static func sideActions(_ message: PeerMessage) -> [PeerAction]? {
         switch message {
         case .evidence(.request(let digests)): [.provideEvidence(digests)]
-        case .evidence(.item(let evidence)): [.keepEvidence(evidence)]
+        case .evidence(.item(let evidence)): [.keepEvidence(evidence, foundHere: false)]
         case .keyEvents(.request(let walletID, let from)): [.provideKeyEvents(walletID: walletID, from: from)]
         case .keyEvents(.page(let walletID, let from, let total, let events)):
             [.keepKeyEvents(walletID: walletID, from: from, total: total, events: events)]
