@@ -643,10 +643,11 @@ public final class Simulator {
                 let payeeLog = payee.wallet?.keyLog
                 try walletStep(wallets[payerIndex], "confirm", { try $0.confirm(receipt, payeeLog: payeeLog) })
             }
-        case .policyRefusal(.staleTransfer):
-            // An older file delivered after a later payment to the same payee: nothing offline links it to
-            // what the payee holds, so it is refused by policy and stays pending for the payer (the clearing
-            // settles it). Honest wallets meet this when files arrive out of order; it moves no money.
+        case .policyRefusal(.staleTransfer), .policyRefusal(.signedBeforeRotation):
+            // An older file delivered after a later payment to the same payee, or one signed before a rotation
+            // the payee has since followed: nothing offline tells it from a restored or stolen key's, so it is
+            // refused by policy and stays pending for the payer (the clearing settles it). Honest wallets meet
+            // this when files arrive late; it moves no money.
             stats.staleFiles += 1
             mailbox.remove(at: slot)
         case .refused, .conflict, .policyRefusal, .dropped:

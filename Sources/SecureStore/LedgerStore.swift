@@ -52,7 +52,6 @@ public final class LedgerStore: @unchecked Sendable {
         CREATE TABLE IF NOT EXISTS inconsistencies (wallet BLOB NOT NULL, held BLOB NOT NULL, offered BLOB NOT NULL,
                                       PRIMARY KEY (wallet, held, offered));
         CREATE TABLE IF NOT EXISTS banning_evidence (digest BLOB PRIMARY KEY, accused BLOB NOT NULL);
-        ALTER TABLE outgoing ADD COLUMN payee_key_sequence INTEGER NOT NULL DEFAULT 0;
         """,
     ]
 
@@ -197,10 +196,24 @@ public final class LedgerStore: @unchecked Sendable {
             guard let sql = Self.migrations[next] else { preconditionFailure("no migration to schema \(next)") }
             try database.transaction {
                 try database.execute(sql)
+                // Version 3 also adds a column; SQLite has no ADD COLUMN IF NOT EXISTS.
+                if next == 3, try !columnExists("outgoing", "payee_key_sequence") {
+                    try database.execute(
+                        "ALTER TABLE outgoing ADD COLUMN payee_key_sequence INTEGER NOT NULL DEFAULT 0")
+                }
                 try database.execute("PRAGMA user_version = \(next)")
             }
             version = next
         }
+    }
+
+    private func columnExists(_ table: String, _ column: String) throws -> Bool {
+        // SQLite 3.15 (SQLCipher 3.4.1) has no pragma_table_info() table function: read the pragma's rows.
+        let statement = try database.prepare("PRAGMA table_info(\(table))")
+        while try statement.step() {
+            if statement.text(1) == column { return true }
+        }
+        return false
     }
 
     /// The wallet id recorded at creation.

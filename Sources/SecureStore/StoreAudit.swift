@@ -93,6 +93,10 @@ extension LedgerStore {
             }
         ),
         (
+            "banning_evidence",
+            { try $0.rows("banning_evidence", "hex(digest)", "accused") { WalletID(bytes: $0) } }
+        ),
+        (
             "inconsistencies",
             { store in
                 try ["held", "offered"].flatMap { column in
