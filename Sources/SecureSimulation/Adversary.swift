@@ -262,7 +262,9 @@ final class Adversary {
         let padding = Int(random.next() % UInt64(between + 2))
         for _ in 0..<padding { try fund(restorer, simulator) }
         let envelope = try pay()
-        let checkpoint = try envelope.transfer().0.payload.checkpoint.checkpoint
+        let second = try envelope.transfer().0
+        let checkpoint = second.payload.checkpoint.checkpoint
+        simulator.auditor.restoredPaymentMade(second)
         let evidenceBefore = try payee.wallet!.ledger.evidence().count
         simulator.stats.restorerAttempts += 1
         let outcome: StatementOutcome
@@ -272,6 +274,15 @@ final class Adversary {
             simulator.stats.restorerRefused += 1
             simulator.note("restorer r\(restorerCount): pays again: error \(Simulator.errorName(error))")
             return true
+        }
+        if simulator.config.broken == .creditsRestoredPayment {
+            let order = second.payload.order
+            _ = try? simulator.quietly(payee) {
+                try $0.appendDraft(
+                    EntryDraft(
+                        kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
+                        statement: second.statementReference, payload: second.encoded))
+            }
         }
         let evidenceAfter = try payee.wallet!.ledger.evidence().count
         simulator.note(

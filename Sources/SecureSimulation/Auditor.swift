@@ -46,6 +46,8 @@ final class Auditor {
     /// Every key each wallet id ever put in force, by key sequence (a wallet restored with its anchor may
     /// put two keys in force at one sequence): the truth the signer checks compare with.
     private var keysInForce: [WalletID: [UInt64: Set<P256.PublicKey>]] = [:]
+    /// The restorers' second payments (Adversary): no honest wallet may ever credit one.
+    private var restoredPayments: Set<StatementID> = []
     /// Each wallet id's latest key-event log as the simulator knows it (an honest wallet's only grows).
     private var latestLogs: [WalletID: KeyEventLog] = [:]
     /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
@@ -114,6 +116,11 @@ final class Auditor {
             keysInForce[log.walletID, default: [:]][signed.event.sequence, default: []].insert(signed.event.signingKey)
         }
         if log.events.count >= latestLogs[log.walletID]?.events.count ?? 0 { latestLogs[log.walletID] = log }
+    }
+
+    /// A restored payer's second payment to the same payee: invariant 3 of issue 12 forbids its credit.
+    func restoredPaymentMade(_ transfer: SignedTransfer) {
+        restoredPayments.insert(StatementID(transfer.payload.order.transferID))
     }
 
     /// A wallet id's latest key-event log as the simulator knows it (the forgers wrap their files with it).
@@ -208,6 +215,11 @@ final class Auditor {
             if let transfer {
                 try checkDoubleSpend(transfer, payee: simulated)
                 try checkCreditSigner(transfer, payee: index)
+                if simulated.isHonest, restoredPayments.contains(transferID!) {
+                    throw fail(
+                        "restored-payer-refused",
+                        "w\(index) credited a restored payer's second payment to it by file")
+                }
             } else if simulated.isHonest {
                 throw fail("credit-signed-by-payer", "w\(index) credited an entry that holds no signed transfer")
             }

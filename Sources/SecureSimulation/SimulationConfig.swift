@@ -63,6 +63,8 @@ enum BrokenVariant: String, CaseIterable, Sendable {
     case creditsForgedTransfer
     /// The payer reverses on the refusal forger's refusal after the wallet dropped it (invariant 2).
     case reversesOnForgedRefusal
+    /// The payee credits a restored payer's second payment after the wallet refused it (invariant 3).
+    case creditsRestoredPayment
 }
 
 /// An invariant that failed, with what the run needs to be replayed.
