@@ -24,8 +24,10 @@ import SecureToken
 /// random source of its own (derived from the seed), so a run replays exactly. The attacks run on the honest wallets without the simulator's faults, as
 /// another process between sessions would: they test the checks, not durability. See docs/SIMULATION.md.
 final class Adversary {
-    /// Steps between two attacks: up to 30 attacks in a seed of 3,000 steps, 15 in one of 1,500.
-    static let period = 100
+    /// Steps between two attacks: up to 20 attacks in a seed of 3,000 steps, 10 in one of 1,500.
+    static let period = 150
+    /// While an attack waits for free targets, it looks again every this many steps.
+    static let retryPeriod = 5
     /// The restorer's payments, in minor units.
     static let restorerPaymentMinorUnits: Int64 = 1_000
 
@@ -55,7 +57,7 @@ final class Adversary {
             }
             waiting = true
         }
-        guard waiting else { return }
+        guard waiting, simulator.step % Self.retryPeriod == 0 else { return }
         let made: Bool
         switch attackCount % 3 {
         case 0: made = try forgeTransfer(simulator)

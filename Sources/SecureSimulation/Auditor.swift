@@ -84,7 +84,8 @@ final class Auditor {
         // Every wallet's key-event log first: a credit is checked against its payer's keys as they stand.
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { continue }
-            if latestLogs[simulated.walletID]?.head != wallet.keyLog.head { observe(wallet.keyLog) }
+            let log = wallet.keyLog, known = latestLogs[simulated.walletID]
+            if known?.events.count != log.events.count || known?.events.last != log.events.last { observe(log) }
         }
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { continue }
