@@ -684,8 +684,9 @@ public final class Simulator {
         case .duplicate: "duplicate"
         case .conflict: "conflict"
         case .refused(let reason, _, _): "refused(\(reason))"
-        case .policyRefusal(let reason): "policy(\(reason))"
-        case .dropped(let reason): "dropped(\(reason))"
+        case .policyRefusal(let reason): "policy(\(String(describing: reason).prefix { $0 != "(" }))"
+        // The reason's name only: a retired signer's carries the evidence, whose keys differ run to run.
+        case .dropped(let reason): "dropped(\(String(describing: reason).prefix { $0 != "(" }))"
         }
     }
 
