@@ -135,7 +135,7 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
             + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
             + "forged=\(forgedTransfers) credited=\(forgedCredited) forgedRefusals=\(forgedRefusals) reversed=\(forgedReversed) "
-            + "restorer=\(restorerAttempts) refused=\(restorerRefused) credited=\(restorerCredited) evidence=\(restorerEvidence)/\(restorerEvidenceDue) "
+            + "restorer=\(restorerAttempts) refused=\(restorerRefused) restorerCredited=\(restorerCredited) evidence=\(restorerEvidence)/\(restorerEvidenceDue) "
             + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
     }
 }
