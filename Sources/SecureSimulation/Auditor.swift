@@ -43,6 +43,13 @@ final class Auditor {
     private var undeposited: Int64 = 0
     /// Vouchers whose deposit the wallet reported done in this step; the ledger must show them.
     private var depositsReported: [(voucherID: StatementID, wallet: Int)] = []
+    /// Every key each wallet id ever put in force, by key sequence (a wallet restored with its anchor may
+    /// put two keys in force at one sequence): the truth the signer checks compare with.
+    private var keysInForce: [WalletID: [UInt64: Set<P256.PublicKey>]] = [:]
+    /// The restorers' second payments (Adversary): no honest wallet may ever credit one.
+    private var restoredPayments: Set<StatementID> = []
+    /// Each wallet id's latest key-event log as the simulator knows it (an honest wallet's only grows).
+    private var latestLogs: [WalletID: KeyEventLog] = [:]
     /// Per honest payee and payer: what each credit showed of the payer's ledger, for the double-spend check.
     private var creditsSeen: [Int: [WalletID: [CreditSeen]]] = [:]
 
@@ -74,6 +81,12 @@ final class Auditor {
 
     func checkAfterStep() throws {
         if let violation { throw violation }
+        // Every wallet's key-event log first: a credit is checked against its payer's keys as they stand.
+        for simulated in simulator.wallets {
+            guard let wallet = simulated.wallet else { continue }
+            let log = wallet.keyLog, known = latestLogs[simulated.walletID]
+            if known?.events.count != log.events.count || known?.events.last != log.events.last { observe(log) }
+        }
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { continue }
             try scan(simulated, wallet)
@@ -96,6 +109,58 @@ final class Auditor {
         }
         depositsReported = []
         try checkConservation()
+    }
+
+    /// Learns a key-event log: every key it puts in force, and the log itself as the wallet id's latest.
+    func observe(_ log: KeyEventLog) {
+        for signed in log.events {
+            keysInForce[log.walletID, default: [:]][signed.event.sequence, default: []].insert(signed.event.signingKey)
+        }
+        if log.events.count >= latestLogs[log.walletID]?.events.count ?? 0 { latestLogs[log.walletID] = log }
+    }
+
+    /// A restored payer's second payment to the same payee: invariant 3 of issue 12 forbids its credit.
+    func restoredPaymentMade(_ transfer: SignedTransfer) {
+        restoredPayments.insert(StatementID(transfer.payload.order.transferID))
+    }
+
+    /// A wallet id's latest key-event log as the simulator knows it (the forgers wrap their files with it).
+    func latestLog(of walletID: WalletID) -> KeyEventLog? { latestLogs[walletID] }
+
+    /// Invariant 1 of issue 12: an honest wallet credits only a transfer signed by a key the payer's wallet
+    /// id put in force, at the sequence the transfer's checkpoint names (checked against the payer's own
+    /// key-event logs, never the payee's view of them).
+    private func checkCreditSigner(_ transfer: SignedTransfer, payee: Int) throws {
+        guard simulator.wallets[payee].isHonest else { return }
+        let order = transfer.payload.order
+        let checkpoint = transfer.payload.checkpoint.checkpoint
+        let keys = keysInForce[order.payerWalletID]?[checkpoint.keySequence] ?? []
+        guard transfer.isSignatureValid, order.payerKey == checkpoint.walletKey,
+            checkpoint.walletID == order.payerWalletID, keys.contains(order.payerKey)
+        else {
+            throw fail(
+                "credit-signed-by-payer",
+                "w\(payee) credited \(order.amount) claiming payer \(Hex.encode(order.payerWalletID.bytes.prefix(6))), "
+                    + "signed by a key that wallet id never put in force at sequence \(checkpoint.keySequence)")
+        }
+    }
+
+    /// Invariant 2 of issue 12: an honest wallet reverses a payment only with a refusal signed by the payee
+    /// the transfer names, with a key that payee's wallet id put in force at the refusal's key sequence.
+    private func checkReversalSigner(_ entry: LedgerEntry, payer: Int) throws {
+        guard simulator.wallets[payer].isHonest else { return }
+        guard let refusal = (try? SignedRefusal.decode(entry.payload)) ?? nil, refusal.isSignatureValid else {
+            throw fail("reversal-signed-by-payee", "w\(payer) reversed a payment without a signed refusal")
+        }
+        let answer = refusal.payload.answer
+        let payee = transfers[StatementID(answer.transferID)]?.payeeWalletID
+        let keys = keysInForce[answer.payeeWalletID]?[answer.keyDate.keySequence] ?? []
+        guard payee == nil || payee == answer.payeeWalletID, keys.contains(answer.payeeKey) else {
+            throw fail(
+                "reversal-signed-by-payee",
+                "w\(payer) reversed transfer \(Hex.encode(answer.transferID.bytes.prefix(6))) on a refusal not "
+                    + "signed by its payee's key in force")
+        }
     }
 
     /// Reads the entries added since the last look.
@@ -148,11 +213,22 @@ final class Auditor {
             }
             transfers[transferID!] = books
             balances[index] += units
-            if let transfer { try checkDoubleSpend(transfer, payee: simulated) }
+            if let transfer {
+                try checkDoubleSpend(transfer, payee: simulated)
+                try checkCreditSigner(transfer, payee: index)
+                if simulated.isHonest, restoredPayments.contains(transferID!) {
+                    throw fail(
+                        "restored-payer-refused",
+                        "w\(index) credited a restored payer's second payment to it by file")
+                }
+            } else if simulated.isHonest {
+                throw fail("credit-signed-by-payer", "w\(index) credited an entry that holds no signed transfer")
+            }
         case .reversal:
             transferID = entry.statement?.id
             transfers[transferID!, default: TransferBooks()].reversals += 1
             balances[index] += units
+            try checkReversalSigner(entry, payer: index)
         case .deposit:
             transferID = entry.statement?.id // the voucher id, kept so a restore can forget the deposit
             guard let id = entry.statement?.id, let amount = minted[id] else {
@@ -225,8 +301,16 @@ final class Auditor {
         let total = balances.reduce(0, +)
         var inFlight: Int64 = 0
         var orphaned: Int64 = 0
+        var fromOutside: Int64 = 0
         for books in transfers.values {
             if books.debits == 1 && books.credits == 0 && books.reversals == 0 { inFlight += books.minorUnits }
+            if books.debits == 0 && books.credits > 0, let payer = books.payerWalletID,
+                simulator.adversary.isOutsider(payer)
+            {
+                // A restorer's payment (Adversary): its debit is in a ledger outside the audited books.
+                fromOutside += books.minorUnits
+                continue
+            }
             if books.debits == 0 && (books.credits + books.reversals) > 0 {
                 guard let payer = simulator.wallets.first(where: { $0.walletID == books.payerWalletID }),
                     !payer.isHonest
@@ -236,11 +320,11 @@ final class Auditor {
                 orphaned += books.minorUnits
             }
         }
-        guard total + inFlight + undeposited == mintedTotal + orphaned else {
+        guard total + inFlight + undeposited == mintedTotal + orphaned + fromOutside else {
             throw fail(
                 "conservation",
                 "balances \(total) + in flight \(inFlight) + undeposited vouchers \(undeposited) "
-                    + "!= minted \(mintedTotal) + traced excess \(orphaned)")
+                    + "!= minted \(mintedTotal) + traced excess \(orphaned) + restorers' payments \(fromOutside)")
         }
         simulator.stats.excessTraced = orphaned
     }
@@ -420,7 +504,8 @@ final class Auditor {
         let evidenceCount = try simulator.wallets.filter { $0.isHonest }.compactMap { $0.wallet }.map {
             try $0.ledger.evidence().count
         }.reduce(0, +)
-        if evidenceCount > 0 { covered = simulator.stats.excessTraced }
+        // Evidence the restorers left (Adversary) covers none of the workload's excess.
+        if evidenceCount > simulator.stats.restorerEvidence { covered = simulator.stats.excessTraced }
         simulator.stats.excessCoveredByEvidence = covered
     }
 }

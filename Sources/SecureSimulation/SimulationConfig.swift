@@ -15,6 +15,9 @@ public struct SimulationConfig: Sendable {
     public var sessionCountMax: Int
     /// Whether faults are injected at all (off for the plain workload tests).
     public var faults: Bool
+    /// Whether the dishonest actors (`Adversary`: forger, refusal forger, restorer) attack every
+    /// `Adversary.period` steps.
+    public var adversaries = true
     /// Where the wallets' files go; /dev/shm keeps SQLCipher's fsyncs cheap (see docs/SIMULATION.md).
     public var directory: String
     /// A deliberately broken variant, selectable only from tests (`@testable import`).
@@ -56,6 +59,12 @@ enum BrokenVariant: String, CaseIterable, Sendable {
     /// Rotate then pay: the driver answers the lookup at once with the peer's key-event log as known before,
     /// instead of holding the session until the peer's rotated log is followed.
     case lookupBeforeKeyEvents
+    /// The payee credits the forger's transfer after the wallet dropped it (issue 12's invariant 1).
+    case creditsForgedTransfer
+    /// The payer reverses on the refusal forger's refusal after the wallet dropped it (invariant 2).
+    case reversesOnForgedRefusal
+    /// The payee credits a restored payer's second payment after the wallet refused it (invariant 3).
+    case creditsRestoredPayment
 }
 
 /// An invariant that failed, with what the run needs to be replayed.
@@ -100,6 +109,19 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     /// Credits by an honest payee of a transfer that today's rules show to be a double spend (each must
     /// come with fork evidence).
     public var doubleSpendsDetectable = 0
+    /// The forger's file transfers claiming an honest wallet's id, and how many an honest wallet credited.
+    public var forgedTransfers = 0
+    public var forgedCredited = 0
+    /// The refusal forger's refusals handed to honest payers, and how many reversed a payment.
+    public var forgedRefusals = 0
+    public var forgedReversed = 0
+    /// The restorer's second payments by file to the same payee, how many were refused and credited, how
+    /// many met the payee's history at a size it holds (evidence due), and how many left evidence.
+    public var restorerAttempts = 0
+    public var restorerRefused = 0
+    public var restorerCredited = 0
+    public var restorerEvidenceDue = 0
+    public var restorerEvidence = 0
     public var excessTraced: Int64 = 0
     public var excessCoveredByEvidence: Int64 = 0
     public var entries: UInt64 = 0
@@ -112,6 +134,8 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
             "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) stale-files=\(staleFiles) "
             + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
+            + "forged=\(forgedTransfers) credited=\(forgedCredited) forgedRefusals=\(forgedRefusals) reversed=\(forgedReversed) "
+            + "restorer=\(restorerAttempts) refused=\(restorerRefused) restorerCredited=\(restorerCredited) evidence=\(restorerEvidence)/\(restorerEvidenceDue) "
             + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
     }
 }

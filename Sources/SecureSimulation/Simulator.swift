@@ -41,10 +41,13 @@ public final class Simulator {
     var step = 0
     /// While draining, faults stop and every pending payment is retried until it resolves.
     var healing = false
+    /// The dishonest actors (issue 12), with a random source of their own.
+    var adversary: Adversary
 
     public init(_ config: SimulationConfig) throws {
         self.config = config
         random = SeededRandom(seed: config.seed)
+        adversary = Adversary(seed: config.seed)
         // Unique per run, so two runs of one seed in one process (the determinism test) never share files.
         directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)-\(UUID().uuidString.prefix(8))"
         try? FileManager.default.removeItem(atPath: directory)
@@ -60,6 +63,7 @@ public final class Simulator {
     public var replayCommand: String {
         var command = "scripts/simulate --seed \(config.seed) --steps \(config.steps) --wallets \(config.walletCount)"
         if !config.faults { command += " --no-faults" }
+        if !config.adversaries { command += " --no-adversaries" }
         if let broken = config.broken {
             command += "   (broken variant \(broken.rawValue): only from SecureSimulationTests)"
         }
@@ -112,6 +116,7 @@ public final class Simulator {
         step += 1
         clock.now += Int64(random.next() % 20)
         try performOneEvent()
+        if config.adversaries && !healing { try adversary.step(self) }
         try auditor.checkAfterStep()
     }
 
@@ -536,7 +541,7 @@ public final class Simulator {
     /// backup token: the log then holds an even number of events (the inception, then two a rotation), and
     /// after a crash the wallet cannot sign at all. A recovered wallet has no signing key until it rotates.
     /// Either way the person runs `rotate` again before anything else, as the error tells them.
-    private func needsRotationResumed(_ simulated: SimulatedWallet) -> Bool {
+    func needsRotationResumed(_ simulated: SimulatedWallet) -> Bool {
         guard let wallet = simulated.wallet, wallet.lockReason == nil else { return false }
         return wallet.keyLog.events.count % 2 == 0 || (try? wallet.signer) == nil
     }
@@ -680,8 +685,9 @@ public final class Simulator {
         case .duplicate: "duplicate"
         case .conflict: "conflict"
         case .refused(let reason, _, _): "refused(\(reason))"
-        case .policyRefusal(let reason): "policy(\(reason))"
-        case .dropped(let reason): "dropped(\(reason))"
+        case .policyRefusal(let reason): "policy(\(String(describing: reason).prefix { $0 != "(" }))"
+        // The reason's name only: a retired signer's carries the evidence, whose keys differ run to run.
+        case .dropped(let reason): "dropped(\(String(describing: reason).prefix { $0 != "(" }))"
         }
     }
 

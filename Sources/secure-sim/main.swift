@@ -1,5 +1,5 @@
 // secure-sim: runs the deterministic simulator (issue 7) over seeds. See docs/SIMULATION.md.
-//   secure-sim --seed S [--steps N] [--wallets W] [--no-faults]                  replay one seed
+//   secure-sim --seed S [--steps N] [--wallets W] [--no-faults] [--no-adversaries]   replay one seed
 //   secure-sim --seeds N [--first S] [--budget SECONDS] [--until-steps T] [--steps N] [--jobs J]
 //       run seeds S, S+1, ... until N seeds ran, the budget is spent, or T steps are done (checked between seeds)
 // Seeds run on `--jobs` threads (default: one per core). Each seed is its own Simulator with its own files and
@@ -16,6 +16,7 @@ func value(_ name: String) -> String? {
 let steps = value("--steps").flatMap(Int.init) ?? 3_000
 let walletCount = value("--wallets").flatMap(Int.init) ?? 4
 let faults = !arguments.contains("--no-faults")
+let adversaries = !arguments.contains("--no-adversaries")
 let budget = value("--budget").flatMap(Double.init)
 let stepsWanted = value("--until-steps").flatMap(Int.init)
 let seeds: [UInt64]
@@ -40,6 +41,14 @@ final class Batch: @unchecked Sendable {
     var failedSeeds: [UInt64] = []
     var paid: [Int] = []
     var restores: [Int] = []
+    /// The dishonest actors' attempts, summed: forged transfers, forged refusals, restorers' second payments.
+    var forged = 0
+    var forgedRefusals = 0
+    var restorerAttempts = 0
+    /// What they got: credits, reversals, credits of a restorer's second payment (each must stay 0).
+    var adversaryGains = 0
+    var evidence = 0
+    var evidenceDue = 0
     var broken = false
 
     /// The next seed, or nil when all ran, the budget is spent or the simulator itself failed.
@@ -60,7 +69,8 @@ let batch = Batch()
 
 func runSeeds() {
     while let seed = batch.take() {
-        let config = SimulationConfig(seed: seed, steps: steps, walletCount: walletCount, faults: faults)
+        var config = SimulationConfig(seed: seed, steps: steps, walletCount: walletCount, faults: faults)
+        config.adversaries = adversaries
         do {
             let stats = try Simulator(config).run()
             batch.record { batch in
@@ -68,6 +78,12 @@ func runSeeds() {
                 batch.seedsRun += 1
                 batch.paid.append(stats.outcomes["paid"] ?? 0)
                 batch.restores.append(stats.restores)
+                batch.forged += stats.forgedTransfers
+                batch.forgedRefusals += stats.forgedRefusals
+                batch.restorerAttempts += stats.restorerAttempts
+                batch.adversaryGains += stats.forgedCredited + stats.forgedReversed + stats.restorerCredited
+                batch.evidence += stats.restorerEvidence
+                batch.evidenceDue += stats.restorerEvidenceDue
                 if verbose { print("seed \(seed): \(stats)") }
             }
         } catch let failure as SimulationFailure {
@@ -116,6 +132,11 @@ let workload =
         format: "; paid %d (at least %d a seed), restores %d (at least %d a seed)",
         batch.paid.reduce(0, +), batch.paid.min() ?? 0,
         batch.restores.reduce(0, +), batch.restores.min() ?? 0)
+        + String(
+            format:
+                "; forged transfers %d, forged refusals %d, restorer payments %d (gained %d, evidence %d of %d due)",
+            batch.forged, batch.forgedRefusals, batch.restorerAttempts, batch.adversaryGains, batch.evidence,
+            batch.evidenceDue)
 print(
     String(
         format: "secure-sim: %d seeds from %llu on %d threads, %d steps in %.1f s (%.0f steps/s)%@, %@", batch.seedsRun,

@@ -25,6 +25,24 @@ struct SimulationTests {
         #expect(stats.rotations > 0 && stats.keyLogsFollowed > 0, "seed \(seed): \(stats)")
     }
 
+    /// Issue 12's dishonest actors, "caught by seeds 1–4": every forged transfer and forged refusal is
+    /// refused and nothing is credited or reversed; every restorer's second payment to the same payee is
+    /// refused, with fork evidence whenever its history meets the payee's at a size both signed.
+    @Test func dishonestActorsAreCaught() throws {
+        var evidenceDue = 0
+        for seed in [1, 2, 3, 4] as [UInt64] {
+            let stats = try run(SimulationConfig(seed: seed, steps: Self.steps))
+            #expect(stats.forgedTransfers > 0 && stats.forgedCredited == 0, "seed \(seed): \(stats)")
+            #expect(stats.forgedRefusals > 0 && stats.forgedReversed == 0, "seed \(seed): \(stats)")
+            #expect(stats.restorerAttempts > 0 && stats.restorerCredited == 0, "seed \(seed): \(stats)")
+            #expect(stats.restorerRefused == stats.restorerAttempts, "seed \(seed): \(stats)")
+            #expect(stats.restorerEvidence == stats.restorerEvidenceDue, "seed \(seed): \(stats)")
+            evidenceDue += stats.restorerEvidenceDue
+        }
+        // The padding reached the size the payee holds in some attempt, so the evidence path ran.
+        #expect(evidenceDue > 0)
+    }
+
     @Test func workloadWithoutFaultsPays() throws {
         let stats = try run(SimulationConfig(seed: 11, steps: Self.steps, faults: false))
         // Token errors still happen without faults (a PIN wiped after its hold), so only injected ones are checked.
@@ -51,6 +69,9 @@ struct SimulationTests {
         (BrokenVariant.anchorBeforeCommit, "honest-wallet-opens"),
         (BrokenVariant.refusalAfterDebit, "refusal-zero-debit"),
         (BrokenVariant.lookupBeforeKeyEvents, "peer-key-log-followed"),
+        (BrokenVariant.creditsForgedTransfer, "credit-signed-by-payer"),
+        (BrokenVariant.reversesOnForgedRefusal, "reversal-signed-by-payee"),
+        (BrokenVariant.creditsRestoredPayment, "restored-payer-refused"),
     ])
     func brokenVariantIsCaught(variant: BrokenVariant, invariant: String) throws {
         for seed in Self.variantSeeds {
