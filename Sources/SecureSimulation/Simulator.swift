@@ -298,7 +298,7 @@ public final class Simulator {
         var hooks = WalletFaultHooks()
         hooks.anchorBeforeCommit = config.broken == .anchorBeforeCommit
         hooks.beforeCommit = { [unowned self] in
-            if config.faults, !healing, chance(30) { throw SimulatedCrash(point: "before the commit") }
+            if config.faults, !healing, chance(50) { throw SimulatedCrash(point: "before the commit") }
         }
         hooks.afterCommit = { [unowned self] in
             if config.faults, !healing, chance(25) { throw SimulatedCrash(point: "between the commit and the anchor") }
