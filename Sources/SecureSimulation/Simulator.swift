@@ -95,17 +95,22 @@ public final class Simulator {
         return stats
     }
 
-    /// Paid payments a run must make at least, so a run that moved no money between peers cannot pass.
+    /// Session payments a run must make at least, so a run that moved no money between peers cannot pass.
     /// Most seeds of 3,000 steps make 5 to 20; a few in a hundred make only 1 or 2 (a wallet restored early
     /// stays locked, or the faults pile up), so the floor is one: `secure-sim` prints the lowest per seed.
+    /// A payment counts when the payee credited it in a session (`received`), even when a cut link left the
+    /// payer's side unconfirmed: since issue 12 a restored hub wallet is refused by every peer that knows its
+    /// newer key events, and seed 1796140331 of 3,000 steps then ended with 2 payments received and none
+    /// confirmed on the payer's side.
     static let paidMinimum = 1
 
     /// A run holds its invariants only meaningfully if it did what it is for: peers paid each other, and
     /// (with faults) a wallet was restored from an old copy.
     private func checkWorkload() throws {
-        let paid = stats.outcomes["paid"] ?? 0
+        let paid = max(stats.outcomes["paid"] ?? 0, stats.outcomes["received"] ?? 0)
         guard paid >= Self.paidMinimum else {
-            throw failure("workload", "only \(paid) sessions ended paid; a run needs \(Self.paidMinimum)")
+            throw failure(
+                "workload", "only \(paid) payments were credited in sessions; a run needs \(Self.paidMinimum)")
         }
         guard !config.faults || stats.restores >= 1 else {
             throw failure("workload", "no wallet was restored from an old copy")

@@ -76,7 +76,7 @@ func runSeeds() {
             batch.record { batch in
                 batch.totalSteps += stats.steps
                 batch.seedsRun += 1
-                batch.paid.append(stats.outcomes["paid"] ?? 0)
+                batch.paid.append(max(stats.outcomes["paid"] ?? 0, stats.outcomes["received"] ?? 0))
                 batch.restores.append(stats.restores)
                 batch.forged += stats.forgedTransfers
                 batch.forgedRefusals += stats.forgedRefusals
