@@ -18,6 +18,10 @@ public struct SimulationConfig: Sendable {
     /// Whether the dishonest actors (`Adversary`: forger, refusal forger, restorer) attack every
     /// `Adversary.period` steps.
     public var adversaries = true
+    /// Whether this run alone must credit a payment in a session (`Simulator.paidMinimum`). A batch of many
+    /// seeds checks the floor over the batch instead (`secure-sim`): under heavy faults about one seed in
+    /// three hundred moves no money at all, which says nothing about the code.
+    public var paymentRequired = true
     /// Where the wallets' files go; /dev/shm keeps SQLCipher's fsyncs cheap (see docs/SIMULATION.md).
     public var directory: String
     /// A deliberately broken variant, selectable only from tests (`@testable import`).

@@ -71,6 +71,8 @@ func runSeeds() {
     while let seed = batch.take() {
         var config = SimulationConfig(seed: seed, steps: steps, walletCount: walletCount, faults: faults)
         config.adversaries = adversaries
+        // One seed replays exactly what CI ran; in a batch the payment floor is the batch's (below).
+        config.paymentRequired = seeds.count == 1
         do {
             let stats = try Simulator(config).run()
             batch.record { batch in
@@ -144,5 +146,16 @@ print(
         workload, verdict))
 if let stepsWanted, batch.totalSteps < stepsWanted {
     print("secure-sim: the budget ran out after \(batch.totalSteps) of the \(stepsWanted) steps wanted")
+}
+// The batch's workload floor: on average at least one payment credited in a session per seed, so a batch
+// that moved no money cannot pass, while a single seed whose faults piled up does not fail CI.
+let creditedPayments = batch.paid.reduce(0, +)
+if seeds.count > 1, creditedPayments < batch.paid.count {
+    print(
+        "secure-sim: workload: \(creditedPayments) payments credited in \(batch.paid.count) seeds; at least one a seed")
+    exit(1)
+}
+if seeds.count > 1, let idle = Optional(batch.paid.filter { $0 == 0 }.count), idle > 0 {
+    print("secure-sim: \(idle) of \(batch.paid.count) seeds credited no payment in a session (their faults piled up)")
 }
 if !batch.failedSeeds.isEmpty { exit(1) }
