@@ -221,7 +221,7 @@ extension LedgerBench {
         }
         defer { session.close() }
         let amount = try Money(minorUnits: 450, currency: .eur)
-        if wallet.state.balance(.eur).minorUnits < 1_000_000 { // a deposit from a fresh history covers 10,000 more runs
+        if wallet.state.minorUnitsHeld(.eur) < 1_000_000 { // a deposit from a fresh history covers 10,000 more runs
             var history = SyntheticHistory(
                 walletID: wallet.walletID, payerKey: wallet.signingKey, issuer: tokens.issuer)
             try wallet.appendBatch(try history.drafts(from: SyntheticHistory.firstPosition, count: 1))
@@ -229,6 +229,7 @@ extension LedgerBench {
         let payee = WalletID(bytes: SHA256.hash(Array("bench-payee".utf8)))! // a SHA-256 output is 32 bytes
         var lastEntry: LedgerEntry?
         func step() throws {
+            let amount = try wallet.asset(for: amount, issuer: nil)
             _ = try wallet.checkSpend(amount: amount, category: "food", overrideBudget: false)
             let order = try TransferOrder(
                 transferID: .random(), payerWalletID: wallet.walletID,
@@ -449,14 +450,14 @@ extension LedgerBench {
                 login[size, default: []].append(Self.milliseconds(since: start))
                 start = Self.now()
                 let wallet = try Wallet.open(paths: paths, token: session)
-                let balance = wallet.state.balance(.eur)
+                let balance = wallet.state.minorUnitsHeld(.eur)
                 open[size, default: []].append(Self.milliseconds(since: start))
                 guard wallet.lockReason == nil, wallet.size == UInt64(size) else {
                     throw UsageError(
                         "the fixture \(paths.directory) opened locked or with \(wallet.size) entries; "
                             + "delete it to rebuild")
                 }
-                balances[size] = MoneyText.format(balance)
+                balances[size] = MoneyText.format(try Money(minorUnits: balance, currency: .eur))
                 session.close()
             }
         }

@@ -5,6 +5,7 @@ import SecureCore
 import SecureCrypto
 import SecurePeer
 @_spi(Benchmark) import SecureStore
+import SecureTestSupport
 import SecureToken
 import SecureWallet
 
@@ -218,8 +219,8 @@ final class PayBenchLab {
     let directory: String
     let layout: DemoToken.Layout
     private let issuerSession: TokenSession
-    private let issuer: TokenSigner
-    private var vouchers: UInt64 = 0
+    /// The run's issuer: a token key with an issuer's one-event log (`TestIssuer`).
+    private var issuer: TestIssuer
     /// A token with the objects a wallet token has (a signing key, a key-agreement key, an anchor): the
     /// raw token operations are measured on it.
     let raw: TokenSession
@@ -233,8 +234,9 @@ final class PayBenchLab {
         issuerSession = try TokenSession(
             token: try TokenLibrary.shared.token(issuerToken.uri),
             pin: try PINSource.file(issuerToken.pinPath).read())
-        issuer = try TokenSigner(
-            session: issuerSession, keyURI: try issuerSession.generateKey(label: "issuer", usage: .sign).uri)
+        issuer = try TestIssuer(
+            signer: try TokenSigner(
+                session: issuerSession, keyURI: try issuerSession.generateKey(label: "issuer", usage: .sign).uri))
         let rawToken = try DemoToken.create(layout, label: "raw")
         rawPINPath = rawToken.pinPath
         raw = try TokenSession(
@@ -264,13 +266,9 @@ final class PayBenchLab {
             options: Wallet.InitOptions(
                 tokenURI: main.uri, backup: (backupSession, backup.uri),
                 allowFileAnchor: false, label: name))
-        try wallet.trust(issuer: issuer.publicKey)
+        try wallet.trust(issuer: issuer.card)
         if let funds {
-            vouchers += 1
-            let voucher = try Voucher(
-                issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(funds),
-                voucherID: .random(), issuerSequence: vouchers
-            ).sign(with: issuer)
+            let voucher = try issuer.voucher(try MoneyText.parse(funds), to: wallet.walletID)
             guard case .recorded = try wallet.deposit(voucher) else {
                 throw WalletError(.refused, "the bench voucher was not deposited")
             }
@@ -294,9 +292,10 @@ enum PayBench {
     /// A pay flow's messages: two hellos, offer, reply, two measurements, ready, transfer, receipt.
     static let messagesPerPayment = 9
 
-    static func intent() throws -> PaymentIntent {
+    static func intent(_ payer: BenchWallet) throws -> PaymentIntent {
         PaymentIntent(
-            offerID: .random(), amount: try MoneyText.parse(amount), category: "bench", note: "bench")
+            offerID: .random(), amount: try payer.wallet.asset(for: try MoneyText.parse(amount), issuer: nil),
+            category: "bench", note: "bench")
     }
 
     /// The payer's side of one payment over TCP: connect, handshake, run the payer machine to its end.
@@ -382,7 +381,7 @@ enum PayBench {
         defer { listener.close() }
         var result = SingleResult()
         // A warm-up payment: the counts of token operations, and the sizes of the commits it made.
-        let warmUp = try intent()
+        let warmUp = try intent(payer)
         let (_, paid, received) = try timedPayment(
             payer: payer, payee: payee, listener: listener, seed: 1, intent: warmUp)
         guard case .paid = paid, case .received = received else {
@@ -407,7 +406,7 @@ enum PayBench {
             for index in 0..<perRound {
                 let (milliseconds, paid, received) = try timedPayment(
                     payer: payer, payee: payee, listener: listener,
-                    seed: UInt64(2 + round * perRound + index), intent: try intent())
+                    seed: UInt64(2 + round * perRound + index), intent: try intent(payer))
                 if case .paid = paid, case .received = received {} else { result.outcomesOK = false }
                 result.milliseconds.append(milliseconds)
                 collectTrace(&result, payer: payer, payee: payee, milliseconds: milliseconds)
@@ -594,8 +593,8 @@ enum PayBench {
         let total = payers.count * perPayer
         let eur = Currency(code: "EUR")!
         let before = Before(
-            payerBalances: payers.map { $0.wallet.state.balance(eur).minorUnits },
-            payeeBalance: payee.wallet.state.balance(eur).minorUnits,
+            payerBalances: payers.map { $0.wallet.state.minorUnitsHeld(eur) },
+            payeeBalance: payee.wallet.state.minorUnitsHeld(eur),
             payerDebits: try payers.map { try $0.wallet.ledger.entries(kind: .paymentOut).count },
             payeeCredits: try payee.wallet.ledger.entries(kind: .paymentIn).count)
 
@@ -646,7 +645,7 @@ enum PayBench {
                     tally.add(
                         Result {
                             try pay(
-                                unsafePayers[number], port: listener.port, intent: try intent(),
+                                unsafePayers[number], port: listener.port, intent: try intent(unsafePayers[number]),
                                 seed: UInt64(number * 100 + index))
                         })
                 }
@@ -697,9 +696,9 @@ enum PayBench {
         }
         result.credits = try payee.wallet.ledger.entries(kind: .paymentIn).count - before.payeeCredits
         let paidOut = zip(payers, before.payerBalances).reduce(Int64(0)) {
-            $0 + $1.1 - $1.0.wallet.state.balance(eur).minorUnits
+            $0 + $1.1 - $1.0.wallet.state.minorUnitsHeld(eur)
         }
-        let paidIn = payee.wallet.state.balance(eur).minorUnits - before.payeeBalance
+        let paidIn = payee.wallet.state.minorUnitsHeld(eur) - before.payeeBalance
         let unreceived = Int64(result.pending - result.pendingCredited) * 100
         result.conserved = paidOut == paidIn + unreceived
         result.ledgersVerify = try (payers + [payee]).allSatisfy {

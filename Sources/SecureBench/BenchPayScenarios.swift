@@ -51,7 +51,7 @@ extension PayBench {
         if !again.payerActions.outcome.isPaid { problems.append("lost receipt retry: \(again.outcomes)") }
 
         let request = try PaymentRequest(
-            requestID: .random(), amount: try MoneyText.parse(amount),
+            requestID: .random(), amount: try payee.wallet.requestAsset(for: try MoneyText.parse(amount), issuer: nil),
             note: "Coffee")
         let withdrawn = try MachinePair(payer: payer, payee: payee, request: request)
         // Both hellos are in and the request is on its way (the two wallets follow each other's key-event
@@ -97,7 +97,8 @@ struct MachinePair {
                 hello: try PeerActions.hello(
                     wallet: wallet.wallet, displayName: wallet.name,
                     randomBytes: { SystemRandom.bytes($0) }),
-                rangingPolicy: PayBench.policy)
+                rangingPolicy: PayBench.policy, trustedIssuers: try wallet.wallet.trustedIssuers(),
+                isIssuer: wallet.wallet.isIssuer)
         }
         let payerMachine: PayerMachine
         if let retrying {
@@ -106,7 +107,7 @@ struct MachinePair {
             payerMachine = PayerMachine(answeringRequestWith: try context(payer), transferID: .random())
         } else {
             payerMachine = PayerMachine(
-                paying: try PayBench.intent(), context: try context(payer), transferID: .random())
+                paying: try PayBench.intent(payer), context: try context(payer), transferID: .random())
         }
         payerActions = PeerActions(
             wallet: payer.wallet, machine: .payer(payerMachine), helloSize: payer.wallet.latest!.checkpoint.size,

@@ -1,5 +1,6 @@
 import SecureCore
 import SecureCrypto
+import SecureTestSupport
 
 // Ledger history for benchmark fixtures; SecureWallet's `@_spi(Benchmark)` batch append loads it. It holds
 // no key: it asks a `MessageSigner` for its vouchers' signatures (a token key in `secure-bench ledger`, the
@@ -25,6 +26,8 @@ public struct SyntheticHistory {
     private let payees: [WalletID]
     private var random: SeededRandom
     private var issuerSequence: UInt64 = 0
+    /// The issuer's wallet id: its one-event issuer log is made (one signature) at the first deposit.
+    private var issuerID: WalletID?
 
     /// The history of the wallet `walletID` whose signing key is `payerKey`; vouchers are signed by
     /// `issuer`. The same seed gives the same amounts, payees and categories (ids stay random).
@@ -60,14 +63,22 @@ public struct SyntheticHistory {
 
     private mutating func deposit() throws -> EntryDraft {
         issuerSequence += 1
+        let issuerID: WalletID
+        if let known = self.issuerID {
+            issuerID = known
+        } else {
+            issuerID = try TestIssuer(signer: issuer).walletID
+            self.issuerID = issuerID
+        }
         let voucher = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: walletID,
-            amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
-            voucherID: .random(), issuerSequence: issuerSequence)
+            issuerWalletID: issuerID, issuerKey: issuer.publicKey,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: issuerSequence + 1),
+            recipientWalletID: walletID, amount: try Money(minorUnits: Self.depositMinorUnits, currency: .eur),
+            voucherID: .random())
         let signed = try voucher.sign(with: issuer)
         // As VoucherCheck.evaluate builds it for an accepted voucher.
         return EntryDraft(
-            kind: .deposit, amount: voucher.amount, counterparty: issuer.publicKey.fingerprint,
+            kind: .deposit, amount: voucher.assetAmount, counterparty: issuerID.bytes,
             statement: signed.statementReference, payload: signed.encoded)
     }
 
@@ -76,7 +87,8 @@ public struct SyntheticHistory {
         let order = try TransferOrder(
             transferID: .random(), payerWalletID: walletID, payerKey: payerKey,
             payeeWalletID: payees[Int(value % 8)],
-            amount: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur),
+            amount: AssetAmount(
+                issuer: issuerID!, money: try Money(minorUnits: Int64(100 + (value >> 8) % 9_900), currency: .eur)),
             proximity: .none, channelBinding: [])
         return order.debitDraft(
             category: Self.categories[Int((value >> 24) % 4)], note: Self.notes[Int((value >> 32) % 5)])

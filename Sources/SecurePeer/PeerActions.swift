@@ -534,7 +534,7 @@ public final class PeerActions {
         switch outcome {
         // A new credit, or a re-delivery of a credited transfer (not of a refused one), gets a receipt.
         case .recorded(let entry),
-            .duplicate(let entry) where entry.kind == .paymentIn:
+            .duplicate(let entry) where entry.kind == .paymentIn || entry.kind == .redemption:
             let receipt = try walletLock.withLock {
                 try wallet.receipt(for: task.transfer, creditPosition: entry.position)
             }

@@ -46,13 +46,16 @@ public final class PeerDriver {
         self.timeoutScale = timeoutScale
         self.channel = channel
         self.interface = interface
-        let hello = try walletLock.withLock {
-            try PeerActions.hello(wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) })
+        let (hello, trusted) = try walletLock.withLock {
+            (
+                try PeerActions.hello(wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) }),
+                try wallet.trustedIssuers()
+            )
         }
         // The channel's transcript hash is a SHA-256 output, so its length is the channel's own invariant.
         let context = PeerSessionContext(
             transcriptHash: Digest32(exactly: channel.summary.transcriptHash), channelBinding: channel.channelBinding,
-            hello: hello, rangingPolicy: policy)
+            hello: hello, rangingPolicy: policy, trustedIssuers: trusted, isIssuer: wallet.isIssuer)
         let machine: PeerActions.Machine
         switch role {
         case .pay(let intent): machine = .payer(PayerMachine(paying: intent, context: context, transferID: .random()))

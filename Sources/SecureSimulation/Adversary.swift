@@ -33,7 +33,6 @@ final class Adversary {
 
     var random: SeededRandom
     /// Voucher sequence numbers for the restorers' deposits, far from the workload's.
-    var issuerSequence: UInt64 = 1 << 40
     var attackCount = 0
     /// An attack fell due and waits for its targets to be free.
     var waiting = false
@@ -86,7 +85,7 @@ final class Adversary {
         let victim = pick(simulator.wallets.filter { $0 !== target })
         var forger = try SoftwareWallet(seed: random.next(), claiming: victim.walletID)
         let amount = Simulator.euros(1 + Int64(random.next() % 100_000))
-        try forger.fundFromNothing(amount)
+        try forger.fundFromNothing(amount, issuer: simulator.issuer.walletID)
         let transfer = try forger.pay(target.walletID, amount: amount)
         let victimLog = simulator.auditor.latestLog(of: victim.walletID)
         let withVictimLog = victimLog != nil && chance(500)
@@ -210,7 +209,7 @@ final class Adversary {
         restorer.wallet = try Wallet.create(
             paths: restorer.paths, token: restorer.token, options: options,
             clock: simulator.clockFunction(restorer))
-        try restorer.wallet!.trust(issuer: simulator.issuer.publicKey)
+        try restorer.wallet!.trust(issuer: simulator.issuer.card)
         restorer.walletID = restorer.wallet!.walletID
         outsiders.insert(restorer.walletID)
         simulator.auditor.observe(restorer.wallet!.keyLog)
@@ -219,7 +218,9 @@ final class Adversary {
         guard let card = payee.wallet.map({ WalletCard(log: $0.keyLog) }) else { return true }
         let amount = Simulator.euros(Self.restorerPaymentMinorUnits)
         func pay() throws -> Envelope {
-            try restorer.wallet!.spend(to: card, amount: amount, category: "misc", note: "restorer")
+            try restorer.wallet!.spend(
+                to: card, amount: AssetAmount(issuer: simulator.issuer.walletID, money: amount), category: "misc",
+                note: "restorer")
         }
         func deliver(_ envelope: Envelope) throws -> StatementOutcome {
             try simulator.quietly(payee) {
@@ -321,12 +322,8 @@ final class Adversary {
 
     /// Mints a voucher to a restorer and deposits it: money from outside the audited books.
     private func fund(_ restorer: SimulatedWallet, _ simulator: Simulator) throws {
-        issuerSequence += 1
-        let voucher = try Voucher(
-            issuerKey: simulator.issuer.publicKey, recipientWalletID: restorer.walletID,
-            amount: Simulator.euros(Self.restorerPaymentMinorUnits * 2), voucherID: .random(using: &random),
-            issuerSequence: issuerSequence
-        ).sign(with: simulator.issuer)
+        let voucher = try simulator.issuer.voucher(
+            Simulator.euros(Self.restorerPaymentMinorUnits * 2), to: restorer.walletID, id: .random(using: &random))
         guard case .recorded = try restorer.wallet!.deposit(voucher) else {
             throw simulator.failure("deposit", "a restorer's voucher was not deposited")
         }

@@ -90,7 +90,7 @@ final class Auditor {
         for simulated in simulator.wallets {
             guard let wallet = simulated.wallet else { continue }
             try scan(simulated, wallet)
-            let balance = wallet.state.balance(.eur).minorUnits
+            let balance = wallet.state.minorUnitsHeld(.eur)
             guard balance >= 0, balances[simulated.index] >= 0 else {
                 throw fail("no-negative-balance", "w\(simulated.index) has \(balance)")
             }
@@ -178,7 +178,7 @@ final class Auditor {
 
     private func record(_ entry: LedgerEntry, in simulated: SimulatedWallet) throws {
         let index = simulated.index
-        let units = entry.amount?.minorUnits ?? 0
+        let units = entry.amount?.money.minorUnits ?? 0
         var transferID: StatementID?
         var isPeerDebit = false
         var payer: WalletID?
@@ -193,7 +193,7 @@ final class Auditor {
             try checkReadyBeforeDebit(order, simulated)
             var books = transfers[StatementID(order.transferID), default: TransferBooks()]
             books.debits += 1
-            books.minorUnits = order.amount.minorUnits
+            books.minorUnits = order.amount.money.minorUnits
             books.isPeer = isPeerDebit
             books.payerWalletID = order.payerWalletID
             books.payeeWalletID = order.payeeWalletID
@@ -207,7 +207,13 @@ final class Auditor {
             var books = transfers[transferID!, default: TransferBooks()]
             books.credits += 1
             if let order = transfer?.payload.order {
-                books.minorUnits = order.amount.minorUnits
+                // Invariant 1: an honest wallet credits only an asset whose issuer it trusts (the one issuer).
+                if let trusted = trustedIssuer, order.amount.issuer != trusted {
+                    throw fail(
+                        "credit-trusted-asset",
+                        "w\(index) credited \(order.amount), an asset of an issuer it never trusted")
+                }
+                books.minorUnits = order.amount.money.minorUnits
                 books.payerWalletID = order.payerWalletID
                 books.payeeWalletID = order.payeeWalletID
             }
@@ -243,8 +249,11 @@ final class Auditor {
             deposits[id, default: 0] += 1
             if deposits[id] == 1 { undeposited -= amount }
             balances[index] += units
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
+            .settings:
             break
+        case .mint, .redemption:
+            throw fail("issuer-entries", "w\(index), an ordinary wallet, recorded a \(entry.kind) entry")
         }
         seen[index].append(
             Seen(
@@ -361,7 +370,8 @@ final class Auditor {
                     deposits[id, default: 1] -= 1
                     if deposits[id] == 0 { undeposited += minted[id] ?? 0 }
                 }
-            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
+                .settings, .mint, .redemption:
                 break
             }
         }
@@ -421,9 +431,11 @@ final class Auditor {
     func creditCount(of transferID: TransferID) -> Int { transfers[StatementID(transferID)]?.credits ?? 0 }
 
     /// Every `ready` a payer received: (payer, channel binding, amount).
-    private var readies: [(wallet: Int, binding: [UInt8], amount: Money)] = []
+    private var readies: [(wallet: Int, binding: [UInt8], amount: AssetAmount)] = []
+    /// The issuer the honest wallets trust, once the simulator made it.
+    var trustedIssuer: WalletID?
 
-    func readyReceived(by wallet: Int, binding: [UInt8], amount: Money) { readies.append((wallet, binding, amount)) }
+    func readyReceived(by wallet: Int, binding: [UInt8], amount: AssetAmount) { readies.append((wallet, binding, amount)) }
 
     /// When one side's session ends.
     func checkSessionEnd(_ end: SessionEnd, in session: SimulatedSession) throws {
@@ -480,10 +492,10 @@ final class Auditor {
             guard report.isValid else {
                 throw fail("ledger-verifies", "w\(simulated.index): \(report.problems.prefix(3))")
             }
-            guard report.state.balance(.eur) == wallet.state.balance(.eur) else {
+            guard report.state.balances == wallet.state.balances else {
                 throw fail(
                     "ledger-verifies",
-                    "w\(simulated.index): replay gives \(report.state.balance(.eur)), the wallet \(wallet.state.balance(.eur))"
+                    "w\(simulated.index): replay gives \(report.state.balances), the wallet \(wallet.state.balances)"
                 )
             }
         }

@@ -71,11 +71,11 @@ final class SimulatedSession {
     /// The channel binding both sides share (a channel would derive it from its handshake).
     let binding: [UInt8]
     /// The amount offered or requested.
-    let amount: Money
+    let amount: AssetAmount
 
     init(
         number: Int, kind: Kind, payer: SessionEnd, payee: SessionEnd, transferID: TransferID, payerSizeAtStart: UInt64,
-        binding: [UInt8], amount: Money
+        binding: [UInt8], amount: AssetAmount
     ) {
         self.binding = binding
         self.amount = amount

@@ -27,8 +27,10 @@ public final class Simulator {
     var random: SeededRandom
     let clock = SimulatedClock()
     let directory: String
-    let issuer: SoftwareSigner
-    var issuerSequence: UInt64 = 0
+    /// The one issuer all honest money comes from: a software key with an issuer's log.
+    var issuer: TestIssuer
+    /// Euros of that issuer: the asset the honest wallets pay in.
+    var eur: Asset { Asset(issuer: issuer.walletID, currency: .eur) }
     var wallets: [SimulatedWallet] = []
     var sessions: [SimulatedSession] = []
     var sessionCount = 0
@@ -52,9 +54,10 @@ public final class Simulator {
         directory = config.directory + "/secure-sim-\(getpid())-\(config.seed)-\(UUID().uuidString.prefix(8))"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        issuer = try SoftwareSigner()
+        issuer = try TestIssuer(signer: try SoftwareSigner())
         for index in 0..<config.walletCount { try createWallet(index) }
         auditor = Auditor(simulator: self)
+        auditor.trustedIssuer = issuer.walletID
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -260,7 +263,7 @@ public final class Simulator {
             allowFileAnchor: false, label: "wallet")
         let wallet = try Wallet.create(
             paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
-        try wallet.trust(issuer: issuer.publicKey)
+        try wallet.trust(issuer: issuer.card)
         simulated.walletID = wallet.walletID
         simulated.token.lock()
         simulated.wallet = wallet
@@ -553,13 +556,9 @@ public final class Simulator {
 
     private func mint(to wallet: SimulatedWallet) {
         guard wallet.vouchers.count < 4 else { return }
-        issuerSequence += 1
         let amount = Self.euros(100 + Int64(random.next() % 5_000))
         // The amount is at least 1.00 EUR and the issuer's signer is a software key, so neither step can fail.
-        let voucher = try! Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: amount,
-            voucherID: .random(using: &random), issuerSequence: issuerSequence
-        ).sign(with: issuer)
+        let voucher = try! issuer.voucher(amount, to: wallet.walletID, id: .random(using: &random)).voucher().0
         wallet.vouchers.append(voucher)
         auditor.voucherMinted(voucher)
         note("mint \(amount) to w\(wallet.index)")
@@ -589,7 +588,7 @@ public final class Simulator {
 
     private func deposit(_ simulated: SimulatedWallet) throws {
         guard let voucher = simulated.vouchers.first else { return mint(to: simulated) }
-        guard let outcome = try walletStep(simulated, "deposit", { try $0.deposit(voucher) }) else { return }
+        guard let outcome = try walletStep(simulated, "deposit", { try $0.deposit(voucher, issuerLog: self.issuer.log) }) else { return }
         switch outcome {
         case .recorded, .duplicate:
             simulated.vouchers.removeFirst()
@@ -603,7 +602,7 @@ public final class Simulator {
 
     private func spendToFile(_ payer: SimulatedWallet, free: [SimulatedWallet]) throws {
         let payees = free.filter { $0 !== payer }
-        guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
+        guard !payees.isEmpty, let balance = payer.wallet?.state.balance(eur), balance.minorUnits > 0 else { return }
         let payee = pick(payees)
         let amount = Self.euros(1 + Int64(random.next() % UInt64(min(balance.minorUnits, Self.amountMinorUnitsMax))))
         // The payer holds the payee's card: its key-event log as the payee last handed it out.
@@ -611,7 +610,9 @@ public final class Simulator {
             let envelope = try walletStep(
                 payer, "spend --out",
                 {
-                    try $0.spend(to: card, amount: amount, category: "misc", note: "file")
+                    try $0.spend(
+                        to: card, amount: AssetAmount(issuer: self.issuer.walletID, money: amount), category: "misc",
+                        note: "file")
                 })
         else { return }
         stats.fileTransfers += 1
@@ -719,19 +720,20 @@ public final class Simulator {
             wallet: wallet, displayName: simulated.name, randomBytes: { self.random.bytes($0) })
         return PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding, hello: hello,
-            rangingPolicy: RangingPolicy(allowsSimulated: true))
+            rangingPolicy: RangingPolicy(allowsSimulated: true), trustedIssuers: try wallet.trustedIssuers(),
+            isIssuer: wallet.isIssuer)
     }
 
     private func startPeerSession(_ kind: SimulatedSession.Kind, payer: SimulatedWallet, free: [SimulatedWallet]) throws
     {
         let payees = free.filter { $0 !== payer }
-        guard !payees.isEmpty, let balance = payer.wallet?.state.balance(.eur), balance.minorUnits > 0 else { return }
+        guard !payees.isEmpty, let balance = payer.wallet?.state.balance(eur), balance.minorUnits > 0 else { return }
         // Half the payments go to w0 when it is free, as to a shop: its payers meet it again after their
         // rotations, so it checks their checkpoints against their rotated key-event logs.
         let payee = payees.first(where: { $0.index == 0 }).flatMap { shop in chance(500) ? shop : nil } ?? pick(payees)
         // Now and then more than the balance, so the refusal path runs.
         let limit = chance(100) ? balance.minorUnits * 2 : min(balance.minorUnits, Self.amountMinorUnitsMax)
-        let amount = Self.euros(1 + Int64(random.next() % UInt64(limit)))
+        let amount = AssetAmount(issuer: issuer.walletID, money: Self.euros(1 + Int64(random.next() % UInt64(limit))))
         let transferID = TransferID.random(using: &random)
         let offerID = OfferID.random(using: &random)
         let transcript = Digest32.random(using: &random), binding = random.bytes(32)
@@ -781,7 +783,7 @@ public final class Simulator {
 
     private func open(
         _ kind: SimulatedSession.Kind, payer: SimulatedWallet, payerMachine: PayerMachine, payee: SimulatedWallet,
-        payeeMachine: PayeeMachine, transferID: TransferID, binding: [UInt8], amount: Money
+        payeeMachine: PayeeMachine, transferID: TransferID, binding: [UInt8], amount: AssetAmount
     ) {
         sessionCount += 1
         stats.sessions += 1

@@ -327,7 +327,9 @@ public final class LedgerStore: @unchecked Sendable {
                 }
                 // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
                 // credit must not leave the payee without the checkpoint that later fork checks compare against.
-                if entry.kind == .paymentIn, let transfer = try? SignedTransfer.decode(entry.payload) {
+                if entry.kind == .paymentIn || entry.kind == .redemption,
+                    let transfer = try? SignedTransfer.decode(entry.payload)
+                {
                     let checkpoint = transfer.payload.checkpoint
                     try database.prepare(
                         "INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)"
@@ -723,7 +725,7 @@ extension LedgerStore: StatementIndex {
     }
 
     public func paymentOut(transferID: StatementID) -> (
-        amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool
+        amount: AssetAmount, position: UInt64, isReversed: Bool, isConfirmed: Bool
     )? {
         guard
             let row = try? database.prepare("SELECT position FROM statements WHERE kind = ? AND id = ?")

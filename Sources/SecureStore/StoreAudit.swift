@@ -209,7 +209,7 @@ extension LedgerStore {
     /// The sources `EntryStatementCheck` reads from this database: peers' key-event logs (`peer_key_events`,
     /// each verified from inception as it is read, and read once) and the signed transfers sent (`outgoing`).
     /// A row that does not decode is a missing source; the physical checks report the row itself.
-    public func statementSources(walletID: WalletID, trustedIssuers: Set<P256.PublicKey>) -> StatementSources {
+    public func statementSources(walletID: WalletID, trustedIssuers: Set<WalletID>) -> StatementSources {
         let logs = PeerLogCache(store: self)
         return StatementSources(
             walletID: walletID, trustedIssuers: trustedIssuers, peerLog: { logs.log($0) },

@@ -59,8 +59,41 @@ public struct SoftwareWallet {
         ).sign(with: signer)
     }
 
-    /// The balance in euros.
-    public func balance() -> Money { state.balance(.eur) }
+    /// The balance in euros, over every issuer's euros held.
+    public func balance() -> Money {
+        let units = state.balances.filter { $0.key.currency == .eur }.values.reduce(Int64(0)) { $0 + $1.minorUnits }
+        return try! Money(minorUnits: units, currency: .eur)
+    }
+
+    /// The asset a payment of `amount` moves: the first held asset of its currency that covers it, else the
+    /// first of its currency, else this wallet's own id as issuer (a forger's money from nowhere).
+    public func asset(_ amount: Money) -> AssetAmount {
+        let held = state.balances.filter { $0.key.currency == amount.currency }.sorted { $0.key < $1.key }
+        let issuer = (held.first { $0.value >= amount } ?? held.first)?.key.issuer ?? walletID
+        return AssetAmount(issuer: issuer, money: amount)
+    }
+
+    /// The key-event log of an issuer whose only key is `signer`: incepted as an issuer, never rotated.
+    public static func issuerLog(of signer: SoftwareSigner) throws -> KeyEventLog {
+        try KeyEventLog(
+            inception: try SignedKeyEvent(
+                KeyEvent.inception(
+                    signingKey: signer.publicKey, nextKey: signer.publicKey, agreementKey: signer.publicKey,
+                    issuer: true), signer: signer))
+    }
+
+    /// A voucher for `recipient` signed by the issuer whose only key is `issuer`, dated at its ledger size 2.
+    public static func voucher(_ amount: Money, to recipient: WalletID, issuer: SoftwareSigner, id: VoucherID)
+        throws -> (SignedVoucher, KeyEventLog)
+    {
+        let log = try issuerLog(of: issuer)
+        let voucher = try Voucher(
+            issuerWalletID: log.walletID, issuerKey: issuer.publicKey,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 2), recipientWalletID: recipient,
+            amount: amount, voucherID: id
+        ).sign(with: issuer)
+        return (voucher, log)
+    }
 
     /// The date of a signature made now: the inception's key, at the ledger's size.
     public var keyDate: KeyDate {
@@ -80,22 +113,23 @@ public struct SoftwareWallet {
 
     /// Mints to this wallet with `issuer` and deposits through the real voucher check.
     public mutating func deposit(_ amount: Money, issuer: SoftwareSigner) throws {
-        let voucher = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: walletID, amount: amount,
-            voucherID: .random(using: &random), issuerSequence: 1
-        ).sign(with: issuer)
+        let (voucher, log) = try SoftwareWallet.voucher(
+            amount, to: walletID, issuer: issuer, id: .random(using: &random))
         let verdict = VoucherCheck.evaluate(
-            voucher, walletID: walletID, trustedIssuers: [issuer.publicKey], state: state)
+            voucher, issuerLog: log, walletID: walletID, trustedIssuers: [log.walletID], state: state)
         guard case .accept = verdict else { throw FormatError(.invalidValue, "the deposit was refused: \(verdict)") }
         try carryOut(verdict)
     }
 
     /// The forger's money from nowhere: a deposit entry whose statement no issuer signed. Its own ledger
     /// accepts it (the ledger rules do not re-check vouchers); nobody else should.
-    public mutating func fundFromNothing(_ amount: Money) throws {
+    public mutating func fundFromNothing(_ amount: Money, issuer: WalletID? = nil) throws {
         let statement = StatementReference(
             signer: key.fingerprintDigest, id: .random(using: &random), payloadDigest: .random(using: &random))
-        try append(EntryDraft(kind: .deposit, amount: amount, statement: statement, payload: []))
+        try append(
+            EntryDraft(
+                kind: .deposit, amount: AssetAmount(issuer: issuer ?? walletID, money: amount), statement: statement,
+                payload: []))
     }
 
     /// The order for paying `payee`.
@@ -104,7 +138,7 @@ public struct SoftwareWallet {
     ) throws -> TransferOrder {
         try TransferOrder(
             transferID: .random(using: &random), payerWalletID: walletID, payerKey: key, payeeWalletID: payee,
-            amount: amount, proximity: proximity, channelBinding: binding)
+            amount: asset(amount), proximity: proximity, channelBinding: binding)
     }
 
     /// Appends the debit for `order` and returns the signed transfer that carries it.

@@ -51,7 +51,7 @@ public enum AuditBundleFile {
         let events: [String]
     }
 
-    /// Hex of 65-byte issuer points, each peer's signed key events, and each signed transfer sent.
+    /// Hex of trusted issuers' wallet ids, each peer's signed key events, and each signed transfer sent.
     struct SourcesJSON: Codable {
         let trustedIssuers: [String]
         let peerKeyEvents: [PeerLogJSON]
@@ -113,12 +113,14 @@ public enum AuditBundleFile {
         var peers = Set<WalletID>(), sent = Set<TransferID>()
         try store.forEachEntry(from: from, to: to) { entry in
             switch entry.kind {
-            case .paymentIn, .paymentOut, .reversal, .confirmation:
+            case .paymentIn, .paymentOut, .reversal, .confirmation, .deposit, .redemption:
                 if let peer = WalletID(bytes: entry.counterparty) { peers.insert(peer) }
-                if entry.kind != .paymentIn, let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) }) {
+                if entry.kind != .paymentIn, entry.kind != .deposit, entry.kind != .redemption, let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) }) {
                     sent.insert(id)
                 }
-            case .deposit, .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
+            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings,
+                .mint:
+                break
             }
         }
         let logs = try peers.sorted { $0.hex < $1.hex }.compactMap { peer in
@@ -128,7 +130,7 @@ public enum AuditBundleFile {
         }
         let transfers = try sent.sorted { $0.hex < $1.hex }.compactMap { try store.outgoing(transferID: $0)?.signed }
         return SourcesJSON(
-            trustedIssuers: try wallet.trustedIssuers().map { Hex.encode($0.x963) }.sorted(), peerKeyEvents: logs,
+            trustedIssuers: try wallet.trustedIssuers().map(\.hex).sorted(), peerKeyEvents: logs,
             sentTransfers: transfers.map(Hex.encode))
     }
 
@@ -158,13 +160,10 @@ public enum AuditBundleFile {
             transfers[transfer.payload.order.transferID] = transfer
         }
         let issuers = try json.trustedIssuers.map {
-            do {
-                return try P256.PublicKey(x963: try bytes($0, "a trusted issuer"))
-            } catch let error as WalletError {
-                throw error
-            } catch {
-                throw WalletError(.invalidInput, "a trusted issuer is not a P-256 point")
+            guard let id = WalletID(hex: $0) else {
+                throw WalletError(.invalidInput, "a trusted issuer is not a wallet id (hex of 32 bytes)")
             }
+            return id
         }
         return AuditBundle.StatementContext(
             trustedIssuers: Set(issuers), peerKeyEvents: logs, sentTransfers: transfers)

@@ -144,12 +144,15 @@ public final class Wallet {
         /// Keys already on the tokens to use instead of generating them, for tokens whose keys are made by
         /// their own tool (a PIV card: 9C signs, 9D agrees). Each is checked as a generated key would be.
         public var existingKeys: ExistingKeys
+        /// Make an issuer's wallet (`secure issuer init`): it mints vouchers and holds no money.
+        public var isIssuer: Bool
 
         public init(
             tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool,
             label: String = "wallet",
-            existingKeys: ExistingKeys = ExistingKeys()
+            existingKeys: ExistingKeys = ExistingKeys(), isIssuer: Bool = false
         ) {
+            self.isIssuer = isIssuer
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
@@ -228,7 +231,7 @@ public final class Wallet {
         let inception = try SignedKeyEvent(
             .inception(
                 signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
-                agreementKey: agreementKey.publicKey), signer: signer)
+                agreementKey: agreementKey.publicKey, issuer: options.isIssuer), signer: signer)
         let walletID = WalletID(inception: inception.event)
         let metadata = WalletMetadata(
             format: WalletMetadata.currentFormat, walletID: walletID.hex,

@@ -39,7 +39,7 @@ public struct WalletPaths: Sendable {
 /// not trusted for anything the ledger proves: the keys it names are checked against the signed key
 /// event in entry 0. The format is in docs/PROTOCOL.md ("Wallet files").
 public struct WalletMetadata: Codable, Equatable, Sendable {
-    public static let currentFormat = 1
+    public static let currentFormat = 2
 
     public var format: Int
     /// Hex of the wallet id (SHA-256 of the inception event).
@@ -72,6 +72,15 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
             metadata = try JSONDecoder().decode(WalletMetadata.self, from: data)
         } catch {
             throw StoreError(.malformed, "\(paths.metadata) is not a valid wallet.json: \(error)")
+        }
+        guard metadata.format >= currentFormat else {
+            // Signed history cannot be rewritten, and mapping its plain amounts onto some issuer would let
+            // money from an untrusted issuer in: such a wallet is refused, never migrated.
+            throw StoreError(
+                .schemaOutdated,
+                "\(paths.metadata) has format \(metadata.format): the wallet was made before money was counted per "
+                    + "issuer (assets), and its signed history cannot be rewritten. This secure refuses it; keep the "
+                    + "folder for its audit trail and make a new wallet (docs/THREAT-MODEL.md, \"Sound money\")")
         }
         guard metadata.format == currentFormat else {
             throw StoreError(

@@ -177,7 +177,10 @@ extension Wallet {
         guard let last = try store.entry(at: checkpoint.size - 1) else {
             throw StoreError(.corrupted, "the entry the latest checkpoint ends at is missing")
         }
-        return LedgerState(resumingAt: checkpoint, budgets: Array(budgets.values), lastTime: last.time, index: store)
+        let isIssuer = try inceptionEvent(store, walletID: checkpoint.walletID).event.kind == .issuerInception
+        return LedgerState(
+            resumingAt: checkpoint, isIssuer: isIssuer, budgets: Array(budgets.values), lastTime: last.time,
+            index: store)
     }
 
     /// What comparing the database with the anchor found.

@@ -24,32 +24,19 @@ public enum StatementOutcome: Sendable {
 extension Wallet {
     // MARK: Issuers
 
-    /// The issuer keys this wallet trusts, kept in the encrypted database.
-    public func trustedIssuers() throws -> Set<P256.PublicKey> {
-        let bytes = try ledger.meta("trusted-issuers") ?? []
-        return Set(
-            try stride(from: 0, to: bytes.count, by: 65).map {
-                try P256.PublicKey(x963: Array(bytes[$0..<min($0 + 65, bytes.count)]))
-            })
-    }
-
-    /// Adds a trusted issuer key.
-    public func trust(issuer: P256.PublicKey) throws {
-        var keys = try trustedIssuers()
-        keys.insert(issuer)
-        try ledger.setMeta(
-            "trusted-issuers", keys.sorted { $0.x963.lexicographicallyPrecedes($1.x963) }.flatMap(\.x963))
-    }
-
     // MARK: Deposits, transfers and refusals
 
     /// Deposits an issuer's voucher, once: checks the signature, that the issuer is trusted and that the
     /// voucher names this wallet. A voucher refused before is refused again, for the same reason: a script
     /// that retries must not read the second answer as a success.
-    public func deposit(_ voucher: SignedVoucher) throws -> StatementOutcome {
-        let outcome = try settle(
-            VoucherCheck.evaluate(voucher, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state),
-            refusal: nil)
+    public func deposit(_ voucher: SignedVoucher, issuerLog offered: KeyEventLog) throws -> StatementOutcome {
+        guard !isIssuer else { throw WalletError(.invalidInput, "an issuer's wallet deposits no vouchers") }
+        let issuer = voucher.payload.issuerWalletID
+        guard let log = try provenLog(of: issuer, offered: offered) else { return .dropped(.unknownSigner) }
+        let verdict = VoucherCheck.evaluate(
+            voucher, issuerLog: log, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state)
+        if case .accept = verdict { try keepProvenLog(log) }
+        let outcome = try settle(verdict, refusal: nil)
         if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
             let reason = VoucherCheck.failure(of: voucher.payload, walletID: walletID)
         {
@@ -92,6 +79,9 @@ extension Wallet {
                 .invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
         guard let log = try provenLog(of: payer, offered: payerLog) else { return .dropped(.unknownSigner) }
+        // The assets this wallet takes come from its own signed trust entries, whatever the caller passed.
+        var policy = policy
+        policy.trustedIssuers = try trustedIssuers()
         let verdict = TransferCheck.evaluate(
             transfer, walletID: walletID, payerLog: log, state: state, policy: policy, peerFailure: peerFailure)
         switch verdict {
@@ -189,7 +179,8 @@ extension Wallet {
         let payer = transfer.payload.order.payerWalletID
         let mine = transfer.payload
         guard let myLeaf = try? LedgerEntry.decode(mine.debitLeaf) else { return }
-        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .statementRefused)
+        for entry in try ledger.entries(kind: .paymentIn) + ledger.entries(kind: .redemption)
+            + ledger.entries(kind: .statementRefused)
         where entry.counterparty == payer.bytes {
             guard let other = try? SignedTransfer.decode(entry.payload), other.isSignatureValid,
                 other.payload.order.transferID != mine.order.transferID
@@ -324,10 +315,15 @@ extension Wallet {
 
     /// The checks a payment makes before any PIN or signature: the balance and the budget verdict.
     /// Returns the verdict (which may be an alert to show); throws a `SpendRefusal`.
-    public func checkSpend(amount: Money, category: String, overrideBudget: Bool) throws -> BudgetVerdict? {
-        let balance = state.balance(amount.currency)
-        guard amount <= balance else { throw SpendRefusal.insufficientFunds(balance: balance, amount: amount) }
-        let verdict = try budgetVerdict(category: category, amount: amount)
+    public func checkSpend(amount: AssetAmount, category: String, overrideBudget: Bool) throws -> BudgetVerdict? {
+        guard !isIssuer else {
+            throw WalletError(.invalidInput, "an issuer's wallet mints and takes back its money; it pays no one")
+        }
+        let balance = state.balance(amount.asset)
+        guard amount.money <= balance else {
+            throw SpendRefusal.insufficientFunds(balance: balance, amount: amount.money)
+        }
+        let verdict = try budgetVerdict(category: category, amount: amount.money)
         switch verdict {
         case .overBudget(let usage) where !overrideBudget: throw SpendRefusal.overBudget(usage)
         case .refusedByHardCap(let usage): throw SpendRefusal.hardCap(usage)
@@ -339,7 +335,7 @@ extension Wallet {
     /// self-certifying), then `spend(to:…)`. Returns the envelope to hand to the payee: the transfer and
     /// this wallet's key-event log.
     public func spend(
-        to card: WalletCard, amount: Money, category: String, note: String = "", overrideBudget: Bool = false
+        to card: WalletCard, amount: AssetAmount, category: String, note: String = "", overrideBudget: Bool = false
     ) throws -> Envelope {
         guard card.walletID != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }
         _ = try checkSpend(amount: amount, category: category, overrideBudget: overrideBudget)
@@ -377,7 +373,7 @@ extension Wallet {
     /// signature) and the signed transfer (a second), committed together, so the exact transfer can be
     /// sent again, unchanged, until it is confirmed.
     public func spend(
-        to payee: WalletID, amount: Money, category: String, note: String = "", overrideBudget: Bool = false,
+        to payee: WalletID, amount: AssetAmount, category: String, note: String = "", overrideBudget: Bool = false,
         proximity: Proximity = .none, channelBinding: [UInt8] = []
     ) throws -> SignedTransfer {
         guard payee != walletID else { throw WalletError(.invalidInput, "a wallet cannot pay itself") }

@@ -111,15 +111,20 @@ enum CommandTable {
             .money, help: MoneyCommands.help,
             [
                 ("pending", "[--json]", "payments out without a receipt or reversal", MoneyCommands.pending),
-                ("issuer init", "--token URI [--label L]", "make an issuer key on a token", MoneyCommands.issuerInit),
-                ("issuer trust", "PEM", "trust an issuer's public key for deposits", MoneyCommands.issuerTrust),
                 (
-                    "mint", "--issuer KEYURI --to WALLET --amount A --out FILE",
-                    "sign a voucher for a wallet", MoneyCommands.mint
+                    "issuer init", "--token URI --backup-token URI", "make an issuer's wallet",
+                    MoneyCommands.issuerInit
+                ),
+                ("issuer show", "[--json]", "an issuer's outstanding total per currency", MoneyCommands.issuerShow),
+                ("issuer trust", "CARD", "trust an issuer for deposits and payments", MoneyCommands.issuerTrust),
+                ("issuer untrust", "ID", "stop taking an issuer's money", MoneyCommands.issuerUntrust),
+                (
+                    "mint", "--to CARD --amount A --out FILE",
+                    "an issuer signs a voucher for a wallet", MoneyCommands.mint
                 ),
                 ("deposit", "FILE", "credit a voucher, once", MoneyCommands.deposit),
                 (
-                    "spend", "--to WALLET --amount A --category C --out FILE",
+                    "spend", "--to CARD --amount A --category C [--issuer ID] --out FILE",
                     "pay by file: a signed transfer with no proximity proof", MoneyCommands.spend
                 ),
                 ("accept", "FILE [--no-proximity]", "credit a transfer file, idempotently", MoneyCommands.accept),

@@ -10,7 +10,7 @@ import SecureWallet
 enum LedgerCommands {
     static let help = """
         Usage:
-          secure balance [--json]                     balances per currency, from the latest signed checkpoint
+          secure balance [--json]                     balances per asset, from the latest signed checkpoint
           secure history [--json]                     entries grouped by date
           secure ledger verify [--json] [--accept-rollback]
                                                       replay every entry; check the chain, the Merkle tree, every
@@ -33,15 +33,28 @@ enum LedgerCommands {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
-        let balances = wallet.state.balances.values.sorted { $0.currency.code < $1.currency.code }
+        let assets = wallet.state.balances.sorted { $0.key < $1.key }
+        let word = wallet.isIssuer ? "outstanding" : "issued by"
         if arguments.flag("json") {
             printJSON([
-                "balances": balances.map(MoneyText.format), "entries": wallet.size, "locked": wallet.lockReason != nil,
-            ])
-        } else if balances.isEmpty {
-            print("0 (no money yet; `secure deposit VOUCHER` credits an issuer's voucher)")
+                "balances": assets.map { MoneyText.format($0.value) }, "entries": wallet.size,
+                "locked": wallet.lockReason != nil, "issuer": wallet.isIssuer,
+                "assets": assets.map {
+                    ["amount": MoneyText.format($0.value), "currency": $0.key.currency.code, "issuer": $0.key.issuer.hex]
+                },
+            ] as [String: Any])
+        } else if assets.isEmpty {
+            print(
+                wallet.isIssuer
+                    ? "0 outstanding (nothing minted yet; `secure mint --to CARD` signs a voucher)"
+                    : "0 (no money yet; `secure deposit VOUCHER` credits an issuer's voucher)")
         } else {
-            balances.forEach { print(MoneyText.format($0)) }
+            for (asset, amount) in assets {
+                print(
+                    wallet.isIssuer
+                        ? "\(MoneyText.format(amount)) \(word)"
+                        : "\(MoneyText.format(amount))  \(word) \(Asset.shortID(asset.issuer))")
+            }
         }
         if let lock = wallet.lockReason { printError("secure: warning: the wallet is LOCKED: \(lock)") }
         return .success
@@ -83,13 +96,15 @@ enum LedgerCommands {
         let kinds: [EntryKind: String] = [
             .deposit: "deposit", .paymentOut: "payment out", .paymentIn: "payment in", .reversal: "reversal",
             .budgetChange: "budget change", .keyEvent: "key event", .rollbackAccepted: "rollback accepted",
-            .statementRefused: "refused", .conflictingStatement: "conflict",
+            .statementRefused: "refused", .conflictingStatement: "conflict", .confirmation: "confirmation",
+            .settings: "settings", .mint: "mint", .redemption: "redemption",
         ]
         var row: [String: Any] = [
             "position": entry.position, "id": entry.id.hex, "kind": kinds[entry.kind] ?? "?",
         ]
         if let amount = entry.amount {
-            row["amount"] = (entry.kind == .paymentOut ? "-" : "") + MoneyText.format(amount)
+            row["amount"] = (entry.kind == .paymentOut ? "-" : "") + MoneyText.format(amount.money)
+            row["issuer"] = amount.issuer.hex
         }
         if !entry.category.isEmpty { row["category"] = entry.category }
         if !entry.note.isEmpty { row["note"] = entry.note }
@@ -127,7 +142,7 @@ enum LedgerCommands {
             printJSON([
                 "valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
                 "problems": problems, "anchor": wallet.anchorKind,
-                "balances": report.state.balances.values.map(MoneyText.format).sorted(),
+                "balances": report.state.balances.sorted { $0.key < $1.key }.map { MoneyText.format($0.value) },
             ])
         } else {
             print("wallet      \(wallet.walletID.hex)")

@@ -69,7 +69,13 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
     case .policyRefusal(let reason):
         let advice: String
         switch reason {
-        case .untrustedIssuer: advice = "the issuer is not trusted; `secure issuer trust PEM` first"
+        case .untrustedIssuer: advice = "the issuer is not trusted; `secure issuer trust CARD` first"
+        case .untrustedAsset:
+            advice =
+                "it moves an asset whose issuer this wallet does not trust (`secure issuer trust CARD` if you mean "
+                + "to take it); nothing was signed, and the payer's money waits as pending"
+        case .redemptionExceedsOutstanding:
+            advice = "it pays back more of this issuer's money than is outstanding: money nobody minted"
         case .proximityRequired, .proximityUnverified:
             advice = "it carries no proximity proof you verified; accept it with --no-proximity if you meant to"
         case .channelBindingMismatch: advice = "it was made for another session"
@@ -108,15 +114,20 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
 enum MoneyCommands {
     static let help = """
         Usage:
-          secure issuer init --token URI [--label L] [--pin-source SPEC]
-              Makes an issuer key on a token; prints its URI. Export it with `secure keys export URI --pem`.
-          secure issuer trust PEM [--wallet DIR]      trust an issuer's public key for deposits
-          secure mint --issuer KEYURI --to CARD --amount "50.00 EUR" --out FILE
-              Signs a voucher for the wallet of CARD (from `secure wallet show --card`).
-          secure deposit FILE                         credit a voucher, once
-          secure spend --to CARD --amount A --category C [--note N] [--override-budget] --out FILE
+          secure issuer init --token URI --backup-token URI [--wallet DIR] [--label L]
+              Makes an issuer: a wallet incepted as one, whose ledger records each voucher it mints as a
+              liability and each payment back to it as a redemption. Its card (`secure wallet show --card`)
+              is what other wallets trust.
+          secure issuer show [--json]                 an issuer's outstanding total per currency
+          secure issuer trust CARD                    trust an issuer (a signed settings entry)
+          secure issuer untrust ID                    stop taking an issuer's money (money held stays)
+          secure mint --to CARD --amount "50.00 EUR" --out FILE   (in the issuer's wallet)
+              Signs a voucher for the wallet of CARD and records it as outstanding.
+          secure deposit FILE                         credit a voucher of a trusted issuer, once
+          secure spend --to CARD --amount A --category C [--note N] [--issuer ID] [--override-budget] --out FILE
               Budget check, PIN, sign, append: writes the signed transfer (no proximity proof) in an
-              envelope with this wallet's key-event log.
+              envelope with this wallet's key-event log. A payment moves one asset: --issuer (an issuer id
+              or its first hex digits) picks it when the wallet holds the currency of several issuers.
           secure accept FILE [--no-proximity] [--receipt-out FILE] [--refusal-out FILE]
               Credit a transfer, idempotently; a transfer without a proximity proof needs --no-proximity.
           secure reverse REFUSAL_FILE                 append the reversal the payee's signed refusal allows
@@ -124,68 +135,100 @@ enum MoneyCommands {
           secure pending [--json]                     payments out without a receipt or reversal
         """
 
-    static func issuerInit(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: sessionOptions.union(["token", "label"]), flags: sessionFlags)
-        _ = try arguments.positionals(0, "no positional arguments")
-        let session = try openSession(arguments, uri: try parseURI(try arguments.required("token"), arguments))
-        defer { session.close() }
-        let key = try session.generateKey(label: arguments.value("label") ?? "issuer", usage: .sign)
-        print(key.uri)
-        printError(
-            "secure: made issuer key, fingerprint \(Hex.encode(key.publicKey.fingerprint)); "
-                + "wallets trust it with `secure issuer trust` on its PEM (`secure keys export URI --pem`)")
-        return .success
-    }
+    static func issuerInit(_ words: [String]) throws -> ExitCode { try WalletCommands.initialize(words, isIssuer: true) }
 
     static func issuerTrust(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
-        let path = try arguments.positionals(1, "one issuer PEM file")[0]
-        let key = try P256.PublicKey(pem: String(decoding: try readFile(path, what: "the issuer key"), as: UTF8.self))
+        let card = try readWalletCard(try arguments.positionals(1, "one issuer CARD file")[0])
         let wallet = try openWallet(arguments, .appending)
-        try wallet.trust(issuer: key)
-        print("trusting issuer \(Hex.encode(key.fingerprint))")
+        if try wallet.trust(issuer: card) == nil {
+            print("already trusting issuer \(card.walletID.hex); nothing changed")
+        } else {
+            print("trusting issuer \(card.walletID.hex) (its assets are shown as issued by \(Asset.shortID(card.walletID)))")
+        }
+        return .success
+    }
+
+    static func issuerUntrust(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
+        let text = try arguments.positionals(1, "one issuer wallet id (hex)")[0]
+        guard let id = WalletID(hex: text.lowercased()) else {
+            throw UsageError("\(text) is not a wallet id (64 hex digits)")
+        }
+        let wallet = try openWallet(arguments, .appending)
+        if try wallet.untrust(issuer: id) == nil {
+            print("issuer \(id.hex) was not trusted; nothing changed")
+        } else {
+            print("no longer trusting issuer \(id.hex): no new deposits or payments of its assets (money held stays)")
+        }
+        return .success
+    }
+
+    static func issuerShow(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        _ = try arguments.positionals(0, "no positional arguments")
+        let wallet = try openWallet(arguments, .reading)
+        guard wallet.isIssuer else {
+            throw UsageError(
+                "the wallet at \(wallet.paths.directory) is not an issuer; `secure issuer init` makes one")
+        }
+        let outstanding = wallet.state.balances.sorted { $0.key < $1.key }.filter { !$0.value.isZero }
+        if arguments.flag("json") {
+            printJSON([
+                "issuer": wallet.walletID.hex,
+                "outstanding": outstanding.map { ["currency": $0.key.currency.code, "amount": MoneyText.format($0.value)] },
+            ] as [String: Any])
+        } else {
+            print("issuer \(wallet.walletID.hex)")
+            if outstanding.isEmpty { print("nothing outstanding") }
+            for (asset, amount) in outstanding { print("outstanding \(MoneyText.format(amount)) (\(asset.currency))") }
+        }
         return .success
     }
 
     static func mint(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: sessionOptions.union(["issuer", "to", "amount", "out"]), flags: sessionFlags)
+            words, options: walletOptions.union(["to", "amount", "out"]), flags: appendingFlags)
         _ = try arguments.positionals(0, "no positional arguments")
-        let recipient = try readWalletCard(try arguments.required("to")).walletID
+        let recipient = try readWalletCard(try arguments.required("to"))
         let amount = try MoneyText.parse(try arguments.required("amount"))
         guard !amount.isZero else { throw UsageError("a voucher's amount must be positive") }
         let out = try arguments.required("out")
-        let uri = try parseURI(try arguments.required("issuer"), arguments)
-        let session = try openSession(arguments, uri: uri)
-        defer { session.close() }
-        let signer = try TokenSigner(session: session, keyURI: uri)
-        let sequence = try IssuerSequence.next(for: signer.publicKey)
-        let voucher = try Voucher(
-            issuerKey: signer.publicKey, recipientWalletID: recipient, amount: amount,
-            voucherID: .random(), issuerSequence: sequence
-        ).sign(with: signer)
-        try writeOutput(voucher.encoded, to: out)
-        print("voucher #\(sequence) for \(MoneyText.format(amount)) to \(recipient.hex) written to \(out)")
+        guard !FileManager.default.fileExists(atPath: out) else {
+            throw UsageError("\(out) exists; it is never overwritten")
+        }
+        let wallet = try openWallet(arguments, .appending)
+        let envelope = try wallet.mint(to: recipient, amount: amount)
+        try writeOutput(envelope.encoded, to: out)
+        print(
+            "voucher for \(MoneyText.format(amount)) to \(recipient.walletID.hex) written to \(out); "
+                + "outstanding now \(MoneyText.format(wallet.state.balance(Asset(issuer: wallet.walletID, currency: amount.currency))))")
         return .success
     }
 
     static func deposit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
         let path = try arguments.positionals(1, "one voucher FILE")[0]
-        let bytes = try readFile(path, what: "the voucher")
-        guard let voucher = try? SignedVoucher.decode(bytes) else {
-            printError("secure: \(path) is not a voucher (truncated or malformed); nothing was recorded")
+        guard let envelope = try readEnvelope(path, what: "voucher") else { return .verification }
+        let wallet = try openWallet(arguments, .appending)
+        let outcome: StatementOutcome
+        do {
+            outcome = try wallet.deposit(envelope)
+        } catch let error as FormatError {
+            printError("secure: \(path) does not hold a voucher: \(error.message); nothing was recorded")
+            return .verification
+        } catch let error as KeyEventError {
+            printError("secure: \(path): \(error.message); nothing was recorded")
             return .verification
         }
-        let wallet = try openWallet(arguments, .appending)
-        let (message, code) = describe(try wallet.deposit(voucher), what: "voucher")
+        let (message, code) = describe(outcome, what: "voucher")
         (code == .success ? { print($0) } : printError)(message)
         return code
     }
 
     static func spend(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["to", "amount", "category", "note", "out"]),
+            words, options: walletOptions.union(["to", "amount", "category", "note", "out", "issuer"]),
             flags: appendingFlags.union(["override-budget"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let payee = try readWalletCard(try arguments.required("to"))
@@ -199,6 +242,7 @@ enum MoneyCommands {
         }
         let wallet = try openWallet(arguments, .appending)
         do {
+            let amount = try wallet.asset(for: amount, issuer: arguments.value("issuer"), payee: payee.walletID)
             if case .alert(let usage) = try wallet.checkSpend(
                 amount: amount, category: category, overrideBudget: arguments.flag("override-budget"))
             {
@@ -337,21 +381,3 @@ enum MoneyCommands {
     }
 }
 
-/// Issuer sequence numbers, one counter per issuer key, kept in the state folder and written durably
-/// before a voucher is signed, so no two vouchers share a number.
-enum IssuerSequence {
-    static func next(for key: P256.PublicKey) throws -> UInt64 {
-        let environment = ProcessInfo.processInfo.environment
-        let base =
-            environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
-        let path = base + "/secure/issuers/\(Hex.encode(key.fingerprint)).sequence"
-        let current =
-            FileManager.default.contents(atPath: path).flatMap {
-                UInt64(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-            } ?? 0
-        let next = current + 1
-        try DurableFile.write(Array("\(next)\n".utf8), to: path)
-        return next
-    }
-}

@@ -143,7 +143,7 @@ enum PeerCommands {
 
     static let options: Set<String> = walletOptions.union([
         "listen", "to", "amount", "category", "note", "request", "name",
-        "distance", "ranging-file", "count", "seed",
+        "distance", "ranging-file", "count", "seed", "issuer",
     ])
     static let flags: Set<String> = appendingFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
 
@@ -221,11 +221,13 @@ enum PeerCommands {
         _ = try arguments.positionals(0, "no positional arguments")
         let (host, port) = try address(arguments.value("listen"))
         let count = try arguments.integer("count", default: 1, max: 10_000)
-        let request = try arguments.value("request").map {
-            try PaymentRequest(
-                requestID: .random(), amount: try MoneyText.parse($0), note: arguments.value("note") ?? "")
-        }
+        let requested = try arguments.value("request").map { try MoneyText.parse($0) }
         let (wallet, person) = try openLockedWallet(arguments)
+        let request = try requested.map {
+            try PaymentRequest(
+                requestID: .random(), amount: try wallet.requestAsset(for: $0, issuer: arguments.value("issuer")),
+                note: arguments.value("note") ?? "")
+        }
         let (rangingSource, policy) = try ranging(arguments, person: person)
         let listener = try TCPListener(host: host, port: port)
         defer { listener.close() }
@@ -266,10 +268,11 @@ enum PeerCommands {
         if let retrying {
             role = .retry(try pendingMessage(wallet, id: retrying))
         } else if let amountText = arguments.value("amount") {
-            let amount = try MoneyText.parse(amountText)
-            guard !amount.isZero else { throw UsageError("a payment's amount must be positive") }
+            let money = try MoneyText.parse(amountText)
+            guard !money.isZero else { throw UsageError("a payment's amount must be positive") }
             let category = try arguments.required("category")
             try Budget.validateCategory(category)
+            let amount = try wallet.asset(for: money, issuer: arguments.value("issuer"))
             role = .pay(
                 PaymentIntent(
                     offerID: .random(), amount: amount, category: category, note: arguments.value("note") ?? ""))

@@ -75,7 +75,10 @@ enum WalletCommands {
         when the clock runs more than 31 days past the last entry; --accept-clock says the clock is right.
         """
 
-    static func initialize(_ words: [String]) throws -> ExitCode {
+    static func initialize(_ words: [String]) throws -> ExitCode { try initialize(words, isIssuer: false) }
+
+    /// `wallet init`, or `issuer init` with `isIssuer`: the same tokens, keys and files, an issuer's inception.
+    static func initialize(_ words: [String], isIssuer: Bool) throws -> ExitCode {
         let keyOptions = ["signing-key", "agreement-key", "backup-next-key", "backup-agreement-key"]
         let arguments = try Arguments(
             words,
@@ -122,15 +125,20 @@ enum WalletCommands {
         defer { backupSession.close() }
         let options = Wallet.InitOptions(
             tokenURI: tokenURI, backup: (backupSession, backupURI),
-            allowFileAnchor: arguments.flag("allow-file-anchor"), label: arguments.value("label") ?? "wallet",
-            existingKeys: existingKeys)
+            allowFileAnchor: arguments.flag("allow-file-anchor"),
+            label: arguments.value("label") ?? (isIssuer ? "issuer" : "wallet"), existingKeys: existingKeys,
+            isIssuer: isIssuer)
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
         if arguments.flag("json") {
             printJSON(describe(wallet))
         } else {
             print(wallet.walletID.hex)
             printError(
-                "secure: made wallet \(wallet.walletID.hex) in \(paths.directory) (anchor on the \(wallet.anchorKind))")
+                "secure: made \(isIssuer ? "issuer" : "wallet") \(wallet.walletID.hex) in \(paths.directory) "
+                    + "(anchor on the \(wallet.anchorKind))"
+                    + (isIssuer
+                        ? "; wallets trust it with `secure issuer trust CARD` on its card (`secure wallet show --card`)"
+                        : ""))
         }
         return .success
     }

@@ -11,10 +11,15 @@ public struct KeyEvent: Hashable, Sendable {
     public static let countersignatureLabel = SignatureLabel("secure-key-event-countersignature-v1")
     static let encodingVersion: UInt8 = 1
 
-    /// Inception or rotation.
+    /// Inception or rotation. An issuer's wallet is incepted as one, and stays one: its ledger records the
+    /// vouchers it mints as liabilities and never holds spendable money.
     public enum Kind: UInt8, Sendable {
         case inception = 0
         case rotation = 1
+        case issuerInception = 2
+
+        /// Whether this kind starts a log (sequence 0).
+        public var isInception: Bool { self != .rotation }
     }
 
     public let kind: Kind
@@ -31,12 +36,12 @@ public struct KeyEvent: Hashable, Sendable {
     /// The ledger position from which this event's key signs.
     public let ledgerPosition: UInt64
 
-    /// The inception event of a new wallet.
-    public static func inception(signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey)
-        -> KeyEvent
-    {
+    /// The inception event of a new wallet, or of a new issuer when `issuer` is set.
+    public static func inception(
+        signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey, issuer: Bool = false
+    ) -> KeyEvent {
         KeyEvent(
-            kind: .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
+            kind: issuer ? .issuerInception : .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
     }
 
@@ -84,7 +89,7 @@ public struct KeyEvent: Hashable, Sendable {
             return nil
         }
         try reader.expectEnd("key event")
-        guard (kind == .inception) == (sequence == 0) else {
+        guard kind.isInception == (sequence == 0) else {
             throw FormatError(.invalidValue, "a key event's kind does not match its sequence number")
         }
         do {

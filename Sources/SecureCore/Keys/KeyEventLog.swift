@@ -14,7 +14,7 @@ public struct KeyEventLog: Hashable, Sendable {
 
     /// A log of just the inception event, which must be sequence 0 and validly signed.
     public init(inception: SignedKeyEvent) throws {
-        guard inception.event.kind == .inception, inception.event.sequence == 0, inception.verify(),
+        guard inception.event.kind.isInception, inception.event.sequence == 0, inception.verify(),
             inception.event.previousEvent == .beforeInception, inception.event.ledgerPosition == 0
         else {
             throw KeyEventError(.notInception, "the first key event is not a validly signed inception event")
@@ -39,6 +39,8 @@ public struct KeyEventLog: Hashable, Sendable {
 
     /// SHA-256 of the inception event.
     public var walletID: WalletID { WalletID(inception: events[0].event) }
+    /// Whether the wallet was incepted as an issuer: only an issuer's log proves a voucher's signer.
+    public var isIssuer: Bool { events[0].event.kind == .issuerInception }
     /// The event in force: the last one.
     public var current: KeyEvent { events[events.count - 1].event }
     /// The head of the log: (sequence, digest) of the event in force, as `hello` carries it.

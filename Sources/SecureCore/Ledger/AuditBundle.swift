@@ -34,14 +34,14 @@ public struct AuditBundle: Hashable, Sendable {
 
     /// The statement sources a bundle carries, as plain values.
     public struct StatementContext: Hashable, Sendable {
-        public let trustedIssuers: Set<P256.PublicKey>
+        public let trustedIssuers: Set<WalletID>
         /// Each peer's key-event log, verified from its inception when the bundle is checked.
         public let peerKeyEvents: [WalletID: [SignedKeyEvent]]
         /// The signed transfers this wallet sent, by transfer id.
         public let sentTransfers: [TransferID: SignedTransfer]
 
         public init(
-            trustedIssuers: Set<P256.PublicKey>, peerKeyEvents: [WalletID: [SignedKeyEvent]],
+            trustedIssuers: Set<WalletID>, peerKeyEvents: [WalletID: [SignedKeyEvent]],
             sentTransfers: [TransferID: SignedTransfer]
         ) {
             self.trustedIssuers = trustedIssuers

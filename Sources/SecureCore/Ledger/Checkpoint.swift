@@ -1,26 +1,26 @@
 import SecureCrypto
 
-/// The state a checkpoint commits to: the balance per currency and the open budget windows' totals,
+/// The state a checkpoint commits to: the balance per asset and the open budget windows' totals,
 /// in canonical order. Opening a wallet reads it instead of replaying; a full verification replays and
 /// must arrive at exactly this snapshot.
 public struct LedgerSnapshot: Hashable, Sendable {
-    /// Balances sorted by currency code.
-    public let balances: [Money]
+    /// Balances sorted by asset: (issuer id bytes, currency code).
+    public let balances: [AssetAmount]
     /// Window totals sorted by category (bytewise UTF-8).
     public let windowTotals: [WindowTotal]
 
-    /// More than the currency table holds, so any state fits.
+    /// A wallet holds at most this many assets (a credit of one more is refused), so any state fits.
     public static let balanceCountMax = 64
 
     /// The snapshot of a state.
     public init(_ state: LedgerState) {
-        balances = state.balances.values.sorted { $0.currency.code < $1.currency.code }
+        balances = state.balances.sorted { $0.key < $1.key }.map { AssetAmount(issuer: $0.key.issuer, money: $0.value) }
         windowTotals = state.windowTotals.values.sorted {
             Array($0.category.utf8).lexicographicallyPrecedes(Array($1.category.utf8))
         }
     }
 
-    init(balances: [Money], windowTotals: [WindowTotal]) {
+    init(balances: [AssetAmount], windowTotals: [WindowTotal]) {
         self.balances = balances
         self.windowTotals = windowTotals
     }
@@ -44,11 +44,11 @@ public struct LedgerSnapshot: Hashable, Sendable {
             throw FormatError(
                 .fieldTooLong, "a snapshot lists \(balanceCount) balances; at most \(balanceCountMax) are allowed")
         }
-        var balances: [Money] = []
+        var balances: [AssetAmount] = []
         for _ in 0..<balanceCount {
-            guard let balance = try Money.decode(from: &reader) else { return nil }
-            if let last = balances.last, last.currency.code >= balance.currency.code {
-                throw FormatError(.notCanonical, "snapshot balances are not in strictly increasing currency order")
+            guard let balance = try AssetAmount.decode(from: &reader) else { return nil }
+            if let last = balances.last, !(last.asset < balance.asset) {
+                throw FormatError(.notCanonical, "snapshot balances are not in strictly increasing asset order")
             }
             balances.append(balance)
         }
@@ -113,8 +113,8 @@ public struct Checkpoint: Hashable, Sendable {
     /// The state after entry size−1.
     public let snapshot: LedgerSnapshot
 
-    /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+    /// The encoding's version byte: 2 since balances are per asset (version 1 is refused).
+    public static let encodingVersion: UInt8 = 2
     /// The signature label: checkpoint signatures can never be replayed as any other statement.
     public static let signatureLabel = SignatureLabel("secure-checkpoint-v1")
 

@@ -10,7 +10,7 @@ public struct EntryDraft: Hashable, Sendable {
     /// Override and proximity marks.
     public let flags: EntryFlags
     /// The amount, for kinds that move money.
-    public let amount: Money?
+    public let amount: AssetAmount?
     /// The spending category (payments out only), or "".
     public let category: String
     /// The other party: a wallet id or a key fingerprint.
@@ -24,7 +24,7 @@ public struct EntryDraft: Hashable, Sendable {
 
     /// Collects the fields; `entry(position:id:time:previousLink:)` checks them against the entry rules.
     public init(
-        kind: EntryKind, flags: EntryFlags = [], amount: Money?, category: String = "", counterparty: [UInt8] = [],
+        kind: EntryKind, flags: EntryFlags = [], amount: AssetAmount?, category: String = "", counterparty: [UInt8] = [],
         note: String = "", statement: StatementReference?, payload: [UInt8]
     ) {
         self.kind = kind
@@ -175,8 +175,14 @@ public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
 
 /// Why the wallet's own policy refused a statement without recording it.
 public enum PolicyRefusalReason: Hashable, Sendable {
-    /// The voucher's issuer is not among the trusted issuer keys.
+    /// The voucher's issuer is not among the issuers this wallet trusts.
     case untrustedIssuer
+    /// The transfer moves an asset whose issuer this wallet does not trust: nothing is recorded or signed,
+    /// so the payer reverses nothing and holds its money (the debit it made waits as pending).
+    case untrustedAsset
+    /// An issuer was paid back more of its asset than it has outstanding: someone signed money that was
+    /// never minted. Nothing is recorded; the clearing is the one to find who.
+    case redemptionExceedsOutstanding
     /// The transfer carries no proximity proof and `--no-proximity` was not given.
     case proximityRequired
     /// The transfer names a spatial proof this wallet has not verified (e.g. accepted from a file).

@@ -6,10 +6,8 @@ import SecureCrypto
 public struct StatementSources {
     /// The wallet whose ledger this is.
     public let walletID: WalletID
-    /// The issuer keys trusted when the deposits were made. Today the wallet's `trusted-issuers` set only
-    /// grows, so the current set is a superset of every earlier one; signed trust entries will give the set
-    /// in force at each position, and the check takes it as an input for that reason.
-    public let trustedIssuers: Set<P256.PublicKey>
+    /// The issuers (wallet ids) this wallet trusts. Their key-event logs come from `peerLog`.
+    public let trustedIssuers: Set<WalletID>
     /// The key-event log held for a peer wallet id, or nil when none is held.
     public let peerLog: (WalletID) -> KeyEventLog?
     /// The signed transfer this wallet sent under a transfer id (the `outgoing` row), or nil.
@@ -17,7 +15,7 @@ public struct StatementSources {
 
     /// Collects the sources.
     public init(
-        walletID: WalletID, trustedIssuers: Set<P256.PublicKey>, peerLog: @escaping (WalletID) -> KeyEventLog?,
+        walletID: WalletID, trustedIssuers: Set<WalletID>, peerLog: @escaping (WalletID) -> KeyEventLog?,
         sentTransfer: @escaping (TransferID) -> SignedTransfer?
     ) {
         self.walletID = walletID
@@ -42,11 +40,13 @@ public enum EntryStatementCheck {
         let text: String?
         switch entry.kind {
         case .deposit: text = deposit(entry, sources)
-        case .paymentIn: text = paymentIn(entry, sources)
+        case .paymentIn, .redemption: text = paymentIn(entry, ownLog: ownLog, sources)
+        case .mint: text = mint(entry, ownLog: ownLog, sources)
         case .reversal: text = reversal(entry, sources)
         case .confirmation: text = confirmation(entry, sources)
         case .paymentOut: text = paymentOut(entry, encoded: encoded, ownLog: ownLog, sources)
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: text = nil
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings:
+            text = nil
         }
         return text.map { "entry \(entry.position) (\(entry.kind)): \($0)" }
     }
@@ -72,12 +72,36 @@ public enum EntryStatementCheck {
         guard let voucher = decode(SignedVoucher.self, entry.payload) else {
             return "its payload is not a signed voucher"
         }
+        let issuer = voucher.payload.issuerWalletID
+        guard let log = sources.peerLog(issuer) else {
+            return "no key-event log of its issuer \(issuer.hex) is held (peer_key_events)"
+        }
         return matches(
             VoucherCheck.evaluate(
-                voucher, walletID: sources.walletID, trustedIssuers: sources.trustedIssuers, state: empty), entry)
+                voucher, issuerLog: log, walletID: sources.walletID, trustedIssuers: sources.trustedIssuers,
+                state: empty), entry)
     }
 
-    static func paymentIn(_ entry: LedgerEntry, _ sources: StatementSources) -> String? {
+    /// A mint is this issuer's own voucher, signed by the key its log had in force at the voucher's date, for
+    /// exactly the entry's asset amount and with the entry's own position as the voucher's date.
+    static func mint(_ entry: LedgerEntry, ownLog: KeyEventLog, _ sources: StatementSources) -> String? {
+        guard let voucher = decode(SignedVoucher.self, entry.payload) else {
+            return "its payload is not a signed voucher"
+        }
+        let payload = voucher.payload
+        guard voucher.isSignatureValid, VoucherCheck.signerFailure(voucher, issuerLog: ownLog) == nil,
+            payload.issuerWalletID == sources.walletID
+        else { return "its voucher is not signed by this issuer's key in force" }
+        guard payload.keyDate.ledgerSize == entry.position + 1 else {
+            return "its voucher is dated at ledger size \(payload.keyDate.ledgerSize), not this entry's"
+        }
+        guard entry.amount == payload.assetAmount, entry.statement == voucher.statementReference,
+            entry.counterparty == payload.recipientWalletID.bytes
+        else { return "its amount, recipient or statement reference differ from its voucher" }
+        return nil
+    }
+
+    static func paymentIn(_ entry: LedgerEntry, ownLog: KeyEventLog, _ sources: StatementSources) -> String? {
         guard let transfer = decode(SignedTransfer.self, entry.payload) else {
             return "its payload is not a signed transfer"
         }
@@ -90,10 +114,12 @@ public enum EntryStatementCheck {
             verified = digest
         }
         let policy = TransferPolicy(
-            acceptsWithoutProximity: entry.flags.contains(.withoutProximity), verifiedSpatialProof: verified)
+            trustedIssuers: sources.trustedIssuers, acceptsWithoutProximity: entry.flags.contains(.withoutProximity),
+            verifiedSpatialProof: verified)
+        let state = LedgerState(checkingFor: sources.walletID, isIssuer: ownLog.isIssuer)
         return matches(
             TransferCheck.evaluate(
-                transfer, walletID: sources.walletID, payerLog: log, state: empty, policy: policy), entry)
+                transfer, walletID: sources.walletID, payerLog: log, state: state, policy: policy), entry)
     }
 
     /// `check` of the transfer this wallet sent under `id` with its payee's log, or why either is missing.

@@ -24,13 +24,23 @@ public enum EntryKind: UInt8, Sendable, CaseIterable {
     /// The payee's countersigned receipt of a payment out: `statement` names the receipt (payee key
     /// fingerprint, transfer id, receipt digest). A confirmed payment can no longer be reversed.
     case confirmation = 10
+    /// Reserved for signed settings entries.
+    case settings = 11
+    /// An issuer's voucher, recorded in the issuer's own ledger as a liability: `statement` names the
+    /// voucher, the amount is the asset minted, and the outstanding total grows by it. Only an issuer's
+    /// ledger holds it.
+    case mint = 12
+    /// Money of an issuer's own asset paid back to it: `statement` names the payer's transfer, and the
+    /// outstanding total shrinks by the amount. Only an issuer's ledger holds it.
+    case redemption = 13
 
     /// Whether entries of this kind carry an amount, and which way it moves the balance.
     var direction: Direction {
         switch self {
-        case .deposit, .paymentIn, .reversal: .credit
-        case .paymentOut: .debit
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+        case .deposit, .paymentIn, .reversal, .mint: .credit
+        case .paymentOut, .redemption: .debit
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
+            .settings:
             .none
         }
     }
@@ -38,9 +48,10 @@ public enum EntryKind: UInt8, Sendable, CaseIterable {
     /// Whether the entry must name the signed statement it records.
     var needsStatement: Bool {
         switch self {
-        case .deposit, .paymentOut, .paymentIn, .reversal, .statementRefused, .conflictingStatement, .confirmation:
+        case .deposit, .paymentOut, .paymentIn, .reversal, .statementRefused, .conflictingStatement, .confirmation,
+            .mint, .redemption:
             true
-        case .budgetChange, .keyEvent, .rollbackAccepted: false
+        case .budgetChange, .keyEvent, .rollbackAccepted, .settings: false
         }
     }
 
@@ -113,8 +124,8 @@ public struct LedgerEntry: Hashable, Sendable {
     public let kind: EntryKind
     /// Override and proximity marks.
     public let flags: EntryFlags
-    /// The amount, for kinds that move money; nil otherwise.
-    public let amount: Money?
+    /// The amount and its asset, for kinds that move money; nil otherwise.
+    public let amount: AssetAmount?
     /// The spending category, or "" for none.
     public let category: String
     /// The other party: a wallet id or a key fingerprint; empty for none.
@@ -131,7 +142,7 @@ public struct LedgerEntry: Hashable, Sendable {
     public let previousLink: Digest32
 
     /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+    public static let encodingVersion: UInt8 = 2
     /// Random entry ids are 16 bytes: collisions are negligible at any ledger size a wallet reaches.
     public static let idByteCount = StatementID.byteCount
     /// A wallet id, a fingerprint (32 bytes) or an uncompressed point (65) fits; 128 leaves room for an SPKI.
@@ -144,7 +155,7 @@ public struct LedgerEntry: Hashable, Sendable {
 
     /// Makes an entry, checking every field and the rules of its kind.
     public init(
-        position: UInt64, id: StatementID, kind: EntryKind, flags: EntryFlags = [], amount: Money?,
+        position: UInt64, id: StatementID, kind: EntryKind, flags: EntryFlags = [], amount: AssetAmount?,
         category: String = "", counterparty: [UInt8] = [], note: String = "", time: Int64,
         statement: StatementReference? = nil, payload: [UInt8] = [], previousLink: Digest32
     ) throws {
@@ -264,11 +275,11 @@ extension LedgerEntry {
         guard let kind = EntryKind(rawValue: kindByte) else {
             throw FormatError(.invalidValue, "entry kind \(kindByte) is not known")
         }
-        let amount: Money?
+        let amount: AssetAmount?
         switch amountTag {
         case 0: amount = nil
         case 1:
-            guard let decoded = try Money.decode(from: &reader) else { return nil }
+            guard let decoded = try AssetAmount.decode(from: &reader) else { return nil }
             amount = decoded
         default: throw FormatError(.invalidValue, "the amount presence byte is \(amountTag), not 0 or 1")
         }

@@ -12,8 +12,14 @@ public struct LedgerState: Hashable, Sendable {
     public private(set) var head = LedgerChain.genesisLink
     /// The latest entry's time; entries never go back in time.
     public private(set) var lastTime: Int64 = LedgerTime.millisecondsMin
-    /// The balance per currency, for every currency that has ever been credited.
-    public private(set) var balances: [Currency: Money] = [:]
+    /// The balance per asset, for every asset that has ever been credited. In an issuer's ledger these are
+    /// the outstanding totals of what it minted, less what was paid back to it: liabilities, never money
+    /// it can spend.
+    public private(set) var balances: [Asset: Money] = [:]
+    /// The wallet whose ledger this is (the digest of entry 0's inception event), once entry 0 is applied.
+    public private(set) var owner: WalletID?
+    /// Whether the wallet was incepted as an issuer: its ledger mints and redeems and holds nothing else.
+    public private(set) var isIssuer = false
     /// The budget per category.
     public private(set) var budgets: [String: Budget] = [:]
     /// Spending in the most recent window of each budgeted category that has seen a payment.
@@ -34,15 +40,26 @@ public struct LedgerState: Hashable, Sendable {
     /// The state before entry 0.
     public init() {}
 
+    /// An empty state of a known wallet, which statement checks take for "nothing recorded yet" while they
+    /// still need to know whose ledger it is.
+    public init(checkingFor owner: WalletID, isIssuer: Bool) {
+        self.owner = owner
+        self.isIssuer = isIssuer
+    }
+
     /// The state at a signed checkpoint, without replaying what came before: balances and window totals
     /// from the checkpoint's snapshot, budgets and the last entry's time from the store, and statements
     /// recorded before the checkpoint from `index`. A full verification replays instead and must arrive
     /// at the same snapshot.
-    public init(resumingAt checkpoint: Checkpoint, budgets: [Budget], lastTime: Int64, index: StatementIndex) {
+    public init(
+        resumingAt checkpoint: Checkpoint, isIssuer: Bool, budgets: [Budget], lastTime: Int64, index: StatementIndex
+    ) {
         size = checkpoint.size
         head = checkpoint.head
+        owner = checkpoint.walletID
+        self.isIssuer = isIssuer
         self.lastTime = lastTime
-        for balance in checkpoint.snapshot.balances { balances[balance.currency] = balance }
+        for balance in checkpoint.snapshot.balances { balances[balance.asset] = balance.money }
         for budget in budgets { self.budgets[budget.category] = budget }
         for total in checkpoint.snapshot.windowTotals { windowTotals[total.category] = total }
         self.index = IndexReference(index)
@@ -55,12 +72,23 @@ public struct LedgerState: Hashable, Sendable {
         return state
     }
 
-    /// The balance in `currency`, zero when nothing was ever credited in it.
-    public func balance(_ currency: Currency) -> Money { balances[currency] ?? .zero(currency) }
+    /// The balance of `asset`, zero when nothing was ever credited in it.
+    public func balance(_ asset: Asset) -> Money { balances[asset] ?? .zero(asset.currency) }
+
+    /// Minor units of `currency` held over every issuer's asset: what the simulator and benchmarks count
+    /// money by. Each balance is at most Int64.max; their sum over issuers is not a balance and may wrap.
+    public func minorUnitsHeld(_ currency: Currency) -> Int64 {
+        balances.filter { $0.key.currency == currency }.values.reduce(Int64(0)) { $0 &+ $1.minorUnits }
+    }
+
+    /// The assets held in `currency` with a positive balance, in asset order.
+    public func assets(in currency: Currency) -> [Asset] {
+        balances.filter { $0.key.currency == currency && !$0.value.isZero }.keys.sorted()
+    }
 
     /// Whether crediting `amount` keeps the balance within the largest amount a wallet can hold: the check
     /// a statement makes before it becomes a credit that `apply` would refuse.
-    public func canCredit(_ amount: Money) -> Bool { (try? balance(amount.currency).adding(amount)) != nil }
+    public func canCredit(_ amount: AssetAmount) -> Bool { (try? credited(amount)) != nil }
 
     /// Whether a statement is new, a re-delivery of one already recorded, or a conflicting payload under
     /// a recorded id. The wallet asks before it builds an entry; a duplicate returns the original entry.
@@ -86,6 +114,7 @@ public struct LedgerState: Hashable, Sendable {
     /// The budget verdict for paying `payment` in `category` at `time`, or nil when the category has no
     /// budget. The same check `apply` enforces for payments out.
     public func budgetVerdict(category: String, payment: Money, time: Int64) throws -> BudgetVerdict? {
+        // Budgets count spending per currency, whatever the issuer.
         guard let budget = budgets[category] else { return nil }
         let (_, spent) = try openWindow(budget, time: time)
         return try budget.verdict(spent: spent, payment: payment)
@@ -96,7 +125,11 @@ public struct LedgerState: Hashable, Sendable {
         try checkSequence(entry)
         let effect = try effect(of: entry)
         // Nothing below throws: the entry is accepted.
-        if let (currency, balance) = effect.balance { balances[currency] = balance }
+        if let (asset, balance) = effect.balance { balances[asset] = balance }
+        if let (owner, isIssuer) = effect.inception {
+            self.owner = owner
+            self.isIssuer = isIssuer
+        }
         if let total = effect.windowTotal { windowTotals[total.category] = total }
         if let (category, budget) = effect.budget {
             budgets[category] = budget
@@ -133,11 +166,14 @@ public struct LedgerState: Hashable, Sendable {
     }
 
     private func effect(of entry: LedgerEntry) throws -> Effect {
+        try checkRole(entry)
         switch entry.kind {
-        case .deposit, .paymentIn: return try credit(entry)
+        case .deposit, .paymentIn, .mint: return try credit(entry)
         case .paymentOut: return try debit(entry)
+        case .redemption: return try redemption(entry)
         case .reversal: return try reversal(entry)
         case .confirmation: return try confirmation(entry)
+        case .settings: return Effect()
         case .budgetChange: return try budgetChange(entry)
         case .statementRefused:
             try requireNew(entry)
@@ -158,8 +194,51 @@ public struct LedgerState: Hashable, Sendable {
                     "entry \(entry.position) records a conflict with no recorded statement "
                         + "under that id and another payload")
             }
-        case .keyEvent, .rollbackAccepted: return Effect()
+        case .keyEvent:
+            guard entry.position == 0 else { return Effect() }
+            // A wallet's entry 0 is its inception (the wallet checks it against its id when it opens); a
+            // payload that is none leaves the ledger an ordinary wallet's of unknown owner, which never mints.
+            guard let signed = try? SignedKeyEvent.decode(entry.payload), signed.event.kind.isInception else {
+                return Effect()
+            }
+            return Effect(inception: (WalletID(inception: signed.event), signed.event.kind == .issuerInception))
+        case .rollbackAccepted: return Effect()
         }
+    }
+
+    /// An issuer's ledger mints and redeems its own asset and moves no money otherwise; any other wallet's
+    /// ledger never mints or redeems. Entry 0 decides which the ledger is.
+    private func checkRole(_ entry: LedgerEntry) throws {
+        switch entry.kind {
+        case .mint, .redemption:
+            guard isIssuer else {
+                throw LedgerError(.invalidEntry, "entry \(entry.position) (\(entry.kind)) belongs only in an issuer's ledger")
+            }
+            guard entry.amount?.issuer == owner else {
+                throw LedgerError(
+                    .invalidEntry, "entry \(entry.position) (\(entry.kind)) moves an asset of another issuer")
+            }
+        case .deposit, .paymentIn, .paymentOut, .reversal, .confirmation:
+            guard !isIssuer else {
+                throw LedgerError(
+                    .invalidEntry,
+                    "entry \(entry.position) (\(entry.kind)) moves money in an issuer's ledger, which only mints "
+                        + "and redeems")
+            }
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings: break
+        }
+    }
+
+    /// Money of this issuer's asset paid back to it: the outstanding total shrinks, and never below zero.
+    private func redemption(_ entry: LedgerEntry) throws -> Effect {
+        try requireNew(entry)
+        let amount = entry.amount!
+        let outstanding = balance(amount.asset)
+        guard amount.money <= outstanding else {
+            throw LedgerError(
+                .insufficientFunds, "redeeming \(amount) exceeds the \(outstanding) outstanding")
+        }
+        return Effect(balance: (amount.asset, try! outstanding.subtracting(amount.money)), recordsStatement: true)
     }
 
     private func requireNew(_ entry: LedgerEntry) throws {
@@ -177,9 +256,13 @@ public struct LedgerState: Hashable, Sendable {
         }
     }
 
-    private func credited(_ amount: Money) throws -> (Currency, Money) {
+    private func credited(_ amount: AssetAmount) throws -> (Asset, Money) {
+        guard balances[amount.asset] != nil || balances.count < LedgerSnapshot.balanceCountMax else {
+            throw LedgerError(
+                .overflow, "crediting \(amount) would make more than \(LedgerSnapshot.balanceCountMax) assets")
+        }
         do {
-            return (amount.currency, try balance(amount.currency).adding(amount))
+            return (amount.asset, try balance(amount.asset).adding(amount.money))
         } catch {
             throw LedgerError(.overflow, "crediting \(amount) would exceed the largest balance this wallet can hold")
         }
@@ -193,19 +276,19 @@ public struct LedgerState: Hashable, Sendable {
     private func debit(_ entry: LedgerEntry) throws -> Effect {
         try requireNew(entry)
         let amount = entry.amount!
-        let balance = balance(amount.currency)
-        guard amount <= balance else {
+        let balance = balance(amount.asset)
+        guard amount.money <= balance else {
             throw LedgerError(.insufficientFunds, "paying \(amount) needs more than the balance of \(balance)")
         }
         var windowTotal: WindowTotal?
         if let budget = budgets[entry.category] {
-            windowTotal = try spend(amount, under: budget, entry: entry)
+            windowTotal = try spend(amount.money, under: budget, entry: entry)
         }
         // amount ≤ balance, so the subtraction cannot fail.
-        let newBalance = try! balance.subtracting(amount)
+        let newBalance = try! balance.subtracting(amount.money)
         let payment = PaymentOut(amount: amount, position: entry.position, isReversed: false, isConfirmed: false)
         return Effect(
-            balance: (amount.currency, newBalance), windowTotal: windowTotal, recordsStatement: true,
+            balance: (amount.asset, newBalance), windowTotal: windowTotal, recordsStatement: true,
             paymentOut: (entry.statement!.id, payment))
     }
 
@@ -336,7 +419,9 @@ public protocol StatementIndex: AnyObject, Sendable {
     func recordedConflict(_ statement: StatementReference) -> UInt64?
     /// This wallet's payment out with a transfer id: its amount, position, and whether a reversal or a
     /// confirmation followed.
-    func paymentOut(transferID: StatementID) -> (amount: Money, position: UInt64, isReversed: Bool, isConfirmed: Bool)?
+    func paymentOut(transferID: StatementID) -> (
+        amount: AssetAmount, position: UInt64, isReversed: Bool, isConfirmed: Bool
+    )?
 }
 
 /// Holds the index without taking part in equality: two states are equal by what they contain.
@@ -369,7 +454,7 @@ private struct RecordedStatement: Hashable, Sendable {
 }
 
 private struct PaymentOut: Hashable, Sendable {
-    let amount: Money
+    let amount: AssetAmount
     let position: UInt64
     let isReversed: Bool
     let isConfirmed: Bool
@@ -377,7 +462,8 @@ private struct PaymentOut: Hashable, Sendable {
 
 /// What an accepted entry changes, computed before anything is changed.
 private struct Effect {
-    var balance: (Currency, Money)?
+    var balance: (Asset, Money)?
+    var inception: (WalletID, Bool)?
     var windowTotal: WindowTotal?
     var budget: (String, Budget?)?
     var resetsWindow = false

@@ -87,6 +87,8 @@ public struct PayeeMachine: PeerMachine {
             state = .lookingUp(session)
             return [.lookUpPeer(session.identity)]
         case (.awaitingOffer(let session, let record), .offer(let offer)):
+            // An asset this wallet does not take is refused before anyone approves, so nothing is debited.
+            if context.assetRefusal(offer.amount) != nil { return fail(.untrustedAsset, offerID: offer.offerID) }
             state = .approving(session, record, offer)
             // The requester skips "Accept?" only when the offer answers its request exactly.
             let answersRequest = request.map { $0.requestID == offer.offerID && $0.amount == offer.amount } ?? false
@@ -218,7 +220,7 @@ public struct PayeeMachine: PeerMachine {
     private mutating func credit(_ message: TransferMessage, _ record: ReadyRecord, _ session: Session)
         -> [PeerAction]
     {
-        guard let task = record.creditTask(for: message) else { return fail(.transferInvalid, offerID: record.offerID) }
+        guard let task = record.creditTask(for: message, trustedIssuers: context.trustedIssuers) else { return fail(.transferInvalid, offerID: record.offerID) }
         state = .crediting(session, offerID: record.offerID)
         return [.credit(task)]
     }
@@ -314,7 +316,7 @@ public struct PayeeMachine: PeerMachine {
             return fail(.transferInvalid, offerID: message.offerID)
         }
         guard let consumedBy else { return credit(message, record, session) }
-        guard let task = record.creditTask(for: message) else { return fail(.transferInvalid, offerID: record.offerID) }
+        guard let task = record.creditTask(for: message, trustedIssuers: context.trustedIssuers) else { return fail(.transferInvalid, offerID: record.offerID) }
         state = .crediting(session, offerID: record.offerID)
         return [.credit(task.retried(consumedBy: consumedBy))]
     }

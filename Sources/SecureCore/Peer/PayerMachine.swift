@@ -4,11 +4,11 @@ import SecureCrypto
 public struct PaymentIntent: Hashable, Sendable {
     /// Fresh random bytes for the offer id (pay flow; the request flow uses the request id).
     public let offerID: OfferID
-    public let amount: Money
+    public let amount: AssetAmount
     public let category: String
     public let note: String
 
-    public init(offerID: OfferID, amount: Money, category: String, note: String = "") {
+    public init(offerID: OfferID, amount: AssetAmount, category: String, note: String = "") {
         precondition(!amount.isZero)
         self.offerID = offerID
         self.amount = amount

@@ -18,7 +18,7 @@ public enum PeerMessage: Hashable, Sendable {
     case failure(PeerFailure)
 
     /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+    public static let encodingVersion: UInt8 = 2
     /// The largest message is one piece of fork evidence (about 198 KiB at its limits); 256 KiB bounds
     /// what a peer can make us buffer. SecurePeer splits messages over channel records.
     public static let encodedByteCountMax = 262_144
@@ -223,11 +223,11 @@ public struct PaymentRequest: Hashable, Sendable, PeerMessageBody {
     /// The request id; an offer that answers it carries the same id.
     public let requestID: OfferID
     /// The amount asked for.
-    public let amount: Money
+    public let amount: AssetAmount
     /// A note for the payer ("Coffee"), or "".
     public let note: String
 
-    public init(requestID: OfferID, amount: Money, note: String = "") throws {
+    public init(requestID: OfferID, amount: AssetAmount, note: String = "") throws {
         try checkOfferFields(amount, note)
         self.requestID = requestID
         self.amount = amount
@@ -241,7 +241,7 @@ public struct PaymentRequest: Hashable, Sendable, PeerMessageBody {
     }
 
     static func decode(from reader: inout ByteReader) throws -> PaymentRequest? {
-        guard let id = reader.read(OfferID.self), let amount = try Money.decode(from: &reader),
+        guard let id = reader.read(OfferID.self), let amount = try AssetAmount.decode(from: &reader),
             let note = try reader.readPrefixed16(max: LedgerEntry.noteByteCountMax, field: "note")
         else { return nil }
         return try PaymentRequest(requestID: id, amount: amount, note: try decodeText(note, "note"))
@@ -258,11 +258,11 @@ public struct PaymentOffer: Hashable, Sendable, PeerMessageBody {
     /// The offer id: the request id when it answers a request, else fresh random bytes.
     public let offerID: OfferID
     /// The amount offered.
-    public let amount: Money
+    public let amount: AssetAmount
     /// A note for the payee, or "".
     public let note: String
 
-    public init(offerID: OfferID, amount: Money, note: String = "") throws {
+    public init(offerID: OfferID, amount: AssetAmount, note: String = "") throws {
         try checkOfferFields(amount, note)
         self.offerID = offerID
         self.amount = amount
@@ -276,14 +276,14 @@ public struct PaymentOffer: Hashable, Sendable, PeerMessageBody {
     }
 
     static func decode(from reader: inout ByteReader) throws -> PaymentOffer? {
-        guard let id = reader.read(OfferID.self), let amount = try Money.decode(from: &reader),
+        guard let id = reader.read(OfferID.self), let amount = try AssetAmount.decode(from: &reader),
             let note = try reader.readPrefixed16(max: LedgerEntry.noteByteCountMax, field: "note")
         else { return nil }
         return try PaymentOffer(offerID: id, amount: amount, note: try decodeText(note, "note"))
     }
 }
 
-private func checkOfferFields(_ amount: Money, _ note: String) throws {
+private func checkOfferFields(_ amount: AssetAmount, _ note: String) throws {
     guard !amount.isZero, note.utf8.count <= LedgerEntry.noteByteCountMax else {
         throw FormatError(.invalidValue, "an offer or request has a positive amount and a short note")
     }
@@ -386,9 +386,9 @@ public struct ReadyMessage: Hashable, Sendable, PeerMessageBody {
     var peerMessage: PeerMessage { .ready(self) }
 
     public let offerID: OfferID
-    public let amount: Money
+    public let amount: AssetAmount
 
-    public init(offerID: OfferID, amount: Money) {
+    public init(offerID: OfferID, amount: AssetAmount) {
         self.offerID = offerID
         self.amount = amount
     }
@@ -399,7 +399,7 @@ public struct ReadyMessage: Hashable, Sendable, PeerMessageBody {
     }
 
     static func decode(from reader: inout ByteReader) throws -> ReadyMessage? {
-        guard let id = reader.read(OfferID.self), let amount = try Money.decode(from: &reader)
+        guard let id = reader.read(OfferID.self), let amount = try AssetAmount.decode(from: &reader)
         else { return nil }
         return ReadyMessage(offerID: id, amount: amount)
     }
@@ -680,6 +680,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The payee holds proven fork evidence against the payer, found itself: no payment until the issuer's
     /// clearing settles it.
     case peerBanned = 17
+    /// The offer moves an asset whose issuer the payee does not trust (or, to an issuer, another issuer's
+    /// asset): refused before `ready`, so nothing is debited.
+    case untrustedAsset = 18
 }
 
 /// One side tells the other it stops, optionally naming the offer.

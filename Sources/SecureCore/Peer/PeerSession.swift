@@ -11,13 +11,29 @@ public struct PeerSessionContext: Hashable, Sendable {
     public let hello: PeerHello
     /// Whether simulated ranging is allowed (`--allow-simulated-ranging`).
     public let rangingPolicy: RangingPolicy
+    /// The issuers whose assets this wallet takes as a payee (its signed trust entries).
+    public let trustedIssuers: Set<WalletID>
+    /// Whether this wallet is an issuer, which takes back only its own asset.
+    public let isIssuer: Bool
 
-    public init(transcriptHash: Digest32, channelBinding: [UInt8], hello: PeerHello, rangingPolicy: RangingPolicy) {
+    public init(
+        transcriptHash: Digest32, channelBinding: [UInt8], hello: PeerHello, rangingPolicy: RangingPolicy,
+        trustedIssuers: Set<WalletID>, isIssuer: Bool
+    ) {
         precondition(channelBinding.count <= TransferOrder.channelBindingByteCountMax)
         self.transcriptHash = transcriptHash
         self.channelBinding = channelBinding
         self.hello = hello
         self.rangingPolicy = rangingPolicy
+        self.trustedIssuers = trustedIssuers
+        self.isIssuer = isIssuer
+    }
+
+    /// Why this wallet will not take `amount` as a payee, or nil.
+    func assetRefusal(_ amount: AssetAmount) -> PolicyRefusalReason? {
+        TransferCheck.assetRefusal(
+            amount, walletID: hello.walletID, policy: TransferPolicy(trustedIssuers: trustedIssuers),
+            state: LedgerState(checkingFor: hello.walletID, isIssuer: isIssuer))
     }
 }
 
@@ -74,12 +90,13 @@ public enum PaymentCheck: Hashable, Sendable {
     case insufficientFunds(balance: Money)
 
     /// The check for paying `amount` in `category` at `time` from a ledger at `state`: the same rules the
-    /// ledger enforces when the debit is applied.
-    public static func evaluate(state: LedgerState, amount: Money, category: String, time: Int64) throws -> PaymentCheck
+    /// ledger enforces when the debit is applied (the balance of the asset, the budget of the currency).
+    public static func evaluate(state: LedgerState, amount: AssetAmount, category: String, time: Int64) throws
+        -> PaymentCheck
     {
-        let balance = state.balance(amount.currency)
-        guard amount <= balance else { return .insufficientFunds(balance: balance) }
-        switch try state.budgetVerdict(category: category, payment: amount, time: time) {
+        let balance = state.balance(amount.asset)
+        guard amount.money <= balance else { return .insufficientFunds(balance: balance) }
+        switch try state.budgetVerdict(category: category, payment: amount.money, time: time) {
         case nil, .ok?: return .ok
         case .alert(let usage)?: return .alert(usage)
         case .overBudget(let usage)?: return .overBudget(usage)
@@ -97,7 +114,8 @@ public struct Approval: Hashable, Sendable {
     public let peer: PeerIdentity
     /// The name this wallet gave the peer's key, if any.
     public let knownName: String?
-    public let amount: Money
+    /// The amount and its asset: prompts show the issuer.
+    public let amount: AssetAmount
     /// The request's or offer's note.
     public let note: String
     /// The payer's budget verdict; nil for the payee.
@@ -181,7 +199,7 @@ public struct ReadyRecord: Hashable, Sendable {
     public let offerID: OfferID
     /// The session nonce N.
     public let nonce: Digest32
-    public let amount: Money
+    public let amount: AssetAmount
     public let payerWalletID: WalletID
     public let payerKey: P256.PublicKey
     /// The payer's `hello` checkpoint, which the transfer's checkpoint must extend by exactly the debit.
@@ -191,7 +209,7 @@ public struct ReadyRecord: Hashable, Sendable {
     /// This payee's signed measurement.
     public let payeeMeasurement: SignedMeasurement
 
-    public static let encodingVersion: UInt8 = 1
+    public static let encodingVersion: UInt8 = 2
 
     /// The spatial proof the two measurements make.
     public var spatialProof: SpatialProof { SpatialProof(payer: payerMeasurement, payee: payeeMeasurement) }
@@ -215,7 +233,7 @@ public struct ReadyRecord: Hashable, Sendable {
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "ready record") else { return nil }
         guard let offerID = reader.read(OfferID.self), let nonce = reader.read(Digest32.self),
-            let amount = try Money.decode(from: &reader), let walletID = reader.read(WalletID.self),
+            let amount = try AssetAmount.decode(from: &reader), let walletID = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
             let checkpoint = try SignedCheckpoint.decode(from: &reader),
             let proof = try SpatialProof.decode(from: &reader)
@@ -229,7 +247,7 @@ public struct ReadyRecord: Hashable, Sendable {
 
     /// Matches a transfer against the record: nil when its signature fails or it is another payer's (drop
     /// it; a genuine one may still come), else the credit task, with the failed check if any.
-    public func creditTask(for message: TransferMessage) -> CreditTask? {
+    public func creditTask(for message: TransferMessage, trustedIssuers: Set<WalletID>) -> CreditTask? {
         let transfer = message.transfer
         guard message.offerID == offerID, transfer.payload.order.payerKey == payerKey, transfer.isSignatureValid else {
             return nil
@@ -246,7 +264,7 @@ public struct ReadyRecord: Hashable, Sendable {
         } else if !ReadyRecord.extendsByOne(transfer.payload, from: payerCheckpoint.checkpoint) {
             failure = .checkpointNotExtending
         }
-        let policy = TransferPolicy(verifiedSpatialProof: spatialProof.digest)
+        let policy = TransferPolicy(trustedIssuers: trustedIssuers, verifiedSpatialProof: spatialProof.digest)
         return CreditTask(offerID: offerID, transfer: transfer, policy: policy, peerFailure: failure)
     }
 
@@ -277,7 +295,7 @@ public enum PeerAction: Hashable, Sendable {
     /// or `userDeclined`.
     case chooseCategory(PaymentRequest, PeerIdentity)
     /// Payer: compute `PaymentCheck.evaluate`; answer with `paymentChecked`.
-    case checkPayment(amount: Money, category: String)
+    case checkPayment(amount: AssetAmount, category: String)
     /// Ask the person, then collect the PIN; answer with `userApproved` or `userDeclined`.
     case askApproval(Approval)
     /// The open prompt is moot (the other side withdrew or a wait ran out): close it. A late answer is ignored.

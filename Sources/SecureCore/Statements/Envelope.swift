@@ -10,6 +10,7 @@ public struct Envelope: Hashable, Sendable {
         case transfer = 1
         case receipt = 2
         case refusal = 3
+        case voucher = 4
     }
 
     /// The encoding's version byte.
@@ -52,6 +53,11 @@ public struct Envelope: Hashable, Sendable {
     /// An envelope of a refusal, made by the payee whose log is `payeeLog`.
     public init(_ refusal: SignedRefusal, payeeLog: KeyEventLog) {
         self.init(kind: .refusal, statement: refusal.encoded, signerLog: payeeLog)
+    }
+
+    /// An envelope of a voucher, made by the issuer whose log is `issuerLog`.
+    public init(_ voucher: SignedVoucher, issuerLog: KeyEventLog) {
+        self.init(kind: .voucher, statement: voucher.encoded, signerLog: issuerLog)
     }
 
     /// version ‖ kind ‖ u32 length ‖ statement ‖ key-event log (`KeyEventLog.encode`) ‖ u8 claim count ‖
@@ -110,6 +116,13 @@ public struct Envelope: Hashable, Sendable {
         let refusal = try open(.refusal, SignedRefusal.decode)
         try expectSigner(refusal.payload.payeeWalletID, "payee")
         return (refusal, signerLog)
+    }
+
+    /// The voucher inside, with the issuer's log.
+    public func voucher() throws -> (SignedVoucher, KeyEventLog) {
+        let voucher = try open(.voucher, SignedVoucher.decode)
+        try expectSigner(voucher.payload.issuerWalletID, "issuer")
+        return (voucher, signerLog)
     }
 
     private func open<Statement>(_ expected: Kind, _ decode: ([UInt8]) throws -> Statement?) throws -> Statement {

@@ -15,7 +15,7 @@ public struct Receipt: TransferAnswerPayload {
     public let creditPosition: UInt64
 
     /// The encoding's version byte: 2 since receipts carry their key date.
-    public static let encodingVersion: UInt8 = 2
+    public static let encodingVersion: UInt8 = 3
     public static let signatureLabel = SignatureLabel("secure-receipt-v1")
     /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 32 + 8 + 8 = 262 bytes.
     public static let encodedByteCountMax = 288
@@ -39,7 +39,7 @@ public struct Receipt: TransferAnswerPayload {
 
     init(
         transferID: TransferID, transferDigest: Digest32, payerWalletID: WalletID, payeeWalletID: WalletID,
-        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: Money, checkpointDigest: Digest32, checkpointSize: UInt64,
+        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: AssetAmount, checkpointDigest: Digest32, checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
         self.init(
@@ -158,7 +158,7 @@ public struct Refusal: TransferAnswerPayload {
     public let reason: RefusalReason
 
     /// The encoding's version byte: 2 since refusals carry their key date.
-    public static let encodingVersion: UInt8 = 2
+    public static let encodingVersion: UInt8 = 3
     public static let signatureLabel = SignatureLabel("secure-refusal-v1")
     /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 1 = 215 bytes.
     public static let encodedByteCountMax = 256
@@ -269,8 +269,8 @@ public struct TransferAnswer: Hashable, Sendable {
     public let payeeKey: P256.PublicKey
     /// When the payee's key signed: its key event and the payee's ledger size.
     public let keyDate: KeyDate
-    /// The transfer's amount.
-    public let amount: Money
+    /// The transfer's amount and asset.
+    public let amount: AssetAmount
 
     func encode(into writer: inout ByteWriter) {
         writer.write(transferID)
@@ -289,7 +289,7 @@ public struct TransferAnswer: Hashable, Sendable {
             let payer = reader.read(WalletID.self), let payee = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount),
             let keyDate = try KeyDate.decode(from: &reader),
-            let amount = try Money.decode(from: &reader)
+            let amount = try AssetAmount.decode(from: &reader)
         else { return nil }
         return TransferAnswer(
             transferID: transferID, transferDigest: digest, payerWalletID: payer, payeeWalletID: payee,
@@ -328,5 +328,5 @@ extension TransferAnswerPayload {
     /// When the payee's key signed.
     public var keyDate: KeyDate { answer.keyDate }
     /// The transfer's amount: credited for a receipt, credited back by the reversal for a refusal.
-    public var amount: Money { answer.amount }
+    public var amount: AssetAmount { answer.amount }
 }

@@ -22,25 +22,25 @@ public struct TransferOrder: Hashable, Sendable {
     public let payerKey: P256.PublicKey
     /// The payee's wallet id.
     public let payeeWalletID: WalletID
-    /// The amount; never zero.
-    public let amount: Money
+    /// The amount and its asset; never zero.
+    public let amount: AssetAmount
     /// The spatial proof, or none.
     public let proximity: Proximity
     /// The secure channel's binding the transfer was made for; empty for file transfers.
     public let channelBinding: [UInt8]
 
-    /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+    /// The encoding's version byte: 2 since the amount names its asset (version 1 is refused).
+    public static let encodingVersion: UInt8 = 2
     /// Channel bindings are exporter values or transcript hashes: 32 bytes today, 64 leaves room for a
     /// SHA-512-based channel.
     public static let channelBindingByteCountMax = 64
-    /// 1 + 16 + 32 + 65 + 32 + 12 + 33 + 65 = 256 bytes at most.
-    public static let encodedByteCountMax = 256
+    /// 1 + 16 + 32 + 65 + 32 + 44 + 33 + 65 = 288 bytes at most.
+    public static let encodedByteCountMax = 288
 
     /// Makes an order, checking the channel binding's length and a positive amount.
     public init(
         transferID: TransferID, payerWalletID: WalletID, payerKey: P256.PublicKey, payeeWalletID: WalletID,
-        amount: Money, proximity: Proximity, channelBinding: [UInt8]
+        amount: AssetAmount, proximity: Proximity, channelBinding: [UInt8]
     ) throws {
         guard !amount.isZero else { throw FormatError(.invalidValue, "a transfer's amount must be positive") }
         guard channelBinding.count <= TransferOrder.channelBindingByteCountMax else {
@@ -58,7 +58,7 @@ public struct TransferOrder: Hashable, Sendable {
 
     /// The canonical encoding (see docs/PROTOCOL.md, "Transfers, receipts and refusals").
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 256)
+        var writer = ByteWriter(capacity: TransferOrder.encodedByteCountMax)
         writer.write(TransferOrder.encodingVersion)
         writer.write(transferID)
         writer.write(payerWalletID)
@@ -84,7 +84,7 @@ public struct TransferOrder: Hashable, Sendable {
         guard try reader.readVersion(encodingVersion, of: "transfer order") else { return nil }
         guard let transferID = reader.read(TransferID.self), let payer = reader.read(WalletID.self),
             let point = reader.readFixed(P256.uncompressedPointByteCount), let payee = reader.read(WalletID.self),
-            let amount = try Money.decode(from: &reader), let tag = reader.readUInt8()
+            let amount = try AssetAmount.decode(from: &reader), let tag = reader.readUInt8()
         else { return nil }
         let proximity: Proximity
         switch tag {
@@ -217,12 +217,16 @@ public struct TransferPolicy: Hashable, Sendable {
     /// The channel binding the transfer must carry, when it arrived on a channel; nil to skip the check
     /// (files, and retries, which are matched against the persisted ready record instead).
     public var channelBinding: [UInt8]?
+    /// The issuers whose assets this wallet takes, derived from its signed trust entries. A transfer of any
+    /// other asset gets a policy refusal (`untrustedAsset`); an issuer takes back only its own asset.
+    public var trustedIssuers: Set<WalletID>
 
     /// A policy; the defaults are those of `secure accept FILE` without `--no-proximity`.
     public init(
-        acceptsWithoutProximity: Bool = false, verifiedSpatialProof: Digest32? = nil,
+        trustedIssuers: Set<WalletID> = [], acceptsWithoutProximity: Bool = false, verifiedSpatialProof: Digest32? = nil,
         channelBinding: [UInt8]? = nil
     ) {
+        self.trustedIssuers = trustedIssuers
         self.acceptsWithoutProximity = acceptsWithoutProximity
         self.verifiedSpatialProof = verifiedSpatialProof
         self.channelBinding = channelBinding
@@ -278,11 +282,31 @@ public enum TransferCheck {
             if let binding = policy.channelBinding, binding != order.channelBinding {
                 return .policyRefusal(.channelBindingMismatch)
             }
+            if let refusal = assetRefusal(order.amount, walletID: walletID, policy: policy, state: state) {
+                return .policyRefusal(refusal)
+            }
             return .accept(
                 EntryDraft(
-                    kind: .paymentIn, flags: flags, amount: order.amount, counterparty: order.payerWalletID.bytes,
+                    kind: state.isIssuer ? .redemption : .paymentIn, flags: flags, amount: order.amount, counterparty: order.payerWalletID.bytes,
                     statement: reference, payload: bytes))
         }
+    }
+
+    /// Why this wallet will not take `amount`, or nil: an ordinary wallet takes only assets of issuers it
+    /// trusts; an issuer takes back only its own asset, and never more than it has outstanding.
+    public static func assetRefusal(
+        _ amount: AssetAmount, walletID: WalletID, policy: TransferPolicy, state: LedgerState
+    ) -> PolicyRefusalReason? {
+        if state.isIssuer {
+            guard amount.issuer == walletID else { return .untrustedAsset }
+            // A state with no entries is the one `ledger verify` checks a recorded statement against; the
+            // replay itself refuses a redemption beyond what is outstanding.
+            guard state.size == 0 || amount.money <= state.balance(amount.asset) else {
+                return .redemptionExceedsOutstanding
+            }
+            return nil
+        }
+        return policy.trustedIssuers.contains(amount.issuer) ? nil : .untrustedAsset
     }
 
     /// Why the payer of a validly signed transfer is not proven, or nil when it is: the payer's log must be
@@ -314,7 +338,7 @@ public enum TransferCheck {
         state: LedgerState
     ) -> RefusalReason? {
         failure(of: transfer.payload, walletID: walletID, policy: policy) ?? peerFailure
-            ?? (state.canCredit(transfer.payload.order.amount) ? nil : .balanceOverflow)
+            ?? (state.isIssuer || state.canCredit(transfer.payload.order.amount) ? nil : .balanceOverflow)
     }
 
     /// The first check a validly signed transfer to this wallet fails, or nil.
