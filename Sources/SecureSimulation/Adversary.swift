@@ -32,7 +32,6 @@ final class Adversary {
     static let restorerPaymentMinorUnits: Int64 = 1_000
 
     var random: SeededRandom
-    /// Voucher sequence numbers for the restorers' deposits, far from the workload's.
     var attackCount = 0
     /// An attack fell due and waits for its targets to be free.
     var waiting = false
