@@ -181,7 +181,7 @@ enum MoneyCommands {
         } else {
             print("issuer \(wallet.walletID.hex)")
             if outstanding.isEmpty { print("nothing outstanding") }
-            for (asset, amount) in outstanding { print("outstanding \(MoneyText.format(amount)) (\(asset.currency))") }
+            for (_, amount) in outstanding { print("outstanding \(MoneyText.format(amount))") }
         }
         return .success
     }

@@ -13,12 +13,12 @@ import Testing
 struct LedgerDefectCLITests {
     typealias World = WalletCLITests.World
 
-    /// A software issuer key, trusted by each of `names` with `secure issuer trust`.
-    static func issuer(_ world: World, trustedBy names: [String]) throws -> SoftwareSigner {
-        let issuer = try SoftwareSigner()
-        try issuer.publicKey.pem.write(toFile: world.directory + "/soft-issuer.pem", atomically: true, encoding: .utf8)
+    /// An issuer with a software key (`TestIssuer`), whose card each of `names` trusts with `secure issuer trust`.
+    static func issuer(_ world: World, trustedBy names: [String]) throws -> TestIssuer {
+        let issuer = try TestIssuer(signer: try SoftwareSigner())
+        try issuer.card.text.write(toFile: world.directory + "/soft-issuer.card", atomically: true, encoding: .utf8)
         for name in names {
-            let trust = try world.run(["issuer", "trust", "soft-issuer.pem"] + world.wallet(name))
+            let trust = try world.run(["issuer", "trust", "soft-issuer.card"] + world.wallet(name))
             #expect(trust.status == 0, "\(trust.stderr)")
         }
         return issuer
@@ -26,15 +26,12 @@ struct LedgerDefectCLITests {
 
     /// Writes a voucher of `minorUnits` euro cents to `name`'s wallet, signed by `issuer`, into `file`.
     static func voucher(
-        _ world: World, _ file: String, to name: String, minorUnits: Int64, issuer: SoftwareSigner,
-        id: VoucherID = .random(), sequence: UInt64 = 1
+        _ world: World, _ file: String, to name: String, minorUnits: Int64, issuer: inout TestIssuer,
+        id: VoucherID = .random()
     ) throws {
         let recipient = try SoundMoneyCLITests.card(world, name).walletID
-        let voucher = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: recipient,
-            amount: try Money(minorUnits: minorUnits, currency: .eur), voucherID: id, issuerSequence: sequence
-        ).sign(with: issuer)
-        try SoundMoneyCLITests.write(voucher.encoded, world, file)
+        let envelope = try issuer.voucher(try Money(minorUnits: minorUnits, currency: .eur), to: recipient, id: id)
+        try SoundMoneyCLITests.write(envelope.encoded, world, file)
     }
 
     /// The wallet's entry count, from `wallet show --json`.
@@ -49,10 +46,10 @@ struct LedgerDefectCLITests {
     /// naming the one entry that keeps it, and the ledger grows by one entry.
     @Test func aConflictingVoucherDeliveredFiveTimesIsRecordedOnce() throws {
         let world = try World(wallets: ["alice"])
-        let issuer = try Self.issuer(world, trustedBy: ["alice"])
+        var issuer = try Self.issuer(world, trustedBy: ["alice"])
         let id = VoucherID.random()
-        try Self.voucher(world, "first", to: "alice", minorUnits: 1000, issuer: issuer, id: id, sequence: 1)
-        try Self.voucher(world, "second", to: "alice", minorUnits: 9900, issuer: issuer, id: id, sequence: 2)
+        try Self.voucher(world, "first", to: "alice", minorUnits: 1000, issuer: &issuer, id: id)
+        try Self.voucher(world, "second", to: "alice", minorUnits: 9900, issuer: &issuer, id: id)
         let deposit = try world.run(["deposit", "first"] + world.wallet("alice"))
         #expect(deposit.status == 0, "\(deposit.stderr)")
         let before = try Self.size(world, "alice")
@@ -74,8 +71,8 @@ struct LedgerDefectCLITests {
     /// same reason every time, and recorded once.
     @Test func aRefusedVoucherIsRefusedAgainWithTheSameReason() throws {
         let world = try World()
-        let issuer = try Self.issuer(world, trustedBy: ["alice"])
-        try Self.voucher(world, "for-bob", to: "bob", minorUnits: 1000, issuer: issuer)
+        var issuer = try Self.issuer(world, trustedBy: ["alice"])
+        try Self.voucher(world, "for-bob", to: "bob", minorUnits: 1000, issuer: &issuer)
         let before = try Self.size(world, "alice")
         var answers: [String] = []
         for _ in 0..<3 {
@@ -96,14 +93,14 @@ struct LedgerDefectCLITests {
     /// Alice reverses her debit. A voucher that would overflow is refused with nothing recorded.
     @Test func aPayeeWithAFullBalanceRefusesWithASignatureSoThePayerCanReverse() throws {
         let world = try World()
-        let issuer = try Self.issuer(world, trustedBy: ["alice", "bob"])
-        try Self.voucher(world, "v-alice", to: "alice", minorUnits: 5000, issuer: issuer)
-        try Self.voucher(world, "v-bob", to: "bob", minorUnits: Int64.max, issuer: issuer)
+        var issuer = try Self.issuer(world, trustedBy: ["alice", "bob"])
+        try Self.voucher(world, "v-alice", to: "alice", minorUnits: 5000, issuer: &issuer)
+        try Self.voucher(world, "v-bob", to: "bob", minorUnits: Int64.max, issuer: &issuer)
         #expect(try world.run(["deposit", "v-alice"] + world.wallet("alice")).status == 0)
         let full = try world.run(["deposit", "v-bob"] + world.wallet("bob"))
         #expect(full.status == 0, "\(full.stderr)")
 
-        try Self.voucher(world, "v-bob-more", to: "bob", minorUnits: 100, issuer: issuer)
+        try Self.voucher(world, "v-bob-more", to: "bob", minorUnits: 100, issuer: &issuer)
         let bobBefore = try Self.size(world, "bob")
         let overflow = try world.run(["deposit", "v-bob-more"] + world.wallet("bob"))
         #expect(overflow.status == 11, "exit \(overflow.status): \(overflow.stderr)")

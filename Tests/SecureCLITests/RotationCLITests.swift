@@ -11,20 +11,7 @@ struct RotationCLITests {
     static var python: String { Run.projectRoot + "/.venv/bin/python" }
     static var oracle: String { Run.projectRoot + "/scripts/oracles/verify_bundle.py" }
 
-    static func fund(_ world: World) throws {
-        let issuerKey = try world.run([
-            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-            "--pin-source", "file:toks/issuer.pin",
-        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let pem = try world.run(["keys", "export", issuerKey, "--pem"])
-        try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        _ = try world.run([
-            "mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
-            "--pin-source", "file:toks/issuer.pin",
-        ])
-        #expect(try world.run(["issuer", "trust", "issuer.pem"] + world.wallet("alice")).status == 0)
-        #expect(try world.run(["deposit", "v1"] + world.wallet("alice")).status == 0)
-    }
+    static func fund(_ world: World) throws { try world.fund("alice", "50.00 EUR") }
 
     @Test func rotateThenSpendAcceptAuditAndBundle() throws {
         let world = try World()

@@ -11,22 +11,8 @@ import Testing
 struct SoundMoneyCLITests {
     typealias World = WalletCLITests.World
 
-    /// An issuer on the world's issuer token, trusted by `name`, which deposits a voucher of `amount`.
-    static func fund(_ world: World, _ name: String, _ amount: String) throws {
-        let issuerKey = try world.run([
-            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2", "--pin-source",
-            "file:toks/issuer.pin",
-        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let pem = try world.run(["keys", "export", issuerKey, "--pem"])
-        try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        #expect(try world.run(["issuer", "trust", "issuer.pem"] + world.wallet(name)).status == 0)
-        let mint = try world.run([
-            "mint", "--issuer", issuerKey, "--to", "\(name).card", "--amount", amount, "--out", "v-\(name)",
-            "--pin-source", "file:toks/issuer.pin",
-        ])
-        #expect(mint.status == 0, "\(mint.stderr)")
-        #expect(try world.run(["deposit", "v-\(name)"] + world.wallet(name)).status == 0)
-    }
+    /// The world's issuer, trusted by every wallet of the world, mints `amount` to `name`, who deposits it.
+    static func fund(_ world: World, _ name: String, _ amount: String) throws { try world.fund(name, amount) }
 
     static func card(_ world: World, _ name: String) throws -> WalletCard {
         try WalletCard.parse(try String(contentsOfFile: world.directory + "/\(name).card", encoding: .utf8))
@@ -83,6 +69,47 @@ struct SoundMoneyCLITests {
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("5.00 EUR"))
         #expect(try Self.verifies(world, "alice") && Self.verifies(world, "bob"))
     }
+
+    /// Attack 2: Alice trusts an issuer she made herself, deposits 1,000,000.00 EUR of it and pays Bob, who
+    /// never trusted that issuer. By file Bob's wallet refuses by policy (nothing recorded, nothing signed);
+    /// in a session Bob's wallet answers `untrustedAsset` before `ready`, so Alice's wallet debits nothing.
+    /// Once Bob trusts the issuer, the same file is credited.
+    @Test func moneyOfAnIssuerThePayeeNeverTrustedIsRefused() throws {
+        let world = try World()
+        try world.fund("alice", "1000000.00 EUR", trustedBy: ["alice"])
+        let balance = try world.run(["balance"] + world.wallet("alice")).output
+        #expect(balance.contains("1000000.00 EUR") && balance.contains("issued by"), "\(balance)")
+        let spend = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "999999.00 EUR", "--category", "x", "--out", "t"]
+                + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.stderr)")
+        let before = try Self.entries(world, "bob")
+        let refused = try world.run(["accept", "t", "--no-proximity"] + world.wallet("bob"))
+        #expect(refused.status == 11 && refused.stderr.contains("does not trust"), "\(refused.stderr)")
+        #expect(try Self.entries(world, "bob") == before)
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("no money yet"))
+        #expect(try Self.verifies(world, "bob"))
+
+        let (receiver, payer) = try PeerCLITests.session(
+            world, receiver: ["--allow-simulated-ranging", "--distance", "420"],
+            payer: [
+                "--amount", "1.00 EUR", "--category", "x", "--allow-simulated-ranging", "--distance", "400",
+            ])
+        #expect(receiver.status != 0 && payer.status != 0, "\(payer.stderr)")
+        #expect((receiver.stderr + payer.stderr).contains("untrustedAsset"), "\(payer.stderr)")
+        let after = try world.run(["balance"] + world.wallet("alice")).output
+        #expect(after.contains("1.00 EUR") && !after.contains("0.00 EUR"), "\(after)")
+        #expect(try world.run(["pending"] + world.wallet("alice")).output.contains(Self.shortPending))
+
+        #expect(try world.run(["issuer", "trust", "issuer.card"] + world.wallet("bob")).status == 0)
+        let accepted = try world.run(["accept", "t", "--no-proximity"] + world.wallet("bob"))
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("999999.00 EUR"))
+        #expect(try Self.verifies(world, "bob") && Self.verifies(world, "alice"))
+    }
+
+    /// The one pending payment of the test above: the file transfer, not a session debit.
+    static let shortPending = "999999.00 EUR"
 
     /// Attack 3: Alice pays Bob. Carol, given the same file, neither credits nor refuses it, and signs
     /// nothing. A refusal of the transfer signed by a software key, wrapped with Bob's real log or with its

@@ -9,16 +9,19 @@ struct WalletCLITests {
     final class World: @unchecked Sendable {
         let directory: String
         let environment: [String: String]
+        /// The wallets of the world.
+        let names: [String]
 
         /// The wallets `names`, each with a main and backup token, and the issuer token.
         init(wallets names: [String] = ["alice", "bob"]) throws {
+            self.names = names
             directory =
                 FileManager.default.temporaryDirectory.appendingPathComponent("secure-wcli-\(UUID().uuidString)").path
             environment = [
                 "SOFTHSM2_CONF": directory + "/toks/softhsm2.conf", "XDG_STATE_HOME": directory + "/state",
                 "XDG_DATA_HOME": directory + "/data",
             ]
-            for label in names.flatMap({ [$0, $0 + "-bk"] }) + ["issuer"] {
+            for label in names.flatMap({ [$0, $0 + "-bk"] }) + ["issuer", "issuer-bk"] {
                 let made = try Run.program(
                     Run.secure, ["token", "init-demo", "--dir", directory + "/toks", "--label", label])
                 guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
@@ -38,6 +41,45 @@ struct WalletCLITests {
 
         func wallet(_ name: String) -> [String] { ["--wallet", name, "--pin-source", "file:toks/\(name).pin"] }
 
+        /// The issuer's wallet ("issuer", on the issuer tokens), made on first use; its card is issuer.card.
+        func makeIssuer() throws {
+            guard !FileManager.default.fileExists(atPath: directory + "/issuer.card") else { return }
+            let made = try run(
+                [
+                    "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
+                    "--backup-token", "pkcs11:token=issuer-bk?module-name=softhsm2",
+                    "--backup-pin-source", "file:toks/issuer-bk.pin",
+                ] + wallet("issuer"))
+            guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
+            let card = try run(["wallet", "show", "--card"] + wallet("issuer"))
+            try card.output.write(toFile: directory + "/issuer.card", atomically: true, encoding: .utf8)
+        }
+
+        /// The issuer mints `amount` to `name` into `file`.
+        func mint(_ amount: String, to name: String, file: String) throws {
+            try makeIssuer()
+            let minted = try run(
+                ["mint", "--to", "\(name).card", "--amount", amount, "--out", file] + wallet("issuer"))
+            guard minted.status == 0 else { throw CLITests.CLIFailure(minted.stderr) }
+        }
+
+        /// `name` trusts the issuer (and so takes its money).
+        func trustIssuer(_ name: String) throws {
+            try makeIssuer()
+            let trust = try run(["issuer", "trust", "issuer.card"] + wallet(name))
+            guard trust.status == 0 else { throw CLITests.CLIFailure(trust.stderr) }
+        }
+
+        /// `name` deposits a voucher of `amount` from the issuer, which every wallet of the world (or those
+        /// named by `trustedBy`) trusts first.
+        func fund(_ name: String, _ amount: String, trustedBy: [String]? = nil) throws {
+            for other in trustedBy ?? names { try trustIssuer(other) }
+            let file = "v-\(name)-\(UUID().uuidString.prefix(8))"
+            try mint(amount, to: name, file: file)
+            let deposit = try run(["deposit", file] + wallet(name))
+            guard deposit.status == 0 else { throw CLITests.CLIFailure(deposit.stderr) }
+        }
+
         func run(_ arguments: [String]) throws -> ProcessResult {
             try Run.program(Run.secure, arguments, environment: environment, directory: directory)
         }
@@ -45,22 +87,14 @@ struct WalletCLITests {
 
     @Test func issueDepositSpendAcceptAndVerify() throws {
         let world = try World()
-        let issuerKey = try world.run([
-            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-            "--pin-source", "file:toks/issuer.pin",
-        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(issuerKey.hasPrefix("pkcs11:"))
-        let pem = try world.run(["keys", "export", issuerKey, "--pem"])
-        try pem.output.write(toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        let mint = try world.run([
-            "mint", "--issuer", issuerKey, "--to", "alice.card", "--amount", "50.00 EUR", "--out", "v1",
-            "--pin-source", "file:toks/issuer.pin",
-        ])
-        #expect(mint.status == 0, "\(mint.stderr)")
+        try world.makeIssuer()
+        try world.mint("50.00 EUR", to: "alice", file: "v1")
+        let show = try world.run(["issuer", "show"] + world.wallet("issuer"))
+        #expect(show.status == 0 && show.output.contains("outstanding 50.00 EUR"), "\(show.output)")
         let untrusted = try world.run(["deposit", "v1"] + world.wallet("alice"))
         #expect(untrusted.status == 11)
         #expect(untrusted.stderr.contains("not trusted"))
-        #expect(try world.run(["issuer", "trust", "issuer.pem"] + world.wallet("alice")).status == 0)
+        #expect(try world.run(["issuer", "trust", "issuer.card"] + world.wallet("alice")).status == 0)
         let deposit = try world.run(["deposit", "v1"] + world.wallet("alice"))
         #expect(deposit.status == 0 && deposit.output.contains("50.00 EUR"))
         let again = try world.run(["deposit", "v1"] + world.wallet("alice"))
@@ -167,22 +201,8 @@ struct WalletCLITests {
 struct PeerCLITests {
     static func funded() throws -> WalletCLITests.World {
         let world = try WalletCLITests.World()
-        let issuer = try world.run([
-            "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2",
-            "--pin-source", "file:toks/issuer.pin",
-        ]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        try world.run(["keys", "export", issuer, "--pem"]).output.write(
-            toFile: world.directory + "/issuer.pem", atomically: true, encoding: .utf8)
-        for step in [
-            [
-                "mint", "--issuer", issuer, "--to", "alice.card", "--amount", "20.00 EUR", "--out", "v", "--pin-source",
-                "file:toks/issuer.pin",
-            ],
-            ["issuer", "trust", "issuer.pem"] + world.wallet("alice"), ["deposit", "v"] + world.wallet("alice"),
-        ] {
-            let result = try world.run(step)
-            guard result.status == 0 else { throw CLITests.CLIFailure("\(step[0]): \(result.stderr)") }
-        }
+        try world.fund("alice", "20.00 EUR")
+        try world.trustIssuer("bob")
         return world
     }
 

@@ -92,7 +92,7 @@ def parse_signed_checkpoint(data):
     if not r.at_end():
         raise ValueError("trailing bytes after a signed checkpoint")
     c = Reader(body)
-    if c.u8() != 1:
+    if c.u8() != 2:
         raise ValueError("checkpoint version")
     return {"wallet": c.take(32), "key": c.take(65), "sequence": c.u64(), "event_position": c.u64(), "size": c.u64(),
             "root": c.take(32), "head": c.take(32), "body": body, "signature": signature}
@@ -166,12 +166,12 @@ def fingerprint(point):
 
 
 def parse_entry(leaf):
-    """The fields of a ledger entry encoding ("Ledger entry encoding")."""
+    """The fields of a ledger entry encoding, version 2 ("Ledger entry encoding")."""
     r = Reader(leaf)
-    if r.u8() != 1:
+    if r.u8() != 2:
         raise ValueError("entry version")
     entry = {"position": r.u64(), "id": r.take(16), "kind": r.u8(), "flags": r.u8()}
-    entry["amount"] = r.take(12) if r.u8() == 1 else None
+    entry["amount"] = r.take(44) if r.u8() == 1 else None  # asset: issuer id (32) || currency (4) || units (8)
     entry["category"] = r.take(r.u8())
     entry["counterparty"] = r.take(r.u8())
     entry["note"] = r.take(r.u16())
@@ -197,21 +197,21 @@ def parse_signed_statement(data):
 
 
 def parse_answer(payload):
-    """A receipt's or refusal's head (version 2): transfer id, transfer digest, payer, payee, payee key, key
-    date (24 bytes), amount."""
+    """A receipt's or refusal's head (version 3): transfer id, transfer digest, payer, payee, payee key, key
+    date (24 bytes), asset amount (44)."""
     r = Reader(payload)
-    if r.u8() != 2:
+    if r.u8() != 3:
         raise ValueError("receipt or refusal version")
     return {"transfer": r.take(16), "digest": r.take(32), "payer": r.take(32), "payee": r.take(32),
-            "key": r.take(65), "date": r.take(24), "amount": r.take(12)}
+            "key": r.take(65), "date": r.take(24), "amount": r.take(44)}
 
 
 def parse_order(data):
     r = Reader(data)
-    if r.u8() != 1:
+    if r.u8() != 2:
         raise ValueError("order version")
     return {"transfer": r.take(16), "payer": r.take(32), "key": r.take(65), "payee": r.take(32),
-            "amount": r.take(12)}
+            "amount": r.take(44)}
 
 
 def transfer_order(payload):
@@ -242,9 +242,9 @@ def peer_keys(sources, wallet):
 
 
 def statement_problem(entry, wallet, sources, sent):
-    """Why the statement inside an entry does not hold, or None (kinds 1, 2, 3, 4 and 10)."""
+    """Why the statement inside an entry does not hold, or None (kinds 1, 2, 3, 4, 10 and 13)."""
     kind, payload = entry["kind"], entry["payload"]
-    if kind not in (1, 2, 3, 4, 10):
+    if kind not in (1, 2, 3, 4, 10, 13):
         return None
     if kind == 2:
         transfer = sent.get(parse_order(payload)["transfer"])
@@ -258,15 +258,27 @@ def statement_problem(entry, wallet, sources, sent):
     body, signature = parse_signed_statement(payload)
     if kind == 1:
         r = Reader(body)
-        if r.u8() != 1:
-            return "its payload is not a voucher"
-        key, recipient, amount, voucher = r.take(65), r.take(32), r.take(12), r.take(16)
-        signer, label, ident, checks = key, b"secure-voucher-v1", voucher, [
-            (key.hex() in sources["trustedIssuers"], "its issuer is not trusted"),
+        if r.u8() != 2:
+            return "its payload is not a voucher (version 2)"
+        issuer, key, _date, recipient, amount, voucher = (
+            r.take(32), r.take(65), r.take(24), r.take(32), r.take(12), r.take(16))
+        keys = peer_keys(sources, issuer)
+        signer, label, ident, checks = key, b"secure-voucher-v2", voucher, [
+            (issuer.hex() in sources["trustedIssuers"], "its issuer is not trusted"),
+            (keys is not None, "no key-event log of its issuer is held"),
+            (keys is not None and key in keys, "its issuer key is not in the issuer's log"),
             (recipient == wallet, "its voucher is for another wallet"),
-            (amount == entry["amount"], "its amount is not the voucher's"),
-            (entry["counterparty"] == fingerprint(key), "its counterparty is not the issuer")]
-    elif kind == 3:
+            (issuer + amount == entry["amount"], "its amount is not the voucher's"),
+            (entry["counterparty"] == issuer, "its counterparty is not the issuer")]
+        if entry["statement"] != issuer + voucher + sha256(body):
+            return "its statement reference is not its statement's"
+        if not verify_signature(signer, label, body, signature):
+            return "its signature does not verify"
+        for ok, problem in checks:
+            if not ok:
+                return problem
+        return None
+    elif kind in (3, 13):
         order = parse_order(transfer_order(body))
         keys = peer_keys(sources, order["payer"])
         signer, label, ident, checks = order["key"], b"secure-transfer-v1", order["transfer"], [

@@ -14,11 +14,11 @@ public struct Receipt: TransferAnswerPayload {
     /// The position of the payee's `paymentIn` entry.
     public let creditPosition: UInt64
 
-    /// The encoding's version byte: 2 since receipts carry their key date.
+    /// The encoding's version byte: 3 since the amount names its asset (2 added the key date).
     public static let encodingVersion: UInt8 = 3
     public static let signatureLabel = SignatureLabel("secure-receipt-v1")
-    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 32 + 8 + 8 = 262 bytes.
-    public static let encodedByteCountMax = 288
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 44 + 32 + 8 + 8 = 294 bytes.
+    public static let encodedByteCountMax = 320
 
     /// The receipt for `transfer`, credited by the entry at `creditPosition` of the wallet whose key is
     /// `payeeKey`, signed at `keyDate`, whose ledger size must be past the credit.
@@ -157,11 +157,11 @@ public struct Refusal: TransferAnswerPayload {
     /// Which check failed.
     public let reason: RefusalReason
 
-    /// The encoding's version byte: 2 since refusals carry their key date.
+    /// The encoding's version byte: 3 since the amount names its asset (2 added the key date).
     public static let encodingVersion: UInt8 = 3
     public static let signatureLabel = SignatureLabel("secure-refusal-v1")
-    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 1 = 215 bytes.
-    public static let encodedByteCountMax = 256
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 44 + 1 = 247 bytes.
+    public static let encodedByteCountMax = 288
 
     /// The refusal of `transfer` for `reason` by the payee whose key is `payeeKey`. The refusing wallet is
     /// the payee the transfer names: a wallet refuses a misaddressed transfer under the transfer's payee
