@@ -42,6 +42,7 @@ public enum LedgerVerifier {
         _ store: LedgerStore, walletID: WalletID, statements: StatementSources? = nil,
         cores: Int = ProcessInfo.processInfo.activeProcessorCount
     ) throws -> Report {
+        var statements = statements
         var report = Report()
         let size = try store.size()
         guard size > 0, let first = try store.entry(at: 0), first.kind == .keyEvent,
@@ -79,6 +80,12 @@ public enum LedgerVerifier {
                 if entry.kind == .keyEvent, position > 0, let problem = follow(&log, entry) {
                     report.problems.append(problem)
                     return report
+                }
+                if statements != nil, entry.kind == .settings,
+                    let change = try? IssuerTrustChange.decode(entry.payload)
+                {
+                    // Each deposit and credit is checked against the issuers trusted at its position.
+                    IssuerTrustChange.apply(change, to: &statements!.trustedIssuers)
                 }
                 if let statements,
                     let problem = EntryStatementCheck.problem(entry, encoded: encoded, ownLog: log, sources: statements)

@@ -23,7 +23,8 @@ extension Wallet {
                 physical.append("wal_checkpoint: \(error)")
             }
         }
-        let sources = store.statementSources(walletID: walletID, trustedIssuers: try trustedIssuers())
+        // The replay starts from entry 0 with no issuer trusted and follows the signed trust entries.
+        let sources = store.statementSources(walletID: walletID, trustedIssuers: [])
         var report: LedgerVerifier.Report
         do {
             report = try LedgerVerifier.verify(store, walletID: walletID, statements: sources)

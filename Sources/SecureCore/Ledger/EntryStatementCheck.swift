@@ -6,8 +6,9 @@ import SecureCrypto
 public struct StatementSources {
     /// The wallet whose ledger this is.
     public let walletID: WalletID
-    /// The issuers (wallet ids) this wallet trusts. Their key-event logs come from `peerLog`.
-    public let trustedIssuers: Set<WalletID>
+    /// The issuers (wallet ids) this wallet trusts at the entry checked: a verification that replays from
+    /// entry 0 starts empty and applies each trust entry as it passes it. Their logs come from `peerLog`.
+    public var trustedIssuers: Set<WalletID>
     /// The key-event log held for a peer wallet id, or nil when none is held.
     public let peerLog: (WalletID) -> KeyEventLog?
     /// The signed transfer this wallet sent under a transfer id (the `outgoing` row), or nil.
