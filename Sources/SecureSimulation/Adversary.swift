@@ -15,6 +15,9 @@ import SecureToken
 /// - the **refusal forger** signs a refusal of an honest payer's pending transfer with a software key or
 ///   with a third wallet's real key, wrapped with the payee's real log or the signer's own, and hands it
 ///   to the payer;
+/// - the **self-issuer** is a wallet of its own (a software key, its real log) funded by an issuer it made
+///   itself, which no honest wallet trusts; it pays an honest wallet by file with a correctly signed
+///   transfer of that asset;
 /// - the **restorer** is a real wallet outside the honest set: it copies its folder, pays an honest payee by
 ///   file, restores the copy with its anchor, pads its ledger with deposits (to below, at or past the size
 ///   the payee holds) and pays the same payee again by file.
@@ -46,21 +49,23 @@ final class Adversary {
     func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
     func chance(_ permille: UInt64) -> Bool { random.next() % 1000 < permille }
 
-    /// Called after every step of the workload: the attack due, in turn forger, refusal forger, restorer.
+    /// Called after every step of the workload: the attack due, in turn forger, refusal forger, restorer,
+    /// self-issuer.
     func step(_ simulator: Simulator) throws {
         if simulator.step % Self.period == 0 {
             if waiting {
-                simulator.note("adversary: attack \(attackCount % 3) found no free target; the next is due")
+                simulator.note("adversary: attack \(attackCount % 4) found no free target; the next is due")
                 attackCount += 1
             }
             waiting = true
         }
         guard waiting, simulator.step % Self.retryPeriod == 0 else { return }
         let made: Bool
-        switch attackCount % 3 {
+        switch attackCount % 4 {
         case 0: made = try forgeTransfer(simulator)
         case 1: made = try forgeRefusal(simulator)
-        default: made = try restoreAndPayAgain(simulator)
+        case 2: made = try restoreAndPayAgain(simulator)
+        default: made = try payWithSelfIssuedMoney(simulator)
         }
         if made {
             waiting = false
@@ -115,6 +120,48 @@ final class Adversary {
                 + "with \(withVictimLog ? "the victim's" : "its own") log: \(answer)")
         return true
     }
+
+    // MARK: The self-issuer
+
+    /// A wallet funds itself from an issuer it made and pays an honest wallet, which never trusted that
+    /// issuer: the transfer is validly signed under the payer's real log, so only the asset check stands
+    /// between it and a credit (invariant 1: "credit-trusted-asset").
+    private func payWithSelfIssuedMoney(_ simulator: Simulator) throws -> Bool {
+        let targets = targets(simulator)
+        guard !targets.isEmpty else { return false }
+        let target = pick(targets)
+        var payer = try SoftwareWallet(seed: random.next())
+        let ownIssuer = try SoftwareSigner()
+        let amount = Simulator.euros(1 + Int64(random.next() % 100_000))
+        try payer.deposit(amount, issuer: ownIssuer)
+        let transfer = try payer.pay(target.walletID, amount: amount)
+        let envelope = Envelope(transfer, payerLog: payer.log)
+        simulator.stats.selfIssued += 1
+        var answer: String
+        do {
+            let outcome = try simulator.quietly(target) {
+                try $0.accept(envelope, policy: TransferPolicy(acceptsWithoutProximity: true)).1
+            }
+            if case .recorded = outcome { simulator.stats.selfIssuedCredited += 1 }
+            answer = simulator.outcomeName(outcome)
+        } catch {
+            answer = "error " + Simulator.errorName(error)
+        }
+        if simulator.config.broken == .creditsUntrustedAsset {
+            let order = transfer.payload.order
+            _ = try? simulator.quietly(target) {
+                try $0.appendDraft(
+                    EntryDraft(
+                        kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
+                        statement: transfer.statementReference, payload: transfer.encoded))
+            }
+            answer += ", planted its credit"
+        }
+        simulator.note("self-issuer: \(order(transfer)) to w\(target.index): \(answer)")
+        return true
+    }
+
+    private func order(_ transfer: SignedTransfer) -> String { "\(transfer.payload.order.amount)" }
 
     // MARK: The refusal forger
 

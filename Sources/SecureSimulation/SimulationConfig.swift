@@ -69,6 +69,8 @@ enum BrokenVariant: String, CaseIterable, Sendable {
     case reversesOnForgedRefusal
     /// The payee credits a restored payer's second payment after the wallet refused it (invariant 3).
     case creditsRestoredPayment
+    /// The payee credits the self-issuer's transfer of an asset it never trusted (invariant 1).
+    case creditsUntrustedAsset
 }
 
 /// An invariant that failed, with what the run needs to be replayed.
@@ -119,6 +121,9 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     /// The refusal forger's refusals handed to honest payers, and how many reversed a payment.
     public var forgedRefusals = 0
     public var forgedReversed = 0
+    /// The self-issuer's payments of an asset of its own issuer, and how many an honest wallet credited.
+    public var selfIssued = 0
+    public var selfIssuedCredited = 0
     /// The restorer's second payments by file to the same payee, how many were refused and credited, how
     /// many met the payee's history at a size it holds (evidence due), and how many left evidence.
     public var restorerAttempts = 0
@@ -139,6 +144,7 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
             + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
             + "forged=\(forgedTransfers) credited=\(forgedCredited) forgedRefusals=\(forgedRefusals) reversed=\(forgedReversed) "
+            + "selfIssued=\(selfIssued) selfIssuedCredited=\(selfIssuedCredited) "
             + "restorer=\(restorerAttempts) refused=\(restorerRefused) restorerCredited=\(restorerCredited) evidence=\(restorerEvidence)/\(restorerEvidenceDue) "
             + "doubleSpends=\(doubleSpendsDetectable) excess=\(excessTraced) covered=\(excessCoveredByEvidence) trace=\(traceDigest.prefix(16))"
     }

@@ -44,6 +44,7 @@ final class Batch: @unchecked Sendable {
     /// The dishonest actors' attempts, summed: forged transfers, forged refusals, restorers' second payments.
     var forged = 0
     var forgedRefusals = 0
+    var selfIssued = 0
     var restorerAttempts = 0
     /// What they got: credits, reversals, credits of a restorer's second payment (each must stay 0).
     var adversaryGains = 0
@@ -81,9 +82,11 @@ func runSeeds() {
                 batch.paid.append(max(stats.outcomes["paid"] ?? 0, stats.outcomes["received"] ?? 0))
                 batch.restores.append(stats.restores)
                 batch.forged += stats.forgedTransfers
+                batch.selfIssued += stats.selfIssued
                 batch.forgedRefusals += stats.forgedRefusals
                 batch.restorerAttempts += stats.restorerAttempts
                 batch.adversaryGains += stats.forgedCredited + stats.forgedReversed + stats.restorerCredited
+                    + stats.selfIssuedCredited
                 batch.evidence += stats.restorerEvidence
                 batch.evidenceDue += stats.restorerEvidenceDue
                 if verbose { print("seed \(seed): \(stats)") }
@@ -136,9 +139,10 @@ let workload =
         batch.restores.reduce(0, +), batch.restores.min() ?? 0)
         + String(
             format:
-                "; forged transfers %d, forged refusals %d, restorer payments %d (gained %d, evidence %d of %d due)",
-            batch.forged, batch.forgedRefusals, batch.restorerAttempts, batch.adversaryGains, batch.evidence,
-            batch.evidenceDue)
+                "; forged transfers %d, forged refusals %d, restorer payments %d, self-issued payments %d "
+                + "(gained %d, evidence %d of %d due)",
+            batch.forged, batch.forgedRefusals, batch.restorerAttempts, batch.selfIssued, batch.adversaryGains,
+            batch.evidence, batch.evidenceDue)
 print(
     String(
         format: "secure-sim: %d seeds from %llu on %d threads, %d steps in %.1f s (%.0f steps/s)%@, %@", batch.seedsRun,
