@@ -80,6 +80,13 @@ let package = Package(
                 "SecureBench", "SecureCore", "SecureCrypto", "SecureStore",
                 "SecureToken", "SecureTestSupport",
             ]),
+        // TEST TOOL ONLY, never a product: a receiver that sends a note and name the stock binary refuses to send,
+        // for the tests of what a payer's terminal shows (SecureCLITests.HostilePeerTextTests).
+        .executableTarget(
+            name: "secure-hostile-peer",
+            dependencies: [
+                "CommandLineSupport", "SecureCore", "SecureToken", "SecureWallet", "SecurePeer", "SecureChannel",
+            ]),
         // Runs secret-dependent code with the secrets marked for valgrind; driven by scripts/ct-check.
         .executableTarget(name: "ct-harness", dependencies: ["SecureCrypto", "CValgrindShim"]),
 

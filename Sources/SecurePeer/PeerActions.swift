@@ -436,7 +436,8 @@ public final class PeerActions {
                 "fingerprint": Hex.encode(identity.fingerprint), "name": identity.displayName,
                 "walletID": identity.walletID.hex,
             ],
-            "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)"
+            "the other side: \(Self.shortFingerprint(identity.key)), calls itself "
+                + PeerText.quoted(identity.displayName, limit: PeerHello.displayNameByteCountMax)
         )
         let banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
         if let banning {

@@ -86,7 +86,7 @@ enum LedgerCommands {
             print(
                 "  \(timeFormat.string(from: date))  \(String(describing: row["kind"]!).padding(toLength: 15, withPad: " ", startingAt: 0))"
                     + "\(amount.padding(toLength: 16, withPad: " ", startingAt: 0)) \(row["category"] ?? "")"
-                    + ((row["note"] as? String).map { "  \"\($0)\"" } ?? ""))
+                    + ((row["note"] as? String).map { "  " + PeerText.quoted($0) } ?? ""))
         }
         if arguments.flag("json") { printJSON(rows) }
         return .success

@@ -251,7 +251,7 @@ enum MoneyCommands {
                 )
             }
             let envelope = try wallet.spend(
-                to: payee, amount: amount, category: category, note: arguments.value("note") ?? "",
+                to: payee, amount: amount, category: category, note: try plainText(arguments, "note") ?? "",
                 overrideBudget: arguments.flag("override-budget"))
             try writeOutput(envelope.encoded, to: out)
             print(

@@ -29,15 +29,19 @@ final class TerminalPerson: PeerInterface {
     }
 
     func decide(_ approval: Approval) -> PeerDecision {
-        let who =
-            PeerDriver.shortFingerprint(approval.peer.key) + " (" + (approval.knownName ?? approval.peer.displayName)
-            + ")"
+        // Peer text (the name it chose, the note) goes on lines of its own, escaped; the question line, printed
+        // last, holds only what comes from this wallet: the amount, the fingerprint and a name given here.
+        let fingerprint = PeerDriver.shortFingerprint(approval.peer.key)
+        let who = fingerprint + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
+        var details =
+            "  \(approval.role == .payee ? "payer" : "payee"):  \(fingerprint), calls itself "
+            + PeerText.quoted(approval.peer.displayName, limit: PeerHello.displayNameByteCountMax) + "\n"
+        if !approval.note.isEmpty { details += "  note:   " + PeerText.quoted(approval.note) + "\n" }
         let amount = MoneyText.format(approval.amount)
-        let note = approval.note.isEmpty ? "" : " for \"\(approval.note)\""
         var question: String
         switch approval.role {
-        case .payee: question = "Accept \(amount) from \(who)\(note)?"
-        case .payer: question = "Pay \(amount) to \(who)\(note)?"
+        case .payee: question = "Accept \(amount) from \(who)?"
+        case .payer: question = "Pay \(amount) to \(who)?"
         }
         var overriding = false
         switch approval.check {
@@ -59,14 +63,17 @@ final class TerminalPerson: PeerInterface {
         if !approval.needsConfirmation {
             event(
                 "approval", ["question": question],
-                "\(question) (your own request, answered exactly: the PIN alone approves)")
+                details + "\(question) (your own request, answered exactly: the PIN alone approves)")
             return .approve(overridingBudget: overriding)
         }
         if yes {
-            event("approval", ["question": question], "\(question) yes (--yes)")
+            event("approval", ["question": question], details + "\(question) yes (--yes)")
             return .approve(overridingBudget: overriding)
         }
-        guard let answer = Self.ask(question + " [y/N] ", timeoutSeconds: PeerLimits.decisionTimeoutSeconds) else {
+        guard
+            let answer = Self.ask(
+                details + question + " [y/N] ", timeoutSeconds: PeerLimits.decisionTimeoutSeconds)
+        else {
             event("approval", ["answer": "none"], "no answer; declined")
             return .decline
         }
@@ -78,8 +85,8 @@ final class TerminalPerson: PeerInterface {
         if let category { return category }
         guard !yes,
             let answer = Self.ask(
-                "\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount))"
-                    + (request.note.isEmpty ? "" : " for \"\(request.note)\"") + ". Category: ",
+                (request.note.isEmpty ? "" : "  note:   " + PeerText.quoted(request.note) + "\n")
+                    + "\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount)). Category: ",
                 timeoutSeconds: PeerLimits.decisionTimeoutSeconds), !answer.isEmpty
         else { return nil }
         return answer
@@ -124,6 +131,19 @@ final class TerminalPerson: PeerInterface {
         guard count > 0 else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
+}
+
+/// A note or name from the command line, which other wallets will show: text with a control or format
+/// character (an escape sequence, a bidi override, a zero-width space) is refused, so this wallet never
+/// sends what a peer's screen would have to escape.
+func plainText(_ arguments: Arguments, _ option: String) throws -> String? {
+    guard let text = arguments.value(option) else { return nil }
+    guard !PeerText.hasUnsafeCharacters(text) else {
+        throw UsageError(
+            "--\(option) holds a control or format character (\(PeerText.escaped(text, limit: 40))); "
+                + "use plain text on one line")
+    }
+    return text
 }
 
 enum PeerCommands {
@@ -222,11 +242,13 @@ enum PeerCommands {
         let (host, port) = try address(arguments.value("listen"))
         let count = try arguments.integer("count", default: 1, max: 10_000)
         let requested = try arguments.value("request").map { try MoneyText.parse($0) }
+        let name = try plainText(arguments, "name") ?? "receiver"
+        let note = try plainText(arguments, "note") ?? ""
         let (wallet, person) = try openLockedWallet(arguments)
         let request = try requested.map {
             try PaymentRequest(
                 requestID: .random(), amount: try wallet.requestAsset(for: $0, issuer: arguments.value("issuer")),
-                note: arguments.value("note") ?? "")
+                note: note)
         }
         let (rangingSource, policy) = try ranging(arguments, person: person)
         let listener = try TCPListener(host: host, port: port)
@@ -246,7 +268,7 @@ enum PeerCommands {
                     let channel = try SecureChannel.respond(over: transport)
                     let driver = try PeerDriver(
                         wallet: shared.0, channel: channel, role: .receive(request: request), interface: shared.1,
-                        ranging: shared.2, policy: policy, displayName: arguments.value("name") ?? "receiver",
+                        ranging: shared.2, policy: policy, displayName: name,
                         walletLock: walletLock)
                     code = exitCode(driver.run())
                 } catch {
@@ -275,7 +297,7 @@ enum PeerCommands {
             let amount = try wallet.asset(for: money, issuer: arguments.value("issuer"))
             role = .pay(
                 PaymentIntent(
-                    offerID: .random(), amount: amount, category: category, note: arguments.value("note") ?? ""))
+                    offerID: .random(), amount: amount, category: category, note: try plainText(arguments, "note") ?? ""))
         } else {
             role = .answerRequest
         }
@@ -283,7 +305,7 @@ enum PeerCommands {
         let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
         let driver = try PeerDriver(
             wallet: wallet, channel: channel, role: role, interface: person, ranging: rangingSource,
-            policy: policy, displayName: arguments.value("name") ?? "payer")
+            policy: policy, displayName: try plainText(arguments, "name") ?? "payer")
         return exitCode(driver.run())
     }
 
