@@ -337,12 +337,13 @@ public final class PeerActions {
             return []
         case .provideEvidence(let digests): return try provideEvidence(digests)
         case .keepEvidence(let evidence, let foundHere):
-            // Evidence another wallet sent is kept to pass on, but never acted on: anyone with a software key
-            // can make self-consistent evidence against any wallet id (issue 12, evidence v2).
-            if evidence.verify().isProven {
-                try walletLock.withLock {
-                    try wallet.ledger.storeEvidence(evidence.encoded, banning: foundHere ? evidence.bannedWallet : nil)
-                }
+            // Evidence is checked against the accused's log as this wallet follows it, merged with the one it
+            // carries. Evidence another wallet sent is kept to pass on, but never acted on: only evidence this
+            // wallet found itself bars a payer.
+            try walletLock.withLock {
+                let known = try wallet.peerKeyLog(of: evidence.accused)
+                guard evidence.verify(knownLog: known).isProven else { return }
+                try wallet.ledger.storeEvidence(evidence.encoded, banning: foundHere ? evidence.bannedWallet : nil)
             }
             return []
         case .provideKeyEvents(let walletID, let from):

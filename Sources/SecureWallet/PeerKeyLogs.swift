@@ -27,7 +27,9 @@ extension Wallet {
         let outcome = known.follow(offered.events)
         switch outcome {
         case .followed: try ledger.storePeerKeyEvents(wallet: peerWalletID, events: known.events)
-        case .conflict(let conflict): try ledger.storeEvidence(ForkEvidence.conflictingKeyEvents(conflict).encoded)
+        case .conflict(let conflict):
+            // `known` is unchanged by a conflict: the log that holds one of the two events.
+            try ledger.storeEvidence(ForkEvidence(.conflictingKeyEvents(conflict), log: known).encoded)
         case .refused: break
         }
         return outcome
@@ -50,7 +52,7 @@ extension Wallet {
         switch merged.follow(offered.events) {
         case .followed: return merged
         case .conflict(let conflict):
-            try ledger.storeEvidence(ForkEvidence.conflictingKeyEvents(conflict).encoded)
+            try ledger.storeEvidence(ForkEvidence(.conflictingKeyEvents(conflict), log: merged).encoded)
             return nil
         // An older log than the known one (or one that breaks the chain) teaches nothing new.
         case .refused: return known
