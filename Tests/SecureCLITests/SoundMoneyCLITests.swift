@@ -246,10 +246,18 @@ extension SoundMoneyCLITests {
     /// is 2^64 − 1). Both must be clear refusals.
     @Test func hostileEvidenceAndBundlesAreRefusedWithoutATrap() throws {
         let world = try World(wallets: ["alice"])
-        try Self.write(Array(Hex.decode(Self.sequenceMaxEvidenceHex)!), world, "evidence")
+        // The attack's file is evidence version 1, which is refused as such; its body in version 2, with
+        // Alice's real log, proves nothing either, without a trap.
+        let versionOne = Array(Hex.decode(Self.sequenceMaxEvidenceHex)!)
+        try Self.write(versionOne, world, "evidence-v1")
+        let refused = try world.run(["evidence", "verify", "evidence-v1"])
+        #expect(refused.status == 7 && refused.stderr.contains("version 1"), "exit \(refused.status): \(refused.stderr)")
+        let log = Array(try Self.card(world, "alice").encoded.dropFirst(33))
+        try Self.write([2, 4] + log + Array(versionOne.dropFirst(2)), world, "evidence")
         let evidence = try world.run(["evidence", "verify", "evidence"])
         #expect(
-            evidence.status == 7 && !evidence.stderr.contains("Fatal"), "exit \(evidence.status): \(evidence.stderr)")
+            evidence.status == 7 && !evidence.stderr.contains("Fatal") && evidence.stderr.contains("wrong-log"),
+            "exit \(evidence.status): \(evidence.stderr)")
         let export = try world.run(["audit", "export", "--out", "bundle.json"] + world.wallet("alice"))
         #expect(export.status == 0, "\(export.stderr)")
         let path = world.directory + "/bundle.json"
@@ -260,6 +268,38 @@ extension SoundMoneyCLITests {
         try hostile.write(toFile: path, atomically: true, encoding: .utf8)
         let verify = try world.run(["audit", "verify", "bundle.json"])
         #expect(verify.status != 0 && verify.status < 128, "exit \(verify.status): \(verify.stderr)")
+    }
+
+    /// Evidence v2 (issue 12): a forger with a software key signs two checkpoints of one size that name Alice's
+    /// real wallet id. Wrapped with its own log, or with Alice's real log from her card, `evidence verify`
+    /// proves nothing and names why (exit 7); the same fork of the forger's own wallet, with its own log, is
+    /// proven (exit 0).
+    @Test func forgedEvidenceNamingARealWalletProvesNothing() throws {
+        let world = try World(wallets: ["alice"])
+        let alice = try Self.card(world, "alice")
+        func fork(_ wallet: SoftwareWallet) throws -> ForkEvidence.Kind {
+            var one = wallet, two = wallet
+            try one.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [1]))
+            try two.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [2]))
+            return .conflictingCheckpoints(try one.checkpoint(), try two.checkpoint())
+        }
+        let forger = try SoftwareWallet(seed: 2, claiming: alice.walletID)
+        let forged = try fork(forger)
+        for (file, log, reason) in [("own-log", forger.log, "wrong-log"), ("real-log", alice.log, "key-not-in-force")] {
+            try Self.write(ForkEvidence(forged, log: log).encoded, world, file)
+            let verify = try world.run(["evidence", "verify", file])
+            #expect(
+                verify.status == 7 && verify.stderr.contains(reason) && verify.stderr.contains(alice.walletID.hex),
+                "\(file): exit \(verify.status): \(verify.stderr)")
+        }
+        let own = try SoftwareWallet(seed: 3)
+        let genuine = ForkEvidence(try fork(own), log: own.log)
+        try Self.write(genuine.encoded, world, "genuine")
+        let verify = try world.run(["evidence", "verify", "genuine"])
+        #expect(
+            verify.status == 0 && verify.output.contains("evidence OK")
+                && verify.output.contains(EvidenceDigest(of: genuine.encoded).hex),
+            "exit \(verify.status): \(verify.stderr)")
     }
 
     /// Type 4 evidence whose retired key event claims sequence 2^64 − 1 (made by the attack's own encoder).
