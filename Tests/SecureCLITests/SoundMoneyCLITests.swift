@@ -241,6 +241,53 @@ extension SoundMoneyCLITests {
 }
 
 extension SoundMoneyCLITests {
+    /// Attack 4 at one size: Alice copies her wallet, sets a budget (one entry) and pays Carol; restored and
+    /// past `--accept-rollback` (one entry), she pays Carol again from a ledger of the same size. Carol refuses
+    /// it as forked and keeps evidence v2 (with Alice's key-event log); Alice's next payment is refused with the
+    /// digest of the evidence that bars her, which `evidence export` and `evidence verify` prove offline, and
+    /// Carol's ledger, bans included, still verifies.
+    @Test func aRestoredPayerAtTheSameSizeIsBarredAndTheRefusalNamesTheEvidence() throws {
+        let world = try World(wallets: ["alice", "carol"])
+        try Self.fund(world, "alice", "100.00 EUR")
+        let folder = world.directory + "/alice", copy = world.directory + "/alice-copy"
+        try FileManager.default.copyItem(atPath: folder, toPath: copy)
+        func pay(_ amount: String, _ out: String) throws -> ProcessResult {
+            try world.run(
+                ["spend", "--to", "carol.card", "--amount", amount, "--category", "x", "--out", out]
+                    + world.wallet("alice"))
+        }
+        func accept(_ file: String) throws -> ProcessResult {
+            try world.run(["accept", file, "--no-proximity"] + world.wallet("carol"))
+        }
+        #expect(try world.run(["budget", "set", "food", "50.00 EUR"] + world.wallet("alice")).status == 0)
+        #expect(try pay("40.00 EUR", "t1").status == 0)
+        #expect(try accept("t1").status == 0)
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.moveItem(atPath: copy, toPath: folder)
+        #expect(try world.run(["ledger", "verify", "--accept-rollback"] + world.wallet("alice")).status == 0)
+        #expect(try pay("40.00 EUR", "t2").status == 0)
+        let forked = try accept("t2")
+        #expect(forked.status == 11 && forked.stderr.contains("contradicts"), "exit \(forked.status): \(forked.stderr)")
+        #expect(try pay("5.00 EUR", "t3").status == 0)
+        let barred = try accept("t3")
+        #expect(barred.status == 11 && barred.stderr.contains("signed two histories"), "\(barred.stderr)")
+        let export = try world.run(["evidence", "export", "--out", "held"] + world.wallet("carol"))
+        let files = export.output.split(separator: "\n").map(String.init)
+        #expect(export.status == 0 && !files.isEmpty, "\(export.stderr)")
+        var digests: [String] = []
+        for file in files {
+            let verify = try world.run(["evidence", "verify", file])
+            #expect(verify.status == 0 && verify.output.contains("evidence OK"), "\(file): \(verify.stderr)")
+            if let range = verify.output.range(of: "evidence ", options: .backwards) {
+                digests.append(String(verify.output[range.upperBound...].prefix(64)))
+            }
+        }
+        #expect(
+            digests.contains { barred.stderr.contains("evidence \($0)") },
+            "the refusal names the evidence: \(barred.stderr) / \(digests)")
+        #expect(try Self.verifies(world, "carol"))
+    }
+
     /// Found by the attack on the first fixes (F-D, F-E): hostile offline files that trapped `evidence verify`
     /// (type 4 evidence whose retired event has sequence 2^64 − 1) and `audit verify` (a bundle whose "from"
     /// is 2^64 − 1). Both must be clear refusals.
