@@ -298,7 +298,8 @@ extension SoundMoneyCLITests {
         let versionOne = Array(Hex.decode(Self.sequenceMaxEvidenceHex)!)
         try Self.write(versionOne, world, "evidence-v1")
         let refused = try world.run(["evidence", "verify", "evidence-v1"])
-        #expect(refused.status == 7 && refused.stderr.contains("version 1"), "exit \(refused.status): \(refused.stderr)")
+        #expect(
+            refused.status == 7 && refused.stderr.contains("version 1"), "exit \(refused.status): \(refused.stderr)")
         let log = Array(try Self.card(world, "alice").encoded.dropFirst(33))
         try Self.write([2, 4] + log + Array(versionOne.dropFirst(2)), world, "evidence")
         let evidence = try world.run(["evidence", "verify", "evidence"])

@@ -154,7 +154,8 @@ struct ForkEvidenceTests {
         #expect(reason(ForkEvidence(.conflictingCheckpoints(a, b), log: first.log).verify()) == .sizesDiffer)
         let strangerLedger = try SignedLedger(signer: SoftwareSigner())
         let stranger = try strangerLedger.checkpoint()
-        #expect(reason(ForkEvidence(.conflictingCheckpoints(a, stranger), log: first.log).verify()) == .differentWallets)
+        #expect(
+            reason(ForkEvidence(.conflictingCheckpoints(a, stranger), log: first.log).verify()) == .differentWallets)
         let forged = SignedCheckpoint(checkpoint: b.checkpoint, signature: a.signature)
         #expect(reason(ForkEvidence(.conflictingCheckpoints(a, forged), log: first.log).verify()) == .badSignature)
         // Another wallet's log, however valid, proves nothing against this wallet id.
@@ -227,7 +228,8 @@ struct ForkEvidenceTests {
         #expect(
             refused > 0 && notProven > 0 && refused + notProven == bytes.count,
             "refused \(refused), not proven \(notProven)")
-        let typeA = ForkEvidence(.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint()), log: first.log)
+        let typeA = ForkEvidence(
+            .conflictingCheckpoints(try first.checkpoint(), try second.checkpoint()), log: first.log)
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }
 

@@ -77,7 +77,8 @@ struct EvidenceV2Tests {
         #expect(Self.reason(shortened.verify(knownLog: wallet.log)) == .keyNotInForce)
         // What the late signature does prove is type 4, which bars no wallet.
         let late = ForkEvidence(
-            .retiredKeySignature(RetiredKeySignature(retiredEvent: wallet.log.events[0], rotation: rotation, checkpoint: a)),
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: wallet.log.events[0], rotation: rotation, checkpoint: a)),
             log: wallet.log)
         #expect(late.verify().isProven && late.bannedWallet == nil)
         // The old key signing under the new key's sequence and position is no key of the wallet at all.
@@ -86,7 +87,8 @@ struct EvidenceV2Tests {
         try thief.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [4]))
         let misdated = try Checkpoint(
             walletID: wallet.walletID, walletKey: beforeRotation.key, keySequence: 1,
-            keyEventPosition: rotation.event.ledgerPosition, state: thief.state, root: thief.tree.root(), time: thief.time
+            keyEventPosition: rotation.event.ledgerPosition, state: thief.state, root: thief.tree.root(),
+            time: thief.time
         ).sign(with: beforeRotation.signer)
         let misdatedEvidence = ForkEvidence(.conflictingCheckpoints(a, misdated), log: wallet.log)
         #expect(Self.reason(misdatedEvidence.verify()) == .keyNotInForce)

@@ -165,7 +165,8 @@ struct KeyChain {
             return
         }
         let evidence = ForkEvidence(
-            .retiredKeySignature(RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late)),
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late)),
             log: log)
         let decoded = try #require(try ForkEvidence.decode(evidence.encoded))
         #expect(decoded.verify().isProven)
@@ -180,7 +181,8 @@ struct KeyChain {
         #expect(!ForkEvidence(.retiredKeySignature(notLate), log: log).verify().isProven)
         // Evidence v2 needs the log to hold the retired event and the rotation: the inception alone does not.
         let shortened = ForkEvidence(
-            .retiredKeySignature(RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late)),
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late)),
             log: try KeyEventLog(inception: log.events[0]))
         guard case .notProven(.wrongLog, _) = shortened.verify() else {
             Issue.record("a log without the rotation proved a retirement"); return

@@ -63,7 +63,8 @@ struct RollbackTests {
         var padded = copy
         try padded.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [1]))
         let later = try padded.pay(payee.walletID, units: 400)
-        let paddedVerdict = RollbackCheck.evaluate(later.payload.checkpoint, claims: [], held: [held], kept: [], payerLog: payer.log)
+        let paddedVerdict = RollbackCheck.evaluate(
+            later.payload.checkpoint, claims: [], held: [held], kept: [], payerLog: payer.log)
         guard case .unproven(let kept, _) = paddedVerdict else { Issue.record("padded: \(paddedVerdict)"); return }
         #expect(kept == held)
 

@@ -184,7 +184,8 @@ struct RotationTests {
             Issue.record("a retired key's checkpoint after its retirement was not refused"); return
         }
         let evidence = ForkEvidence(
-            .retiredKeySignature(RetiredKeySignature(retiredEvent: retiredInception, rotation: rotation, checkpoint: late)),
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: retiredInception, rotation: rotation, checkpoint: late)),
             log: wallet.keyLog)
         #expect(evidence.verify().isProven)
     }

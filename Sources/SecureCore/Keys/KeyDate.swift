@@ -83,7 +83,8 @@ extension KeyEventLog {
         guard case .retired(let rotation) = check(statement) else { return nil }
         let retiredEvent = events[Int(statement.keyDate.keySequence)]
         return ForkEvidence(
-            .retiredKeyStatement(RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotation, statement: statement)),
+            .retiredKeyStatement(
+                RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotation, statement: statement)),
             log: self)
     }
 }

@@ -241,7 +241,9 @@ public struct ForkEvidence: Hashable, Sendable {
         guard try reader.readVersion(encodingVersion, of: "fork evidence"), let type = reader.readUInt8() else {
             return nil
         }
-        guard (1...6).contains(type) else { throw FormatError(.invalidValue, "fork evidence type \(type) is not known") }
+        guard (1...6).contains(type) else {
+            throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
+        }
         guard let log = try KeyEventLog.decode(from: &reader), let kind = try decodeKind(type, from: &reader) else {
             return nil
         }
@@ -270,13 +272,13 @@ public struct ForkEvidence: Hashable, Sendable {
             }
             return .conflictingKeyEvents(conflict)
         case 4:
-            return try decodeRetiredKey(from: &reader, late: { try SignedCheckpoint.decode(from: &$0) }) {
-                .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2))
-            }
+            return try decodeRetiredKey(
+                from: &reader, late: { try SignedCheckpoint.decode(from: &$0) },
+                { .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2)) })
         case 5:
-            return try decodeRetiredKey(from: &reader, late: { try DatedStatement.decode(from: &$0) }) {
-                .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2))
-            }
+            return try decodeRetiredKey(
+                from: &reader, late: { try DatedStatement.decode(from: &$0) },
+                { .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2)) })
         case 6:
             return try RolledBack.decode(from: &reader).map { .rolledBack($0) }
         default:

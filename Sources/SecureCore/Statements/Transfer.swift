@@ -299,7 +299,8 @@ public enum TransferCheck {
         case .retired(let rotation):
             let retired = payerLog.events[Int(checkpoint.checkpoint.keySequence)]
             let evidence = ForkEvidence(
-                .retiredKeySignature(RetiredKeySignature(retiredEvent: retired, rotation: rotation, checkpoint: checkpoint)),
+                .retiredKeySignature(
+                    RetiredKeySignature(retiredEvent: retired, rotation: rotation, checkpoint: checkpoint)),
                 log: payerLog)
             return evidence.verify().isProven ? .retiredSigner(evidence) : .unknownSigner
         case .unknown, .beforeInForce: return .unknownSigner
