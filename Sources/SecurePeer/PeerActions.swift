@@ -439,11 +439,24 @@ public final class PeerActions {
             ],
             "the other side: \(Self.shortFingerprint(identity.key)) (\"\(identity.displayName)\", a name it chose itself)"
         )
-        let banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
+        var banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
         if let banning {
             environment.person.event(
                 "peer", ["banned": banning.hex],
                 "this wallet holds proof that the other side signed two histories (evidence \(banning.hex))")
+        } else if let keyLog, let sequence = keyLog.events.firstIndex(where: { $0.event.signingKey == identity.key }),
+            sequence + 1 < keyLog.events.count
+        {
+            // A key the peer has rotated away from: refused when held evidence shows it signed after retirement.
+            banning = try walletLock.withLock {
+                try wallet.retiredKeyEvidence(against: identity.walletID, keySequence: UInt64(sequence))
+            }
+            if let banning {
+                environment.person.event(
+                    "peer", ["banned": banning.hex, "keySequence": "\(sequence)"],
+                    "this wallet holds proof that the other side's key \(sequence) signed after its retirement "
+                        + "(evidence \(banning.hex)); it takes nothing signed by that key")
+            }
         }
         return mutate(
             payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },

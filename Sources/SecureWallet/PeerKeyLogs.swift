@@ -59,6 +59,27 @@ extension Wallet {
         }
     }
 
+    /// Held fork evidence (type 4 or 5) that key `keySequence` of `peer` signed after its retirement, if any:
+    /// it refuses that key sequence's statements, and only them (the wallet stays payable under its other
+    /// keys). Only the key's holder can sign what such evidence carries, so unlike a ban of the wallet (types
+    /// 1, 2 and 6, found here only) it counts whoever found it, once proven against the peer's log as this
+    /// wallet follows it. It is looked for only when a peer uses a key it has rotated away from, which is rare.
+    public func retiredKeyEvidence(against peer: WalletID, keySequence: UInt64) throws -> EvidenceDigest? {
+        let known = try peerKeyLog(of: peer)
+        for bytes in try ledger.evidence() {
+            guard let evidence = (try? ForkEvidence.decode(bytes)) ?? nil, evidence.accused == peer else { continue }
+            let retired: SignedKeyEvent
+            switch evidence.kind {
+            case .retiredKeySignature(let late): retired = late.retiredEvent
+            case .retiredKeyStatement(let late): retired = late.retiredEvent
+            case .conflictingCheckpoints, .conflictingLeaves, .conflictingKeyEvents, .rolledBack: continue
+            }
+            guard retired.event.sequence == keySequence, evidence.verify(knownLog: known).isProven else { continue }
+            return EvidenceDigest(of: bytes)
+        }
+        return nil
+    }
+
     /// Keeps the log a proven statement was checked against, when it is newer than the one stored.
     func keepProvenLog(_ log: KeyEventLog) throws {
         guard log.walletID != walletID, try peerKeyLog(of: log.walletID)?.head != log.head else { return }

@@ -70,4 +70,76 @@ struct PeerEvidenceTests {
         #expect(try wallet.ledger.banningEvidence(against: forked.walletID) == EvidenceDigest(of: genuine.encoded))
         #expect(wallet.ledger.physicalProblems().isEmpty, "\(wallet.ledger.physicalProblems())")
     }
+
+    /// A payee side of a session of `bob`'s wallet, with its hello sent.
+    static func payeeSide(_ bob: TestWallet) throws -> (PeerActions, Quiet) {
+        let wallet = bob.wallet!
+        let context = PeerSessionContext(
+            transcriptHash: .random(), channelBinding: SystemRandom.bytes(32),
+            hello: try PeerActions.hello(wallet: wallet, displayName: "Bob", randomBytes: { SystemRandom.bytes($0) }),
+            rangingPolicy: RangingPolicy(allowsSimulated: true))
+        let side = Quiet(person: ScriptedPerson(pinPath: bob.main.pinPath))
+        let actions = PeerActions(
+            wallet: wallet, machine: .payee(PayeeMachine(context: context, request: nil)),
+            helloSize: wallet.latest!.checkpoint.size, environment: side)
+        try run(actions, actions.start())
+        return (actions, side)
+    }
+
+    static func run(_ actions: PeerActions, _ first: [PeerAction]) throws {
+        var queue = first
+        var steps = 0
+        while !queue.isEmpty, steps < 100 {
+            steps += 1
+            queue = try queue.flatMap { try actions.perform($0) }
+        }
+    }
+
+    /// Types 4 and 5 refuse statements by that key sequence only: a thief with a retired key says hello with a
+    /// checkpoint backdated below the rotation (in force by the log) and is refused before `ready`, naming the
+    /// evidence; the wallet's current key is not refused.
+    @Test func aRetiredKeyWithEvidenceAgainstItIsRefusedAndTheCurrentKeyIsNot() throws {
+        let bob = try TestWallet("evidence-key-b")
+        var payer = try SoftwareWallet(seed: 84)
+        try payer.deposit(Money(minorUnits: 1000, currency: .eur), issuer: try SoftwareSigner())
+        let retired = payer // a thief's copy of the key about to be retired
+        try payer.rotate()
+        var late = retired
+        for byte in [UInt8(5), 6] {
+            try late.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [byte]))
+        }
+        let lateCheckpoint = try late.checkpoint()
+        guard case .retired(let rotation) = payer.log.check(lateCheckpoint) else {
+            Issue.record("the late checkpoint is not a retired key's"); return
+        }
+        let evidence = ForkEvidence(
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: payer.log.events[0], rotation: rotation, checkpoint: lateCheckpoint)),
+            log: payer.log)
+        #expect(try bob.wallet!.followKeyEvents(of: payer.walletID, events: payer.log.events) == .followed)
+        let (keeper, _) = try Self.payeeSide(bob)
+        _ = try keeper.perform(.keepEvidence(evidence, foundHere: false))
+        #expect(try bob.wallet!.ledger.banningEvidence(against: payer.walletID) == nil, "the wallet is not barred")
+        let digest = EvidenceDigest(of: evidence.encoded)
+        #expect(try bob.wallet!.retiredKeyEvidence(against: payer.walletID, keySequence: 0) == digest)
+        #expect(try bob.wallet!.retiredKeyEvidence(against: payer.walletID, keySequence: 1) == nil)
+        func hello(_ wallet: SoftwareWallet) throws -> PeerHello {
+            try PeerHello(
+                walletKey: wallet.key, displayName: "thief", rangingToken: [1],
+                nonceContribution: NonceContribution(exactly: SystemRandom.bytes(NonceContribution.byteCount)),
+                checkpoint: try wallet.checkpoint())
+        }
+        // The retired key's hello, backdated below the rotation: in force by the log, refused by the evidence.
+        let (thiefSession, _) = try Self.payeeSide(bob)
+        try Self.run(thiefSession, thiefSession.deliver(.hello(try hello(retired))))
+        guard case .failed(.peerBanned, _)? = thiefSession.outcome else {
+            Issue.record("the retired key's session: \(String(describing: thiefSession.outcome))"); return
+        }
+        // The wallet's current key is not refused by it.
+        let (ownerSession, _) = try Self.payeeSide(bob)
+        try Self.run(ownerSession, ownerSession.deliver(.hello(try hello(payer))))
+        if case .failed(.peerBanned, _)? = ownerSession.outcome {
+            Issue.record("the current key was refused by evidence against the retired one")
+        }
+    }
 }

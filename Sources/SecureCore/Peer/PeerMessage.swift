@@ -680,8 +680,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The peer's key-event log was not given, does not hash to its wallet id, or does not show the hello's
     /// key in force at its checkpoint: nothing the peer signs in this session could be tied to its wallet.
     case peerUnproven = 16
-    /// The payee holds proven fork evidence against the payer, found itself: no payment until the issuer's
-    /// clearing settles it.
+    /// The payee holds proven fork evidence against the payer, found itself (types 1, 2, 6), or against the
+    /// key the payer's `hello` uses (types 4, 5): no payment until the issuer's clearing settles it, or from
+    /// that key at all.
     case peerBanned = 17
 }
 
