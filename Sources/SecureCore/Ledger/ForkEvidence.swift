@@ -57,8 +57,9 @@ public struct ForkEvidence: Hashable, Sendable {
 
     /// The wallet that proven evidence of this type bars from paying its holder: types 1, 2 and 6 show the
     /// wallet signed two histories (a double spend is possible), so the holder takes no more payments from it
-    /// until the issuer's clearing settles it. Types 4 and 5 condemn only the retired key's statements, which
-    /// the key-event log already refuses, and type 3 a pair of key events: they bar no wallet.
+    /// until the issuer's clearing settles it. Types 4 and 5 condemn only the retired key's statements (the
+    /// key-event log refuses those dated after the retirement, and `Wallet.retiredKeyEvidence` the key in a
+    /// session's hello), and type 3 a pair of key events: they bar no wallet.
     public var bannedWallet: WalletID? {
         switch kind {
         case .conflictingCheckpoints, .conflictingLeaves, .rolledBack: log.walletID
