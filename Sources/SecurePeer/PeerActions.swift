@@ -337,12 +337,13 @@ public final class PeerActions {
             return []
         case .provideEvidence(let digests): return try provideEvidence(digests)
         case .keepEvidence(let evidence, let foundHere):
-            // Evidence another wallet sent is kept to pass on, but never acted on: anyone with a software key
-            // can make self-consistent evidence against any wallet id (issue 12, evidence v2).
-            if evidence.verify().isProven {
-                try walletLock.withLock {
-                    try wallet.ledger.storeEvidence(evidence.encoded, banning: foundHere ? evidence.bannedWallet : nil)
-                }
+            // Evidence is checked against the accused's log as this wallet follows it, merged with the one it
+            // carries. Evidence another wallet sent is kept to pass on, but never acted on: only evidence this
+            // wallet found itself bars a payer.
+            try walletLock.withLock {
+                let known = try wallet.peerKeyLog(of: evidence.accused)
+                guard evidence.verify(knownLog: known).isProven else { return }
+                try wallet.ledger.storeEvidence(evidence.encoded, banning: foundHere ? evidence.bannedWallet : nil)
             }
             return []
         case .provideKeyEvents(let walletID, let from):
@@ -439,11 +440,24 @@ public final class PeerActions {
             "the other side: \(Self.shortFingerprint(identity.key)), calls itself "
                 + PeerText.quoted(identity.displayName, limit: PeerHello.displayNameByteCountMax)
         )
-        let banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
+        var banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
         if let banning {
             environment.person.event(
                 "peer", ["banned": banning.hex],
                 "this wallet holds proof that the other side signed two histories (evidence \(banning.hex))")
+        } else if let keyLog, let sequence = keyLog.events.firstIndex(where: { $0.event.signingKey == identity.key }),
+            sequence + 1 < keyLog.events.count
+        {
+            // A key the peer has rotated away from: refused when held evidence shows it signed after retirement.
+            banning = try walletLock.withLock {
+                try wallet.retiredKeyEvidence(against: identity.walletID, keySequence: UInt64(sequence))
+            }
+            if let banning {
+                environment.person.event(
+                    "peer", ["banned": banning.hex, "keySequence": "\(sequence)"],
+                    "this wallet holds proof that the other side's key \(sequence) signed after its retirement "
+                        + "(evidence \(banning.hex)); it takes nothing signed by that key")
+            }
         }
         return mutate(
             payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },

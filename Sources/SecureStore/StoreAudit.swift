@@ -94,7 +94,10 @@ extension LedgerStore {
         ),
         (
             "banning_evidence",
-            { try $0.rows("banning_evidence", "hex(digest)", "accused") { WalletID(bytes: $0) } }
+            {
+                try $0.rows("banning_evidence", "hex(digest)", "accused") { WalletID(bytes: $0) }
+                    + $0.banningProblems()
+            }
         ),
         (
             "inconsistencies",
@@ -126,6 +129,34 @@ extension LedgerStore {
         while try statement.step() {
             if decode(statement.blob(1)) == nil {
                 problems.append("table \(table), row \(statement.text(0) ?? "?"): its \(blob) does not decode")
+            }
+        }
+        return problems
+    }
+
+    /// Each ban rests on evidence: the row names fork evidence this wallet holds, which accuses the barred
+    /// wallet and is proven against that wallet's log as this wallet follows it (evidence v2). A row alone,
+    /// or one whose evidence proves nothing, is a problem.
+    private func banningProblems() throws -> [String] {
+        let statement = try database.prepare(
+            "SELECT hex(b.digest), b.accused, e.encoded FROM banning_evidence b LEFT JOIN evidence e ON e.digest = b.digest"
+        )
+        var problems: [String] = []
+        while try statement.step() {
+            let row = "table banning_evidence, row \(statement.text(0) ?? "?")"
+            guard !statement.isNull(2), let evidence = (try? ForkEvidence.decode(statement.blob(2))).flatMap({ $0 })
+            else {
+                problems.append("\(row): it names no fork evidence this wallet holds")
+                continue
+            }
+            guard let barred = evidence.bannedWallet, barred.bytes == statement.blob(1) else {
+                problems.append("\(row): it bars another wallet than its evidence accuses")
+                continue
+            }
+            // A peer log that does not read is a problem of its own table; the carried log decides here.
+            let known = (try? peerKeyEventLog(wallet: barred)) ?? nil
+            if case .notProven(let reason, _) = evidence.verify(knownLog: known) {
+                problems.append("\(row): its evidence proves no fork (\(reason.rawValue))")
             }
         }
         return problems

@@ -10,12 +10,15 @@ public struct SoftwareWallet {
     /// 2024-03-01T12:00:00Z: where the wallet's clock starts; each entry is a second later.
     public static let startTime: Int64 = 1_709_294_400_000
 
-    public let signer: SoftwareSigner
+    /// The key in force: the inception's, or the last rotation's (`rotate()`).
+    public private(set) var signer: SoftwareSigner
+    /// The key the last event committed to, which the next rotation puts in force.
+    private var nextSigner: SoftwareSigner
     /// The wallet id its checkpoints and transfers name: its own, or the one it claims.
     public let walletID: WalletID
-    /// Its own key-event log: the inception only. For a forger claiming another id, this log is its own
-    /// wallet's, which is not the claimed one.
-    public let log: KeyEventLog
+    /// Its own key-event log: the inception and its rotations. For a forger claiming another id, this log is
+    /// its own wallet's, which is not the claimed one.
+    public private(set) var log: KeyEventLog
     public private(set) var state = LedgerState()
     public private(set) var entries: [LedgerEntry] = []
     public private(set) var tree = MerkleTree()
@@ -28,9 +31,10 @@ public struct SoftwareWallet {
     /// A wallet of its own, or, with `claiming`, a forger whose checkpoints and transfers name that id.
     public init(seed: UInt64, claiming claimed: WalletID? = nil) throws {
         signer = try SoftwareSigner()
+        nextSigner = try SoftwareSigner()
         random = SeededRandom(seed: seed)
         let inception = KeyEvent.inception(
-            signingKey: signer.publicKey, nextKey: signer.publicKey, agreementKey: signer.publicKey)
+            signingKey: signer.publicKey, nextKey: nextSigner.publicKey, agreementKey: signer.publicKey)
         walletID = claimed ?? WalletID(inception: inception)
         log = try KeyEventLog(inception: try SignedKeyEvent(inception, signer: signer))
         try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: inception.encoded))
@@ -51,11 +55,11 @@ public struct SoftwareWallet {
         return entry
     }
 
-    /// A checkpoint of the ledger as it stands, signed by the inception key.
+    /// A checkpoint of the ledger as it stands, signed by the key in force.
     public func checkpoint() throws -> SignedCheckpoint {
         try Checkpoint(
-            walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: tree.root(),
-            time: time
+            walletID: walletID, walletKey: key, keySequence: log.current.sequence,
+            keyEventPosition: log.current.ledgerPosition, state: state, root: tree.root(), time: time
         ).sign(with: signer)
     }
 
@@ -95,10 +99,25 @@ public struct SoftwareWallet {
         return (voucher, log)
     }
 
-    /// The date of a signature made now: the inception's key, at the ledger's size.
+    /// Rotates to the key the last event committed to, recording the rotation at the next position (the
+    /// first entry the new key signs), countersigned by the retiring key.
+    public mutating func rotate() throws {
+        let incoming = nextSigner
+        let committed = try SoftwareSigner()
+        let event = KeyEvent.rotation(
+            after: log.current, signingKey: incoming.publicKey, nextKey: committed.publicKey,
+            agreementKey: incoming.publicKey, ledgerPosition: state.size)
+        try log.append(try SignedKeyEvent(event, signer: incoming, previous: signer))
+        try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: event.encoded))
+        signer = incoming
+        nextSigner = committed
+    }
+
+    /// The date of a signature made now: the key in force, at the ledger's size.
     public var keyDate: KeyDate {
-        // Sequence 0 at position 0, and the ledger holds at least the inception entry.
-        try! KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: state.size)
+        // The ledger holds the entry of the key's own event, so its size is past that event's position.
+        try! KeyDate(
+            keySequence: log.current.sequence, keyEventPosition: log.current.ledgerPosition, ledgerSize: state.size)
     }
 
     /// Carries out a verdict: appends what it says to append, returns the entry it names.

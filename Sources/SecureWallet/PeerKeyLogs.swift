@@ -27,7 +27,9 @@ extension Wallet {
         let outcome = known.follow(offered.events)
         switch outcome {
         case .followed: try ledger.storePeerKeyEvents(wallet: peerWalletID, events: known.events)
-        case .conflict(let conflict): try ledger.storeEvidence(ForkEvidence.conflictingKeyEvents(conflict).encoded)
+        case .conflict(let conflict):
+            // `known` is unchanged by a conflict: the log that holds one of the two events.
+            try ledger.storeEvidence(ForkEvidence(.conflictingKeyEvents(conflict), log: known).encoded)
         case .refused: break
         }
         return outcome
@@ -50,11 +52,32 @@ extension Wallet {
         switch merged.follow(offered.events) {
         case .followed: return merged
         case .conflict(let conflict):
-            try ledger.storeEvidence(ForkEvidence.conflictingKeyEvents(conflict).encoded)
+            try ledger.storeEvidence(ForkEvidence(.conflictingKeyEvents(conflict), log: merged).encoded)
             return nil
         // An older log than the known one (or one that breaks the chain) teaches nothing new.
         case .refused: return known
         }
+    }
+
+    /// Held fork evidence (type 4 or 5) that key `keySequence` of `peer` signed after its retirement, if any:
+    /// it refuses that key sequence's statements, and only them (the wallet stays payable under its other
+    /// keys). Only the key's holder can sign what such evidence carries, so unlike a ban of the wallet (types
+    /// 1, 2 and 6, found here only) it counts whoever found it, once proven against the peer's log as this
+    /// wallet follows it. It is looked for only when a peer uses a key it has rotated away from, which is rare.
+    public func retiredKeyEvidence(against peer: WalletID, keySequence: UInt64) throws -> EvidenceDigest? {
+        let known = try peerKeyLog(of: peer)
+        for bytes in try ledger.evidence() {
+            guard let evidence = (try? ForkEvidence.decode(bytes)) ?? nil, evidence.accused == peer else { continue }
+            let retired: SignedKeyEvent
+            switch evidence.kind {
+            case .retiredKeySignature(let late): retired = late.retiredEvent
+            case .retiredKeyStatement(let late): retired = late.retiredEvent
+            case .conflictingCheckpoints, .conflictingLeaves, .conflictingKeyEvents, .rolledBack: continue
+            }
+            guard retired.event.sequence == keySequence, evidence.verify(knownLog: known).isProven else { continue }
+            return EvidenceDigest(of: bytes)
+        }
+        return nil
     }
 
     /// Keeps the log a proven statement was checked against, when it is newer than the one stored.

@@ -98,11 +98,11 @@ extension Wallet {
         if byFile != nil, transfer.payload.checkpoint.checkpoint.keySequence < log.current.sequence {
             return .policyRefusal(.signedBeforeRotation)
         }
-        if let byFile, let refusal = try checkRollback(transfer, claims: byFile.claims) {
+        if let byFile, let refusal = try checkRollback(transfer, claims: byFile.claims, payerLog: log) {
             return .policyRefusal(refusal)
         }
         try keepProvenLog(log)
-        try keepForkEvidence(about: transfer)
+        try keepForkEvidence(about: transfer, payerLog: log)
         let use = readyRecord.map {
             (offerID: $0, payer: payer, transferID: transfer.payload.order.transferID)
         }
@@ -138,8 +138,11 @@ extension Wallet {
     }
 
     /// The policy refusal a file transfer gets for rolling back what this wallet holds of its payer, or nil:
-    /// proven forks are kept as evidence, unproven inconsistencies for the clearing.
-    func checkRollback(_ transfer: SignedTransfer, claims: [ConsistencyClaim]) throws -> PolicyRefusalReason? {
+    /// proven forks are kept as evidence (carrying `payerLog`, the payer's proven log), unproven
+    /// inconsistencies for the clearing.
+    func checkRollback(_ transfer: SignedTransfer, claims: [ConsistencyClaim], payerLog: KeyEventLog) throws
+        -> PolicyRefusalReason?
+    {
         let payer = transfer.payload.order.payerWalletID
         let held = try ledger.peerCheckpoints(wallet: payer).compactMap { try? SignedCheckpoint.decode($0) }
         let kept = try ledger.peerProofs(wallet: payer).compactMap { row in
@@ -148,7 +151,7 @@ extension Wallet {
             }
         }
         let offered = transfer.payload.checkpoint
-        switch RollbackCheck.evaluate(offered, claims: claims, held: held, kept: kept) {
+        switch RollbackCheck.evaluate(offered, claims: claims, held: held, kept: kept, payerLog: payerLog) {
         case .consistent: return nil
         case .fork(let evidence):
             try keep(evidence)
@@ -173,8 +176,9 @@ extension Wallet {
     /// Compares a validly signed transfer with what this wallet already holds of the same payer: another
     /// transfer whose checkpoint has the same size but another root or head is evidence (a); another whose
     /// debit sits at the same leaf index with different bytes is evidence (b). Both are kept, checkable
-    /// offline by anyone (`secure evidence export`, `secure evidence verify`).
-    func keepForkEvidence(about transfer: SignedTransfer) throws {
+    /// offline by anyone (`secure evidence export`, `secure evidence verify`): each carries `payerLog`, the
+    /// payer's log the transfer was proven against, which must show each checkpoint's key in force.
+    func keepForkEvidence(about transfer: SignedTransfer, payerLog: KeyEventLog) throws {
         lastEvidence = []
         let payer = transfer.payload.order.payerWalletID
         let mine = transfer.payload
@@ -186,7 +190,7 @@ extension Wallet {
                 other.payload.order.transferID != mine.order.transferID
             else { continue }
             let theirs = other.payload
-            var evidence: ForkEvidence?
+            var evidence: ForkEvidence.Kind?
             if theirs.checkpoint.checkpoint.size == mine.checkpoint.checkpoint.size,
                 theirs.checkpoint.checkpoint.root != mine.checkpoint.checkpoint.root
                     || theirs.checkpoint.checkpoint.head != mine.checkpoint.checkpoint.head
@@ -202,9 +206,8 @@ extension Wallet {
                         firstProof: theirs.inclusionProof, secondLeaf: mine.debitLeaf, secondProof: mine.inclusionProof)
                 )
             }
-            if let evidence, evidence.verify().isProven {
-                try ledger.storeEvidence(evidence.encoded, banning: evidence.bannedWallet)
-                lastEvidence.append(evidence)
+            if let evidence {
+                try keep(ForkEvidence(evidence, log: payerLog))
             }
         }
     }
@@ -247,7 +250,7 @@ extension Wallet {
 
     /// Stores proven fork evidence.
     private func keep(_ evidence: ForkEvidence) throws {
-        guard evidence.verify().isProven else { return }
+        guard evidence.verify(knownLog: try peerKeyLog(of: evidence.accused)).isProven else { return }
         try ledger.storeEvidence(evidence.encoded, banning: evidence.bannedWallet)
         lastEvidence.append(evidence)
     }

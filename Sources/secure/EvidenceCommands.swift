@@ -7,9 +7,13 @@ enum EvidenceCommands {
     static let help = """
         Usage: secure evidence export --out DIR     write the fork evidence this wallet holds, one file each
                secure evidence verify FILE
-          Checks fork evidence offline: (a) two checkpoints of one wallet key with equal size and different
-          roots or heads, or (b) two checkpoints and one leaf index below both sizes with inclusion proofs of
-          two different leaves. Exit code 0 when the evidence proves a fork, 7 when it does not.
+          Checks fork evidence (version 2) offline. It carries the accused wallet's key-event log: the log must
+          hash to the wallet id the evidence names, and each signing key must be the one the log shows in force
+          at the size it signed; then (1) two checkpoints of equal size with different roots or heads, (2) two
+          checkpoints and one leaf index below both sizes with inclusion proofs of two different leaves, (3) two
+          key events of one sequence, (4, 5) a retired key's later checkpoint or statement, or (6) a signed root
+          that the wallet's own later history contradicts. Evidence version 1 (no log) is refused. Exit code 0
+          when the evidence proves a fork, 7 when it does not.
         """
 
     static func export(_ words: [String]) throws -> ExitCode {
@@ -31,16 +35,27 @@ enum EvidenceCommands {
         let arguments = try Arguments(words, options: [], flags: [])
         let path = try arguments.positionals(1, "one evidence FILE")[0]
         let bytes = try readFile(path, what: "the evidence")
-        guard let evidence = try? ForkEvidence.decode(bytes) else {
-            printError("secure: \(path) is not fork evidence (truncated or malformed)")
+        let decoded: ForkEvidence?
+        do {
+            decoded = try ForkEvidence.decode(bytes)
+        } catch let error as FormatError {
+            printError("secure: \(path) is not fork evidence this wallet can act on: \(error.message)")
             return .verification
         }
-        let verdict = evidence.verify()
-        if verdict.isProven {
-            print("evidence OK: \(verdict)")
-            return .success
+        guard let evidence = decoded else {
+            printError("secure: \(path) is not fork evidence (truncated)")
+            return .verification
         }
-        printError("secure: evidence does NOT prove a fork: \(verdict)")
-        return .verification
+        let digest = EvidenceDigest(of: bytes).hex
+        switch evidence.verify() {
+        case .forkProven(let sentence):
+            print("evidence OK: \(sentence) (wallet \(evidence.accused.hex), evidence \(digest))")
+            return .success
+        case .notProven(let reason, let sentence):
+            printError(
+                "secure: evidence does NOT prove a fork against wallet \(evidence.accused.hex) (\(reason.rawValue)): "
+                    + "\(sentence)")
+            return .verification
+        }
     }
 }

@@ -268,15 +268,71 @@ extension SoundMoneyCLITests {
 }
 
 extension SoundMoneyCLITests {
+    /// Attack 4 at one size: Alice copies her wallet, sets a budget (one entry) and pays Carol; restored and
+    /// past `--accept-rollback` (one entry), she pays Carol again from a ledger of the same size. Carol refuses
+    /// it as forked and keeps evidence v2 (with Alice's key-event log); Alice's next payment is refused with the
+    /// digest of the evidence that bars her, which `evidence export` and `evidence verify` prove offline, and
+    /// Carol's ledger, bans included, still verifies.
+    @Test func aRestoredPayerAtTheSameSizeIsBarredAndTheRefusalNamesTheEvidence() throws {
+        let world = try World(wallets: ["alice", "carol"])
+        try Self.fund(world, "alice", "100.00 EUR")
+        let folder = world.directory + "/alice", copy = world.directory + "/alice-copy"
+        try FileManager.default.copyItem(atPath: folder, toPath: copy)
+        func pay(_ amount: String, _ out: String) throws -> ProcessResult {
+            try world.run(
+                ["spend", "--to", "carol.card", "--amount", amount, "--category", "x", "--out", out]
+                    + world.wallet("alice"))
+        }
+        func accept(_ file: String) throws -> ProcessResult {
+            try world.run(["accept", file, "--no-proximity"] + world.wallet("carol"))
+        }
+        #expect(try world.run(["budget", "set", "food", "50.00 EUR"] + world.wallet("alice")).status == 0)
+        #expect(try pay("40.00 EUR", "t1").status == 0)
+        #expect(try accept("t1").status == 0)
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.moveItem(atPath: copy, toPath: folder)
+        #expect(try world.run(["ledger", "verify", "--accept-rollback"] + world.wallet("alice")).status == 0)
+        #expect(try pay("40.00 EUR", "t2").status == 0)
+        let forked = try accept("t2")
+        #expect(forked.status == 11 && forked.stderr.contains("contradicts"), "exit \(forked.status): \(forked.stderr)")
+        #expect(try pay("5.00 EUR", "t3").status == 0)
+        let barred = try accept("t3")
+        #expect(barred.status == 11 && barred.stderr.contains("signed two histories"), "\(barred.stderr)")
+        let export = try world.run(["evidence", "export", "--out", "held"] + world.wallet("carol"))
+        let files = export.output.split(separator: "\n").map(String.init)
+        #expect(export.status == 0 && !files.isEmpty, "\(export.stderr)")
+        var digests: [String] = []
+        for file in files {
+            let verify = try world.run(["evidence", "verify", file])
+            #expect(verify.status == 0 && verify.output.contains("evidence OK"), "\(file): \(verify.stderr)")
+            if let range = verify.output.range(of: "evidence ", options: .backwards) {
+                digests.append(String(verify.output[range.upperBound...].prefix(64)))
+            }
+        }
+        #expect(
+            digests.contains { barred.stderr.contains("evidence \($0)") },
+            "the refusal names the evidence: \(barred.stderr) / \(digests)")
+        #expect(try Self.verifies(world, "carol"))
+    }
+
     /// Found by the attack on the first fixes (F-D, F-E): hostile offline files that trapped `evidence verify`
     /// (type 4 evidence whose retired event has sequence 2^64 − 1) and `audit verify` (a bundle whose "from"
     /// is 2^64 − 1). Both must be clear refusals.
     @Test func hostileEvidenceAndBundlesAreRefusedWithoutATrap() throws {
         let world = try World(wallets: ["alice"])
-        try Self.write(Array(Hex.decode(Self.sequenceMaxEvidenceHex)!), world, "evidence")
+        // The attack's file is evidence version 1, which is refused as such; its body in version 2, with
+        // Alice's real log, proves nothing either, without a trap.
+        let versionOne = Array(Hex.decode(Self.sequenceMaxEvidenceHex)!)
+        try Self.write(versionOne, world, "evidence-v1")
+        let refused = try world.run(["evidence", "verify", "evidence-v1"])
+        #expect(
+            refused.status == 7 && refused.stderr.contains("version 1"), "exit \(refused.status): \(refused.stderr)")
+        let log = Array(try Self.card(world, "alice").encoded.dropFirst(33))
+        try Self.write([2, 4] + log + Array(versionOne.dropFirst(2)), world, "evidence")
         let evidence = try world.run(["evidence", "verify", "evidence"])
         #expect(
-            evidence.status == 7 && !evidence.stderr.contains("Fatal"), "exit \(evidence.status): \(evidence.stderr)")
+            evidence.status == 7 && !evidence.stderr.contains("Fatal") && evidence.stderr.contains("wrong-log"),
+            "exit \(evidence.status): \(evidence.stderr)")
         let export = try world.run(["audit", "export", "--out", "bundle.json"] + world.wallet("alice"))
         #expect(export.status == 0, "\(export.stderr)")
         let path = world.directory + "/bundle.json"
@@ -287,6 +343,38 @@ extension SoundMoneyCLITests {
         try hostile.write(toFile: path, atomically: true, encoding: .utf8)
         let verify = try world.run(["audit", "verify", "bundle.json"])
         #expect(verify.status != 0 && verify.status < 128, "exit \(verify.status): \(verify.stderr)")
+    }
+
+    /// Evidence v2 (issue 12): a forger with a software key signs two checkpoints of one size that name Alice's
+    /// real wallet id. Wrapped with its own log, or with Alice's real log from her card, `evidence verify`
+    /// proves nothing and names why (exit 7); the same fork of the forger's own wallet, with its own log, is
+    /// proven (exit 0).
+    @Test func forgedEvidenceNamingARealWalletProvesNothing() throws {
+        let world = try World(wallets: ["alice"])
+        let alice = try Self.card(world, "alice")
+        func fork(_ wallet: SoftwareWallet) throws -> ForkEvidence.Kind {
+            var one = wallet, two = wallet
+            try one.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [1]))
+            try two.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [2]))
+            return .conflictingCheckpoints(try one.checkpoint(), try two.checkpoint())
+        }
+        let forger = try SoftwareWallet(seed: 2, claiming: alice.walletID)
+        let forged = try fork(forger)
+        for (file, log, reason) in [("own-log", forger.log, "wrong-log"), ("real-log", alice.log, "key-not-in-force")] {
+            try Self.write(ForkEvidence(forged, log: log).encoded, world, file)
+            let verify = try world.run(["evidence", "verify", file])
+            #expect(
+                verify.status == 7 && verify.stderr.contains(reason) && verify.stderr.contains(alice.walletID.hex),
+                "\(file): exit \(verify.status): \(verify.stderr)")
+        }
+        let own = try SoftwareWallet(seed: 3)
+        let genuine = ForkEvidence(try fork(own), log: own.log)
+        try Self.write(genuine.encoded, world, "genuine")
+        let verify = try world.run(["evidence", "verify", "genuine"])
+        #expect(
+            verify.status == 0 && verify.output.contains("evidence OK")
+                && verify.output.contains(EvidenceDigest(of: genuine.encoded).hex),
+            "exit \(verify.status): \(verify.stderr)")
     }
 
     /// Type 4 evidence whose retired key event claims sequence 2^64 − 1 (made by the attack's own encoder).

@@ -4,16 +4,21 @@ import Testing
 
 @testable import SecureCore
 
-/// A wallet's ledger with its tree, able to sign checkpoints: enough to build real forks.
+/// A wallet's ledger with its tree, able to sign checkpoints: enough to build real forks. Its key-event log
+/// is the inception of `signer`'s key, whose digest is the wallet id, as fork evidence v2 needs.
 struct SignedLedger {
     var builder = LedgerBuilder()
     var tree = MerkleTree()
     let signer: SoftwareSigner
-    let walletID: WalletID = Fixture.id(0x5A)
+    let log: KeyEventLog
+    var walletID: WalletID { log.walletID }
 
     init(signer: SoftwareSigner) throws {
         self.signer = signer
-        try append(.keyEvent, nil, payload: [0x01])
+        let inception = KeyEvent.inception(
+            signingKey: signer.publicKey, nextKey: try SoftwareSigner().publicKey, agreementKey: signer.publicKey)
+        log = try KeyEventLog(inception: try SignedKeyEvent(inception, signer: signer))
+        try append(.keyEvent, nil, payload: inception.encoded)
     }
 
     mutating func append(
@@ -130,11 +135,12 @@ struct ForkEvidenceTests {
         let a = try first.checkpoint()
         let b = try second.checkpoint()
         #expect(a.checkpoint.size == b.checkpoint.size)
-        #expect(ForkEvidence.conflictingCheckpoints(a, b).verify().isProven)
-        #expect(reason(ForkEvidence.conflictingCheckpoints(a, a).verify()) == .noConflict)
+        #expect(ForkEvidence(.conflictingCheckpoints(a, b), log: first.log).verify().isProven)
+        #expect(reason(ForkEvidence(.conflictingCheckpoints(a, a), log: first.log).verify()) == .noConflict)
         // A second signature over the same checkpoint is not a fork either.
         let again = try a.checkpoint.sign(with: first.signer)
-        guard case .notProven(.noConflict, _) = ForkEvidence.conflictingCheckpoints(a, again).verify() else {
+        guard case .notProven(.noConflict, _) = ForkEvidence(.conflictingCheckpoints(a, again), log: first.log).verify()
+        else {
             Issue.record("two signatures of one checkpoint counted as a fork")
             return
         }
@@ -145,11 +151,15 @@ struct ForkEvidenceTests {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 2)
         let a = try first.checkpoint()
         let b = try second.checkpoint()
-        #expect(reason(ForkEvidence.conflictingCheckpoints(a, b).verify()) == .sizesDiffer)
-        let stranger = try SignedLedger(signer: SoftwareSigner()).checkpoint()
-        #expect(reason(ForkEvidence.conflictingCheckpoints(a, stranger).verify()) == .differentWallets)
+        #expect(reason(ForkEvidence(.conflictingCheckpoints(a, b), log: first.log).verify()) == .sizesDiffer)
+        let strangerLedger = try SignedLedger(signer: SoftwareSigner())
+        let stranger = try strangerLedger.checkpoint()
+        #expect(
+            reason(ForkEvidence(.conflictingCheckpoints(a, stranger), log: first.log).verify()) == .differentWallets)
         let forged = SignedCheckpoint(checkpoint: b.checkpoint, signature: a.signature)
-        #expect(reason(ForkEvidence.conflictingCheckpoints(a, forged).verify()) == .badSignature)
+        #expect(reason(ForkEvidence(.conflictingCheckpoints(a, forged), log: first.log).verify()) == .badSignature)
+        // Another wallet's log, however valid, proves nothing against this wallet id.
+        #expect(reason(ForkEvidence(.conflictingCheckpoints(a, b), log: strangerLedger.log).verify()) == .wrongLog)
     }
 
     @Test("(b) one index with two different leaves proves a fork even after padding to other sizes")
@@ -159,32 +169,38 @@ struct ForkEvidenceTests {
         let b = try second.checkpoint()
         #expect(a.checkpoint.size != b.checkpoint.size)
         func evidence(_ index: Int, firstLeaf: [UInt8]? = nil, firstProof: [Digest32]? = nil) -> ForkEvidence {
-            .conflictingLeaves(
-                ConflictingLeaves(
-                    first: a, second: b, index: UInt64(index), firstLeaf: firstLeaf ?? first.leaf(index),
-                    firstProof: firstProof ?? first.tree.inclusionProof(index: UInt64(index)),
-                    secondLeaf: second.leaf(index), secondProof: second.tree.inclusionProof(index: UInt64(index))))
+            ForkEvidence(
+                .conflictingLeaves(
+                    ConflictingLeaves(
+                        first: a, second: b, index: UInt64(index), firstLeaf: firstLeaf ?? first.leaf(index),
+                        firstProof: firstProof ?? first.tree.inclusionProof(index: UInt64(index)),
+                        secondLeaf: second.leaf(index), secondProof: second.tree.inclusionProof(index: UInt64(index)))),
+                log: first.log)
         }
         #expect(evidence(6).verify().isProven)
         #expect(evidence(7).verify().isProven)
         #expect(reason(evidence(3).verify()) == .noConflict)
         #expect(reason(evidence(6, firstProof: first.tree.inclusionProof(index: 5)).verify()) == .proofInvalid)
         #expect(reason(evidence(6, firstLeaf: second.leaf(5)).verify()) == .proofInvalid)
-        let outOfRange = ForkEvidence.conflictingLeaves(
-            ConflictingLeaves(
-                first: a, second: b, index: 9, firstLeaf: [1], firstProof: [], secondLeaf: second.leaf(9),
-                secondProof: second.tree.inclusionProof(index: 9)))
+        let outOfRange = ForkEvidence(
+            .conflictingLeaves(
+                ConflictingLeaves(
+                    first: a, second: b, index: 9, firstLeaf: [1], firstProof: [], secondLeaf: second.leaf(9),
+                    secondProof: second.tree.inclusionProof(index: 9))),
+            log: first.log)
         #expect(reason(outOfRange.verify()) == .indexOutOfRange)
     }
 
     @Test("evidence round-trips; truncations are short; bit 4 flipped in any byte is refused or proves nothing")
     func encoding() throws {
         let (first, second) = try ForkEvidenceTests.fork(extraEntriesInSecond: 1)
-        let evidence = ForkEvidence.conflictingLeaves(
-            ConflictingLeaves(
-                first: try first.checkpoint(), second: try second.checkpoint(), index: 6,
-                firstLeaf: first.leaf(6), firstProof: first.tree.inclusionProof(index: 6),
-                secondLeaf: second.leaf(6), secondProof: second.tree.inclusionProof(index: 6)))
+        let evidence = ForkEvidence(
+            .conflictingLeaves(
+                ConflictingLeaves(
+                    first: try first.checkpoint(), second: try second.checkpoint(), index: 6,
+                    firstLeaf: first.leaf(6), firstProof: first.tree.inclusionProof(index: 6),
+                    secondLeaf: second.leaf(6), secondProof: second.tree.inclusionProof(index: 6))),
+            log: first.log)
         let bytes = evidence.encoded
         let decoded = try #require(try ForkEvidence.decode(bytes))
         #expect(decoded == evidence && decoded.verify().isProven)
@@ -212,7 +228,8 @@ struct ForkEvidenceTests {
         #expect(
             refused > 0 && notProven > 0 && refused + notProven == bytes.count,
             "refused \(refused), not proven \(notProven)")
-        let typeA = ForkEvidence.conflictingCheckpoints(try first.checkpoint(), try second.checkpoint())
+        let typeA = ForkEvidence(
+            .conflictingCheckpoints(try first.checkpoint(), try second.checkpoint()), log: first.log)
         #expect(try ForkEvidence.decode(typeA.encoded) == typeA)
     }
 

@@ -129,7 +129,7 @@ struct KeyChain {
             Issue.record("a competing event with the same sequence was not reported as evidence")
             return
         }
-        let evidence = ForkEvidence.conflictingKeyEvents(conflict)
+        let evidence = ForkEvidence(.conflictingKeyEvents(conflict), log: mine)
         let decoded = try #require(try ForkEvidence.decode(evidence.encoded))
         #expect(decoded == evidence)
         #expect(decoded.verify().isProven)
@@ -164,8 +164,10 @@ struct KeyChain {
             Issue.record("a checkpoint by a retired key after its retirement was not refused")
             return
         }
-        let evidence = ForkEvidence.retiredKeySignature(
-            RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late))
+        let evidence = ForkEvidence(
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late)),
+            log: log)
         let decoded = try #require(try ForkEvidence.decode(evidence.encoded))
         #expect(decoded.verify().isProven)
         // The same key's checkpoints up to the rotation stay valid; the new key cannot date itself earlier
@@ -176,7 +178,16 @@ struct KeyChain {
         let notLate = RetiredKeySignature(
             retiredEvent: log.events[0], rotation: rotation,
             checkpoint: try keys.checkpoint(log, sequence: 0, size: 7))
-        #expect(!ForkEvidence.retiredKeySignature(notLate).verify().isProven)
+        #expect(!ForkEvidence(.retiredKeySignature(notLate), log: log).verify().isProven)
+        // Evidence v2 needs the log to hold the retired event and the rotation: the inception alone does not.
+        let shortened = ForkEvidence(
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: log.events[0], rotation: rotation, checkpoint: late)),
+            log: try KeyEventLog(inception: log.events[0]))
+        guard case .notProven(.wrongLog, _) = shortened.verify() else {
+            Issue.record("a log without the rotation proved a retirement"); return
+        }
+        #expect(shortened.verify(knownLog: log).isProven, "the verifier's own longer log decides")
     }
 
     @Test func aPayeeFollowsThePayersRotationOnlyThroughItsKnownLog() throws {

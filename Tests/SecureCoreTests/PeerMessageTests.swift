@@ -37,10 +37,12 @@ struct PeerMessageTests {
         var forked = try TestWallet(seed: 3)
         try forked.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [2]))
         _ = before
-        let evidence = ForkEvidence.conflictingCheckpoints(
-            try other.checkpoint(),
-            SignedCheckpoint(
-                checkpoint: try forked.checkpoint().checkpoint, signature: try forked.checkpoint().signature))
+        let evidence = ForkEvidence(
+            .conflictingCheckpoints(
+                try other.checkpoint(),
+                SignedCheckpoint(
+                    checkpoint: try forked.checkpoint().checkpoint, signature: try forked.checkpoint().signature)),
+            log: other.log)
         return [
             .hello(
                 try PeerHello(

@@ -27,18 +27,18 @@ struct RollbackTests {
         let claim = Self.claim(payer, from: a.checkpoint.size)
         #expect(claim.proves(b.checkpoint))
         // In order: nothing held, then the first held.
-        #expect(RollbackCheck.evaluate(a, claims: [], held: [], kept: []) == .consistent)
-        #expect(RollbackCheck.evaluate(b, claims: [claim], held: [a], kept: []) == .consistent)
+        #expect(RollbackCheck.evaluate(a, claims: [], held: [], kept: [], payerLog: payer.log) == .consistent)
+        #expect(RollbackCheck.evaluate(b, claims: [claim], held: [a], kept: [], payerLog: payer.log) == .consistent)
         // The second first, then the first late, linked by the proof kept from the second.
-        #expect(RollbackCheck.evaluate(b, claims: [claim], held: [], kept: []) == .consistent)
+        #expect(RollbackCheck.evaluate(b, claims: [claim], held: [], kept: [], payerLog: payer.log) == .consistent)
         let kept: KeptProof = (claim: claim, target: b)
-        #expect(RollbackCheck.evaluate(a, claims: [], held: [b], kept: [kept]) == .consistent)
+        #expect(RollbackCheck.evaluate(a, claims: [], held: [b], kept: [kept], payerLog: payer.log) == .consistent)
         // Without the kept proof the late one is stale; a re-delivery of a held one is consistent.
-        #expect(RollbackCheck.evaluate(a, claims: [], held: [b], kept: []) == .staleUnlinked)
-        #expect(RollbackCheck.evaluate(b, claims: [claim], held: [a, b], kept: []) == .consistent)
+        #expect(RollbackCheck.evaluate(a, claims: [], held: [b], kept: [], payerLog: payer.log) == .staleUnlinked)
+        #expect(RollbackCheck.evaluate(b, claims: [claim], held: [a, b], kept: [], payerLog: payer.log) == .consistent)
         // A proof that does not lead to the checkpoint is refused.
         let bent = ConsistencyClaim(fromSize: claim.fromSize, fromRoot: .random(), proof: claim.proof)
-        #expect(RollbackCheck.evaluate(b, claims: [bent], held: [a], kept: []) == .invalidProof)
+        #expect(RollbackCheck.evaluate(b, claims: [bent], held: [a], kept: [], payerLog: payer.log) == .invalidProof)
     }
 
     @Test func aRestoredPayerIsRefusedAndLeavesEvidenceWhereTheProofReaches() throws {
@@ -55,7 +55,7 @@ struct RollbackTests {
         let again = try restored.pay(payee.walletID, units: 300)
         guard
             case .fork(let sameSize) = RollbackCheck.evaluate(
-                again.payload.checkpoint, claims: [], held: [held], kept: [])
+                again.payload.checkpoint, claims: [], held: [held], kept: [], payerLog: payer.log)
         else { Issue.record("same size"); return }
         #expect(sameSize.verify().isProven)
 
@@ -63,7 +63,8 @@ struct RollbackTests {
         var padded = copy
         try padded.append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: [1]))
         let later = try padded.pay(payee.walletID, units: 400)
-        let paddedVerdict = RollbackCheck.evaluate(later.payload.checkpoint, claims: [], held: [held], kept: [])
+        let paddedVerdict = RollbackCheck.evaluate(
+            later.payload.checkpoint, claims: [], held: [held], kept: [], payerLog: payer.log)
         guard case .unproven(let kept, _) = paddedVerdict else { Issue.record("padded: \(paddedVerdict)"); return }
         #expect(kept == held)
 
@@ -73,9 +74,9 @@ struct RollbackTests {
         let claim = Self.claim(restored, from: held.checkpoint.size)
         guard
             case .fork(let evidence) = RollbackCheck.evaluate(
-                next.payload.checkpoint, claims: [claim], held: [held], kept: [])
+                next.payload.checkpoint, claims: [claim], held: [held], kept: [], payerLog: payer.log)
         else { Issue.record("type 6"); return }
-        guard case .rolledBack = evidence else { Issue.record("not type 6: \(evidence)"); return }
+        guard case .rolledBack = evidence.kind else { Issue.record("not type 6: \(evidence)"); return }
         #expect(evidence.verify().isProven)
         let decoded = try #require(try ForkEvidence.decode(evidence.encoded))
         #expect(decoded == evidence && decoded.verify().isProven)
@@ -84,9 +85,11 @@ struct RollbackTests {
         // The same shape with the held root claimed proves nothing; neither does another wallet's checkpoint.
         let honest = RolledBack(
             earlier: held, later: next.payload.checkpoint, claimedRoot: held.checkpoint.root, proof: claim.proof)
-        #expect(!ForkEvidence.rolledBack(honest).verify().isProven)
-        let stranger = try TestWallet(seed: 65).checkpoint()
-        let mixed = RolledBack(earlier: stranger, later: next.payload.checkpoint, claimedRoot: .random(), proof: [])
-        #expect(!ForkEvidence.rolledBack(mixed).verify().isProven)
+        #expect(!ForkEvidence(.rolledBack(honest), log: payer.log).verify().isProven)
+        let stranger = try TestWallet(seed: 65)
+        let mixed = RolledBack(
+            earlier: try stranger.checkpoint(), later: next.payload.checkpoint, claimedRoot: .random(), proof: [])
+        #expect(!ForkEvidence(.rolledBack(mixed), log: payer.log).verify().isProven)
+        #expect(!ForkEvidence(.rolledBack(mixed), log: stranger.log).verify().isProven)
     }
 }

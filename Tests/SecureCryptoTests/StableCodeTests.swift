@@ -47,7 +47,7 @@ struct StableCodeTests {
         expectCodes([
             (ForkVerdict.NotProvenReason.differentWallets, "different-wallets"), (.badSignature, "bad-signature"),
             (.sizesDiffer, "sizes-differ"), (.noConflict, "no-conflict"), (.indexOutOfRange, "index-out-of-range"),
-            (.proofInvalid, "proof-invalid"),
+            (.proofInvalid, "proof-invalid"), (.wrongLog, "wrong-log"), (.keyNotInForce, "key-not-in-force"),
         ])
     }
 

@@ -183,8 +183,10 @@ struct RotationTests {
         guard case .retired(let rotation) = wallet.keyLog.check(late) else {
             Issue.record("a retired key's checkpoint after its retirement was not refused"); return
         }
-        let evidence = ForkEvidence.retiredKeySignature(
-            RetiredKeySignature(retiredEvent: retiredInception, rotation: rotation, checkpoint: late))
+        let evidence = ForkEvidence(
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: retiredInception, rotation: rotation, checkpoint: late)),
+            log: wallet.keyLog)
         #expect(evidence.verify().isProven)
     }
 }

@@ -267,16 +267,28 @@ struct ForkEvidenceTests {
         try alice.reopen()
         #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
         let second = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("6.00 EUR"), category: "x")
         _ = try bob.wallet!.accept(
             second, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         let evidence = bob.wallet!.lastEvidence
         #expect(!evidence.isEmpty, "the second transfer conflicts with the first")
         for item in evidence {
-            #expect(item.verify().isProven)
+            #expect(item.verify().isProven && item.accused == alice.wallet!.walletID)
+            #expect(item.log.walletID == alice.wallet!.walletID, "evidence v2 carries the payer's log")
             let decoded = try ForkEvidence.decode(item.encoded)
             #expect(decoded?.verify().isProven == true, "the kept encoding verifies offline")
         }
         #expect(try bob.wallet!.ledger.evidence().count == evidence.count)
+        // Bob takes no more payments from Alice, and says which evidence bars her (types 1, 2 and 6 bar the
+        // wallet by id); his ledger still verifies, bans included.
+        let third = try alice.wallet!.spend(
+            to: bob.wallet!.walletID, amount: try MoneyText.parse("1.00 EUR"), category: "x")
+        let barred = try bob.wallet!.accept(
+            third, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
+        guard case .policyRefusal(.payerBanned(let digest)) = barred else {
+            Issue.record("a payer with proven evidence against it was not barred: \(barred)"); return
+        }
+        #expect(evidence.map { EvidenceDigest(of: $0.encoded) }.contains(digest), "the ban names its evidence")
+        #expect(bob.wallet!.ledger.physicalProblems().isEmpty, "\(bob.wallet!.ledger.physicalProblems())")
     }
 }

@@ -82,8 +82,10 @@ extension KeyEventLog {
     public func retiredKeyEvidence(_ statement: DatedStatement) -> ForkEvidence? {
         guard case .retired(let rotation) = check(statement) else { return nil }
         let retiredEvent = events[Int(statement.keyDate.keySequence)]
-        return .retiredKeyStatement(
-            RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotation, statement: statement))
+        return ForkEvidence(
+            .retiredKeyStatement(
+                RetiredKeyStatement(retiredEvent: retiredEvent, rotation: rotation, statement: statement)),
+            log: self)
     }
 }
 

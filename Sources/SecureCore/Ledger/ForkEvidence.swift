@@ -1,46 +1,85 @@
 import SecureCrypto
 
-/// Proof that one wallet signed two histories that cannot both be true. Either kind is checked offline
-/// with nothing but the bytes: both checkpoints name and are signed by the same wallet key. See
-/// docs/PROTOCOL.md, "Fork evidence encoding".
-public enum ForkEvidence: Hashable, Sendable {
-    /// (a) Two signed checkpoints of equal size whose roots or heads differ.
-    case conflictingCheckpoints(SignedCheckpoint, SignedCheckpoint)
-    /// (b) Two signed checkpoints and one leaf index below both sizes, with inclusion proofs showing
-    /// different leaves at that index.
-    case conflictingLeaves(ConflictingLeaves)
-    /// (c) Two key events with the same sequence number, both signed by the key they put in force.
-    case conflictingKeyEvents(KeyEventConflict)
-    /// (d) A checkpoint signed by a key after the rotation that retired it.
-    case retiredKeySignature(RetiredKeySignature)
-    /// (e) A receipt, refusal or measurement signed by a key after the rotation that retired it.
-    case retiredKeyStatement(RetiredKeyStatement)
-    /// (f) A signed checkpoint whose root the wallet's own later signed history contradicts (type 6).
-    case rolledBack(RolledBack)
+/// Proof that one wallet signed two histories that cannot both be true, or that one of its keys signed what
+/// it could not, with the accused wallet's key-event log from its inception (evidence v2). The log is what
+/// binds a signing key to a wallet id: a checkpoint names a wallet id and a key, and anyone with a software
+/// key can sign one that names any wallet id, so without the log evidence proves nothing about the wallet it
+/// names. Every verifier checks that the log is the accused wallet's (its inception hashes to the wallet id
+/// the signed parts name) and that each signing key was the wallet's key in force at the size it signed.
+/// Evidence v1 carried no log and is refused. See docs/PROTOCOL.md, "Fork evidence encoding".
+public struct ForkEvidence: Hashable, Sendable {
+    /// What the evidence shows.
+    public enum Kind: Hashable, Sendable {
+        /// (a) Two signed checkpoints of equal size whose roots or heads differ.
+        case conflictingCheckpoints(SignedCheckpoint, SignedCheckpoint)
+        /// (b) Two signed checkpoints and one leaf index below both sizes, with inclusion proofs showing
+        /// different leaves at that index.
+        case conflictingLeaves(ConflictingLeaves)
+        /// (c) Two key events with the same sequence number, both signed by the key they put in force.
+        case conflictingKeyEvents(KeyEventConflict)
+        /// (d) A checkpoint signed by a key after the rotation that retired it.
+        case retiredKeySignature(RetiredKeySignature)
+        /// (e) A receipt, refusal or measurement signed by a key after the rotation that retired it.
+        case retiredKeyStatement(RetiredKeyStatement)
+        /// (f) A signed checkpoint whose root the wallet's own later signed history contradicts (type 6).
+        case rolledBack(RolledBack)
 
-    /// The encoding's version byte.
-    public static let encodingVersion: UInt8 = 1
+        /// The type byte of the encoding.
+        public var typeByte: UInt8 {
+            switch self {
+            case .conflictingCheckpoints: 1
+            case .conflictingLeaves: 2
+            case .conflictingKeyEvents: 3
+            case .retiredKeySignature: 4
+            case .retiredKeyStatement: 5
+            case .rolledBack: 6
+            }
+        }
+    }
+
+    /// What the evidence shows.
+    public let kind: Kind
+    /// The accused wallet's key-event log, verified from its inception: at least up to the events whose keys
+    /// signed the parts (and, for types 4 and 5, the rotation that retired the key).
+    public let log: KeyEventLog
+
+    /// Evidence of `kind` against the wallet whose log is `log`; nothing is checked until `verify`.
+    public init(_ kind: Kind, log: KeyEventLog) {
+        self.kind = kind
+        self.log = log
+    }
+
+    /// The encoding's version byte: 2 (version 1 carried no key-event log and is refused).
+    public static let encodingVersion: UInt8 = 2
+
+    /// The wallet the evidence accuses: the one whose log it carries.
+    public var accused: WalletID { log.walletID }
 
     /// The wallet that proven evidence of this type bars from paying its holder: types 1, 2 and 6 show the
     /// wallet signed two histories (a double spend is possible), so the holder takes no more payments from it
-    /// until the issuer's clearing settles it. Types 4 and 5 condemn only the retired key's statements, which
-    /// the key-event log already refuses, and type 3 a pair of key events: they bar no wallet.
+    /// until the issuer's clearing settles it. Types 4 and 5 condemn only the retired key's statements (the
+    /// key-event log refuses those dated after the retirement, and `Wallet.retiredKeyEvidence` the key in a
+    /// session's hello), and type 3 a pair of key events: they bar no wallet.
     public var bannedWallet: WalletID? {
-        switch self {
-        case .conflictingCheckpoints(let first, _): first.checkpoint.walletID
-        case .conflictingLeaves(let leaves): leaves.first.checkpoint.walletID
-        case .rolledBack(let rolledBack): rolledBack.earlier.checkpoint.walletID
+        switch kind {
+        case .conflictingCheckpoints, .conflictingLeaves, .rolledBack: log.walletID
         case .conflictingKeyEvents, .retiredKeySignature, .retiredKeyStatement: nil
         }
     }
+
     /// A signed key event: 2 + 180 + 1 + 72 + 1 + 72 bytes at most; 1 KiB as `SignedKeyEvent` allows.
     static let keyEventByteCountMax = 1100
 
-    /// Checks the evidence and says whether it proves a fork, and why or why not.
-    public func verify() -> ForkVerdict {
-        switch self {
+    /// Checks the evidence and says whether it proves a fork, and why or why not. `knownLog` is the accused
+    /// wallet's log as the verifier already follows it, if it does: where the carried log extends it the
+    /// longer one decides, otherwise the known one, so evidence carrying a shortened log cannot hide a
+    /// rotation the verifier knows (a stolen retired key signing two checkpoints after its retirement is
+    /// then shown as that, not as a fork of the wallet).
+    public func verify(knownLog: KeyEventLog? = nil) -> ForkVerdict {
+        let log = Self.deciding(carried: log, known: knownLog)
+        switch kind {
         case .conflictingCheckpoints(let first, let second):
-            if let refusal = ForkEvidence.checkPair(first, second) { return refusal }
+            if let refusal = ForkEvidence.checkPair(first, second, log: log) { return refusal }
             let a = first.checkpoint
             let b = second.checkpoint
             guard a.size == b.size else {
@@ -52,16 +91,26 @@ public enum ForkEvidence: Hashable, Sendable {
             }
             return .forkProven("the wallet signed two different ledgers of \(a.size) entries")
         case .conflictingLeaves(let leaves):
-            return leaves.verify()
+            return leaves.verify(log: log)
         case .conflictingKeyEvents(let conflict):
             // The initializer refuses a pair that proves nothing, but decoded bytes are checked again here.
             guard KeyEventConflict(conflict.first, conflict.second) != nil else {
                 return .notProven(
                     .noConflict, "the key events are not two validly signed events of one key and sequence")
             }
-            return .forkProven(
-                "the key in force signed two different key events with sequence \(conflict.first.event.sequence)")
+            let sequence = conflict.first.event.sequence
+            guard sequence < UInt64(log.events.count),
+                [conflict.first.event, conflict.second.event].contains(log.events[Int(sequence)].event)
+            else {
+                return .notProven(
+                    .wrongLog, "neither key event is event \(sequence) of the key-event log the evidence carries")
+            }
+            return .forkProven("the key in force signed two different key events with sequence \(sequence)")
         case .retiredKeySignature(let late):
+            if let refusal = Self.checkRetirement(late, log: log) { return refusal }
+            guard late.checkpoint.checkpoint.walletID == log.walletID else {
+                return .notProven(.wrongLog, "the late checkpoint names another wallet than the key-event log's")
+            }
             guard late.isProven else {
                 return .notProven(.noConflict, "the checkpoint is not shown to be signed after its key's retirement")
             }
@@ -69,6 +118,7 @@ public enum ForkEvidence: Hashable, Sendable {
                 "a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a checkpoint "
                     + "of \(late.checkpoint.checkpoint.size) entries")
         case .retiredKeyStatement(let late):
+            if let refusal = Self.checkRetirement(late, log: log) { return refusal }
             guard late.isProven else {
                 return .notProven(.noConflict, "the statement is not shown to be signed after its key's retirement")
             }
@@ -76,51 +126,86 @@ public enum ForkEvidence: Hashable, Sendable {
                 "a key retired at ledger position \(late.rotation.event.ledgerPosition) signed a statement "
                     + "dated at ledger size \(late.statement.keyDate.ledgerSize)")
         case .rolledBack(let rolledBack):
-            return rolledBack.verify()
+            return rolledBack.verify(log: log)
         }
     }
 
-    /// Both signatures valid, the same wallet and key, and two distinct statements.
-    static func checkPair(_ first: SignedCheckpoint, _ second: SignedCheckpoint) -> ForkVerdict? {
+    /// The log that decides: the verifier's known log of the same wallet, extended by the carried one where
+    /// the carried one extends it; the carried one when the verifier knows none.
+    static func deciding(carried: KeyEventLog, known: KeyEventLog?) -> KeyEventLog {
+        guard var merged = known, merged.walletID == carried.walletID else { return carried }
+        // `follow` changes nothing unless the carried log extends the known one through a valid chain.
+        _ = merged.follow(carried.events)
+        return merged
+    }
+
+    /// The two checkpoints of types 1, 2 and 6: the same wallet, the log that wallet's, both signatures
+    /// valid, and each signed by the key the log shows in force at its size (two keys across a rotation).
+    static func checkPair(_ first: SignedCheckpoint, _ second: SignedCheckpoint, log: KeyEventLog) -> ForkVerdict? {
         let a = first.checkpoint
         let b = second.checkpoint
-        guard a.walletID == b.walletID, a.walletKey == b.walletKey else {
-            return .notProven(.differentWallets, "the checkpoints name different wallets or keys")
+        guard a.walletID == b.walletID else {
+            return .notProven(.differentWallets, "the checkpoints name different wallets")
+        }
+        guard log.walletID == a.walletID else {
+            return .notProven(
+                .wrongLog,
+                "the key-event log is wallet \(log.walletID.hex)'s: its inception does not hash to the wallet id "
+                    + "\(a.walletID.hex) the checkpoints name")
         }
         guard first.isSelfConsistent, second.isSelfConsistent else {
             return .notProven(.badSignature, "a checkpoint's signature does not verify under the wallet key it names")
         }
+        for (which, signed) in [("first", first), ("second", second)] {
+            let checkpoint = signed.checkpoint
+            let use = log.check(signed)
+            guard use == .inForce else {
+                return .notProven(
+                    .keyNotInForce,
+                    "the \(which) checkpoint's key (sequence \(checkpoint.keySequence), event position "
+                        + "\(checkpoint.keyEventPosition)) was not the wallet's key in force at size "
+                        + "\(checkpoint.size) by its key-event log (\(use.summary))")
+            }
+        }
         return nil
     }
 
-    /// version u8 ‖ type u8 ‖ type-specific fields.
+    /// Types 4 and 5: the retired key's event and the rotation that retired it must be the log's own events.
+    static func checkRetirement(_ late: some RetiredKeyEvidence, log: KeyEventLog) -> ForkVerdict? {
+        for signed in [late.retiredEvent, late.rotation] {
+            let sequence = signed.event.sequence
+            guard sequence < UInt64(log.events.count), log.events[Int(sequence)].event == signed.event else {
+                return .notProven(
+                    .wrongLog, "key event \(sequence) of the evidence is not the one in the key-event log it carries")
+            }
+        }
+        return nil
+    }
+
+    /// version u8 (2) ‖ type u8 ‖ the accused wallet's key-event log ‖ type-specific fields.
     public var encoded: [UInt8] {
         var writer = ByteWriter()
         writer.write(ForkEvidence.encodingVersion)
-        switch self {
+        writer.write(kind.typeByte)
+        log.encode(into: &writer)
+        switch kind {
         case .conflictingCheckpoints(let first, let second):
-            writer.write(UInt8(1))
             first.encode(into: &writer)
             second.encode(into: &writer)
         case .conflictingLeaves(let leaves):
-            writer.write(UInt8(2))
             leaves.encode(into: &writer)
         case .conflictingKeyEvents(let conflict):
-            writer.write(UInt8(3))
             writer.write(prefixed16: conflict.first.encoded, max: Self.keyEventByteCountMax)
             writer.write(prefixed16: conflict.second.encoded, max: Self.keyEventByteCountMax)
         case .retiredKeySignature(let late):
-            writer.write(UInt8(4))
             writer.write(prefixed16: late.retiredEvent.encoded, max: Self.keyEventByteCountMax)
             writer.write(prefixed16: late.rotation.encoded, max: Self.keyEventByteCountMax)
             late.checkpoint.encode(into: &writer)
         case .retiredKeyStatement(let late):
-            writer.write(UInt8(5))
             writer.write(prefixed16: late.retiredEvent.encoded, max: Self.keyEventByteCountMax)
             writer.write(prefixed16: late.rotation.encoded, max: Self.keyEventByteCountMax)
             late.statement.encode(into: &writer)
         case .rolledBack(let rolledBack):
-            writer.write(UInt8(6))
             rolledBack.encode(into: &writer)
         }
         return writer.bytes
@@ -131,8 +216,8 @@ public enum ForkEvidence: Hashable, Sendable {
     /// when a key event is malformed.
     private static func decodeRetiredKey<Late>(
         from reader: inout ByteReader, late: (inout ByteReader) throws -> Late?,
-        _ make: (SignedKeyEvent, SignedKeyEvent, Late) -> ForkEvidence
-    ) throws -> ForkEvidence? {
+        _ make: (SignedKeyEvent, SignedKeyEvent, Late) -> Kind
+    ) throws -> Kind? {
         guard let retired = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
             let rotation = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
             let lateOne = try late(&reader)
@@ -144,22 +229,39 @@ public enum ForkEvidence: Hashable, Sendable {
     }
 
     /// Decodes evidence that fills `bytes` exactly: nil when short, throws when malformed. Decoding
-    /// checks shape only; `verify()` decides what the evidence proves.
+    /// checks shape and the carried log (verified from its inception); `verify()` decides what the evidence
+    /// proves. Version 1 is refused with a reason: it carried no log, so it is never acted on.
     public static func decode(_ bytes: [UInt8]) throws -> ForkEvidence? {
+        if bytes.first == 1 {
+            throw FormatError(
+                .unsupportedVersion,
+                "fork evidence version 1 carries no key-event log, so nothing binds its keys to the wallet id it "
+                    + "names; it is never acted on (evidence version 2 carries the accused wallet's log)")
+        }
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "fork evidence"), let type = reader.readUInt8() else {
             return nil
         }
-        let evidence: ForkEvidence
+        guard (1...6).contains(type) else {
+            throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
+        }
+        guard let log = try KeyEventLog.decode(from: &reader), let kind = try decodeKind(type, from: &reader) else {
+            return nil
+        }
+        try reader.expectEnd("fork evidence")
+        return ForkEvidence(kind, log: log)
+    }
+
+    /// The type-specific fields of a known `type`: nil when short, throws when malformed.
+    private static func decodeKind(_ type: UInt8, from reader: inout ByteReader) throws -> Kind? {
         switch type {
         case 1:
             guard let first = try SignedCheckpoint.decode(from: &reader),
                 let second = try SignedCheckpoint.decode(from: &reader)
             else { return nil }
-            evidence = .conflictingCheckpoints(first, second)
+            return .conflictingCheckpoints(first, second)
         case 2:
-            guard let leaves = try ConflictingLeaves.decode(from: &reader) else { return nil }
-            evidence = .conflictingLeaves(leaves)
+            return try ConflictingLeaves.decode(from: &reader).map { .conflictingLeaves($0) }
         case 3:
             guard let first = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event"),
                 let second = try reader.readPrefixed16(max: keyEventByteCountMax, field: "key event")
@@ -169,33 +271,20 @@ public enum ForkEvidence: Hashable, Sendable {
             else {
                 throw FormatError(.invalidValue, "the key events are not two signed events of one key and sequence")
             }
-            evidence = .conflictingKeyEvents(conflict)
+            return .conflictingKeyEvents(conflict)
         case 4:
-            guard
-                let late = try decodeRetiredKey(
-                    from: &reader, late: { try SignedCheckpoint.decode(from: &$0) },
-                    {
-                        .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2))
-                    })
-            else { return nil }
-            evidence = late
+            return try decodeRetiredKey(
+                from: &reader, late: { try SignedCheckpoint.decode(from: &$0) },
+                { .retiredKeySignature(RetiredKeySignature(retiredEvent: $0, rotation: $1, checkpoint: $2)) })
         case 5:
-            guard
-                let late = try decodeRetiredKey(
-                    from: &reader, late: { try DatedStatement.decode(from: &$0) },
-                    {
-                        .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2))
-                    })
-            else { return nil }
-            evidence = late
+            return try decodeRetiredKey(
+                from: &reader, late: { try DatedStatement.decode(from: &$0) },
+                { .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2)) })
         case 6:
-            guard let rolledBack = try RolledBack.decode(from: &reader) else { return nil }
-            evidence = .rolledBack(rolledBack)
+            return try RolledBack.decode(from: &reader).map { .rolledBack($0) }
         default:
-            throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
+            preconditionFailure("decodeKind is called with a known type only")
         }
-        try reader.expectEnd("fork evidence")
-        return evidence
     }
 }
 
@@ -237,8 +326,8 @@ public struct ConflictingLeaves: Hashable, Sendable {
         self.secondProof = secondProof
     }
 
-    func verify() -> ForkVerdict {
-        if let refusal = ForkEvidence.checkPair(first, second) { return refusal }
+    func verify(log: KeyEventLog) -> ForkVerdict {
+        if let refusal = ForkEvidence.checkPair(first, second, log: log) { return refusal }
         let a = first.checkpoint
         let b = second.checkpoint
         guard index < a.size, index < b.size else {
@@ -303,11 +392,30 @@ public enum ForkVerdict: Hashable, Sendable {
         case noConflict
         case indexOutOfRange
         case proofInvalid
+        /// The carried key-event log is not the accused wallet's (its inception does not hash to the wallet
+        /// id the evidence names), or does not hold the key events the evidence names.
+        case wrongLog
+        /// A checkpoint was signed by a key its wallet's log does not show in force at the checkpoint's size
+        /// (another key, an unknown sequence, before its event, or after its retirement).
+        case keyNotInForce
     }
 
     /// Whether a fork is proven.
     public var isProven: Bool {
         if case .forkProven = self { return true }
         return false
+    }
+}
+
+extension KeyUse {
+    /// A few words for a verdict's sentence.
+    fileprivate var summary: String {
+        switch self {
+        case .inForce: "in force"
+        case .unknown: "the log has no such key at that sequence and event position"
+        case .beforeInForce: "the size is not past the key's event"
+        case .retired(let rotation):
+            "rotation \(rotation.event.sequence) retired the key at ledger position \(rotation.event.ledgerPosition)"
+        }
     }
 }

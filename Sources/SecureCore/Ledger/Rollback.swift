@@ -66,10 +66,19 @@ public enum RollbackCheck {
     }
 
     /// The verdict for `offered` (the transfer's checkpoint) with the envelope's `claims`, given the payer's
-    /// checkpoints the payee `held` (any order) and the proofs it `kept`.
+    /// checkpoints the payee `held` (any order) and the proofs it `kept`. `payerLog` is the payer's key-event
+    /// log the transfer was proven against: fork evidence carries it, and is proven only where each
+    /// checkpoint's key was in force at its size by it, so a fork across a rotation is proven too.
     public static func evaluate(
-        _ offered: SignedCheckpoint, claims: [ConsistencyClaim], held: [SignedCheckpoint], kept: [KeptProof]
+        _ offered: SignedCheckpoint, claims: [ConsistencyClaim], held: [SignedCheckpoint], kept: [KeptProof],
+        payerLog: KeyEventLog
     ) -> Verdict {
+        func evidenceOrUnproven(_ kind: ForkEvidence.Kind, held: SignedCheckpoint) -> Verdict {
+            let evidence = ForkEvidence(kind, log: payerLog)
+            return evidence.verify().isProven
+                ? .fork(evidence)
+                : .unproven(held: held, reason: "the payer's checkpoints disagree, but the evidence proves no fork")
+        }
         let new = offered.checkpoint
         guard claims.allSatisfy({ $0.proves(new) }) else { return .invalidProof }
         if let same = held.first(where: { $0.checkpoint.size == new.size }) {
@@ -82,7 +91,7 @@ public enum RollbackCheck {
             guard let start = held.first(where: { $0.checkpoint.size == claim.fromSize }),
                 start.checkpoint.root != claim.fromRoot
             else { continue }
-            let evidence = ForkEvidence.rolledBack(
+            let evidence = ForkEvidence.Kind.rolledBack(
                 RolledBack(earlier: start, later: offered, claimedRoot: claim.fromRoot, proof: claim.proof))
             return evidenceOrUnproven(evidence, held: start)
         }
@@ -100,23 +109,17 @@ public enum RollbackCheck {
         // An older transfer than the latest held: only a kept proof from exactly its size links it.
         guard let link = kept.first(where: { $0.claim.fromSize == new.size }) else { return .staleUnlinked }
         guard link.claim.fromRoot == new.root else {
-            let evidence = ForkEvidence.rolledBack(
+            let evidence = ForkEvidence.Kind.rolledBack(
                 RolledBack(
                     earlier: offered, later: link.target, claimedRoot: link.claim.fromRoot, proof: link.claim.proof))
             return evidenceOrUnproven(evidence, held: link.target)
         }
         return .consistent
     }
-
-    private static func evidenceOrUnproven(_ evidence: ForkEvidence, held: SignedCheckpoint) -> Verdict {
-        evidence.verify().isProven
-            ? .fork(evidence)
-            : .unproven(held: held, reason: "the payer's checkpoints disagree, under keys the evidence cannot compare")
-    }
 }
 
 /// Evidence of type 6: a signed checkpoint `earlier` (size m), a signed checkpoint `later` (size n > m) of
-/// the same wallet and key, a root `claimedRoot` ≠ earlier's root, and an RFC 9162 consistency proof from
+/// the same wallet, each signed by the key its log shows in force at its size (one key, or two across a rotation), a root `claimedRoot` ≠ earlier's root, and an RFC 9162 consistency proof from
 /// (m, claimedRoot) to `later`. The wallet's own later history says its root at m was `claimedRoot`, while it
 /// signed another root at m: it signed two histories, as a payer restored from an old copy that pads its
 /// ledger and pays again does.
@@ -133,8 +136,8 @@ public struct RolledBack: Hashable, Sendable {
         self.proof = proof
     }
 
-    func verify() -> ForkVerdict {
-        if let refusal = ForkEvidence.checkPair(earlier, later) { return refusal }
+    func verify(log: KeyEventLog) -> ForkVerdict {
+        if let refusal = ForkEvidence.checkPair(earlier, later, log: log) { return refusal }
         let m = earlier.checkpoint, n = later.checkpoint
         guard m.size < n.size else {
             return .notProven(.sizesDiffer, "type 6 needs the first checkpoint smaller than the second")

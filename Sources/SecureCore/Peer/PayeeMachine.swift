@@ -199,16 +199,19 @@ public struct PayeeMachine: PeerMachine {
                 let retiredEvent = log.events.first(where: { $0.event.sequence == new.keySequence })
             {
                 return .fork(
-                    .retiredKeySignature(
-                        RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotation, checkpoint: current)))
+                    ForkEvidence(
+                        .retiredKeySignature(
+                            RetiredKeySignature(retiredEvent: retiredEvent, rotation: rotation, checkpoint: current)),
+                        log: log))
             }
             guard log.check(held) == .inForce, log.check(current) == .inForce else { return .inconsistent }
+            // Evidence carries the payer's log, so only a payer whose log this wallet holds can be proven forked.
+            if old.size == new.size, old.root != new.root || old.head != new.head {
+                let evidence = ForkEvidence(.conflictingCheckpoints(held, current), log: log)
+                return evidence.verify().isProven ? .fork(evidence) : .inconsistent
+            }
         } else {
             guard old.walletKey == new.walletKey else { return .inconsistent }
-        }
-        if old.size == new.size, old.root != new.root || old.head != new.head {
-            let evidence = ForkEvidence.conflictingCheckpoints(held, current)
-            return evidence.verify().isProven ? .fork(evidence) : .inconsistent
         }
         guard old.size <= new.size,
             Merkle.verifyConsistency(

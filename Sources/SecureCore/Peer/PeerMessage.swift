@@ -19,9 +19,10 @@ public enum PeerMessage: Hashable, Sendable {
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 2
-    /// The largest message is one piece of fork evidence (about 198 KiB at its limits); 256 KiB bounds
-    /// what a peer can make us buffer. SecurePeer splits messages over channel records.
-    public static let encodedByteCountMax = 262_144
+    /// The largest message is one piece of fork evidence (about 576 KiB at its limits, most of it the
+    /// accused wallet's key-event log); 640 KiB bounds what a peer can make us buffer. SecurePeer splits
+    /// messages over channel records.
+    public static let encodedByteCountMax = 655_360
 
     /// Every message body, each declaring its own type byte and name (see `PeerMessageBody`): the one table
     /// the decoder reads. A type byte listed twice is our bug and traps when the table is first used.
@@ -505,8 +506,10 @@ public enum EvidenceMessage: Hashable, Sendable, PeerMessageBody {
     case item(ForkEvidence)
 
     /// Type (b) evidence at its limits: two signed checkpoints (32,844 bytes each), two entry leaves
-    /// (66,409) and two 65-hash proofs come to 202,686 bytes; 200 KiB + 4 KiB bounds it.
-    public static let evidenceByteCountMax = 204_800
+    /// (66,409) and two 65-hash proofs come to 202,686 bytes (200 KiB + 4 KiB bounds it), and evidence v2 adds
+    /// the accused's key-event log: 2 + 1,024 events of at most 2 + 376 bytes each, 387,074 bytes (380 KiB
+    /// bounds it). A log longer than evidence needs is still sent whole: a verifier needs its later rotations.
+    public static let evidenceByteCountMax = 204_800 + 389_120
 
     func encode(into writer: inout ByteWriter) {
         switch self {
@@ -677,8 +680,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The peer's key-event log was not given, does not hash to its wallet id, or does not show the hello's
     /// key in force at its checkpoint: nothing the peer signs in this session could be tied to its wallet.
     case peerUnproven = 16
-    /// The payee holds proven fork evidence against the payer, found itself: no payment until the issuer's
-    /// clearing settles it.
+    /// The payee holds proven fork evidence against the payer, found itself (types 1, 2, 6), or against the
+    /// key the payer's `hello` uses (types 4, 5): no payment until the issuer's clearing settles it, or from
+    /// that key at all.
     case peerBanned = 17
     /// The offer moves an asset whose issuer the payee does not trust (or, to an issuer, another issuer's
     /// asset): refused before `ready`, so nothing is debited.

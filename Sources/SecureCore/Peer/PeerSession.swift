@@ -63,8 +63,8 @@ public struct PeerRecord: Hashable, Sendable {
     /// The peer's key-event log as this wallet knows it, if any: it lets a checkpoint signed by a newer key
     /// extend one signed by an older key, and refuses one signed by a key after its retirement.
     public let keyLog: KeyEventLog?
-    /// The digest of fork evidence this wallet found itself against the peer, if any: a payee takes no
-    /// payment from such a peer.
+    /// The digest of fork evidence that bars the peer, if any: evidence of types 1, 2 or 6 this wallet found
+    /// itself, or of type 4 or 5 against the key the peer's `hello` uses. A payee takes no payment then.
     public let banningEvidence: EvidenceDigest?
 
     public init(

@@ -322,8 +322,10 @@ public enum TransferCheck {
         case .inForce: return nil
         case .retired(let rotation):
             let retired = payerLog.events[Int(checkpoint.checkpoint.keySequence)]
-            let evidence = ForkEvidence.retiredKeySignature(
-                RetiredKeySignature(retiredEvent: retired, rotation: rotation, checkpoint: checkpoint))
+            let evidence = ForkEvidence(
+                .retiredKeySignature(
+                    RetiredKeySignature(retiredEvent: retired, rotation: rotation, checkpoint: checkpoint)),
+                log: payerLog)
             return evidence.verify().isProven ? .retiredSigner(evidence) : .unknownSigner
         case .unknown, .beforeInForce: return .unknownSigner
         }
