@@ -23,6 +23,8 @@ let package = Package(
 
         // valgrind's client requests, so the constant-time check can mark secrets; no-ops outside valgrind.
         .target(name: "CValgrindShim"),
+        // prctl and setrlimit for switching core dumps off (prctl is variadic: Swift cannot call it).
+        .target(name: "CProcessSafety"),
 
         // Optimised even in debug builds: unoptimised SIMD and pointer code makes ML-KEM ~50× slower, which
         // turned the known-answer tests into minutes. Debug builds of every other module stay -Onone.
@@ -32,7 +34,7 @@ let package = Package(
             name: "SecureCrypto", dependencies: ["CLibCrypto", "CValgrindShim"],
             swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .target(name: "SecureCore", dependencies: ["SecureCrypto"]),
-        .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit"]),
+        .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit", "CProcessSafety"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         .target(name: "SecureChannel", dependencies: ["SecureCrypto"]),
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.

@@ -81,9 +81,37 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
                     .pinUnavailable, "cannot open the PIN file \(path): \(String(cString: strerror(errno)))")
             }
             defer { close(descriptor) }
+            try Self.checkPINFile(descriptor, path: path)
             return try Self.readPIN(from: descriptor, what: "the PIN file \(path)")
         case .fileDescriptor(let number):
             return try Self.readPIN(from: number, what: "file descriptor \(number)")
+        }
+    }
+
+    /// A PIN file is refused the way ssh refuses a private key: a regular file must belong to the caller (or
+    /// root) and be readable by no one else (no 077 mode bit). A FIFO is allowed: a password manager or a
+    /// script pipes the PIN through one, and nothing stays on disk.
+    static func checkPINFile(_ descriptor: Int32, path: String) throws {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw TokenError(.pinUnavailable, "cannot inspect the PIN file \(path): \(String(cString: strerror(errno)))")
+        }
+        let kind = status.st_mode & S_IFMT
+        if kind == S_IFIFO { return }
+        guard kind == S_IFREG else {
+            throw TokenError(.pinUnavailable, "the PIN file \(path) is not a regular file or a FIFO")
+        }
+        guard status.st_uid == getuid() || status.st_uid == 0 else {
+            throw TokenError(
+                .pinUnavailable,
+                "the PIN file \(path) belongs to user \(status.st_uid), not to you: anyone who owns it can change the PIN "
+                    + "this command logs in with")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw TokenError(
+                .pinUnavailable,
+                "the PIN file \(path) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))); "
+                    + "run `chmod 600 \(path)` and try again")
         }
     }
 

@@ -41,6 +41,13 @@ func run(_ words: [String]) -> ExitCode {
     }
 }
 
+// Before anything else: a crash must never write the PIN or the database key to disk in a core file.
+do {
+    try ProcessSafety.disableCoreDumps()
+} catch {
+    printError("secure: \(error)")
+    exit(ExitCode.failure.rawValue)
+}
 let code = run(Array(CommandLine.arguments.dropFirst()))
 TokenLibrary.shared.shutdown()
 exit(code.rawValue)
