@@ -20,7 +20,7 @@ struct LedgerStateTests {
         do {
             try ledger.pay(eur(debit))
             #expect(accepted, "case \(balance)/\(debit)")
-            #expect(ledger.state.balance(.eur) == eur(balance - debit))
+            #expect(ledger.state.balance(Fixture.euro) == eur(balance - debit))
         } catch let error as LedgerError {
             #expect(!accepted && error.code == .insufficientFunds, "case \(balance)/\(debit)")
             #expect(ledger.state == before, "a refused entry changed the state")
@@ -79,7 +79,7 @@ struct LedgerStateTests {
         let third = Fixture.statement(signer: 0x11, id: 7, payload: 0xA2)
         #expect(ledger.state.lookup(third) == .conflict(position: 0))
         try ledger.append(.deposit, eur(100), statement: otherIssuer)
-        #expect(ledger.state.balance(.eur) == eur(200))
+        #expect(ledger.state.balance(Fixture.euro) == eur(200))
     }
 
     @Test("a reversal credits back one unreversed payment out of the same amount, once")
@@ -98,7 +98,7 @@ struct LedgerStateTests {
             try ledger.append(.reversal, eur(300), statement: unknown)
         }
         try ledger.append(.reversal, eur(300), statement: refusal)
-        #expect(ledger.state.balance(.eur) == eur(1000))
+        #expect(ledger.state.balance(Fixture.euro) == eur(1000))
         #expect(throws: LedgerError(.invalidReversal, "")) {
             try ledger.append(.reversal, eur(300), statement: refusal)
         }
@@ -159,36 +159,40 @@ struct LedgerStateTests {
     func replayProperty(seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
         var ledger = LedgerBuilder()
-        var model: [Currency: Int64] = [:]
+        // Three issuers' money in three currencies: nine assets, each balance kept apart.
+        var model: [Asset: Int64] = [:]
         var refusals = 0
         let currencies: [Currency] = [.eur, .jpy, .kwd]
+        let issuers: [UInt8] = [0, 1, 2]
         try ledger.append(.keyEvent, nil, payload: [0])
         try ledger.setBudget("food", eur(5000), window: .day, zone: "Europe/Berlin")
         try ledger.setBudget("fun", eur(2000), window: .week, hardCap: true, zone: "America/New_York")
-        var transfers: [(StatementReference, Money)] = []
+        var transfers: [(StatementReference, AssetAmount)] = []
         for _ in 0..<400 {
             ledger.time += Int64(random.next() % 20_000_000)
             let currency = currencies[Int(random.next() % 3)]
+            let issuer = issuers[Int(random.next() % 3)]
             let amount = try Money(minorUnits: Int64(random.next() % 3000) + 1, currency: currency)
+            let asset = Asset(issuer: Fixture.id(issuer), currency: currency)
             let before = ledger.state
             do {
                 switch random.next() % 6 {
                 case 0, 1:
-                    try ledger.deposit(amount, issuer: UInt8(random.next() % 3))
-                    model[currency, default: 0] += amount.minorUnits
+                    try ledger.deposit(amount, issuer: issuer)
+                    model[asset, default: 0] += amount.minorUnits
                 case 2, 3:
                     let category = ["", "food", "fun"][Int(random.next() % 3)]
                     let flags: EntryFlags = random.next() % 2 == 0 ? .budgetOverride : []
-                    let transfer = try ledger.pay(amount, category: category, flags: flags)
-                    model[currency, default: 0] -= amount.minorUnits
-                    transfers.append((transfer, amount))
+                    let transfer = try ledger.pay(amount, issuer: asset.issuer, category: category, flags: flags)
+                    model[asset, default: 0] -= amount.minorUnits
+                    transfers.append((transfer, AssetAmount(issuer: asset.issuer, money: amount)))
                 case 4:
                     guard let (transfer, paid) = transfers.randomElement(using: &random) else { continue }
                     let refusal = StatementReference(
                         signer: Fixture.id(0x55), id: transfer.id,
                         payloadDigest: .random(using: &random))
-                    try ledger.append(.reversal, paid, statement: refusal)
-                    model[paid.currency, default: 0] += paid.minorUnits
+                    try ledger.append(.reversal, paid.money, issuer: paid.issuer, statement: refusal)
+                    model[paid.asset, default: 0] += paid.money.minorUnits
                 default:
                     try ledger.setBudget(
                         "food", eur(Int64(random.next() % 10_000)), window: .day, zone: "Europe/Berlin")
@@ -197,8 +201,8 @@ struct LedgerStateTests {
                 refusals += 1
                 #expect(ledger.state == before, "seed \(seed): a refused entry changed the state")
             }
-            for (currency, units) in model {
-                #expect(ledger.state.balance(currency).minorUnits == units && units >= 0, "seed \(seed)")
+            for (asset, units) in model {
+                #expect(ledger.state.balance(asset).minorUnits == units && units >= 0, "seed \(seed)")
             }
         }
         let replayed = try LedgerState.replay(ledger.entries)

@@ -14,11 +14,11 @@ public struct Receipt: TransferAnswerPayload {
     /// The position of the payee's `paymentIn` entry.
     public let creditPosition: UInt64
 
-    /// The encoding's version byte: 2 since receipts carry their key date.
+    /// The encoding's version byte: 3 since the amount names its asset (2 added the key date).
     public static let encodingVersion: UInt8 = 3
     public static let signatureLabel = SignatureLabel("secure-receipt-v1")
-    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 32 + 8 + 8 = 262 bytes.
-    public static let encodedByteCountMax = 288
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 44 + 32 + 8 + 8 = 294 bytes.
+    public static let encodedByteCountMax = 320
 
     /// The receipt for `transfer`, credited by the entry at `creditPosition` of the wallet whose key is
     /// `payeeKey`, signed at `keyDate`, whose ledger size must be past the credit.
@@ -50,7 +50,7 @@ public struct Receipt: TransferAnswerPayload {
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 264)
+        var writer = ByteWriter(capacity: 294)
         writer.write(Receipt.encodingVersion)
         answer.encode(into: &writer)
         writer.write(checkpointDigest)
@@ -157,10 +157,10 @@ public struct Refusal: TransferAnswerPayload {
     /// Which check failed.
     public let reason: RefusalReason
 
-    /// The encoding's version byte: 2 since refusals carry their key date.
+    /// The encoding's version byte: 3 since the amount names its asset (2 added the key date).
     public static let encodingVersion: UInt8 = 3
     public static let signatureLabel = SignatureLabel("secure-refusal-v1")
-    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 12 + 1 = 215 bytes.
+    /// 1 + 16 + 32 + 32 + 32 + 65 + 24 + 44 + 1 = 247 bytes.
     public static let encodedByteCountMax = 256
 
     /// The refusal of `transfer` for `reason` by the payee whose key is `payeeKey`. The refusing wallet is
@@ -177,7 +177,7 @@ public struct Refusal: TransferAnswerPayload {
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 216)
+        var writer = ByteWriter(capacity: 247)
         writer.write(Refusal.encodingVersion)
         answer.encode(into: &writer)
         writer.write(reason.rawValue)
