@@ -91,3 +91,13 @@ private final class ClockBox: @unchecked Sendable {
     init(_ owner: TestWallet) { self.owner = owner }
     var value: Int64 { owner?.now ?? 0 }
 }
+
+extension Wallet {
+    /// `text` ("5.00 EUR") in the only asset of its currency this wallet holds: the asset a payment moves.
+    func asset(_ text: String) throws -> AssetAmount { try asset(for: try MoneyText.parse(text), issuer: nil) }
+
+    /// The balance in euros over every issuer's euros held.
+    var euros: Money {
+        try! Money(minorUnits: state.minorUnitsHeld(Currency(code: "EUR")!), currency: Currency(code: "EUR")!)
+    }
+}
