@@ -61,7 +61,7 @@ struct LedgerEntryTests {
     @Test(
         "malformed fields are refused with their code",
         arguments: [
-            (0, UInt8(2), FormatError.Code.unsupportedVersion), // version
+            (0, UInt8(1), FormatError.Code.unsupportedVersion), // version 1, whose amount had no issuer
             (25, 0, .invalidValue), // kind 0 (entry 3: 1+8+16 = offset 25)
             (25, 42, .invalidValue), // unknown kind
             (26, 0x80, .invalidValue), // unknown flag bit

@@ -50,8 +50,8 @@ struct PeerSimulation {
     var protocolErrors: [String] = []
     var sent: [PeerMessage] = []
     var sessionSeed: UInt64
-    /// The issuer of the payer's euros, which both wallets trust (unless the config says otherwise).
-    let issuers: Set<WalletID>
+    /// The issuers of the payer's euros, which both wallets trust (unless the config says otherwise).
+    var issuers: Set<WalletID> { payer.issuers }
 
     static let total = Fixture.eur(10_000)
 
@@ -60,7 +60,6 @@ struct PeerSimulation {
         var payer = try TestWallet(seed: seed &* 31)
         try payer.deposit(10_000, issuer: SoftwareSigner())
         self.payer = payer
-        issuers = payer.issuers
         payee = try TestWallet(seed: seed &* 37)
         sessionSeed = seed
         (payerMachine, payeeMachine) = (
