@@ -59,6 +59,7 @@ struct FullBalanceTests {
         #expect(
             VoucherCheck.evaluate(
                 fresh, issuerLog: otherLog, walletID: payee.walletID, trustedIssuers: [otherLog.walletID],
-                state: payee.state).isAccept)
+                state: payee.state
+            ).isAccept)
     }
 }

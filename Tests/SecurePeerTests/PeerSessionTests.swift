@@ -206,7 +206,8 @@ struct PeerSessionTests {
         let file = TestTokens.layout.directory + "/few-\(UUID().uuidString).txt"
         try "400\n410\n405\n399\n402\n".write(toFile: file, atomically: true, encoding: .utf8)
         let few = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR", category: "misc")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR", category: "misc")),
+            payerPerson: alicePerson,
             payerRanging: .external(path: file), payee: bob, payeeRole: .receive(request: nil),
             payeePerson: bobPerson, payeeRanging: Self.nearToo)
         guard case .failed(.rangingFailed, _) = few.payer else {
@@ -247,7 +248,8 @@ struct PeerSessionTests {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("request")
         alicePerson.category = "coffee"
         let request = try PaymentRequest(
-            requestID: .random(), amount: try bob.wallet!.requestAsset(for: try MoneyText.parse("3.20 EUR"), issuer: nil),
+            requestID: .random(),
+            amount: try bob.wallet!.requestAsset(for: try MoneyText.parse("3.20 EUR"), issuer: nil),
             note: "Coffee")
         let result = try PeerHarness.run(
             payer: alice, payerRole: .answerRequest, payerPerson: alicePerson, payerRanging: Self.near,

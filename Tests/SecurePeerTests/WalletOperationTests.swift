@@ -173,7 +173,8 @@ struct WalletOperationTests {
         }
         #expect(throws: Wallet.SpendRefusal.self) {
             try alice.wallet!.spend(
-                to: bob.wallet!.walletID, amount: try alice.wallet!.asset("6.00 EUR"), category: "fun", overrideBudget: true
+                to: bob.wallet!.walletID, amount: try alice.wallet!.asset("6.00 EUR"), category: "fun",
+                overrideBudget: true
             )
         }
         #expect(alice.wallet!.size == size && alice.wallet!.state == state)
