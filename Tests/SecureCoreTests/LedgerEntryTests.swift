@@ -107,6 +107,9 @@ struct LedgerEntryTests {
             try LedgerEntry(position: 0, id: id, kind: .keyEvent, amount: nil, time: -1, previousLink: link)
         }
         try make(.paymentOut, Fixture.eur(1), reference, flags: [.budgetOverride, .withoutProximity])
+        // A redemption is an issuer's payment in, marked like one; a mint is no payment.
+        try make(.redemption, Fixture.eur(1), reference, flags: .withoutProximity)
+        #expect(throws: invalid) { try make(.mint, Fixture.eur(1), reference, flags: .withoutProximity) }
     }
 
     @Test("invalid UTF-8 in the note is refused")

@@ -153,6 +153,46 @@ struct LedgerStateTests {
             ])
     }
 
+    @Test("an issuer's ledger mints and redeems its own asset only; any other ledger never does")
+    func issuerRole() throws {
+        let signer = try SoftwareSigner()
+        let inception = try SignedKeyEvent(
+            KeyEvent.inception(
+                signingKey: signer.publicKey, nextKey: signer.publicKey, agreementKey: signer.publicKey, issuer: true),
+            signer: signer)
+        let own = WalletID(inception: inception.event)
+        var issuer = LedgerBuilder()
+        try issuer.append(.keyEvent, nil, payload: inception.encoded)
+        #expect(issuer.state.isIssuer && issuer.state.owner == own)
+        try issuer.append(.mint, eur(500), issuer: own, statement: Fixture.statement(signer: 1, id: 1, payload: 1))
+        #expect(issuer.state.balance(Asset(issuer: own, currency: .eur)) == eur(500), "outstanding")
+        let invalid = LedgerError(.invalidEntry, "")
+        #expect(throws: invalid, "another issuer's asset") {
+            try issuer.append(.mint, eur(1), statement: Fixture.statement(signer: 1, id: 2, payload: 2))
+        }
+        #expect(throws: invalid, "an issuer holds no money") { try issuer.deposit(eur(1)) }
+        #expect(throws: LedgerError(.insufficientFunds, ""), "more than outstanding") {
+            try issuer.append(
+                .redemption, eur(501), issuer: own, statement: Fixture.statement(signer: 2, id: 3, payload: 3))
+        }
+        try issuer.append(
+            .redemption, eur(200), issuer: own, statement: Fixture.statement(signer: 2, id: 3, payload: 3))
+        #expect(issuer.state.balance(Asset(issuer: own, currency: .eur)) == eur(300))
+        #expect(try LedgerState.replay(issuer.entries) == issuer.state)
+
+        // An ordinary wallet's ledger (entry 0 not an issuer's inception) never mints or redeems.
+        var ordinary = LedgerBuilder()
+        try ordinary.append(.keyEvent, nil, payload: [1])
+        #expect(!ordinary.state.isIssuer)
+        #expect(throws: invalid) {
+            try ordinary.append(.mint, eur(1), statement: Fixture.statement(signer: 1, id: 1, payload: 1))
+        }
+        try ordinary.deposit(eur(100))
+        #expect(throws: invalid) {
+            try ordinary.append(.redemption, eur(1), statement: Fixture.statement(signer: 1, id: 2, payload: 2))
+        }
+    }
+
     @Test(
         "replay reproduces the state of a random ledger exactly; refusals change nothing",
         arguments: [1, 2, 3, 42, 2024] as [UInt64])

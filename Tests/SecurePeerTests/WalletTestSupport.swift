@@ -16,14 +16,15 @@ final class TestWallet {
     private(set) var wallet: Wallet?
     var now: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z
 
-    init(_ name: String = "w") throws {
+    /// A wallet, or with `isIssuer` an issuer's wallet (`secure issuer init`).
+    init(_ name: String = "w", isIssuer: Bool = false) throws {
         main = try TestTokens.fresh(name)
         backup = try TestTokens.fresh(name + "-bk")
         paths = WalletPaths(directory: TestTokens.layout.directory + "/wallet-\(name)-\(UUID().uuidString.prefix(8))")
         let backupSession = try backup.session()
         defer { backupSession.close() }
         let options = Wallet.InitOptions(
-            tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
+            tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false, isIssuer: isIssuer)
         wallet = try Wallet.create(paths: paths, token: try main.session(), options: options, clock: clockFunction())
     }
 
