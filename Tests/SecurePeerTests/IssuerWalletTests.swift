@@ -62,6 +62,44 @@ struct IssuerWalletTests {
         }
     }
 
+    @Test func payingTheIssuerInASessionRedeemsAndItsRequestNamesItsOwnAsset() throws {
+        let issuer = try TestWallet("iss-peer", isIssuer: true)
+        let alice = try TestWallet("iss-peer-a")
+        let issuerCard = WalletCard(log: issuer.wallet!.keyLog)
+        let asset = Asset(issuer: issuer.wallet!.walletID, currency: .eur)
+        try alice.wallet!.trust(issuer: issuerCard)
+        let voucher = try issuer.wallet!.mint(to: WalletCard(log: alice.wallet!.keyLog), amount: Self.euros("10.00"))
+        guard case .recorded = try alice.wallet!.deposit(voucher) else { Issue.record("deposit"); return }
+        for test in [issuer, alice] { test.wallet!.token.lock() }
+        let alicePerson = ScriptedPerson(pinPath: alice.main.pinPath)
+        let issuerPerson = ScriptedPerson(pinPath: issuer.main.pinPath)
+        let paid = try PeerHarness.run(
+            payer: alice, payerRole: .pay(try PeerSessionTests.intent(alice, "3.00 EUR")), payerPerson: alicePerson,
+            payerRanging: PeerSessionTests.near, payee: issuer, payeeRole: .receive(request: nil),
+            payeePerson: issuerPerson, payeeRanging: PeerSessionTests.nearToo)
+        guard case .paid = paid.payer else { Issue.record("\(String(describing: paid))"); return }
+        #expect(try issuer.wallet!.ledger.entries(kind: .redemption).count == 1)
+        #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("7.00")))
+        #expect(alice.wallet!.state.balance(asset) == (try Self.euros("7.00")))
+        // The issuer requests its own asset, and the payer answers with it.
+        let request = try PaymentRequest(
+            requestID: .random(), amount: try issuer.wallet!.requestAsset(for: Self.euros("1.50"), issuer: nil),
+            note: "fee")
+        #expect(request.amount.asset == asset)
+        let answered = try PeerHarness.run(
+            payer: alice, payerRole: .answerRequest, payerPerson: alicePerson, payerRanging: PeerSessionTests.near,
+            payee: issuer, payeeRole: .receive(request: request), payeePerson: issuerPerson,
+            payeeRanging: PeerSessionTests.nearToo)
+        guard case .paid = answered.payer else { Issue.record("\(String(describing: answered))"); return }
+        #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("5.50")))
+        for test in [issuer, alice] {
+            // Recording the verification's outcome on the token takes the PIN.
+            try test.wallet!.token.unlock(pin: try test.main.pin(), confirmFinalTry: false)
+            let report = try test.wallet!.verifyLedger()
+            #expect(report.isValid, "\(report.problems)")
+        }
+    }
+
     @Test func untrustStopsNewDepositsAndKeepsTheMoneyHeld() throws {
         let issuer = try TestWallet("unt", isIssuer: true)
         let alice = try TestWallet("unt-a"), bob = try TestWallet("unt-b")
