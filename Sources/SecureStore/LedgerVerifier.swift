@@ -35,7 +35,8 @@ public enum LedgerVerifier {
     /// checkpoint of size s depends only on the events before position s, which that log holds.
     ///
     /// With `statements`, each entry's signed statement is checked too (`EntryStatementCheck`): vouchers
-    /// against the trusted issuers, transfers, refusals and receipts against their signers' logs, and each
+    /// and credits against the issuers trusted at their position (the signed trust entries before them; the
+    /// set in `statements` is not used), transfers, refusals and receipts against their signers' logs, and each
     /// payment out against the signed transfer kept for it. Without it (benchmark fixtures of synthetic
     /// entries) only the chain, the rules and the checkpoints are checked.
     public static func verify(
@@ -60,6 +61,9 @@ public enum LedgerVerifier {
         let checker = CheckpointChecker(walletID: walletID, cores: cores)
         defer { checker.cancel() }
         var peaks = MerkleCompactRange()
+        // The issuers trusted at each position: the signed trust entries before it, so a deposit made while
+        // its issuer was trusted still verifies after `issuer untrust` (the set passed in is today's).
+        var trusted: Set<WalletID> = []
         var position: UInt64 = 0
         while position < size {
             let end = min(size, position + batchCount)
@@ -81,9 +85,16 @@ public enum LedgerVerifier {
                     return report
                 }
                 if let statements,
-                    let problem = EntryStatementCheck.problem(entry, encoded: encoded, ownLog: log, sources: statements)
+                    let problem = EntryStatementCheck.problem(
+                        entry, encoded: encoded, ownLog: log,
+                        sources: StatementSources(
+                            walletID: statements.walletID, trustedIssuers: trusted, peerLog: statements.peerLog,
+                            sentTransfer: statements.sentTransfer))
                 {
                     report.problems.append(problem)
+                }
+                if entry.kind == .settings, let change = try? IssuerTrustChange.decode(entry.payload) {
+                    IssuerTrustChange.apply(change, to: &trusted)
                 }
                 peaks.append(leafHash: Merkle.leafHash(encoded))
                 position += 1

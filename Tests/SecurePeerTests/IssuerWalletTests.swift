@@ -125,11 +125,10 @@ struct IssuerWalletTests {
             to: WalletCard(log: bob.wallet!.keyLog), amount: try alice.wallet!.asset("4.00 EUR"), category: "x")
         guard case .recorded = try bob.wallet!.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true)).1
         else { Issue.record("credit"); return }
-        // The deposit was made while the issuer was trusted; `ledger verify` should check it against the trust
-        // entries in force at its position (issue 12), but checks it against today's set.
-        withKnownIssue("ledger verify checks deposits against the trusted set of today, not the one in force") {
-            let report = try alice.wallet!.verifyLedger()
-            #expect(report.isValid, "\(report.problems)")
-        }
+        // The deposit was made while the issuer was trusted: `ledger verify` checks it against the trust entries
+        // in force at its position, not against today's set, so untrusting an issuer does not lock the wallet.
+        let report = try alice.wallet!.verifyLedger()
+        #expect(report.isValid, "\(report.problems)")
+        #expect(alice.wallet!.lockReason == nil)
     }
 }
