@@ -131,4 +131,22 @@ struct IssuerWalletTests {
         #expect(report.isValid, "\(report.problems)")
         #expect(alice.wallet!.lockReason == nil)
     }
+
+    /// The owner appends a deposit of an issuer it did not trust yet (`appendDraft` takes any draft the ledger
+    /// rules allow), then trusts the issuer: today's set holds the issuer, the set in force at the deposit
+    /// did not, so `ledger verify` names the deposit.
+    @Test func aDepositBeforeItsIssuerWasTrustedIsNamed() throws {
+        let issuer = try WalletOperationTests.Issuer()
+        let alice = try TestWallet("early-a")
+        let (voucher, _) = try issuer.voucher("3.00 EUR", to: alice.wallet!).voucher()
+        let payload = voucher.payload
+        try alice.wallet!.appendDraft(
+            EntryDraft(
+                kind: .deposit, amount: payload.assetAmount, counterparty: payload.issuerWalletID.bytes,
+                statement: voucher.statementReference, payload: voucher.encoded))
+        try alice.wallet!.trust(issuer: issuer.card)
+        let problems = try alice.wallet!.verifyLedger().problems
+        #expect(problems.count == 1 && problems[0].hasPrefix("entry 1 (deposit)"), "\(problems)")
+        #expect(problems.first?.contains("untrustedIssuer") == true, "\(problems)")
+    }
 }
