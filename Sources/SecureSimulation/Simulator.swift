@@ -40,6 +40,9 @@ public final class Simulator {
     var auditor: Auditor!
     var trace: [String] = []
     var traceHasher = SHA256Accumulator()
+    /// Stable names for the issuer ids amounts print ("(issuer 3F2A…9C1B)"), in order of first appearance:
+    /// issuer keys are fresh random keys, not drawn from the seed, so the digest hashes these names instead.
+    var issuerLabels: [String: String] = [:]
     var step = 0
     /// While draining, faults stop and every pending payment is retried until it resolves.
     var healing = false
@@ -130,10 +133,28 @@ public final class Simulator {
 
     func note(_ text: String) {
         let line = "#\(step) t=\(clock.now % 10_000_000) \(text)"
-        traceHasher.add(line)
+        traceHasher.add(stableIssuers(line))
         if Self.echoTrace { FileHandle.standardError.write(Data((line + "\n").utf8)) }
         trace.append(line)
         if trace.count > Self.traceLengthMax { trace.removeFirst(trace.count - Self.traceLengthMax) }
+    }
+
+    /// `line` with each "(issuer XXXX…YYYY)" of an amount named by its order of first appearance.
+    private func stableIssuers(_ line: String) -> String {
+        let marker = "(issuer "
+        let parts = line.components(separatedBy: marker)
+        var stable = parts[0]
+        for part in parts.dropFirst() {
+            guard let close = part.firstIndex(of: ")") else {
+                stable += marker + part
+                continue
+            }
+            let id = String(part[..<close])
+            let label = issuerLabels[id] ?? "#\(issuerLabels.count + 1)"
+            issuerLabels[id] = label
+            stable += marker + label + part[close...]
+        }
+        return stable
     }
 
     func failure(_ invariant: String, _ detail: String) -> SimulationFailure {

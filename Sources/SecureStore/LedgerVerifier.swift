@@ -35,7 +35,8 @@ public enum LedgerVerifier {
     /// checkpoint of size s depends only on the events before position s, which that log holds.
     ///
     /// With `statements`, each entry's signed statement is checked too (`EntryStatementCheck`): vouchers
-    /// against the trusted issuers, transfers, refusals and receipts against their signers' logs, and each
+    /// and credits against the issuers trusted at their position (`statements` starts with the set trusted
+    /// before entry 0, empty for a whole ledger, and follows each signed trust entry), transfers, refusals and receipts against their signers' logs, and each
     /// payment out against the signed transfer kept for it. Without it (benchmark fixtures of synthetic
     /// entries) only the chain, the rules and the checkpoints are checked.
     public static func verify(

@@ -57,7 +57,8 @@ struct CheckpointTests {
         try ledger.deposit(10_000, id: 1)
         try ledger.builder.setBudget("food", Fixture.eur(5000))
         try ledger.append(.paymentOut, Fixture.eur(1234), statement: Fixture.statement(signer: 0x0A, id: 9, payload: 9))
-        try ledger.builder.deposit(Money(minorUnits: 7, currency: .jpy))
+        // Yen of an issuer whose id sorts before the euros' issuer (0x1A): balances are ordered by issuer first.
+        try ledger.builder.deposit(Money(minorUnits: 7, currency: .jpy), issuer: 0x01)
         return ledger
     }
 
@@ -70,7 +71,8 @@ struct CheckpointTests {
         #expect(checkpoint.size == UInt64(ledger.builder.entries.count))
         #expect(checkpoint.head == ledger.builder.entries.last!.link)
         #expect(checkpoint.snapshot == LedgerSnapshot(try LedgerState.replay(ledger.builder.entries)))
-        #expect(checkpoint.snapshot.balances.map(\.description) == ["86.66 EUR", "7 JPY"])
+        #expect(checkpoint.snapshot.balances.map(\.money.description) == ["7 JPY", "86.66 EUR"])
+        #expect(checkpoint.snapshot.balances.map(\.issuer) == [Fixture.id(0x01), Fixture.issuer])
         #expect(checkpoint.snapshot.windowTotals.map(\.spent) == [Fixture.eur(100)])
         #expect(signed.isValid(signedBy: ledger.signer.publicKey))
         #expect(try !signed.isValid(signedBy: SoftwareSigner().publicKey))
@@ -104,10 +106,14 @@ struct CheckpointTests {
         let checkpoint = try CheckpointTests.ledger().checkpoint().checkpoint
         var bytes = checkpoint.encoded
         // Balances start after the fixed fields: 1 + 32 + 65 + 8 + 8 + 8 + 32 + 32 + 8 = 194, then a count byte.
+        // Each balance is an asset amount of 32 + 12 = 44 bytes.
         #expect(bytes[194] == 2)
-        let first = Array(bytes[195..<207])
-        let second = Array(bytes[207..<219])
-        bytes.replaceSubrange(195..<219, with: second + first)
+        let first = Array(bytes[195..<239])
+        let second = Array(bytes[239..<283])
+        bytes.replaceSubrange(195..<283, with: second + first)
+        #expect(throws: FormatError(.notCanonical, "")) { try Checkpoint.decode(bytes) }
+        // The same asset twice is not strictly increasing either.
+        bytes.replaceSubrange(195..<283, with: first + first)
         #expect(throws: FormatError(.notCanonical, "")) { try Checkpoint.decode(bytes) }
     }
 }

@@ -17,6 +17,11 @@ struct EntryStatementCheckTests {
         let issuer: SoftwareSigner
         let transfer: SignedTransfer
         let credit: LedgerEntry
+
+        /// The issuer's key-event log: one inception as an issuer, its only key `issuer`.
+        var issuerLog: KeyEventLog { try! SoftwareWallet.issuerLog(of: issuer) }
+        /// The issuer's wallet id: the asset's issuer.
+        var issuerID: WalletID { issuerLog.walletID }
     }
 
     func payment() throws -> Payment {
@@ -24,15 +29,16 @@ struct EntryStatementCheckTests {
         let issuer = try SoftwareSigner()
         try alice.deposit(try Money(minorUnits: 10_000, currency: .eur), issuer: issuer)
         let transfer = try alice.pay(bob.walletID, amount: euros)
+        let issuerID = try SoftwareWallet.issuerLog(of: issuer).walletID
         let verdict = TransferCheck.evaluate(
             transfer, walletID: bob.walletID, payerLog: alice.log, state: bob.state,
-            policy: TransferPolicy(acceptsWithoutProximity: true))
+            policy: TransferPolicy(trustedIssuers: [issuerID], acceptsWithoutProximity: true))
         let credit = try #require(try bob.carryOut(verdict))
         return Payment(alice: alice, bob: bob, issuer: issuer, transfer: transfer, credit: credit)
     }
 
     func sources(
-        _ wallet: SoftwareWallet, trusted: Set<P256.PublicKey> = [], logs: [KeyEventLog] = [],
+        _ wallet: SoftwareWallet, trusted: Set<WalletID> = [], logs: [KeyEventLog] = [],
         sent: [SignedTransfer] = []
     ) -> StatementSources {
         StatementSources(
@@ -49,22 +55,38 @@ struct EntryStatementCheckTests {
 
     @Test func honestDepositPaymentAndCreditHold() throws {
         let p = try payment()
-        let aliceSources = sources(p.alice, trusted: [p.issuer.publicKey], logs: [p.bob.log], sent: [p.transfer])
+        let aliceSources = sources(
+            p.alice, trusted: [p.issuerID], logs: [p.bob.log, p.issuerLog], sent: [p.transfer])
         #expect(problems(p.alice, aliceSources) == [])
-        #expect(problems(p.bob, sources(p.bob, logs: [p.alice.log])) == [])
+        #expect(problems(p.bob, sources(p.bob, trusted: [p.issuerID], logs: [p.alice.log])) == [])
     }
 
     @Test func aDepositFromAnIssuerNotTrustedIsNamed() throws {
         let p = try payment()
-        let found = problems(p.alice, sources(p.alice, trusted: [], logs: [p.bob.log], sent: [p.transfer]))
+        let found = problems(
+            p.alice, sources(p.alice, trusted: [], logs: [p.bob.log, p.issuerLog], sent: [p.transfer]))
         #expect(found.count == 1 && found[0].hasPrefix("entry 1 (deposit)"), "\(found)")
         #expect(found[0].contains("untrustedIssuer"), "\(found)")
+    }
+
+    @Test func aDepositWithoutItsIssuersLogIsNamed() throws {
+        let p = try payment()
+        let found = problems(p.alice, sources(p.alice, trusted: [p.issuerID], logs: [p.bob.log], sent: [p.transfer]))
+        #expect(found.count == 1 && found[0].hasPrefix("entry 1 (deposit)"), "\(found)")
+        #expect(found[0].contains("no key-event log of its issuer"), "\(found)")
+    }
+
+    @Test func aCreditOfAnAssetNotTrustedIsNamed() throws {
+        let p = try payment()
+        let found = problems(p.bob, sources(p.bob, trusted: [], logs: [p.alice.log]))
+        #expect(found.count == 1 && found[0].contains("(paymentIn)"), "\(found)")
+        #expect(found[0].contains("untrustedAsset"), "\(found)")
     }
 
     @Test func moneyFromNothingIsNamed() throws {
         var forger = try SoftwareWallet(seed: 3)
         try forger.fundFromNothing(euros)
-        let found = problems(forger, sources(forger, trusted: [forger.key]))
+        let found = problems(forger, sources(forger, trusted: [forger.walletID]))
         #expect(found == ["entry 1 (deposit): its payload is not a signed voucher"])
     }
 
@@ -79,9 +101,10 @@ struct EntryStatementCheckTests {
         var bob = p.bob
         try bob.append(
             EntryDraft(
-                kind: .paymentIn, flags: .withoutProximity, amount: euros, counterparty: p.alice.walletID.bytes,
+                kind: .paymentIn, flags: .withoutProximity, amount: forged.payload.order.amount,
+                counterparty: p.alice.walletID.bytes,
                 statement: forged.statementReference, payload: forged.encoded))
-        let found = problems(bob, sources(bob, logs: [p.alice.log]))
+        let found = problems(bob, sources(bob, trusted: [p.issuerID], logs: [p.alice.log]))
         #expect(found.count == 1 && found[0].contains("(paymentIn)") && found[0].contains("unknownSigner"), "\(found)")
     }
 
@@ -90,7 +113,8 @@ struct EntryStatementCheckTests {
         var honest = p.alice
         let refusal = try p.bob.refusal(of: p.transfer, reason: .debitMismatch)
         try honest.carryOut(RefusalCheck.evaluate(refusal, of: p.transfer, payeeLog: p.bob.log, state: honest.state))
-        let aliceSources = sources(honest, trusted: [p.issuer.publicKey], logs: [p.bob.log], sent: [p.transfer])
+        let aliceSources = sources(
+            honest, trusted: [p.issuerID], logs: [p.bob.log, p.issuerLog], sent: [p.transfer])
         #expect(problems(honest, aliceSources) == [])
         // A refusal by a third wallet's key, naming Bob, appended by Alice herself (attack 3).
         let third = try SoftwareWallet(seed: 5)
@@ -98,11 +122,11 @@ struct EntryStatementCheckTests {
         var alice = p.alice
         try alice.append(
             EntryDraft(
-                kind: .reversal, amount: euros, counterparty: p.bob.walletID.bytes,
+                kind: .reversal, amount: p.transfer.payload.order.amount, counterparty: p.bob.walletID.bytes,
                 statement: forged.statementReference,
                 payload: forged.encoded))
         let found = problems(
-            alice, sources(alice, trusted: [p.issuer.publicKey], logs: [p.bob.log], sent: [p.transfer]))
+            alice, sources(alice, trusted: [p.issuerID], logs: [p.bob.log, p.issuerLog], sent: [p.transfer]))
         #expect(found.count == 1 && found[0].contains("(reversal)"), "\(found)")
     }
 
@@ -113,16 +137,17 @@ struct EntryStatementCheckTests {
         ).sign(with: p.bob.signer)
         var alice = p.alice
         try alice.carryOut(ReceiptCheck.confirmation(receipt, state: alice.state))
-        let good = sources(alice, trusted: [p.issuer.publicKey], logs: [p.bob.log], sent: [p.transfer])
+        let good = sources(alice, trusted: [p.issuerID], logs: [p.bob.log, p.issuerLog], sent: [p.transfer])
         #expect(problems(alice, good) == [])
         // Without Bob's log, or with another wallet's log under Bob's id, the receipt proves nothing.
-        let noLog = problems(alice, sources(alice, trusted: [p.issuer.publicKey], sent: [p.transfer]))
+        let noLog = problems(alice, sources(alice, trusted: [p.issuerID], logs: [p.issuerLog], sent: [p.transfer]))
         #expect(noLog.count == 1 && noLog[0].contains("(confirmation)") && noLog[0].contains("payee"), "\(noLog)")
     }
 
     @Test func aPaymentOutNeedsItsSignedTransfer() throws {
         let p = try payment()
-        let noTransfer = problems(p.alice, sources(p.alice, trusted: [p.issuer.publicKey], logs: [p.bob.log]))
+        let noTransfer = problems(
+            p.alice, sources(p.alice, trusted: [p.issuerID], logs: [p.bob.log, p.issuerLog]))
         #expect(noTransfer.count == 1 && noTransfer[0].contains("(paymentOut)"), "\(noTransfer)")
         // Another signed transfer under the same id (another amount) is not this debit's.
         var other = try SoftwareWallet(seed: 1)
@@ -130,10 +155,11 @@ struct EntryStatementCheckTests {
         let wrong = try other.commit(
             try TransferOrder(
                 transferID: p.transfer.payload.order.transferID, payerWalletID: other.walletID, payerKey: other.key,
-                payeeWalletID: p.bob.walletID, amount: try Money(minorUnits: 1, currency: .eur), proximity: .none,
+                payeeWalletID: p.bob.walletID, amount: other.asset(try Money(minorUnits: 1, currency: .eur)),
+                proximity: .none,
                 channelBinding: []))
         let mismatched = problems(
-            p.alice, sources(p.alice, trusted: [p.issuer.publicKey], logs: [p.bob.log], sent: [wrong]))
+            p.alice, sources(p.alice, trusted: [p.issuerID], logs: [p.bob.log, p.issuerLog], sent: [wrong]))
         #expect(mismatched.count == 1 && mismatched[0].contains("(paymentOut)"), "\(mismatched)")
     }
 
@@ -147,13 +173,14 @@ struct EntryStatementCheckTests {
         var bundle = AuditBundle(
             walletID: p.alice.walletID, keyEvents: p.alice.log.events, keyEventEntries: [proven[0]], from: 0,
             entries: proven, rangeCheckpoint: checkpoint, latest: checkpoint, consistencyProof: [])
-        func statementProblems(trusted: Set<P256.PublicKey>) -> [String] {
+        func statementProblems(trusted: Set<WalletID>) -> [String] {
             bundle.statementContext = AuditBundle.StatementContext(
-                trustedIssuers: trusted, peerKeyEvents: [p.bob.walletID: p.bob.log.events],
+                trustedIssuers: trusted,
+                peerKeyEvents: [p.bob.walletID: p.bob.log.events, p.issuerID: p.issuerLog.events],
                 sentTransfers: [p.transfer.payload.order.transferID: p.transfer])
             return bundle.verify().filter { $0.contains("): ") && $0.hasPrefix("entry ") }
         }
-        #expect(statementProblems(trusted: [p.issuer.publicKey]) == [])
+        #expect(statementProblems(trusted: [p.issuerID]) == [])
         let untrusted = statementProblems(trusted: [])
         #expect(untrusted.count == 1 && untrusted[0].hasPrefix("entry 1 (deposit)"), "\(untrusted)")
     }

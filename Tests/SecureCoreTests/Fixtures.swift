@@ -10,6 +10,16 @@ enum Fixture {
 
     static func eur(_ units: Int64) -> Money { try! Money(minorUnits: units, currency: .eur) }
 
+    /// The issuer of the fixtures' euros: a wallet id whose bytes are all 0x1A.
+    static let issuer: WalletID = Fixture.id(0x1A)
+    /// The fixtures' euro asset.
+    static let euro = Asset(issuer: issuer, currency: .eur)
+
+    /// `units` euro cents of the fixtures' issuer (or of `issuer`).
+    static func asset(_ units: Int64, issuer: WalletID = Fixture.issuer) -> AssetAmount {
+        AssetAmount(issuer: issuer, money: eur(units))
+    }
+
     static func bytes(_ value: UInt8, _ count: Int) -> [UInt8] { [UInt8](repeating: value, count: count) }
 
     /// An id or digest whose bytes all equal `value`.
@@ -24,18 +34,18 @@ enum Fixture {
         let budget = try Budget(
             category: "food", limit: eur(20_000), window: .month, isHardCap: false,
             timeZoneIdentifier: berlin)
-        let drafts: [(EntryKind, EntryFlags, Money?, String, StatementReference?, [UInt8])] = [
+        let drafts: [(EntryKind, EntryFlags, AssetAmount?, String, StatementReference?, [UInt8])] = [
             (.keyEvent, [], nil, "", nil, [1, 2, 3]),
-            (.deposit, [], eur(5_000), "", statement(signer: 0xA1, id: 1, payload: 0xD1), [0xAA]),
+            (.deposit, [], asset(5_000), "", statement(signer: 0xA1, id: 1, payload: 0xD1), [0xAA]),
             (.budgetChange, [], nil, "food", nil, BudgetChange.set(budget).payload),
             (
-                .paymentOut, [.budgetOverride, .withoutProximity], eur(450), "food",
+                .paymentOut, [.budgetOverride, .withoutProximity], asset(450), "food",
                 statement(signer: 0xB0, id: 2, payload: 0xD2), []
             ),
-            (.paymentIn, [.withoutProximity], eur(100), "", statement(signer: 0xC1, id: 3, payload: 0xD3), [0xBB]),
+            (.paymentIn, [.withoutProximity], asset(100), "", statement(signer: 0xC1, id: 3, payload: 0xD3), [0xBB]),
             (.statementRefused, [], nil, "", statement(signer: 0xC1, id: 4, payload: 0xD4), []),
             (.conflictingStatement, [], nil, "", statement(signer: 0xC1, id: 3, payload: 0xD5), [0xCC]),
-            (.reversal, [], eur(450), "", statement(signer: 0xC2, id: 2, payload: 0xD6), []),
+            (.reversal, [], asset(450), "", statement(signer: 0xC2, id: 2, payload: 0xD6), []),
             (.rollbackAccepted, [], nil, "", nil, [9]),
             (.budgetChange, [], nil, "food", nil, BudgetChange.remove(category: "food").payload),
         ]
@@ -71,41 +81,47 @@ struct LedgerBuilder {
     }
 
     /// Makes the next entry without applying it.
+    /// `amount` is counted in the asset of `issuer` (the fixtures' issuer unless named).
     mutating func draft(
-        _ kind: EntryKind, _ amount: Money?, category: String = "", flags: EntryFlags = [],
-        statement: StatementReference? = nil, payload: [UInt8] = []
+        _ kind: EntryKind, _ amount: Money?, issuer: WalletID = Fixture.issuer, category: String = "",
+        flags: EntryFlags = [], statement: StatementReference? = nil, payload: [UInt8] = []
     ) throws -> LedgerEntry {
         try LedgerEntry(
-            position: state.size, id: freshID(), kind: kind, flags: flags, amount: amount, category: category,
+            position: state.size, id: freshID(), kind: kind, flags: flags,
+            amount: amount.map { AssetAmount(issuer: issuer, money: $0) }, category: category,
             time: time, statement: statement, payload: payload, previousLink: state.head)
     }
 
     /// Makes, applies and keeps the next entry; throws (keeping nothing) when the state refuses it.
     @discardableResult
     mutating func append(
-        _ kind: EntryKind, _ amount: Money?, category: String = "", flags: EntryFlags = [],
-        statement: StatementReference? = nil, payload: [UInt8] = []
+        _ kind: EntryKind, _ amount: Money?, issuer: WalletID = Fixture.issuer, category: String = "",
+        flags: EntryFlags = [], statement: StatementReference? = nil, payload: [UInt8] = []
     ) throws -> LedgerEntry {
-        let entry = try draft(kind, amount, category: category, flags: flags, statement: statement, payload: payload)
+        let entry = try draft(
+            kind, amount, issuer: issuer, category: category, flags: flags, statement: statement, payload: payload)
         try state.apply(entry)
         entries.append(entry)
         return entry
     }
 
+    /// Deposits `amount` of the asset of the issuer whose wallet id bytes are all `issuer`.
     mutating func deposit(_ amount: Money, issuer: UInt8 = 0x1A) throws {
         let id = freshID()
         try append(
-            .deposit, amount,
+            .deposit, amount, issuer: Fixture.id(issuer),
             statement: StatementReference(
                 signer: Fixture.id(issuer), id: id,
                 payloadDigest: Fixture.id(0xD0)))
     }
 
     @discardableResult
-    mutating func pay(_ amount: Money, category: String = "", flags: EntryFlags = []) throws -> StatementReference {
+    mutating func pay(
+        _ amount: Money, issuer: WalletID = Fixture.issuer, category: String = "", flags: EntryFlags = []
+    ) throws -> StatementReference {
         let reference = StatementReference(
             signer: LedgerBuilder.ownSigner, id: freshID(), payloadDigest: Fixture.id(0xD1))
-        try append(.paymentOut, amount, category: category, flags: flags, statement: reference)
+        try append(.paymentOut, amount, issuer: issuer, category: category, flags: flags, statement: reference)
         return reference
     }
 

@@ -21,12 +21,13 @@ struct FullBalanceTests {
     @Test("a transfer to a full payee is refused with reason 9, so the payer can reverse; once")
     func transferToAFullPayee() throws {
         var (payer, payee, _) = try Self.wallets()
-        #expect(!payee.state.canCredit(Fixture.eur(1)) && payee.state.canCredit(Fixture.eur(0)))
+        #expect(!payee.state.canCredit(payer.asset(Fixture.eur(1))))
+        #expect(payee.state.canCredit(payer.asset(Fixture.eur(0))))
         let transfer = try payer.pay(payee.walletID, units: 450)
         let check = {
             TransferCheck.evaluate(
                 transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
-                policy: TransferTests.noProximity)
+                policy: TransferTests.noProximity(trusting: payer))
         }
         guard case .refuse(.balanceOverflow, let record) = check() else { Issue.record("\(check())"); return }
         #expect(record.kind == .statementRefused && record.amount == nil)
@@ -43,13 +44,22 @@ struct FullBalanceTests {
     @Test("a voucher that would overflow records nothing, so it can be deposited once the balance is lower")
     func voucherToAFullWallet() throws {
         let (_, payee, issuer) = try Self.wallets()
-        let voucher = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: payee.walletID, amount: Fixture.eur(1),
-            voucherID: Fixture.id(5), issuerSequence: 9
-        ).sign(with: issuer)
+        let log = try SoftwareWallet.issuerLog(of: issuer)
+        let voucher = try VoucherTests.voucher(log, key: issuer.publicKey, to: payee.walletID, 1, id: 5, size: 9)
+            .sign(with: issuer)
         #expect(
             VoucherCheck.evaluate(
-                voucher, walletID: payee.walletID, trustedIssuers: [issuer.publicKey], state: payee.state)
-                == .policyRefusal(.balanceOverflow))
+                voucher, issuerLog: log, walletID: payee.walletID, trustedIssuers: [log.walletID],
+                state: payee.state) == .policyRefusal(.balanceOverflow))
+        // Another issuer's euros are another asset, with a balance of their own: they can be credited.
+        let other = try SoftwareSigner()
+        let otherLog = try SoftwareWallet.issuerLog(of: other)
+        let fresh = try VoucherTests.voucher(otherLog, key: other.publicKey, to: payee.walletID, 1, id: 5)
+            .sign(with: other)
+        #expect(
+            VoucherCheck.evaluate(
+                fresh, issuerLog: otherLog, walletID: payee.walletID, trustedIssuers: [otherLog.walletID],
+                state: payee.state
+            ).isAccept)
     }
 }

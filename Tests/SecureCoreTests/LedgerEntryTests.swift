@@ -61,15 +61,15 @@ struct LedgerEntryTests {
     @Test(
         "malformed fields are refused with their code",
         arguments: [
-            (0, UInt8(2), FormatError.Code.unsupportedVersion), // version
+            (0, UInt8(1), FormatError.Code.unsupportedVersion), // version 1, whose amount had no issuer
             (25, 0, .invalidValue), // kind 0 (entry 3: 1+8+16 = offset 25)
             (25, 42, .invalidValue), // unknown kind
             (26, 0x80, .invalidValue), // unknown flag bit
             (27, 2, .invalidValue), // amount presence byte
-            (28, UInt8(ascii: "e"), .invalidValue), // lower-case currency letter
-            (31, 3, .invalidValue), // EUR with scale 3
-            (32, 0x80, .invalidValue), // negative minor units
-            (40, 65, .fieldTooLong), // category length over the limit
+            (60, UInt8(ascii: "e"), .invalidValue), // lower-case currency letter (after the 32-byte issuer id)
+            (63, 3, .invalidValue), // EUR with scale 3
+            (64, 0x80, .invalidValue), // negative minor units
+            (72, 65, .fieldTooLong), // category length over the limit
         ])
     func malformed(offset: Int, value: UInt8, code: FormatError.Code) throws {
         var bytes = try Fixture.sampleEntries()[3].encoded
@@ -86,7 +86,8 @@ struct LedgerEntryTests {
         func make(_ kind: EntryKind, _ amount: Money?, _ statement: StatementReference?, flags: EntryFlags = []) throws
         {
             _ = try LedgerEntry(
-                position: 0, id: id, kind: kind, flags: flags, amount: amount, time: time,
+                position: 0, id: id, kind: kind, flags: flags,
+                amount: amount.map { AssetAmount(issuer: Fixture.issuer, money: $0) }, time: time,
                 statement: statement, previousLink: link)
         }
         let invalid = LedgerError(.invalidEntry, "")
@@ -106,6 +107,9 @@ struct LedgerEntryTests {
             try LedgerEntry(position: 0, id: id, kind: .keyEvent, amount: nil, time: -1, previousLink: link)
         }
         try make(.paymentOut, Fixture.eur(1), reference, flags: [.budgetOverride, .withoutProximity])
+        // A redemption is an issuer's payment in, marked like one; a mint is no payment.
+        try make(.redemption, Fixture.eur(1), reference, flags: .withoutProximity)
+        #expect(throws: invalid) { try make(.mint, Fixture.eur(1), reference, flags: .withoutProximity) }
     }
 
     @Test("invalid UTF-8 in the note is refused")
@@ -159,11 +163,12 @@ struct LedgerEntryTests {
 
     // Computed independently from docs/PROTOCOL.md (a short Python script) and pinned here.
     static let pinnedEncoding =
-        "010000000000000003040404040404040404040404040404040203014555520200000000000001c204666f6f6420eeee"
-        + "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee000a4b616666656520e298950000018df9e2"
-        + "bdb801b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b002020202020202020202020202"
-        + "020202d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d200000000250e4c3d39f82ab1c3"
-        + "2ed619233ec84affeb1dcee1fc14366fb905bcca564090"
-    static let pinnedDigest = "1e12dc66eb8d99b5a4b8076de4102e5cb7b523e11fee1286719bbebb0987487b"
-    static let pinnedLink = "c5891a0679a544b883e5bb680215501be6f7e7ec76ac1a7e1133110cf871c434"
+        "020000000000000003040404040404040404040404040404040203011a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a"
+        + "1a1a1a1a1a1a1a1a1a1a1a1a4555520200000000000001c204666f6f6420eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+        + "eeeeeeeeeeeeeeeeeeeeeeeeeeee000a4b616666656520e298950000018df9e2bdb801b0b0b0b0b0b0b0b0b0b0b0b0b0"
+        + "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b002020202020202020202020202020202d2d2d2d2d2d2d2d2d2d2d2d2d2"
+        + "d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2000000005a943f0295e88dd3cb98c321e74e2d61cd9c9559a16077c8f7"
+        + "dd862327aae37e"
+    static let pinnedDigest = "d14dd66704b1c35f66528839ec4726dcc4b8f6197626748c1a05f16492640f41"
+    static let pinnedLink = "bdbb822c44205f20623d00e6909ad6b5d4cd214315e04dd0debf790539527489"
 }

@@ -20,7 +20,7 @@ struct LedgerStateTests {
         do {
             try ledger.pay(eur(debit))
             #expect(accepted, "case \(balance)/\(debit)")
-            #expect(ledger.state.balance(.eur) == eur(balance - debit))
+            #expect(ledger.state.balance(Fixture.euro) == eur(balance - debit))
         } catch let error as LedgerError {
             #expect(!accepted && error.code == .insufficientFunds, "case \(balance)/\(debit)")
             #expect(ledger.state == before, "a refused entry changed the state")
@@ -79,7 +79,7 @@ struct LedgerStateTests {
         let third = Fixture.statement(signer: 0x11, id: 7, payload: 0xA2)
         #expect(ledger.state.lookup(third) == .conflict(position: 0))
         try ledger.append(.deposit, eur(100), statement: otherIssuer)
-        #expect(ledger.state.balance(.eur) == eur(200))
+        #expect(ledger.state.balance(Fixture.euro) == eur(200))
     }
 
     @Test("a reversal credits back one unreversed payment out of the same amount, once")
@@ -98,7 +98,7 @@ struct LedgerStateTests {
             try ledger.append(.reversal, eur(300), statement: unknown)
         }
         try ledger.append(.reversal, eur(300), statement: refusal)
-        #expect(ledger.state.balance(.eur) == eur(1000))
+        #expect(ledger.state.balance(Fixture.euro) == eur(1000))
         #expect(throws: LedgerError(.invalidReversal, "")) {
             try ledger.append(.reversal, eur(300), statement: refusal)
         }
@@ -153,42 +153,86 @@ struct LedgerStateTests {
             ])
     }
 
+    @Test("an issuer's ledger mints and redeems its own asset only; any other ledger never does")
+    func issuerRole() throws {
+        let signer = try SoftwareSigner()
+        let inception = try SignedKeyEvent(
+            KeyEvent.inception(
+                signingKey: signer.publicKey, nextKey: signer.publicKey, agreementKey: signer.publicKey, issuer: true),
+            signer: signer)
+        let own = WalletID(inception: inception.event)
+        var issuer = LedgerBuilder()
+        try issuer.append(.keyEvent, nil, payload: inception.encoded)
+        #expect(issuer.state.isIssuer && issuer.state.owner == own)
+        try issuer.append(.mint, eur(500), issuer: own, statement: Fixture.statement(signer: 1, id: 1, payload: 1))
+        #expect(issuer.state.balance(Asset(issuer: own, currency: .eur)) == eur(500), "outstanding")
+        let invalid = LedgerError(.invalidEntry, "")
+        #expect(throws: invalid, "another issuer's asset") {
+            try issuer.append(.mint, eur(1), statement: Fixture.statement(signer: 1, id: 2, payload: 2))
+        }
+        #expect(throws: invalid, "an issuer holds no money") { try issuer.deposit(eur(1)) }
+        #expect(throws: LedgerError(.insufficientFunds, ""), "more than outstanding") {
+            try issuer.append(
+                .redemption, eur(501), issuer: own, statement: Fixture.statement(signer: 2, id: 3, payload: 3))
+        }
+        try issuer.append(
+            .redemption, eur(200), issuer: own, statement: Fixture.statement(signer: 2, id: 3, payload: 3))
+        #expect(issuer.state.balance(Asset(issuer: own, currency: .eur)) == eur(300))
+        #expect(try LedgerState.replay(issuer.entries) == issuer.state)
+
+        // An ordinary wallet's ledger (entry 0 not an issuer's inception) never mints or redeems.
+        var ordinary = LedgerBuilder()
+        try ordinary.append(.keyEvent, nil, payload: [1])
+        #expect(!ordinary.state.isIssuer)
+        #expect(throws: invalid) {
+            try ordinary.append(.mint, eur(1), statement: Fixture.statement(signer: 1, id: 1, payload: 1))
+        }
+        try ordinary.deposit(eur(100))
+        #expect(throws: invalid) {
+            try ordinary.append(.redemption, eur(1), statement: Fixture.statement(signer: 1, id: 2, payload: 2))
+        }
+    }
+
     @Test(
         "replay reproduces the state of a random ledger exactly; refusals change nothing",
         arguments: [1, 2, 3, 42, 2024] as [UInt64])
     func replayProperty(seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
         var ledger = LedgerBuilder()
-        var model: [Currency: Int64] = [:]
+        // Three issuers' money in three currencies: nine assets, each balance kept apart.
+        var model: [Asset: Int64] = [:]
         var refusals = 0
         let currencies: [Currency] = [.eur, .jpy, .kwd]
+        let issuers: [UInt8] = [0, 1, 2]
         try ledger.append(.keyEvent, nil, payload: [0])
         try ledger.setBudget("food", eur(5000), window: .day, zone: "Europe/Berlin")
         try ledger.setBudget("fun", eur(2000), window: .week, hardCap: true, zone: "America/New_York")
-        var transfers: [(StatementReference, Money)] = []
+        var transfers: [(StatementReference, AssetAmount)] = []
         for _ in 0..<400 {
             ledger.time += Int64(random.next() % 20_000_000)
             let currency = currencies[Int(random.next() % 3)]
+            let issuer = issuers[Int(random.next() % 3)]
             let amount = try Money(minorUnits: Int64(random.next() % 3000) + 1, currency: currency)
+            let asset = Asset(issuer: Fixture.id(issuer), currency: currency)
             let before = ledger.state
             do {
                 switch random.next() % 6 {
                 case 0, 1:
-                    try ledger.deposit(amount, issuer: UInt8(random.next() % 3))
-                    model[currency, default: 0] += amount.minorUnits
+                    try ledger.deposit(amount, issuer: issuer)
+                    model[asset, default: 0] += amount.minorUnits
                 case 2, 3:
                     let category = ["", "food", "fun"][Int(random.next() % 3)]
                     let flags: EntryFlags = random.next() % 2 == 0 ? .budgetOverride : []
-                    let transfer = try ledger.pay(amount, category: category, flags: flags)
-                    model[currency, default: 0] -= amount.minorUnits
-                    transfers.append((transfer, amount))
+                    let transfer = try ledger.pay(amount, issuer: asset.issuer, category: category, flags: flags)
+                    model[asset, default: 0] -= amount.minorUnits
+                    transfers.append((transfer, AssetAmount(issuer: asset.issuer, money: amount)))
                 case 4:
                     guard let (transfer, paid) = transfers.randomElement(using: &random) else { continue }
                     let refusal = StatementReference(
                         signer: Fixture.id(0x55), id: transfer.id,
                         payloadDigest: .random(using: &random))
-                    try ledger.append(.reversal, paid, statement: refusal)
-                    model[paid.currency, default: 0] += paid.minorUnits
+                    try ledger.append(.reversal, paid.money, issuer: paid.issuer, statement: refusal)
+                    model[paid.asset, default: 0] += paid.money.minorUnits
                 default:
                     try ledger.setBudget(
                         "food", eur(Int64(random.next() % 10_000)), window: .day, zone: "Europe/Berlin")
@@ -197,8 +241,8 @@ struct LedgerStateTests {
                 refusals += 1
                 #expect(ledger.state == before, "seed \(seed): a refused entry changed the state")
             }
-            for (currency, units) in model {
-                #expect(ledger.state.balance(currency).minorUnits == units && units >= 0, "seed \(seed)")
+            for (asset, units) in model {
+                #expect(ledger.state.balance(asset).minorUnits == units && units >= 0, "seed \(seed)")
             }
         }
         let replayed = try LedgerState.replay(ledger.entries)

@@ -130,10 +130,31 @@ struct PeerMachineTests {
         var mismatched = try PeerSimulation()
         mismatched.tamper = { toPayee, message in
             guard !toPayee, case .ready(let ready) = message else { return message }
-            return .ready(ReadyMessage(offerID: ready.offerID, amount: Fixture.eur(449)))
+            let amount = AssetAmount(issuer: ready.amount.issuer, money: Fixture.eur(449))
+            return .ready(ReadyMessage(offerID: ready.offerID, amount: amount))
         }
         try mismatched.run()
         PeerMachineTests.expectFailed(mismatched, .amountMismatch)
+
+        // The payee's ready names the same money of another issuer: another asset, so another amount.
+        var otherAsset = try PeerSimulation()
+        otherAsset.tamper = { toPayee, message in
+            guard !toPayee, case .ready(let ready) = message else { return message }
+            return .ready(ReadyMessage(offerID: ready.offerID, amount: Fixture.asset(450)))
+        }
+        try otherAsset.run()
+        PeerMachineTests.expectFailed(otherAsset, .amountMismatch)
+    }
+
+    @Test("an offer of an asset whose issuer the payee does not trust is refused before anything is debited")
+    func untrustedAsset() throws {
+        var config = PeerSimulation.Config()
+        config.payeeTrustsIssuer = false
+        var sim = try PeerSimulation(config)
+        try sim.run()
+        PeerMachineTests.expectFailed(sim, .untrustedAsset)
+        #expect(sim.approvals.map(\.role) == [.payer], "the payee is never asked")
+        #expect(!sim.sent.contains { $0.name == "ready" || $0.name == "transfer" })
     }
 
     @Test("measurements replayed from an older nonce or with the keys swapped are refused before the debit")
@@ -198,7 +219,8 @@ struct PeerMachineTests {
         try sim.run()
         for (id, record) in sim.readyRecords where !done {
             sim.readyRecords[id] = ReadyRecord(
-                offerID: record.offerID, nonce: record.nonce, amount: Fixture.eur(1),
+                offerID: record.offerID, nonce: record.nonce,
+                amount: AssetAmount(issuer: record.amount.issuer, money: Fixture.eur(1)),
                 payerWalletID: record.payerWalletID,
                 payerKey: record.payerKey, payerCheckpoint: record.payerCheckpoint,
                 payerMeasurement: record.payerMeasurement, payeeMeasurement: record.payeeMeasurement)

@@ -53,14 +53,14 @@ struct PeerMessageTests {
                 try PeerHello(
                     walletKey: payee.key, displayName: "", rangingToken: [],
                     nonceContribution: Fixture.id(7), checkpoint: checkpoint)),
-            .request(try PaymentRequest(requestID: offerID, amount: Fixture.eur(450), note: "Coffee")),
-            .offer(try PaymentOffer(offerID: offerID, amount: Fixture.eur(450))),
+            .request(try PaymentRequest(requestID: offerID, amount: Fixture.asset(450), note: "Coffee")),
+            .offer(try PaymentOffer(offerID: offerID, amount: payer.asset(Fixture.eur(450)))),
             .reply(OfferReply(offerID: offerID, accepted: true, heldCheckpointSize: 3)),
             .reply(OfferReply(offerID: offerID, accepted: false, heldCheckpointSize: nil)),
             .measurement(
                 try MeasurementMessage(offerID: offerID, measurement: mine, consistencyProof: [Fixture.id(1)])),
             .measurement(try MeasurementMessage(offerID: offerID, measurement: theirs, consistencyProof: nil)),
-            .ready(ReadyMessage(offerID: offerID, amount: Fixture.eur(450))),
+            .ready(ReadyMessage(offerID: offerID, amount: payer.asset(Fixture.eur(450)))),
             .transfer(TransferMessage(offerID: offerID, transfer: transfer, spatialProof: proof)),
             .receipt(ReceiptMessage(offerID: offerID, receipt: receipt)),
             .refusal(RefusalMessage(offerID: offerID, refusal: refusal)),
@@ -83,10 +83,12 @@ struct PeerMessageTests {
 
     @Test("unknown versions, types and codes are refused")
     func unknowns() throws {
-        #expect(throws: FormatError(.unsupportedVersion, "")) { try PeerMessage.decode([2, 1]) }
-        #expect(throws: FormatError(.invalidValue, "")) { try PeerMessage.decode([1, 99]) }
-        #expect(throws: FormatError(.invalidValue, "")) { try PeerMessage.decode([1, 12, 0, 200]) }
-        #expect(try PeerMessage.decode([1]) == nil)
+        // Version 1 (amounts without an issuer) is refused like any unknown version.
+        #expect(throws: FormatError(.unsupportedVersion, "")) { try PeerMessage.decode([1, 1]) }
+        #expect(throws: FormatError(.unsupportedVersion, "")) { try PeerMessage.decode([3, 1]) }
+        #expect(throws: FormatError(.invalidValue, "")) { try PeerMessage.decode([2, 99]) }
+        #expect(throws: FormatError(.invalidValue, "")) { try PeerMessage.decode([2, 12, 0, 200]) }
+        #expect(try PeerMessage.decode([2]) == nil)
         #expect(throws: FormatError(.fieldTooLong, "")) {
             try PeerMessage.decode([UInt8](repeating: 1, count: PeerMessage.encodedByteCountMax + 1))
         }
@@ -118,7 +120,7 @@ struct PeerMessageTests {
         #expect(collected == events, "three pages give back the whole log")
         // The vector in docs/PROTOCOL.md ("Peer messages").
         let request = PeerMessage.keyEvents(.request(walletID: Fixture.id(0x11), from: 64)).encoded
-        #expect(request == [0x01, 0x0b, 0x01] + [UInt8](repeating: 0x11, count: 32) + [0, 0, 0, 0x40])
+        #expect(request == [0x02, 0x0b, 0x01] + [UInt8](repeating: 0x11, count: 32) + [0, 0, 0, 0x40])
         // A page whose events are not the sequences it claims, an empty page, and a log past the limit are refused.
         var writer = ByteWriter()
         writer.write(UInt8(2)); writer.write(walletID); writer.write(UInt32(5)); writer.write(UInt32(10))

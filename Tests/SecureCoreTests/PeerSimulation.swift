@@ -23,6 +23,8 @@ struct PeerSimulation {
         var overrideBudget = false
         var request: String? = nil // request flow with this note
         var requestAmount: Int64? = nil
+        /// Whether the payee trusts the issuer of the payer's euros.
+        var payeeTrustsIssuer = true
     }
 
     var config: Config
@@ -48,6 +50,8 @@ struct PeerSimulation {
     var protocolErrors: [String] = []
     var sent: [PeerMessage] = []
     var sessionSeed: UInt64
+    /// The issuers of the payer's euros, which both wallets trust (unless the config says otherwise).
+    var issuers: Set<WalletID> { payer.issuers }
 
     static let total = Fixture.eur(10_000)
 
@@ -71,7 +75,8 @@ struct PeerSimulation {
             walletKey: wallet.key, displayName: "", rangingToken: [], nonceContribution: Fixture.id(0),
             checkpoint: try! wallet.checkpoint())
         return PeerSessionContext(
-            transcriptHash: Fixture.id(0), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy())
+            transcriptHash: Fixture.id(0), channelBinding: [], hello: hello, rangingPolicy: RangingPolicy(),
+            trustedIssuers: [], isIssuer: false)
     }()
 
     /// Fresh machines over a fresh channel; the wallets and their stores stay.
@@ -86,27 +91,27 @@ struct PeerSimulation {
             hello: try PeerHello(
                 walletKey: payer.key, displayName: "Alice", rangingToken: [1],
                 nonceContribution: .random(using: &random), checkpoint: try payer.checkpoint()),
-            rangingPolicy: policy)
+            rangingPolicy: policy, trustedIssuers: issuers, isIssuer: false)
         let payeeContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
             hello: try PeerHello(
                 walletKey: payee.key, displayName: "Bob", rangingToken: [2],
                 nonceContribution: .random(using: &random), checkpoint: try payee.checkpoint()),
-            rangingPolicy: policy)
+            rangingPolicy: policy, trustedIssuers: config.payeeTrustsIssuer ? issuers : [], isIssuer: false)
         if let pending {
             payerMachine = PayerMachine(retrying: pending, context: payerContext)
         } else if config.request != nil {
             payerMachine = PayerMachine(answeringRequestWith: payerContext, transferID: .random(using: &random))
         } else {
             let intent = PaymentIntent(
-                offerID: .random(using: &random), amount: Fixture.eur(config.amount),
+                offerID: .random(using: &random), amount: payer.asset(Fixture.eur(config.amount)),
                 category: config.category, note: "lunch")
             payerMachine = PayerMachine(paying: intent, context: payerContext, transferID: .random(using: &random))
         }
         let request = try config.request.map {
             try PaymentRequest(
-                requestID: .random(using: &random), amount: Fixture.eur(config.requestAmount ?? config.amount), note: $0
-            )
+                requestID: .random(using: &random),
+                amount: payer.asset(Fixture.eur(config.requestAmount ?? config.amount)), note: $0)
         }
         payeeMachine = PayeeMachine(context: payeeContext, request: pending == nil ? request : nil)
         queue = []
@@ -292,8 +297,8 @@ struct PeerSimulation {
 
     // MARK: Checks
 
-    var payerBalance: Money { payer.state.balance(.eur) }
-    var payeeBalance: Money { payee.state.balance(.eur) }
+    var payerBalance: Money { payer.balance() }
+    var payeeBalance: Money { payee.balance() }
 
     /// Money is conserved: what the payer lost, the payee gained, except for a debit still unconfirmed.
     func expectConserved(_ label: String = "", sourceLocation: SourceLocation = #_sourceLocation) {

@@ -6,79 +6,98 @@ import Testing
 
 @Suite("Vouchers")
 struct VoucherTests {
+    /// A voucher of the issuer whose only key is `issuer` (log `log`), dated at the issuer's ledger `size`.
+    static func voucher(
+        _ log: KeyEventLog, key: P256.PublicKey, to recipient: WalletID, _ units: Int64, id: UInt8,
+        size: UInt64 = 2
+    ) throws -> Voucher {
+        try Voucher(
+            issuerWalletID: log.walletID, issuerKey: key,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: size), recipientWalletID: recipient,
+            amount: Fixture.eur(units), voucherID: Fixture.id(id))
+    }
+
     @Test("a deposit is credited once; re-delivery is a duplicate; another payload under its id a conflict")
     func depositOnce() throws {
         let issuer = try SoftwareSigner()
+        let log = try SoftwareWallet.issuerLog(of: issuer)
         var wallet = try TestWallet(seed: 1)
-        let voucher = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(5000),
-            voucherID: Fixture.id(7), issuerSequence: 3
-        ).sign(with: issuer)
-        #expect(voucher.verify(against: issuer.publicKey))
+        let voucher = try VoucherTests.voucher(log, key: issuer.publicKey, to: wallet.walletID, 5000, id: 7, size: 4)
+            .sign(with: issuer)
+        #expect(voucher.isSignatureValid && VoucherCheck.signerFailure(voucher, issuerLog: log) == nil)
         let check = { (wallet: TestWallet, voucher: SignedVoucher) in
             VoucherCheck.evaluate(
-                voucher, walletID: wallet.walletID, trustedIssuers: [issuer.publicKey],
+                voucher, issuerLog: log, walletID: wallet.walletID, trustedIssuers: [log.walletID],
                 state: wallet.state)
         }
         guard case .accept(let draft) = check(wallet, voucher) else { Issue.record("not accepted"); return }
-        #expect(draft.kind == .deposit && draft.counterparty == issuer.publicKey.fingerprint)
+        #expect(draft.kind == .deposit && draft.counterparty == log.walletID.bytes)
+        #expect(draft.amount == AssetAmount(issuer: log.walletID, money: Fixture.eur(5000)))
         #expect(draft.statement == voucher.statementReference)
         let entry = try wallet.carryOut(.accept(draft))!
         #expect(wallet.balance() == Fixture.eur(5000))
+        #expect(wallet.state.balance(Asset(issuer: log.walletID, currency: .eur)) == Fixture.eur(5000))
         // A second signature over the same payload differs in bytes but is the same statement.
         let resigned = try voucher.payload.sign(with: issuer)
         #expect(resigned.signature != voucher.signature)
         #expect(check(wallet, resigned) == .duplicate(position: entry.position))
         // The same id with another amount is a conflict, recorded as evidence without moving money.
-        let other = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(9000),
-            voucherID: Fixture.id(7), issuerSequence: 4
-        ).sign(with: issuer)
+        let other = try VoucherTests.voucher(log, key: issuer.publicKey, to: wallet.walletID, 9000, id: 7, size: 5)
+            .sign(with: issuer)
         guard case .conflict(let evidence) = check(wallet, other) else { Issue.record("no conflict"); return }
         #expect(evidence.kind == .conflictingStatement && evidence.payload == other.encoded)
         try wallet.carryOut(.conflict(evidence))
         #expect(wallet.balance() == Fixture.eur(5000))
     }
 
-    @Test("forged, untrusted and misaddressed vouchers")
+    @Test("forged, unproven, untrusted and misaddressed vouchers")
     func refusals() throws {
         let issuer = try SoftwareSigner()
+        let log = try SoftwareWallet.issuerLog(of: issuer)
         let stranger = try SoftwareSigner()
         var wallet = try TestWallet(seed: 2)
-        let voucher = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: wallet.walletID, amount: Fixture.eur(100),
-            voucherID: Fixture.id(1), issuerSequence: 1)
-        let trusted: Set = [issuer.publicKey]
+        let voucher = try VoucherTests.voucher(log, key: issuer.publicKey, to: wallet.walletID, 100, id: 1)
+        let trusted: Set = [log.walletID]
+        func evaluate(_ voucher: SignedVoucher, _ log: KeyEventLog = log, trusted: Set<WalletID> = trusted)
+            -> StatementVerdict
+        {
+            VoucherCheck.evaluate(
+                voucher, issuerLog: log, walletID: wallet.walletID, trustedIssuers: trusted, state: wallet.state)
+        }
         // Signed by someone else under the issuer's name: dropped.
         let forged = SignedVoucher(
             payload: voucher, signature: try stranger.sign(voucher.encoded, label: Voucher.signatureLabel))
-        #expect(
-            VoucherCheck.evaluate(forged, walletID: wallet.walletID, trustedIssuers: trusted, state: wallet.state)
-                == .drop(.badSignature))
+        #expect(evaluate(forged) == .drop(.badSignature))
+        // Validly signed by a key the issuer's log does not hold: the signer is unproven, nothing recorded.
+        let strangerKey = try VoucherTests.voucher(log, key: stranger.publicKey, to: wallet.walletID, 100, id: 1)
+            .sign(with: stranger)
+        #expect(evaluate(strangerKey) == .drop(.unknownSigner))
+        // Checked against another wallet's log, or the log of a wallet not incepted as an issuer: unproven.
+        let signed = try voucher.sign(with: issuer)
+        #expect(evaluate(signed, try SoftwareWallet.issuerLog(of: stranger)) == .drop(.unknownSigner))
+        let ordinary = try KeyEventLog(
+            inception: try SignedKeyEvent(
+                KeyEvent.inception(
+                    signingKey: issuer.publicKey, nextKey: issuer.publicKey, agreementKey: issuer.publicKey),
+                signer: issuer))
+        #expect(!ordinary.isIssuer && log.isIssuer)
+        let unincepted = try VoucherTests.voucher(ordinary, key: issuer.publicKey, to: wallet.walletID, 100, id: 1)
+            .sign(with: issuer)
+        #expect(evaluate(unincepted, ordinary, trusted: [ordinary.walletID]) == .drop(.unknownSigner))
         // A checkpoint signature over the same bytes does not count: labels separate purposes.
         let relabelled = SignedVoucher(
             payload: voucher, signature: try issuer.sign(voucher.encoded, label: Checkpoint.signatureLabel))
         #expect(!relabelled.isSignatureValid)
         // Validly signed by an issuer this wallet does not trust: refused, nothing recorded.
-        let signed = try voucher.sign(with: issuer)
-        #expect(
-            VoucherCheck.evaluate(signed, walletID: wallet.walletID, trustedIssuers: [], state: wallet.state)
-                == .policyRefusal(.untrustedIssuer))
+        #expect(evaluate(signed, trusted: []) == .policyRefusal(.untrustedIssuer))
         // Addressed to another wallet: refused finally and recorded, so a re-delivery is a duplicate.
-        let elsewhere = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(9), amount: Fixture.eur(100),
-            voucherID: Fixture.id(2), issuerSequence: 2
-        ).sign(with: issuer)
-        let verdict = VoucherCheck.evaluate(
-            elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
-            state: wallet.state)
+        let elsewhere = try VoucherTests.voucher(log, key: issuer.publicKey, to: Fixture.id(9), 100, id: 2)
+            .sign(with: issuer)
+        let verdict = evaluate(elsewhere)
         guard case .refuse(.wrongRecipient, let record) = verdict else { Issue.record("\(verdict)"); return }
         #expect(record.kind == .statementRefused)
         let entry = try wallet.carryOut(verdict)!
-        #expect(
-            VoucherCheck.evaluate(
-                elsewhere, walletID: wallet.walletID, trustedIssuers: trusted,
-                state: wallet.state) == .duplicate(position: entry.position))
+        #expect(evaluate(elsewhere) == .duplicate(position: entry.position))
         #expect(wallet.balance() == Fixture.eur(0))
     }
 
@@ -86,17 +105,24 @@ struct VoucherTests {
     func encoding() throws {
         let issuer = try SoftwareSigner()
         let signed = try Voucher(
-            issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3), amount: Fixture.eur(1),
-            voucherID: Fixture.id(4), issuerSequence: .max
+            issuerWalletID: Fixture.id(5), issuerKey: issuer.publicKey,
+            keyDate: try KeyDate(keySequence: .max, keyEventPosition: .max - 1, ledgerSize: .max),
+            recipientWalletID: Fixture.id(3), amount: Fixture.eur(1), voucherID: Fixture.id(4)
         ).sign(with: issuer)
+        #expect(signed.payload.encoded.count == 182)
         #expect(try SignedVoucher.decode(signed.encoded) == signed)
         sweepEncoding(signed.payload.encoded, "voucher", decode: Voucher.decode)
         sweepEncoding(signed.encoded, "signed voucher", decode: SignedVoucher.decode)
         #expect(throws: FormatError.self) {
             _ = try Voucher(
-                issuerKey: issuer.publicKey, recipientWalletID: Fixture.id(3),
-                amount: Fixture.eur(0), voucherID: Fixture.id(4), issuerSequence: 0)
+                issuerWalletID: Fixture.id(5), issuerKey: issuer.publicKey,
+                keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 1),
+                recipientWalletID: Fixture.id(3), amount: Fixture.eur(0), voucherID: Fixture.id(4))
         }
+        // Version 1 (an issuer named by a bare key) is refused.
+        var old = signed.payload.encoded
+        old[0] = 1
+        #expect(throws: FormatError(.unsupportedVersion, "")) { try Voucher.decode(old) }
     }
 }
 
@@ -109,7 +135,10 @@ struct TransferTests {
         return (payer, try TestWallet(seed: 20))
     }
 
-    static let noProximity = TransferPolicy(acceptsWithoutProximity: true)
+    /// `--no-proximity`, trusting the issuers of the assets `payer` holds.
+    static func noProximity(trusting payer: TestWallet) -> TransferPolicy {
+        TransferPolicy(trustedIssuers: payer.issuers, acceptsWithoutProximity: true)
+    }
 
     @Test("a file transfer is credited once, marked without proximity, and confirmed by a receipt")
     func acceptOnce() throws {
@@ -123,19 +152,25 @@ struct TransferTests {
             TransferCheck.evaluate(
                 transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state, policy: .init())
                 == .policyRefusal(.proximityRequired))
+        // An asset whose issuer the payee does not trust: refused by policy, nothing recorded.
+        #expect(
+            TransferCheck.evaluate(
+                transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
+                policy: TransferPolicy(acceptsWithoutProximity: true)) == .policyRefusal(.untrustedAsset))
         let verdict = TransferCheck.evaluate(
             transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
-            policy: TransferTests.noProximity)
+            policy: TransferTests.noProximity(trusting: payer))
         guard case .accept(let draft) = verdict else { Issue.record("\(verdict)"); return }
         #expect(draft.kind == .paymentIn && draft.flags == .withoutProximity && draft.payload == transfer.encoded)
         #expect(draft.statement == transfer.statementReference && draft.counterparty == payer.walletID.bytes)
         let credit = try payee.carryOut(verdict)!
         #expect(payee.balance() == Fixture.eur(450))
+        #expect(payee.issuers == payer.issuers && credit.amount == transfer.payload.order.amount)
         // accept(accept(L, T), T) = accept(L, T)
         #expect(
             TransferCheck.evaluate(
                 transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
-                policy: TransferTests.noProximity) == .duplicate(position: credit.position))
+                policy: TransferTests.noProximity(trusting: payer)) == .duplicate(position: credit.position))
         let receipt = try Receipt(
             for: transfer, payeeKey: payee.key, keyDate: payee.keyDate, creditPosition: credit.position
         )
@@ -155,14 +190,15 @@ struct TransferTests {
         let good = try payer.commit(honest)
         let lying = try TransferOrder(
             transferID: honest.transferID, payerWalletID: payer.walletID, payerKey: payer.key,
-            payeeWalletID: payee.walletID, amount: Fixture.eur(450), proximity: .none, channelBinding: [])
+            payeeWalletID: payee.walletID, amount: payer.asset(Fixture.eur(450)), proximity: .none,
+            channelBinding: [])
         let tampered = try Transfer(
             order: lying, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
             inclusionProof: good.payload.inclusionProof
         ).sign(with: payer.signer)
         let verdict = TransferCheck.evaluate(
             tampered, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
-            policy: TransferTests.noProximity)
+            policy: TransferTests.noProximity(trusting: payer))
         guard case .refuse(.debitMismatch, let record) = verdict else { Issue.record("\(verdict)"); return }
         #expect(record.kind == .statementRefused && record.statement == tampered.statementReference)
         try payee.carryOut(verdict)
@@ -171,7 +207,7 @@ struct TransferTests {
         guard
             case .conflict = TransferCheck.evaluate(
                 good, walletID: payee.walletID, payerLog: payer.log, state: payee.state,
-                policy: TransferTests.noProximity)
+                policy: TransferTests.noProximity(trusting: payer))
         else { Issue.record("no conflict"); return }
 
         // The payer holds the exact bytes it sent (here the genuine transfer was refused instead).
@@ -182,7 +218,7 @@ struct TransferTests {
         let bystander = try TestWallet(seed: 30)
         let misdelivered = TransferCheck.evaluate(
             sent, walletID: bystander.walletID, payerLog: payer2.log, state: bystander.state,
-            policy: TransferTests.noProximity)
+            policy: TransferTests.noProximity(trusting: payer2))
         #expect(misdelivered == .policyRefusal(.notAddressedToThisWallet))
         // The real payee refuses for, say, a spatial proof mismatch; the payer reverses.
         let refusal = try Refusal(
@@ -213,7 +249,8 @@ struct TransferTests {
                 == .drop(.badSignature))
         let reverse = RefusalCheck.evaluate(refusal, of: sent, payeeLog: payee2.log, state: payer2.state)
         guard case .accept(let reversal) = reverse else { Issue.record("\(reverse)"); return }
-        #expect(reversal.kind == .reversal && reversal.amount == Fixture.eur(300))
+        #expect(reversal.kind == .reversal && reversal.amount == sent.payload.order.amount)
+        #expect(reversal.amount?.money == Fixture.eur(300))
         let entry = try payer2.carryOut(reverse)!
         #expect(payer2.balance() == Fixture.eur(9999))
         // The refusal re-delivered reverses nothing more.
@@ -226,7 +263,7 @@ struct TransferTests {
     func checks() throws {
         var (payer, payee) = try TransferTests.wallets()
         let stranger = try SoftwareSigner()
-        let lenient = TransferTests.noProximity
+        let lenient = TransferTests.noProximity(trusting: payer)
         func evaluate(_ transfer: SignedTransfer, _ policy: TransferPolicy = lenient) -> StatementVerdict {
             TransferCheck.evaluate(
                 transfer, walletID: payee.walletID, payerLog: payer.log, state: payee.state, policy: policy)
@@ -277,7 +314,8 @@ struct TransferTests {
         let near = try payer.pay(
             payee.walletID, units: 100, proximity: .spatialProof(digest: spatial),
             binding: binding)
-        let strict = TransferPolicy(verifiedSpatialProof: spatial, channelBinding: binding)
+        let strict = TransferPolicy(
+            trustedIssuers: payer.issuers, verifiedSpatialProof: spatial, channelBinding: binding)
         guard case .accept(let draft) = evaluate(near, strict) else { Issue.record("not accepted"); return }
         #expect(draft.flags == [])
         #expect(

@@ -33,6 +33,9 @@ func sweepEncoding<T: Equatable>(_ bytes: [UInt8], _ name: String, decode: ([UIn
 }
 
 extension SoftwareWallet {
+    /// The issuers of every asset this wallet has held: the ones its payees trust in these tests.
+    var issuers: Set<WalletID> { Set(state.balances.keys.map(\.issuer)) }
+
     /// Mints `units` euro cents to this wallet and deposits them.
     mutating func deposit(_ units: Int64, issuer: SoftwareSigner) throws {
         try deposit(Fixture.eur(units), issuer: issuer)

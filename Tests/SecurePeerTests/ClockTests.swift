@@ -39,16 +39,16 @@ struct ClockTests {
         let (alice, bob) = try Self.aliceWithBudget("clock-ahead")
         let wallet = alice.wallet!
         alice.now += 3_600_000
-        _ = try wallet.spend(to: bob.wallet!.walletID, amount: try Self.euros("9.50"), category: "food")
+        _ = try wallet.spend(to: bob.wallet!.walletID, amount: try wallet.asset("9.50 EUR"), category: "food")
         let size = wallet.size
         let lastTime = wallet.state.lastTime
         alice.now += 3652 * Self.day
         #expect(throws: Wallet.SpendRefusal.self) {
-            _ = try wallet.checkSpend(amount: try Self.euros("9.50"), category: "food", overrideBudget: false)
+            _ = try wallet.checkSpend(amount: try wallet.asset("9.50 EUR"), category: "food", overrideBudget: false)
         }
         #expect(try wallet.spent(in: try #require(wallet.state.budgets["food"])) == Self.euros("9.50"))
         do {
-            _ = try wallet.spend(to: bob.wallet!.walletID, amount: try Self.euros("0.40"), category: "food")
+            _ = try wallet.spend(to: bob.wallet!.walletID, amount: try wallet.asset("0.40 EUR"), category: "food")
             Issue.record("an entry dated ten years past the last one was appended")
         } catch let error as WalletError {
             #expect(error.code == .refused)
@@ -59,9 +59,9 @@ struct ClockTests {
         // The clock set right again: the next entry is dated by it, in the same day's window.
         alice.now -= 3652 * Self.day
         #expect(throws: Wallet.SpendRefusal.self) {
-            _ = try wallet.checkSpend(amount: try Self.euros("9.50"), category: "food", overrideBudget: false)
+            _ = try wallet.checkSpend(amount: try wallet.asset("9.50 EUR"), category: "food", overrideBudget: false)
         }
-        let entry = try wallet.spend(to: bob.wallet!.walletID, amount: try Self.euros("0.40"), category: "food")
+        let entry = try wallet.spend(to: bob.wallet!.walletID, amount: try wallet.asset("0.40 EUR"), category: "food")
         #expect(entry.payload.checkpoint.checkpoint.time == alice.now)
         #expect(try LedgerVerifier.verify(wallet.ledger, walletID: wallet.walletID).isValid)
     }
@@ -89,11 +89,11 @@ struct ClockTests {
         let (alice, bob) = try Self.aliceWithBudget("clock-behind")
         let wallet = alice.wallet!
         alice.now += 3_600_000
-        _ = try wallet.spend(to: bob.wallet!.walletID, amount: try Self.euros("9.50"), category: "food")
+        _ = try wallet.spend(to: bob.wallet!.walletID, amount: try wallet.asset("9.50 EUR"), category: "food")
         let lastTime = wallet.state.lastTime
         alice.now -= 400 * Self.day
         #expect(throws: Wallet.SpendRefusal.self) {
-            _ = try wallet.checkSpend(amount: try Self.euros("9.50"), category: "food", overrideBudget: false)
+            _ = try wallet.checkSpend(amount: try wallet.asset("9.50 EUR"), category: "food", overrideBudget: false)
         }
         let entry = try wallet.appendDraft(Self.budgetRemoval())
         #expect(entry.time == lastTime)

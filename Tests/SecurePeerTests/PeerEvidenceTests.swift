@@ -43,7 +43,7 @@ struct PeerEvidenceTests {
         let context = PeerSessionContext(
             transcriptHash: .random(), channelBinding: SystemRandom.bytes(32),
             hello: try PeerActions.hello(wallet: wallet, displayName: "Bob", randomBytes: { SystemRandom.bytes($0) }),
-            rangingPolicy: RangingPolicy(allowsSimulated: true))
+            rangingPolicy: RangingPolicy(allowsSimulated: true), trustedIssuers: [], isIssuer: false)
         let actions = PeerActions(
             wallet: wallet, machine: .payee(PayeeMachine(context: context, request: nil)),
             helloSize: wallet.latest!.checkpoint.size,
@@ -77,7 +77,7 @@ struct PeerEvidenceTests {
         let context = PeerSessionContext(
             transcriptHash: .random(), channelBinding: SystemRandom.bytes(32),
             hello: try PeerActions.hello(wallet: wallet, displayName: "Bob", randomBytes: { SystemRandom.bytes($0) }),
-            rangingPolicy: RangingPolicy(allowsSimulated: true))
+            rangingPolicy: RangingPolicy(allowsSimulated: true), trustedIssuers: [], isIssuer: false)
         let side = Quiet(person: ScriptedPerson(pinPath: bob.main.pinPath))
         let actions = PeerActions(
             wallet: wallet, machine: .payee(PayeeMachine(context: context, request: nil)),

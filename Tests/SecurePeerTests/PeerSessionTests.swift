@@ -78,28 +78,45 @@ struct PeerSessionTests {
     static let near = RangingConfiguration.simulated(seed: 1, distanceMillimetres: 420)
     static let nearToo = RangingConfiguration.simulated(seed: 2, distanceMillimetres: 450)
 
-    static func pair(_ name: String, funds: String = "20.00 EUR") throws -> (
+    /// Alice funded by an issuer, and Bob, who trusts that issuer unless `payeeTrusts` is false.
+    static func pair(_ name: String, funds: String = "20.00 EUR", payeeTrusts: Bool = true) throws -> (
         TestWallet, TestWallet, ScriptedPerson, ScriptedPerson
     ) {
         let issuer = try WalletOperationTests.Issuer()
         let alice = try WalletOperationTests.funded(name + "-a", funds, issuer: issuer)
-        let bob = try TestWallet(name + "-b")
+        let bob =
+            payeeTrusts
+            ? try WalletOperationTests.payee(name + "-b", trusting: issuer) : try TestWallet(name + "-b")
         for test in [alice, bob] { test.wallet!.token.lock() }
         return (alice, bob, ScriptedPerson(pinPath: alice.main.pinPath), ScriptedPerson(pinPath: bob.main.pinPath))
     }
 
-    static func intent(_ amount: String, category: String = "food") throws -> PaymentIntent {
-        PaymentIntent(offerID: .random(), amount: try MoneyText.parse(amount), category: category, note: "Kaffee")
+    /// Paying `amount` in the one asset `payer` holds.
+    static func intent(_ payer: TestWallet, _ amount: String, category: String = "food") throws -> PaymentIntent {
+        PaymentIntent(offerID: .random(), amount: try payer.wallet!.asset(amount), category: category, note: "Kaffee")
     }
 
     static func euros(_ test: TestWallet) -> String {
-        MoneyText.format(test.wallet!.state.balance(Currency(code: "EUR")!))
+        MoneyText.format(test.wallet!.euros)
+    }
+
+    @Test func anOfferOfAnAssetThePayeeDoesNotTrustIsRefusedBeforeAnyDebit() throws {
+        let (alice, bob, alicePerson, bobPerson) = try Self.pair("untrusted", payeeTrusts: false)
+        let result = try PeerHarness.run(
+            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR")), payerPerson: alicePerson,
+            payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
+            payeeRanging: Self.nearToo)
+        guard case .failed(.untrustedAsset, true) = result.payer else {
+            Issue.record("\(String(describing: result))"); return
+        }
+        #expect(Self.euros(alice) == "20.00 EUR" && Self.euros(bob) == "0.00 EUR")
+        #expect(try alice.wallet!.ledger.entries(kind: .paymentOut).isEmpty)
     }
 
     @Test func payFlowMovesMoneyOnceAndBothLedgersVerify() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("pay")
         let result = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("4.50 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "4.50 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .paid = result.payer, case .received = result.payee else {
@@ -127,7 +144,7 @@ struct PeerSessionTests {
         ]
         for (name, payerRanging, payeeRanging, allow, reason) in cases {
             let result = try PeerHarness.run(
-                payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+                payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR")), payerPerson: alicePerson,
                 payerRanging: payerRanging, payee: bob, payeeRole: .receive(request: nil),
                 payeePerson: bobPerson, payeeRanging: payeeRanging, allowSimulated: allow)
             guard case .failed(let got, _) = result.payer else {
@@ -138,7 +155,7 @@ struct PeerSessionTests {
         }
         // Over budget, insufficient balance, a declined offer.
         let result = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("25.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "25.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .failed(.insufficientFunds, _) = result.payer else {
@@ -146,14 +163,14 @@ struct PeerSessionTests {
         }
         bobPerson.approves = false
         let declined = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .failed(.declined, true) = declined.payer else {
             Issue.record("declined: \(String(describing: declined.payer))"); return
         }
         #expect(Self.euros(alice) == "20.00 EUR")
-        #expect(try alice.wallet!.ledger.size() == 2)
+        #expect(try alice.wallet!.ledger.size() == 3, "inception, trust, deposit")
     }
 
     @Test func overBudgetTooFewSamplesAndTamperedFramesMoveNothing() throws {
@@ -168,7 +185,7 @@ struct PeerSessionTests {
                 payload: BudgetChange.set(budget).payload))
         alice.wallet!.token.lock()
         let over = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("4.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "4.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .failed(.overBudget, _) = over.payer else {
@@ -177,7 +194,7 @@ struct PeerSessionTests {
         // The override is the person's explicit choice, recorded in the debit.
         alicePerson.overridesBudget = true
         let overridden = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("4.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "4.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .paid = overridden.payer else {
@@ -189,7 +206,8 @@ struct PeerSessionTests {
         let file = TestTokens.layout.directory + "/few-\(UUID().uuidString).txt"
         try "400\n410\n405\n399\n402\n".write(toFile: file, atomically: true, encoding: .utf8)
         let few = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("1.00 EUR", category: "misc")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR", category: "misc")),
+            payerPerson: alicePerson,
             payerRanging: .external(path: file), payee: bob, payeeRole: .receive(request: nil),
             payeePerson: bobPerson, payeeRanging: Self.nearToo)
         guard case .failed(.rangingFailed, _) = few.payer else {
@@ -200,7 +218,7 @@ struct PeerSessionTests {
             direction == .initiatorToResponder && index == 4 ? .replace(body.map { $0 ^ 1 }) : .deliver
         }
         let tampered = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("1.00 EUR", category: "misc")),
+            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR", category: "misc")),
             payerPerson: alicePerson, payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil),
             payeePerson: bobPerson, payeeRanging: Self.nearToo, hook: tamper, timeoutScale: 0.05)
         if case .paid = tampered.payer { Issue.record("paid through a tampered link") }
@@ -213,13 +231,13 @@ struct PeerSessionTests {
         try "00000000\n".write(toFile: bob.main.pinPath + ".wrong", atomically: true, encoding: .utf8)
         let wrongBob = ScriptedPerson(pinPath: bob.main.pinPath + ".wrong")
         let result = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "2.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: wrongBob,
             payeeRanging: Self.nearToo)
         #expect(result.payer.map { if case .failed = $0 { true } else { false } } == true)
         let wrongAlice = ScriptedPerson(pinPath: bob.main.pinPath + ".wrong")
         let second = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: wrongAlice,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "2.00 EUR")), payerPerson: wrongAlice,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         #expect(second.payer.map { if case .failed = $0 { true } else { false } } == true)
@@ -229,7 +247,10 @@ struct PeerSessionTests {
     @Test func requestFlowWithNote() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("request")
         alicePerson.category = "coffee"
-        let request = try PaymentRequest(requestID: .random(), amount: try MoneyText.parse("3.20 EUR"), note: "Coffee")
+        let request = try PaymentRequest(
+            requestID: .random(),
+            amount: try bob.wallet!.requestAsset(for: try MoneyText.parse("3.20 EUR"), issuer: nil),
+            note: "Coffee")
         let result = try PeerHarness.run(
             payer: alice, payerRole: .answerRequest, payerPerson: alicePerson, payerRanging: Self.near,
             payee: bob, payeeRole: .receive(request: request), payeePerson: bobPerson, payeeRanging: Self.nearToo)
@@ -250,7 +271,7 @@ struct PeerSessionTests {
                 sent == direction && index >= 3 + cut / 2 ? .drop : .deliver
             }
             _ = try PeerHarness.run(
-                payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+                payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR")), payerPerson: alicePerson,
                 payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
                 payeeRanging: Self.nearToo, hook: hook, timeoutScale: 0.02)
             // Whatever happened, retry every pending payment on a clean link until none is pending.
@@ -270,8 +291,8 @@ struct PeerSessionTests {
             #expect(paid == credited, "cut \(cut): \(paid) debits, \(credited) credits")
         }
         // Money is conserved: what left alice arrived at bob, exactly once each.
-        let aliceCents = alice.wallet!.state.balance(Currency(code: "EUR")!).minorUnits
-        let bobCents = bob.wallet!.state.balance(Currency(code: "EUR")!).minorUnits
+        let aliceCents = alice.wallet!.euros.minorUnits
+        let bobCents = bob.wallet!.euros.minorUnits
         #expect(aliceCents + bobCents == 10_000)
         #expect(bobCents == Int64(paid) * 100)
         for test in [alice, bob] {
@@ -284,7 +305,7 @@ struct PeerSessionTests {
     @Test func rotateThenPayOverAChannel() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("rotate-pay")
         let first = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "2.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .paid = first.payer else {
@@ -302,7 +323,7 @@ struct PeerSessionTests {
         try RotationTests.rotate(bob)
         bob.wallet!.token.lock()
         let second = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("3.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "3.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .paid(let receipt) = second.payer, case .received = second.payee else {
@@ -327,7 +348,7 @@ struct PeerSessionTests {
     @Test func aLongKeyEventLogIsPagedAndTheOfferWaitsForIt() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("rotate-long")
         let first = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("1.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "1.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .paid = first.payer else {
@@ -340,7 +361,7 @@ struct PeerSessionTests {
         #expect(alice.wallet!.keyLog.events.count == 201)
         #expect(alice.wallet!.keyLog.events.count > 3 * KeyEventsMessage.pageEventCountMax, "the log needs four pages")
         let second = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try Self.intent("2.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try Self.intent(alice, "2.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
         guard case .paid = second.payer, case .received = second.payee else {

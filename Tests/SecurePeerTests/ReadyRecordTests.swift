@@ -18,7 +18,7 @@ struct ReadyRecordTests {
     @Test func aSecondTransferForOneOfferIsRefusedAndTheFirstRetryStillGetsItsReceipt() throws {
         let (alice, bob, alicePerson, bobPerson) = try PeerSessionTests.pair("once", funds: "20.00 EUR")
         let first = try PeerHarness.run(
-            payer: alice, payerRole: .pay(try PeerSessionTests.intent("4.00 EUR")), payerPerson: alicePerson,
+            payer: alice, payerRole: .pay(try PeerSessionTests.intent(alice, "4.00 EUR")), payerPerson: alicePerson,
             payerRanging: PeerSessionTests.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: PeerSessionTests.nearToo)
         guard case .paid = first.payer else { Issue.record("first payment: \(String(describing: first))"); return }

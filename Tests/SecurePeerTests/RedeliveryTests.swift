@@ -20,15 +20,12 @@ struct RedeliveryTests {
     @Test func aRefusalLostToACrashIsSignedWhenTheTransferComesAgain() throws {
         let issuer = try WalletOperationTests.Issuer()
         let alice = try WalletOperationTests.funded("lost-a", "20.00 EUR", issuer: issuer)
-        let bob = try TestWallet("lost-b")
-        try bob.wallet!.trust(issuer: issuer.signer.publicKey)
-        let largest = try Voucher(
-            issuerKey: issuer.signer.publicKey, recipientWalletID: bob.wallet!.walletID,
-            amount: try Money(minorUnits: Int64.max, currency: .eur), voucherID: .random(), issuerSequence: 99
-        ).sign(with: issuer.signer)
+        let bob = try WalletOperationTests.payee("lost-b", trusting: issuer)
+        let largest = try issuer.issuer.voucher(
+            try Money(minorUnits: Int64.max, currency: .eur), to: bob.wallet!.walletID)
         guard case .recorded = try bob.wallet!.deposit(largest) else { Issue.record("full deposit"); return }
         let transfer = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("5.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("5.00 EUR"), category: "x")
         let policy = TransferPolicy(acceptsWithoutProximity: true)
         bob.wallet!.faultHooks = WalletFaultHooks(afterCommit: { throw Crash() })
         #expect(throws: Crash.self) {
@@ -54,7 +51,7 @@ struct RedeliveryTests {
         guard case .recorded = try alice.wallet!.applyRefusal(refusal, payeeLog: bob.wallet!.keyLog) else {
             Issue.record("the payer could not reverse"); return
         }
-        #expect(alice.wallet!.state.balance(.eur) == (try MoneyText.parse("20.00 EUR")))
+        #expect(alice.wallet!.euros == (try MoneyText.parse("20.00 EUR")))
         for test in [alice, bob] {
             #expect(try LedgerVerifier.verify(test.wallet!.ledger, walletID: test.wallet!.walletID).isValid)
         }

@@ -16,13 +16,13 @@ struct RetiredKeyAnswerTests {
     @Test func aBackdatedRefusalOrReceiptByARetiredKeyIsRefused() throws {
         let issuer = try WalletOperationTests.Issuer()
         let alice = try WalletOperationTests.funded("retired-a", "50.00 EUR", issuer: issuer)
-        let bob = try TestWallet("retired-b")
+        let bob = try WalletOperationTests.payee("retired-b", trusting: issuer)
         let oldSigner = try bob.wallet!.signer
         let oldKey = bob.wallet!.signingKey, oldDate = bob.wallet!.keyDate
         _ = try RotationTests.rotate(bob)
         #expect(bob.wallet!.signingKey != oldKey)
         let envelope = try alice.wallet!.spend(
-            to: WalletCard(log: bob.wallet!.keyLog), amount: try MoneyText.parse("5.00 EUR"), category: "x")
+            to: WalletCard(log: bob.wallet!.keyLog), amount: try alice.wallet!.asset("5.00 EUR"), category: "x")
         let (transfer, credited) = try bob.wallet!.accept(
             envelope, policy: TransferPolicy(acceptsWithoutProximity: true))
         guard case .recorded(let credit) = credited else { Issue.record("credit: \(credited)"); return }

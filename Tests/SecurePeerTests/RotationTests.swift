@@ -27,7 +27,7 @@ struct RotationTests {
     @Test func rotateThenPayAndReceive() throws {
         let issuer = try Issuer()
         let alice = try WalletOperationTests.funded("rot-a", "30.00 EUR", issuer: issuer)
-        let bob = try TestWallet("rot-b")
+        let bob = try WalletOperationTests.payee("rot-b", trusting: issuer)
         let oldKey = alice.wallet!.signingKey
         let result = try Self.rotate(alice)
         #expect(result.events.map(\.event.sequence) == [1, 2])
@@ -39,7 +39,7 @@ struct RotationTests {
         #expect(wallet.latest!.checkpoint.keySequence == 2)
         // Pay after the rotation: the transfer's checkpoint is dated by the new key.
         let transfer = try wallet.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "food")
+            to: bob.wallet!.walletID, amount: try wallet.asset("10.00 EUR"), category: "food")
         #expect(transfer.payload.order.payerKey == wallet.signingKey)
         guard
             case .recorded(let credit) = try bob.wallet!.accept(
@@ -49,7 +49,7 @@ struct RotationTests {
         try wallet.confirm(receipt, payeeLog: bob.wallet!.keyLog)
         // Receive after the rotation, with the payee rotated too.
         try Self.rotate(bob)
-        let back = try bob.wallet!.spend(to: wallet.walletID, amount: try MoneyText.parse("4.00 EUR"), category: "")
+        let back = try bob.wallet!.spend(to: wallet.walletID, amount: try bob.wallet!.asset("4.00 EUR"), category: "")
         guard
             case .recorded = try wallet.accept(
                 back, payerLog: bob.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))

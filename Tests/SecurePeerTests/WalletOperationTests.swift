@@ -12,40 +12,54 @@ import Testing
 /// Money moving through the real wallet steps, on SoftHSM tokens and SQLCipher files.
 @Suite("Wallet operations", .serialized)
 struct WalletOperationTests {
-    /// An issuer key on its own token, with a signer.
+    /// An issuer whose key is on its own token: a one-event issuer log (`TestIssuer`) and its vouchers.
     final class Issuer {
         let fresh: TestTokens.Fresh
         let session: TokenSession
         let signer: TokenSigner
-        var sequence: UInt64 = 0
+        var issuer: TestIssuer
 
         init() throws {
             fresh = try TestTokens.fresh("issuer")
             session = try fresh.session()
             signer = try TokenSigner(
                 session: session, keyURI: try session.generateKey(label: "issuer", usage: .sign).uri)
+            issuer = try TestIssuer(signer: signer)
         }
 
-        func voucher(_ amount: String, to wallet: Wallet, id: VoucherID = .random()) throws -> SignedVoucher {
-            sequence += 1
-            return try Voucher(
-                issuerKey: signer.publicKey, recipientWalletID: wallet.walletID, amount: try MoneyText.parse(amount),
-                voucherID: id, issuerSequence: sequence
-            ).sign(with: signer)
+        /// The card wallets trust.
+        var card: WalletCard { issuer.card }
+        /// The issuer's wallet id: the asset's issuer.
+        var walletID: WalletID { issuer.walletID }
+
+        /// A voucher for `wallet` in its envelope (with this issuer's log).
+        func voucher(_ amount: String, to wallet: Wallet, id: VoucherID = .random()) throws -> Envelope {
+            try issuer.voucher(try MoneyText.parse(amount), to: wallet.walletID, id: id)
+        }
+
+        /// The signed voucher alone.
+        func signedVoucher(_ amount: String, to wallet: Wallet, id: VoucherID = .random()) throws -> SignedVoucher {
+            try voucher(amount, to: wallet, id: id).voucher().0
         }
     }
 
     static func funded(_ name: String, _ amount: String, issuer: Issuer) throws -> TestWallet {
-        let test = try TestWallet(name)
-        try test.wallet!.trust(issuer: issuer.signer.publicKey)
+        let test = try payee(name, trusting: issuer)
         guard case .recorded = try test.wallet!.deposit(try issuer.voucher(amount, to: test.wallet!)) else {
             throw WalletError(.refused, "deposit failed")
         }
         return test
     }
 
+    /// A wallet that trusts `issuer`, so it takes that issuer's asset.
+    static func payee(_ name: String, trusting issuer: Issuer) throws -> TestWallet {
+        let test = try TestWallet(name)
+        try test.wallet!.trust(issuer: issuer.card)
+        return test
+    }
+
     static func balance(_ test: TestWallet) throws -> String {
-        MoneyText.format(test.wallet!.state.balance(try #require(Currency(code: "EUR"))))
+        MoneyText.format(test.wallet!.euros)
     }
 
     @Test func depositIsIdempotentAndChecksIssuerAndRecipient() throws {
@@ -55,6 +69,7 @@ struct WalletOperationTests {
         let voucher = try issuer.voucher("10.00 EUR", to: alice.wallet!)
         guard case .recorded = try alice.wallet!.deposit(voucher) else { Issue.record("first deposit"); return }
         guard case .duplicate = try alice.wallet!.deposit(voucher) else { Issue.record("second deposit"); return }
+        #expect(alice.wallet!.state.balance(Asset(issuer: issuer.walletID, currency: .eur)).description == "60.00 EUR")
         #expect(try Self.balance(alice) == "60.00 EUR")
         // Untrusted: nothing recorded, so it can be deposited after trusting.
         let sizeBefore = bob.wallet!.size
@@ -62,28 +77,44 @@ struct WalletOperationTests {
             Issue.record("untrusted"); return
         }
         #expect(bob.wallet!.size == sizeBefore)
-        try bob.wallet!.trust(issuer: issuer.signer.publicKey)
+        try bob.wallet!.trust(issuer: issuer.card)
+        #expect(try bob.wallet!.trustedIssuers() == [issuer.walletID])
+        #expect(try bob.wallet!.trust(issuer: issuer.card) == nil, "trusting again appends nothing")
         guard case .refused(.wrongRecipient, _, _) = try bob.wallet!.deposit(voucher) else {
             Issue.record("wrong recipient"); return
         }
         // The same voucher id with another payload is a conflict: kept, no money.
-        let reissued = try issuer.voucher("99.00 EUR", to: alice.wallet!, id: voucher.payload.voucherID)
+        let reissued = try issuer.voucher("99.00 EUR", to: alice.wallet!, id: try voucher.voucher().0.payload.voucherID)
         guard case .conflict = try alice.wallet!.deposit(reissued) else { Issue.record("conflict"); return }
         #expect(try Self.balance(alice) == "60.00 EUR")
         // A forged signature records nothing.
         let forged = SignedVoucher(
-            payload: try issuer.voucher("5.00 EUR", to: alice.wallet!).payload, signature: voucher.signature)
+            payload: try issuer.signedVoucher("5.00 EUR", to: alice.wallet!).payload,
+            signature: try voucher.voucher().0.signature)
         let before = alice.wallet!.size
-        guard case .dropped(.badSignature) = try alice.wallet!.deposit(forged) else { Issue.record("forged"); return }
+        guard case .dropped(.badSignature) = try alice.wallet!.deposit(forged, issuerLog: issuer.issuer.log) else {
+            Issue.record("forged"); return
+        }
+        #expect(alice.wallet!.size == before)
+        // A voucher signed by a key the issuer's log does not hold: unproven, nothing recorded.
+        let stranger = try SoftwareSigner()
+        let payload = try issuer.signedVoucher("5.00 EUR", to: alice.wallet!).payload
+        let impostor = try Voucher(
+            issuerWalletID: payload.issuerWalletID, issuerKey: stranger.publicKey, keyDate: payload.keyDate,
+            recipientWalletID: payload.recipientWalletID, amount: payload.amount, voucherID: payload.voucherID
+        ).sign(with: stranger)
+        guard case .dropped(.unknownSigner) = try alice.wallet!.deposit(impostor, issuerLog: issuer.issuer.log) else {
+            Issue.record("impostor"); return
+        }
         #expect(alice.wallet!.size == before)
     }
 
     @Test func spendAcceptIsIdempotentAndReceiptConfirms() throws {
         let issuer = try Issuer()
         let alice = try Self.funded("pay-a", "20.00 EUR", issuer: issuer)
-        let bob = try TestWallet("pay-b")
+        let bob = try Self.payee("pay-b", trusting: issuer)
         let transfer = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("20.00 EUR"), category: "food")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("20.00 EUR"), category: "food")
         #expect(try Self.balance(alice) == "0.00 EUR", "a debit equal to the balance succeeds")
         #expect(try alice.wallet!.pendingTransfers().count == 1)
         guard
@@ -127,7 +158,7 @@ struct WalletOperationTests {
     @Test func refusalsBeforeTheDebitChangeNothing() throws {
         let issuer = try Issuer()
         let alice = try Self.funded("refuse-a", "10.00 EUR", issuer: issuer)
-        let bob = try TestWallet("refuse-b")
+        let bob = try Self.payee("refuse-b", trusting: issuer)
         let budget = try Budget(
             category: "fun", limit: try MoneyText.parse("5.00 EUR"), window: .day, isHardCap: true,
             timeZoneIdentifier: "UTC")
@@ -138,20 +169,21 @@ struct WalletOperationTests {
         let size = alice.wallet!.size, state = alice.wallet!.state
         #expect(throws: Wallet.SpendRefusal.self) {
             try alice.wallet!.spend(
-                to: bob.wallet!.walletID, amount: try MoneyText.parse("10.01 EUR"), category: "misc")
+                to: bob.wallet!.walletID, amount: try alice.wallet!.asset("10.01 EUR"), category: "misc")
         }
         #expect(throws: Wallet.SpendRefusal.self) {
             try alice.wallet!.spend(
-                to: bob.wallet!.walletID, amount: try MoneyText.parse("6.00 EUR"), category: "fun", overrideBudget: true
+                to: bob.wallet!.walletID, amount: try alice.wallet!.asset("6.00 EUR"), category: "fun",
+                overrideBudget: true
             )
         }
         #expect(alice.wallet!.size == size && alice.wallet!.state == state)
         // 4.00 of 5.00 is exactly 80%: OK; 0.01 more is an alert, still allowed.
         #expect(
             try alice.wallet!.checkSpend(
-                amount: try MoneyText.parse("4.00 EUR"), category: "fun", overrideBudget: false) == .ok)
+                amount: try alice.wallet!.asset("4.00 EUR"), category: "fun", overrideBudget: false) == .ok)
         if case .alert = try alice.wallet!.checkSpend(
-            amount: try MoneyText.parse("4.01 EUR"), category: "fun", overrideBudget: false)
+            amount: try alice.wallet!.asset("4.01 EUR"), category: "fun", overrideBudget: false)
         {
         } else {
             Issue.record("alert above 80%")
@@ -161,9 +193,9 @@ struct WalletOperationTests {
     @Test func refusedTransferIsReversedByThePayer() throws {
         let issuer = try Issuer()
         let alice = try Self.funded("rev-a", "30.00 EUR", issuer: issuer)
-        let bob = try TestWallet("rev-b")
+        let bob = try Self.payee("rev-b", trusting: issuer)
         let good = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("7.00 EUR"), category: "food")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("7.00 EUR"), category: "food")
         // The payer's wallet signs a transfer whose inclusion proof is wrong: validly signed, failing a check.
         let bad = try Transfer(
             order: good.payload.order, checkpoint: good.payload.checkpoint, debitLeaf: good.payload.debitLeaf,
@@ -217,9 +249,9 @@ struct WalletOperationTests {
     @Test func stateAfterReopenMatchesAndIdempotenceSurvivesIt() throws {
         let issuer = try Issuer()
         let alice = try Self.funded("reopen-a", "12.00 EUR", issuer: issuer)
-        let bob = try TestWallet("reopen-b")
+        let bob = try Self.payee("reopen-b", trusting: issuer)
         let transfer = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("2.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("2.00 EUR"), category: "x")
         let policy = TransferPolicy(acceptsWithoutProximity: true)
         guard case .recorded = try bob.wallet!.accept(transfer, payerLog: alice.wallet!.keyLog, policy: policy) else {
             Issue.record("accept"); return
@@ -244,7 +276,7 @@ struct ForkEvidenceTests {
     @Test func aPayerRestoredFromAnOldCopyThatPaysAgainYieldsEvidence() throws {
         let issuer = try WalletOperationTests.Issuer()
         let alice = try WalletOperationTests.funded("fork-a", "10.00 EUR", issuer: issuer)
-        let bob = try TestWallet("fork-b")
+        let bob = try WalletOperationTests.payee("fork-b", trusting: issuer)
         let anchor = TokenAnchor(session: alice.wallet!.token, walletID: alice.wallet!.walletID)
         let savedAnchor = try #require(try anchor.load())
         alice.close()
@@ -252,7 +284,7 @@ struct ForkEvidenceTests {
         try alice.copyFiles(to: copy)
         try alice.reopen()
         let first = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("10.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("10.00 EUR"), category: "x")
         guard
             case .recorded = try bob.wallet!.accept(
                 first, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
@@ -267,7 +299,7 @@ struct ForkEvidenceTests {
         try alice.reopen()
         #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
         let second = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("6.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("10.00 EUR"), category: "x")
         _ = try bob.wallet!.accept(
             second, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         let evidence = bob.wallet!.lastEvidence
@@ -282,7 +314,7 @@ struct ForkEvidenceTests {
         // Bob takes no more payments from Alice, and says which evidence bars her (types 1, 2 and 6 bar the
         // wallet by id); his ledger still verifies, bans included.
         let third = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try MoneyText.parse("1.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("1.00 EUR"), category: "x")
         let barred = try bob.wallet!.accept(
             third, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         guard case .policyRefusal(.payerBanned(let digest)) = barred else {

@@ -16,14 +16,15 @@ final class TestWallet {
     private(set) var wallet: Wallet?
     var now: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z
 
-    init(_ name: String = "w") throws {
+    /// A wallet, or with `isIssuer` an issuer's wallet (`secure issuer init`).
+    init(_ name: String = "w", isIssuer: Bool = false) throws {
         main = try TestTokens.fresh(name)
         backup = try TestTokens.fresh(name + "-bk")
         paths = WalletPaths(directory: TestTokens.layout.directory + "/wallet-\(name)-\(UUID().uuidString.prefix(8))")
         let backupSession = try backup.session()
         defer { backupSession.close() }
         let options = Wallet.InitOptions(
-            tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
+            tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false, isIssuer: isIssuer)
         wallet = try Wallet.create(paths: paths, token: try main.session(), options: options, clock: clockFunction())
     }
 
@@ -90,4 +91,14 @@ private final class ClockBox: @unchecked Sendable {
     weak var owner: TestWallet?
     init(_ owner: TestWallet) { self.owner = owner }
     var value: Int64 { owner?.now ?? 0 }
+}
+
+extension Wallet {
+    /// `text` ("5.00 EUR") in the only asset of its currency this wallet holds: the asset a payment moves.
+    func asset(_ text: String) throws -> AssetAmount { try asset(for: try MoneyText.parse(text), issuer: nil) }
+
+    /// The balance in euros over every issuer's euros held.
+    var euros: Money {
+        try! Money(minorUnits: state.minorUnitsHeld(Currency(code: "EUR")!), currency: Currency(code: "EUR")!)
+    }
 }

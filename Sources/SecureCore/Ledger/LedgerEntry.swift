@@ -207,6 +207,7 @@ public struct LedgerEntry: Hashable, Sendable {
         if flags.contains(.budgetOverride) && kind != .paymentOut {
             throw refuse("only a payment out can override a budget")
         }
+        // A redemption is an issuer's payment in, marked like any other credit of a transfer.
         if flags.contains(.withoutProximity) && kind != .paymentOut && kind != .paymentIn && kind != .redemption {
             throw refuse("only payments can be marked as made without proximity")
         }

@@ -50,7 +50,7 @@ public struct Receipt: TransferAnswerPayload {
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 264)
+        var writer = ByteWriter(capacity: 294)
         writer.write(Receipt.encodingVersion)
         answer.encode(into: &writer)
         writer.write(checkpointDigest)
@@ -177,7 +177,7 @@ public struct Refusal: TransferAnswerPayload {
     }
 
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 216)
+        var writer = ByteWriter(capacity: 247)
         writer.write(Refusal.encodingVersion)
         answer.encode(into: &writer)
         writer.write(reason.rawValue)

@@ -1,0 +1,152 @@
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureTestSupport
+import Testing
+
+@testable import SecureStore
+@testable import SecureWallet
+
+/// An issuer's wallet on real tokens and files: it mints vouchers as liabilities, takes back only its own
+/// asset, and holds no money; wallets take its asset only once they trust its card.
+@Suite("Issuer wallets", .serialized)
+struct IssuerWalletTests {
+    static func euros(_ text: String) throws -> Money { try MoneyText.parse(text + " EUR") }
+
+    @Test func mintDepositPayAndRedeem() throws {
+        let issuer = try TestWallet("iss", isIssuer: true)
+        let alice = try TestWallet("iss-a"), bob = try TestWallet("iss-b")
+        let issuerCard = WalletCard(log: issuer.wallet!.keyLog)
+        let asset = Asset(issuer: issuer.wallet!.walletID, currency: .eur)
+        #expect(issuer.wallet!.isIssuer && issuerCard.log.isIssuer && !alice.wallet!.isIssuer)
+        try alice.wallet!.trust(issuer: issuerCard)
+        #expect(try alice.wallet!.trustedIssuers() == [asset.issuer])
+
+        // A voucher is a mint entry in the issuer's ledger: the outstanding total, never spendable money.
+        let voucher = try issuer.wallet!.mint(to: WalletCard(log: alice.wallet!.keyLog), amount: Self.euros("30.00"))
+        #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("30.00")))
+        #expect(try issuer.wallet!.ledger.entries(kind: .mint).count == 1)
+        guard case .recorded = try alice.wallet!.deposit(voucher) else { Issue.record("deposit"); return }
+        guard case .duplicate = try alice.wallet!.deposit(voucher) else { Issue.record("again"); return }
+        #expect(alice.wallet!.state.balance(asset) == (try Self.euros("30.00")))
+
+        // Bob does not trust the issuer yet: a policy refusal that records nothing, accepted once he does.
+        let toBob = try alice.wallet!.spend(
+            to: WalletCard(log: bob.wallet!.keyLog), amount: try alice.wallet!.asset("5.00 EUR"), category: "x")
+        let lenient = TransferPolicy(acceptsWithoutProximity: true)
+        let size = bob.wallet!.size
+        guard case .policyRefusal(.untrustedAsset) = try bob.wallet!.accept(toBob, policy: lenient).1 else {
+            Issue.record("an untrusted asset was not refused"); return
+        }
+        #expect(bob.wallet!.size == size)
+        try bob.wallet!.trust(issuer: issuerCard)
+        guard case .recorded = try bob.wallet!.accept(toBob, policy: lenient).1 else { Issue.record("credit"); return }
+        #expect(bob.wallet!.state.balance(asset) == (try Self.euros("5.00")))
+
+        // Paying the issuer pays its own asset back: a redemption, and the outstanding total shrinks.
+        let back = try bob.wallet!.spend(
+            to: issuerCard,
+            amount: try bob.wallet!.asset(for: Self.euros("2.00"), issuer: nil, payee: asset.issuer), category: "")
+        guard case .recorded(let redemption) = try issuer.wallet!.accept(back, policy: lenient).1 else {
+            Issue.record("redemption"); return
+        }
+        #expect(redemption.kind == .redemption)
+        #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("28.00")))
+
+        // An issuer holds no other money: it trusts nobody and deposits nothing.
+        #expect(throws: WalletError.self) { try issuer.wallet!.trust(issuer: issuerCard) }
+        #expect(throws: WalletError.self) { try issuer.wallet!.deposit(voucher) }
+        for test in [issuer, alice, bob] {
+            let report = try test.wallet!.verifyLedger()
+            #expect(report.isValid, "\(report.problems)")
+        }
+    }
+
+    @Test func payingTheIssuerInASessionRedeemsAndItsRequestNamesItsOwnAsset() throws {
+        let issuer = try TestWallet("iss-peer", isIssuer: true)
+        let alice = try TestWallet("iss-peer-a")
+        let issuerCard = WalletCard(log: issuer.wallet!.keyLog)
+        let asset = Asset(issuer: issuer.wallet!.walletID, currency: .eur)
+        try alice.wallet!.trust(issuer: issuerCard)
+        let voucher = try issuer.wallet!.mint(to: WalletCard(log: alice.wallet!.keyLog), amount: Self.euros("10.00"))
+        guard case .recorded = try alice.wallet!.deposit(voucher) else { Issue.record("deposit"); return }
+        for test in [issuer, alice] { test.wallet!.token.lock() }
+        let alicePerson = ScriptedPerson(pinPath: alice.main.pinPath)
+        let issuerPerson = ScriptedPerson(pinPath: issuer.main.pinPath)
+        let paid = try PeerHarness.run(
+            payer: alice, payerRole: .pay(try PeerSessionTests.intent(alice, "3.00 EUR")), payerPerson: alicePerson,
+            payerRanging: PeerSessionTests.near, payee: issuer, payeeRole: .receive(request: nil),
+            payeePerson: issuerPerson, payeeRanging: PeerSessionTests.nearToo)
+        guard case .paid = paid.payer else { Issue.record("\(String(describing: paid))"); return }
+        #expect(try issuer.wallet!.ledger.entries(kind: .redemption).count == 1)
+        #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("7.00")))
+        #expect(alice.wallet!.state.balance(asset) == (try Self.euros("7.00")))
+        // The issuer requests its own asset, and the payer answers with it.
+        let request = try PaymentRequest(
+            requestID: .random(), amount: try issuer.wallet!.requestAsset(for: Self.euros("1.50"), issuer: nil),
+            note: "fee")
+        #expect(request.amount.asset == asset)
+        let answered = try PeerHarness.run(
+            payer: alice, payerRole: .answerRequest, payerPerson: alicePerson, payerRanging: PeerSessionTests.near,
+            payee: issuer, payeeRole: .receive(request: request), payeePerson: issuerPerson,
+            payeeRanging: PeerSessionTests.nearToo)
+        guard case .paid = answered.payer else { Issue.record("\(String(describing: answered))"); return }
+        #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("5.50")))
+        for test in [issuer, alice] {
+            // Recording the verification's outcome on the token takes the PIN.
+            try test.wallet!.token.unlock(pin: try test.main.pin(), confirmFinalTry: false)
+            let report = try test.wallet!.verifyLedger()
+            #expect(report.isValid, "\(report.problems)")
+        }
+    }
+
+    @Test func untrustStopsNewDepositsAndKeepsTheMoneyHeld() throws {
+        let issuer = try TestWallet("unt", isIssuer: true)
+        let alice = try TestWallet("unt-a"), bob = try TestWallet("unt-b")
+        let issuerCard = WalletCard(log: issuer.wallet!.keyLog)
+        try alice.wallet!.trust(issuer: issuerCard)
+        try bob.wallet!.trust(issuer: issuerCard)
+        let aliceCard = WalletCard(log: alice.wallet!.keyLog)
+        guard
+            case .recorded = try alice.wallet!.deposit(
+                try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("9.00")))
+        else { Issue.record("deposit"); return }
+        #expect(try alice.wallet!.untrust(issuer: issuer.wallet!.walletID) != nil)
+        #expect(try alice.wallet!.untrust(issuer: issuer.wallet!.walletID) == nil, "untrusted already")
+        #expect(try alice.wallet!.trustedIssuers().isEmpty)
+        let late = try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("1.00"))
+        let size = alice.wallet!.size
+        guard case .policyRefusal(.untrustedIssuer) = try alice.wallet!.deposit(late) else {
+            Issue.record("a voucher of an untrusted issuer was deposited"); return
+        }
+        #expect(alice.wallet!.size == size)
+        // Money already held stays spendable.
+        let transfer = try alice.wallet!.spend(
+            to: WalletCard(log: bob.wallet!.keyLog), amount: try alice.wallet!.asset("4.00 EUR"), category: "x")
+        guard case .recorded = try bob.wallet!.accept(transfer, policy: TransferPolicy(acceptsWithoutProximity: true)).1
+        else { Issue.record("credit"); return }
+        // The deposit was made while the issuer was trusted: `ledger verify` checks it against the trust entries
+        // in force at its position, not against today's set, so untrusting an issuer does not lock the wallet.
+        let report = try alice.wallet!.verifyLedger()
+        #expect(report.isValid, "\(report.problems)")
+        #expect(alice.wallet!.lockReason == nil)
+    }
+
+    /// The owner appends a deposit of an issuer it did not trust yet (`appendDraft` takes any draft the ledger
+    /// rules allow), then trusts the issuer: today's set holds the issuer, the set in force at the deposit
+    /// did not, so `ledger verify` names the deposit.
+    @Test func aDepositBeforeItsIssuerWasTrustedIsNamed() throws {
+        let issuer = try WalletOperationTests.Issuer()
+        let alice = try TestWallet("early-a")
+        let (voucher, _) = try issuer.voucher("3.00 EUR", to: alice.wallet!).voucher()
+        let payload = voucher.payload
+        try alice.wallet!.appendDraft(
+            EntryDraft(
+                kind: .deposit, amount: payload.assetAmount, counterparty: payload.issuerWalletID.bytes,
+                statement: voucher.statementReference, payload: voucher.encoded))
+        try alice.wallet!.trust(issuer: issuer.card)
+        let problems = try alice.wallet!.verifyLedger().problems
+        #expect(problems.count == 1 && problems[0].hasPrefix("entry 1 (deposit)"), "\(problems)")
+        #expect(problems.first?.contains("untrustedIssuer") == true, "\(problems)")
+    }
+}
