@@ -168,6 +168,10 @@ struct CLITests {
         let keyURI = try demo.generateKey()
         try "data".write(toFile: demo.directory + "/f", atomically: true, encoding: .utf8)
         try "11111111\n".write(toFile: demo.directory + "/wrong.pin", atomically: true, encoding: .utf8)
+        let open = try demo.run(["sign", "--key", keyURI, "--pin-source", "file:wrong.pin", "f"])
+        #expect(open.status == 3 && open.stderr.contains("chmod 600 wrong.pin"), "\(open.stderr)")
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o600], ofItemAtPath: demo.directory + "/wrong.pin")
 
         let wrongPIN = try demo.run(["sign", "--key", keyURI, "--pin-source", "file:wrong.pin", "f"])
         #expect(wrongPIN.status == 3)

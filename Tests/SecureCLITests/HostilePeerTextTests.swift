@@ -57,7 +57,8 @@ struct HostilePeerTextTests {
         let screen = result.output
         let lines = screen.split(separator: "\n").map(String.init)
         #expect(lines.contains("answered True"), "no prompt was shown:\n\(screen)")
-        let question = try #require(lines.first { $0.contains("[y/N]") }, "\(screen)")
+        // The question is the last line that asks (a hostile note may hold "[y/N]" too, escaped, above it).
+        let question = try #require(lines.last { $0.contains("[y/N]") }, "\(screen)")
         #expect(question.hasPrefix("Pay 32.00 EUR"), "the question line is \(question)\n\(screen)")
         #expect(!lines.contains { $0.hasPrefix("Pay 3.20") }, "a fake prompt is on the screen:\n\(screen)")
         #expect(lines.contains { $0.contains("note:") && $0.contains("\\u{") }, "the note is not escaped:\n\(screen)")

@@ -299,7 +299,7 @@ struct ForkEvidenceTests {
         try alice.reopen()
         #expect(alice.wallet!.lockReason == nil, "the owner's own restore is not detectable by the wallet itself")
         let second = try alice.wallet!.spend(
-            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("10.00 EUR"), category: "x")
+            to: bob.wallet!.walletID, amount: try alice.wallet!.asset("6.00 EUR"), category: "x")
         _ = try bob.wallet!.accept(
             second, payerLog: alice.wallet!.keyLog, policy: TransferPolicy(acceptsWithoutProximity: true))
         let evidence = bob.wallet!.lastEvidence

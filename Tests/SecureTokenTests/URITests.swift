@@ -1,3 +1,4 @@
+import Foundation
 import SecureCrypto
 import SecureTestSupport
 import Testing
@@ -99,12 +100,29 @@ struct PINSourceTests {
             ("1234\n", "1234"), ("1234\r\n", "1234"), ("1234", "1234"), ("12 34\nrest", "12 34"),
         ] {
             try content.write(toFile: path, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
             let pin = try PINSource.file(path).read()
             let text = try pin.withBytes { String(decoding: UnsafeBufferPointer(start: $0, count: $1), as: UTF8.self) }
             #expect(text == expected)
         }
         try "\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(path).read() }
+        // A PIN file others can read is refused, as ssh refuses such a private key (issue 13); a FIFO is not.
+        try "1234\n".write(toFile: path, atomically: true, encoding: .utf8)
+        for mode in [0o644, 0o640, 0o604, 0o660] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+            #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(path).read() }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: path)
+        #expect(try PINSource.file(path).read().withBytes { $1 } == 4)
+        #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(TestTokens.layout.directory).read() }
+        let fifo = path + "-fifo"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let writer = Thread { try? "5678\n".write(toFile: fifo, atomically: false, encoding: .utf8) }
+        writer.start()
+        #expect(try PINSource.file(fifo).read().withBytes { $1 } == 4, "a FIFO of any mode is read")
+        unlink(fifo)
         #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(path + "-missing").read() }
         #expect(throws: TokenError(.pinUnavailable, "")) {
             try PINSource.environment("SECURE_TEST_UNSET_VARIABLE").read()
