@@ -243,7 +243,8 @@ final class Auditor {
             deposits[id, default: 0] += 1
             if deposits[id] == 1 { undeposited -= amount }
             balances[index] += units
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
+            .settings:
             break
         }
         seen[index].append(
@@ -361,7 +362,8 @@ final class Auditor {
                     deposits[id, default: 1] -= 1
                     if deposits[id] == 0 { undeposited += minted[id] ?? 0 }
                 }
-            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+            case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
+            .settings:
                 break
             }
         }

@@ -493,6 +493,17 @@ public final class LedgerStore: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` with every entry of `kind` from position `from` on, in order (a payee's recent credits).
+    public func forEachEntry(kind: EntryKind, from: UInt64, _ body: (LedgerEntry) throws -> Void) throws {
+        let statement = try database.prepare(
+            "SELECT position, encoded FROM entries WHERE kind = ? AND position >= ? ORDER BY position"
+        )
+        .bind([.integer(Int64(kind.rawValue)), try .count(from)])
+        while try statement.step() {
+            try body(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0))))
+        }
+    }
+
     /// The raw encodings of entries in [from, to), in order (for parallel verification).
     public func encodedEntries(from: UInt64, to: UInt64) throws -> [[UInt8]] {
         let statement = try database.prepare(

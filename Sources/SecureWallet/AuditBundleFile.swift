@@ -118,7 +118,8 @@ public enum AuditBundleFile {
                 if entry.kind != .paymentIn, let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) }) {
                     sent.insert(id)
                 }
-            case .deposit, .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: break
+            case .deposit, .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings:
+                break
             }
         }
         let logs = try peers.sorted { $0.hex < $1.hex }.compactMap { peer in

@@ -83,7 +83,7 @@ enum LedgerCommands {
         let kinds: [EntryKind: String] = [
             .deposit: "deposit", .paymentOut: "payment out", .paymentIn: "payment in", .reversal: "reversal",
             .budgetChange: "budget change", .keyEvent: "key event", .rollbackAccepted: "rollback accepted",
-            .statementRefused: "refused", .conflictingStatement: "conflict",
+            .statementRefused: "refused", .conflictingStatement: "conflict", .settings: "settings",
         ]
         var row: [String: Any] = [
             "position": entry.position, "id": entry.id.hex, "kind": kinds[entry.kind] ?? "?",

@@ -46,7 +46,8 @@ public enum EntryStatementCheck {
         case .reversal: text = reversal(entry, sources)
         case .confirmation: text = confirmation(entry, sources)
         case .paymentOut: text = paymentOut(entry, encoded: encoded, ownLog: ownLog, sources)
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement: text = nil
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings:
+            text = nil
         }
         return text.map { "entry \(entry.position) (\(entry.kind)): \($0)" }
     }

@@ -24,13 +24,17 @@ public enum EntryKind: UInt8, Sendable, CaseIterable {
     /// The payee's countersigned receipt of a payment out: `statement` names the receipt (payee key
     /// fingerprint, transfer id, receipt digest). A confirmed payment can no longer be reversed.
     case confirmation = 10
+    /// A signed change to the wallet's settings; the payload is a `SettingsChange` (tag ‖ body). The
+    /// settings in force are derived from these entries alone.
+    case settings = 11
 
     /// Whether entries of this kind carry an amount, and which way it moves the balance.
     var direction: Direction {
         switch self {
         case .deposit, .paymentIn, .reversal: .credit
         case .paymentOut: .debit
-        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation:
+        case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
+            .settings:
             .none
         }
     }
@@ -40,7 +44,7 @@ public enum EntryKind: UInt8, Sendable, CaseIterable {
         switch self {
         case .deposit, .paymentOut, .paymentIn, .reversal, .statementRefused, .conflictingStatement, .confirmation:
             true
-        case .budgetChange, .keyEvent, .rollbackAccepted: false
+        case .budgetChange, .keyEvent, .rollbackAccepted, .settings: false
         }
     }
 
@@ -202,6 +206,10 @@ public struct LedgerEntry: Hashable, Sendable {
         if kind == .budgetChange {
             guard !category.isEmpty else { throw refuse("a budget change names its category") }
             _ = try BudgetChange.decode(payload: payload, category: category)
+        }
+        if kind == .settings {
+            guard category.isEmpty, counterparty.isEmpty else { throw refuse("a settings entry names no party") }
+            _ = try SettingsChange.decode(payload: payload)
         }
     }
 

@@ -18,6 +18,8 @@ public struct LedgerState: Hashable, Sendable {
     public private(set) var budgets: [String: Budget] = [:]
     /// Spending in the most recent window of each budgeted category that has seen a payment.
     public private(set) var windowTotals: [String: WindowTotal] = [:]
+    /// The settings the `settings` entries so far add up to.
+    public private(set) var settings = WalletSettings()
     /// Every recorded statement by (signer, id).
     private var statements: [StatementKey: RecordedStatement] = [:]
     /// The position of each `conflictingStatement` entry by the second payload it keeps, so one conflict is
@@ -38,8 +40,12 @@ public struct LedgerState: Hashable, Sendable {
     /// from the checkpoint's snapshot, budgets and the last entry's time from the store, and statements
     /// recorded before the checkpoint from `index`. A full verification replays instead and must arrive
     /// at the same snapshot.
-    public init(resumingAt checkpoint: Checkpoint, budgets: [Budget], lastTime: Int64, index: StatementIndex) {
+    public init(
+        resumingAt checkpoint: Checkpoint, budgets: [Budget], settings: WalletSettings = WalletSettings(),
+        lastTime: Int64, index: StatementIndex
+    ) {
         size = checkpoint.size
+        self.settings = settings
         head = checkpoint.head
         self.lastTime = lastTime
         for balance in checkpoint.snapshot.balances { balances[balance.currency] = balance }
@@ -108,6 +114,7 @@ public struct LedgerState: Hashable, Sendable {
         }
         if let statement = entry.statement, effect.recordsConflict { conflicts[statement] = entry.position }
         if let (id, payment) = effect.paymentOut { paymentsOut[id] = payment }
+        if let settings = effect.settings { self.settings = settings }
         size += 1
         head = entry.link
         lastTime = entry.time
@@ -159,6 +166,7 @@ public struct LedgerState: Hashable, Sendable {
                         + "under that id and another payload")
             }
         case .keyEvent, .rollbackAccepted: return Effect()
+        case .settings: return Effect(settings: try settings.applying(try SettingsChange.decode(payload: entry.payload)))
         }
     }
 
@@ -384,4 +392,5 @@ private struct Effect {
     var recordsStatement = false
     var recordsConflict = false
     var paymentOut: (StatementID, PaymentOut)?
+    var settings: WalletSettings?
 }

@@ -87,6 +87,11 @@ public struct PayeeMachine: PeerMachine {
             state = .lookingUp(session)
             return [.lookUpPeer(session.identity)]
         case (.awaitingOffer(let session, let record), .offer(let offer)):
+            // Past the payee's offline limit for this payer: refused before any prompt or `ready`, so the
+            // payer debits nothing.
+            if let credits = record.offlineCredits, !credits.allowance(offer.amount.currency).permits(offer.amount) {
+                return fail(.offlineLimitExceeded, offerID: offer.offerID)
+            }
             state = .approving(session, record, offer)
             // The requester skips "Accept?" only when the offer answers its request exactly.
             let answersRequest = request.map { $0.requestID == offer.offerID && $0.amount == offer.amount } ?? false

@@ -680,6 +680,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The payee holds proven fork evidence against the payer, found itself: no payment until the issuer's
     /// clearing settles it.
     case peerBanned = 17
+    /// The offer would take what the payee credited from this payer within its offline-limit window past the
+    /// limit: refused before `ready`, so nothing is debited.
+    case offlineLimitExceeded = 18
 }
 
 /// One side tells the other it stops, optionally naming the offer.

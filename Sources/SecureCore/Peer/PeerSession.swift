@@ -50,15 +50,19 @@ public struct PeerRecord: Hashable, Sendable {
     /// The digest of fork evidence this wallet found itself against the peer, if any: a payee takes no
     /// payment from such a peer.
     public let banningEvidence: EvidenceDigest?
+    /// What this wallet, as payee, credited from the peer within its offline-limit windows, with the limits;
+    /// nil for a payer (and where no limit applies). An offer past the limit is refused before `ready`.
+    public let offlineCredits: PayerOfflineCredits?
 
     public init(
         knownName: String? = nil, heldCheckpoint: SignedCheckpoint? = nil, keyLog: KeyEventLog? = nil,
-        banningEvidence: EvidenceDigest? = nil
+        banningEvidence: EvidenceDigest? = nil, offlineCredits: PayerOfflineCredits? = nil
     ) {
         self.knownName = knownName
         self.heldCheckpoint = heldCheckpoint
         self.keyLog = keyLog
         self.banningEvidence = banningEvidence
+        self.offlineCredits = offlineCredits
     }
 }
 
