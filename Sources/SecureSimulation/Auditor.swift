@@ -17,6 +17,8 @@ final class Auditor {
         /// A peer-protocol debit (it carries a spatial proof), as opposed to a file transfer.
         let isPeerDebit: Bool
         let payerWalletID: WalletID?
+        /// The entry's time, for the offline-limit window.
+        let time: Int64
     }
 
     struct TransferBooks {
@@ -145,6 +147,26 @@ final class Auditor {
         }
     }
 
+    /// Invariant 1 of issue 12, last part: an honest wallet never credits one payer more than its offline limit
+    /// (`Simulator.offlineLimit`, set by every wallet at setup) within the limit's rolling window, counted
+    /// from the credits this auditor saw committed, not from the wallet's own tally.
+    private func checkOfflineLimit(_ entry: LedgerEntry, payer: WalletID, payee simulated: SimulatedWallet) throws {
+        guard simulated.isHonest else { return }
+        let limit = Simulator.offlineLimit
+        let start = entry.time - limit.window.milliseconds
+        var total = entry.amount?.minorUnits ?? 0
+        for earlier in seen[simulated.index].reversed() {
+            guard earlier.time > start else { break }
+            if earlier.kind == .paymentIn, earlier.payerWalletID == payer { total += earlier.minorUnits }
+        }
+        guard total <= limit.amount.minorUnits else {
+            throw fail(
+                "offline-limit",
+                "w\(simulated.index) credited \(total) minor units from payer \(Hex.encode(payer.bytes.prefix(6))) "
+                    + "within a \(limit.window), over its limit of \(limit.amount)")
+        }
+    }
+
     /// Invariant 2 of issue 12: an honest wallet reverses a payment only with a refusal signed by the payee
     /// the transfer names, with a key that payee's wallet id put in force at the refusal's key sequence.
     private func checkReversalSigner(_ entry: LedgerEntry, payer: Int) throws {
@@ -216,6 +238,7 @@ final class Auditor {
             if let transfer {
                 try checkDoubleSpend(transfer, payee: simulated)
                 try checkCreditSigner(transfer, payee: index)
+                try checkOfflineLimit(entry, payer: transfer.payload.order.payerWalletID, payee: simulated)
                 if simulated.isHonest, restoredPayments.contains(transferID!) {
                     throw fail(
                         "restored-payer-refused",
@@ -250,7 +273,7 @@ final class Auditor {
         seen[index].append(
             Seen(
                 kind: entry.kind, minorUnits: units, transferID: transferID, isPeerDebit: isPeerDebit,
-                payerWalletID: payer))
+                payerWalletID: payer, time: entry.time))
         if let transferID, let books = transfers[transferID] {
             guard books.debits <= 1, books.credits <= 1, books.reversals <= 1 else {
                 throw fail(

@@ -140,6 +140,10 @@ public final class Simulator {
     }
 
     /// Minor units of EUR; every amount the simulator makes is positive and far below any limit.
+    /// Every wallet's offline limit per payer, set at setup by a signed settings entry (the auditor checks
+    /// it is never exceeded).
+    static let offlineLimit = OfflineLimit(amount: euros(100_000), window: .day)
+
     static func euros(_ minorUnits: Int64) -> Money { try! Money(minorUnits: minorUnits, currency: .eur) }
 
     func chance(_ percent: UInt64) -> Bool { random.next() % 1000 < percent }
@@ -261,6 +265,7 @@ public final class Simulator {
         let wallet = try Wallet.create(
             paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
         try wallet.trust(issuer: issuer.publicKey)
+        try wallet.setOfflineLimit(Self.offlineLimit)
         simulated.walletID = wallet.walletID
         simulated.token.lock()
         simulated.wallet = wallet

@@ -23,6 +23,8 @@ struct PeerSimulation {
         var overrideBudget = false
         var request: String? = nil // request flow with this note
         var requestAmount: Int64? = nil
+        /// The payee's offline limit per payer; nil: the payee's driver counts nothing (no limit).
+        var payeeOfflineLimit: OfflineLimit? = nil
     }
 
     var config: Config
@@ -218,7 +220,13 @@ struct PeerSimulation {
             case .lookUpPeer:
                 try payeeDo(
                     payeeMachine.peerLookedUp(
-                        PeerRecord(knownName: nil, heldCheckpoint: held, keyLog: payer.log)))
+                        PeerRecord(
+                            knownName: nil, heldCheckpoint: held, keyLog: payer.log,
+                            offlineCredits: config.payeeOfflineLimit.map {
+                                PayerOfflineCredits.tally(
+                                    payer: payer.walletID, settings: try! WalletSettings().applying(.offlineLimit($0)),
+                                    time: payee.time, entries: payee.entries)
+                            })))
             case .askApproval(let approval):
                 approvals.append(approval)
                 if config.payeeDefersApproval { break }
