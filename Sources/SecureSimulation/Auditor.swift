@@ -386,7 +386,7 @@ final class Auditor {
                     if deposits[id] == 0 { undeposited += minted[id] ?? 0 }
                 }
             case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .confirmation,
-            .settings:
+                .settings:
                 break
             }
         }

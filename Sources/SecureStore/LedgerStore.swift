@@ -821,6 +821,17 @@ extension LedgerStore {
         }
     }
 
+    /// The ready records of `payer` that no transfer consumed yet: approvals it may still pay, which count
+    /// against the payee's offline limit for it until they are credited (or refused).
+    public func unconsumedReadyRecords(payer: WalletID) throws -> [[UInt8]] {
+        let statement = try database.prepare(
+            "SELECT record FROM ready_records WHERE payer = ? AND consumed_by IS NULL ORDER BY offer_id"
+        ).bind([.blob(payer.bytes)])
+        var records: [[UInt8]] = []
+        while try statement.step() { records.append(statement.blob(0)) }
+        return records
+    }
+
     /// A persisted ready record by offer id and payer, with the transfer that consumed it, if one did.
     public func readyRecord(offerID: OfferID, payer: WalletID) throws -> (record: [UInt8], consumedBy: TransferID?)? {
         let statement = try database.prepare(

@@ -118,7 +118,8 @@ public enum AuditBundleFile {
                 if entry.kind != .paymentIn, let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) }) {
                     sent.insert(id)
                 }
-            case .deposit, .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings:
+            case .deposit, .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement,
+                .settings:
                 break
             }
         }

@@ -90,7 +90,8 @@ extension Wallet {
         }
         let state = try resumedState(store, latest.checkpoint)
         let tokenHoldsAnchor = try access == .reading ? tokenBytes != nil : onToken.load() != nil
-        let anchor = findAnchor(state.settings.anchorKind, tokenHoldsAnchor: tokenHoldsAnchor, token: onToken, file: onFile)
+        let anchor = findAnchor(
+            state.settings.anchorKind, tokenHoldsAnchor: tokenHoldsAnchor, token: onToken, file: onFile)
         let anchorBytes = anchor === onToken ? tokenBytes : fileBytes
         var lockReason: WalletLockReason?
         var repairNeeded: String?

@@ -92,7 +92,7 @@ extension Wallet {
                 .invalidInput, "this transfer was made by this wallet; the payee accepts it, not the payer")
         }
         guard let log = try provenLog(of: payer, offered: payerLog) else { return .dropped(.unknownSigner) }
-        var verdict = TransferCheck.evaluate(
+        let verdict = TransferCheck.evaluate(
             transfer, walletID: walletID, payerLog: log, state: state, policy: policy, peerFailure: peerFailure)
         switch verdict {
         case .drop(.retiredSigner(let evidence)):
@@ -111,17 +111,12 @@ extension Wallet {
         if let byFile, let refusal = try checkRollback(transfer, claims: byFile.claims) {
             return .policyRefusal(refusal)
         }
-        // The payee's offline limit per payer: a file (or any transfer without an approval) over it gets a
-        // policy refusal that signs nothing; a peer payment approved before `ready` and now over it (another
-        // session credited in between) is refused with a signature, so the payer reverses its debit.
-        if case .accept(let draft) = verdict, let amount = draft.amount {
+        // The payee's offline limit per payer: a transfer without an approval (a file) over it gets a policy
+        // refusal that signs nothing. A peer payment was checked before `ready`, its approval counted against
+        // the limit until now, so its credit keeps within the limit and is not checked again.
+        if readyRecord == nil, case .accept(let draft) = verdict, let amount = draft.amount {
             let allowance = try offlineCredits(from: payer).allowance(amount.currency)
-            if !allowance.permits(amount) {
-                guard readyRecord != nil else { return .policyRefusal(.offlineLimitExceeded(allowance)) }
-                verdict = TransferCheck.evaluate(
-                    transfer, walletID: walletID, payerLog: log, state: state, policy: policy,
-                    peerFailure: .offlineLimitExceeded)
-            }
+            if !allowance.permits(amount) { return .policyRefusal(.offlineLimitExceeded(allowance)) }
         }
         try keepProvenLog(log)
         try keepForkEvidence(about: transfer)

@@ -11,18 +11,27 @@ extension Wallet {
     @discardableResult
     public func setOfflineLimit(_ limit: OfflineLimit) throws -> LedgerEntry {
         try appendDraft(
-            EntryDraft(kind: .settings, amount: nil, statement: nil, payload: SettingsChange.offlineLimit(limit).payload))
+            EntryDraft(
+                kind: .settings, amount: nil, statement: nil, payload: SettingsChange.offlineLimit(limit).payload))
     }
 
     /// What `payer` was credited within each currency's offline-limit window ending now (at the time a new
     /// entry would get, so a clock refused as too far ahead moves no window), from this ledger's `paymentIn`
-    /// entries. Entries are dated in ledger order, so only those after the window's start are read.
+    /// entries, plus the payer's approvals (ready records) that no transfer consumed yet. Entries are dated in
+    /// ledger order, so only those after the window's start are read.
     public func offlineCredits(from payer: WalletID) throws -> PayerOfflineCredits {
         let time = budgetTime
         let earliest = PayerOfflineCredits.earliestTime(settings: state.settings, time: time)
         var recent: [LedgerEntry] = []
         try store.forEachEntry(kind: .paymentIn, from: try firstPosition(after: earliest)) { recent.append($0) }
-        return PayerOfflineCredits.tally(payer: payer, settings: state.settings, time: time, entries: recent)
+        let approved = try store.unconsumedReadyRecords(payer: payer).map { bytes in
+            guard let record = try ReadyRecord.decode(bytes), record.payerWalletID == payer else {
+                throw StoreError(.corrupted, "a stored ready record does not decode")
+            }
+            return record.amount
+        }
+        return PayerOfflineCredits.tally(
+            payer: payer, settings: state.settings, time: time, entries: recent, approved: approved)
     }
 
     /// The first position whose entry is dated after `time` (entry times never go backwards): a binary
@@ -59,7 +68,8 @@ extension Wallet {
         }
         guard let latest else { preconditionFailure("an open wallet has a signed checkpoint") }
         let onToken = TokenAnchor(session: token, walletID: walletID)
-        let next: AnchorStorage = kind == .token ? onToken : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
+        let next: AnchorStorage =
+            kind == .token ? onToken : FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
         try next.store(latest.encoded)
         if kind == .file { try onToken.destroy() }
         anchor = next

@@ -98,9 +98,9 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
         case .offlineLimitExceeded(let allowance):
             advice =
                 "this wallet credits at most \(MoneyText.format(allowance.limit.amount)) a \(allowance.limit.window) "
-                + "from one payer offline and has credited \(MoneyText.format(allowance.credited)) from this one in "
-                + "that window; nothing was signed, so the same file can be accepted once the window has room, or "
-                + "after `secure policy set --offline-limit`"
+                + "from one payer offline and has credited (or approved) \(MoneyText.format(allowance.credited)) from "
+                + "this one in that window; nothing was signed, so the same file can be accepted once the window "
+                + "has room, or after `secure policy set --offline-limit`"
         }
         return ("\(what) not accepted: \(advice). Nothing was recorded", .refused)
     case .dropped(let reason):

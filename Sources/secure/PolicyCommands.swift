@@ -45,7 +45,10 @@ enum PolicyCommands {
         if arguments.flag("json") {
             printJSON([
                 "offlineLimits": limits.map {
-                    ["currency": $0.amount.currency.code, "limit": MoneyText.format($0.amount), "window": "\($0.window)"]
+                    [
+                        "currency": $0.amount.currency.code, "limit": MoneyText.format($0.amount),
+                        "window": "\($0.window)",
+                    ]
                 },
                 "defaultOfflineLimit": ["majorUnits": OfflineLimit.defaultMajorUnits, "window": "day"],
                 "anchor": "\(settings.anchorKind)",

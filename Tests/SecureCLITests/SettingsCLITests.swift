@@ -45,7 +45,9 @@ struct SettingsCLITests {
         let show = try world.run(["policy", "show", "--json"] + world.wallet("bob"))
         let json = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout)) as? [String: Any])
         let limits = try #require(json["offlineLimits"] as? [[String: Any]])
-        #expect(limits.count == 1 && limits[0]["limit"] as? String == "200.00 EUR" && limits[0]["window"] as? String == "day")
+        #expect(
+            limits.count == 1 && limits[0]["limit"] as? String == "200.00 EUR"
+                && limits[0]["window"] as? String == "day")
         #expect(json["anchor"] as? String == "token")
         #expect(try world.run(["policy", "show"] + world.wallet("bob")).output.contains("150 major units"))
         let again = try world.run(["accept", "t2", "--no-proximity"] + world.wallet("bob"))

@@ -109,7 +109,7 @@ struct SettingsTests {
                 previousLink: Digest32.zero)
         }
         let entries = [
-            try credit(Fixture.eur(1_000), from: payer, at: now - day),  // on the window's edge: outside
+            try credit(Fixture.eur(1_000), from: payer, at: now - day), // on the window's edge: outside
             try credit(Fixture.eur(2_000), from: payer, at: now - day + 1),
             try credit(Fixture.eur(4_000), from: payer, at: now),
             try credit(Fixture.eur(8_000), from: other, at: now),
@@ -126,6 +126,14 @@ struct SettingsTests {
         #expect(credits.allowance(.usd).credited.minorUnits == 16_000)
         #expect(!credits.allowance(.usd).permits(try Money(minorUnits: 1, currency: .usd)))
         #expect(PayerOfflineCredits.earliestTime(settings: WalletSettings(), time: now) == now - day)
+
+        // Approvals not paid yet count whatever their age, so an approved payment credited later stays within
+        // the limit of the window it lands in.
+        let withApproval = PayerOfflineCredits.tally(
+            payer: payer, settings: WalletSettings(), time: now, entries: entries, approved: [Fixture.eur(3_000)])
+        #expect(withApproval.allowance(.eur).credited == Fixture.eur(9_000))
+        #expect(withApproval.allowance(.eur).permits(Fixture.eur(6_000)))
+        #expect(!withApproval.allowance(.eur).permits(Fixture.eur(6_001)))
 
         // A week's limit counts the older credit too; a sum past Int64.max saturates and permits nothing.
         let weekly = try WalletSettings().applying(

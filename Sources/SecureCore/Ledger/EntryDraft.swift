@@ -171,11 +171,6 @@ public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
     /// (Int64.max minor units). The payee cannot credit it, so it refuses with a signature and the payer
     /// reverses its debit instead of waiting forever for an answer.
     case balanceOverflow = 9
-    /// A peer payment approved before `ready` would now take what the payee credited from this payer within
-    /// its offline-limit window past the limit (another session of the same payer was credited in between,
-    /// or a retry came late). The payee cannot credit it, so it refuses with a signature and the payer
-    /// reverses its debit. A transfer by file over the limit gets a policy refusal instead, signing nothing.
-    case offlineLimitExceeded = 10
 }
 
 /// Why the wallet's own policy refused a statement without recording it.
@@ -211,8 +206,9 @@ public enum PolicyRefusalReason: Hashable, Sendable {
     /// is deposited once the balance is lower instead of being refused for good.
     case balanceOverflow
     /// Crediting the transfer would take what this wallet credited from the payer within its offline-limit
-    /// window past the limit (`secure policy`). Nothing is recorded or signed: the payer's debit stays
-    /// pending, and the same file is accepted once the window has room (or the limit is raised).
+    /// window, with the payer's approvals not yet paid, past the limit (`secure policy`). Nothing is
+    /// recorded or signed: the payer's debit stays pending, and the same file is accepted once the window has
+    /// room (or the limit is raised).
     case offlineLimitExceeded(OfflineAllowance)
 }
 

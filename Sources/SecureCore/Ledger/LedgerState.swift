@@ -166,7 +166,8 @@ public struct LedgerState: Hashable, Sendable {
                         + "under that id and another payload")
             }
         case .keyEvent, .rollbackAccepted: return Effect()
-        case .settings: return Effect(settings: try settings.applying(try SettingsChange.decode(payload: entry.payload)))
+        case .settings:
+            return Effect(settings: try settings.applying(try SettingsChange.decode(payload: entry.payload)))
         }
     }
 

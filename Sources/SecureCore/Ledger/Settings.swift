@@ -201,8 +201,13 @@ public struct WalletSettings: Hashable, Sendable {
 }
 
 /// What one payer was credited, per currency, each within its currency's offline-limit window ending at a
-/// given time. A payee computes it from its own `paymentIn` entries before it approves a payment (peer mode)
-/// or credits one (file mode); `tally` is the one place that sum is made.
+/// given time, plus what the payee approved for it and was not paid yet. A payee computes it from its own
+/// `paymentIn` entries and ready records before it approves a payment (peer mode) or credits one (file
+/// mode); `tally` is the one place that sum is made.
+///
+/// Counting the approvals keeps every window within the limit whatever the order of events: each approval
+/// checks credits-in-window + outstanding approvals + amount ≤ limit, a credit only moves an amount from
+/// approved to credited, and time only drops credits out of the window.
 public struct PayerOfflineCredits: Hashable, Sendable {
     /// The payer.
     public let payer: WalletID
@@ -210,24 +215,31 @@ public struct PayerOfflineCredits: Hashable, Sendable {
     public let time: Int64
     /// The limits in force.
     public let settings: WalletSettings
-    /// Credited per currency within that currency's window; a sum past Int64.max is kept as Int64.max.
+    /// Credited per currency within that currency's window, plus the outstanding approvals; a sum past
+    /// Int64.max is kept as Int64.max.
     public let credited: [Currency: Money]
 
     /// Sums the `paymentIn` entries among `entries` whose counterparty is `payer` and whose time lies in
-    /// the window of their currency's limit ending at `time`: (time − window, time]. Other entries are
-    /// skipped, so a caller may pass every entry since `earliestTime(settings:time:)`.
+    /// the window of their currency's limit ending at `time`: (time − window, time], and the amounts of the
+    /// payer's `approved` payments not paid yet (whatever their age). Other entries are skipped, so a caller
+    /// may pass every entry since `earliestTime(settings:time:)`.
     public static func tally(
-        payer: WalletID, settings: WalletSettings, time: Int64, entries: some Sequence<LedgerEntry>
+        payer: WalletID, settings: WalletSettings, time: Int64, entries: some Sequence<LedgerEntry>,
+        approved: [Money] = []
     ) -> PayerOfflineCredits {
         var credited: [Currency: Money] = [:]
-        for entry in entries where entry.kind == .paymentIn && entry.counterparty == payer.bytes {
-            guard let amount = entry.amount else { continue }
-            let window = settings.offlineLimit(amount.currency).window
-            guard entry.time > time - window.milliseconds, entry.time <= time else { continue }
+        func add(_ amount: Money) {
             let sum = credited[amount.currency] ?? .zero(amount.currency)
             credited[amount.currency] =
                 (try? sum.adding(amount)) ?? (try! Money(minorUnits: .max, currency: amount.currency))
         }
+        for entry in entries where entry.kind == .paymentIn && entry.counterparty == payer.bytes {
+            guard let amount = entry.amount else { continue }
+            let window = settings.offlineLimit(amount.currency).window
+            guard entry.time > time - window.milliseconds, entry.time <= time else { continue }
+            add(amount)
+        }
+        approved.forEach(add)
         return PayerOfflineCredits(payer: payer, time: time, settings: settings, credited: credited)
     }
 
