@@ -152,9 +152,10 @@ final class Auditor {
     /// from the credits this auditor saw committed, not from the wallet's own tally.
     private func checkOfflineLimit(_ entry: LedgerEntry, payer: WalletID, payee simulated: SimulatedWallet) throws {
         guard simulated.isHonest else { return }
-        let limit = Simulator.offlineLimit
+        let limit = simulator.offlineLimit
         let start = entry.time - limit.window.milliseconds
-        var total = entry.amount?.minorUnits ?? 0
+        // `seen` already holds this entry, last.
+        var total: Int64 = 0
         for earlier in seen[simulated.index].reversed() {
             guard earlier.time > start else { break }
             if earlier.kind == .paymentIn, earlier.payerWalletID == payer { total += earlier.minorUnits }
@@ -238,7 +239,6 @@ final class Auditor {
             if let transfer {
                 try checkDoubleSpend(transfer, payee: simulated)
                 try checkCreditSigner(transfer, payee: index)
-                try checkOfflineLimit(entry, payer: transfer.payload.order.payerWalletID, payee: simulated)
                 if simulated.isHonest, restoredPayments.contains(transferID!) {
                     throw fail(
                         "restored-payer-refused",
@@ -286,6 +286,10 @@ final class Auditor {
                     "refusal-zero-debit",
                     "transfer \(Hex.encode(transferID.bytes.prefix(6))) was both credited and reversed")
             }
+        }
+        // After the at-most-once checks, so a double credit is reported as what it is.
+        if entry.kind == .paymentIn, let payer {
+            try checkOfflineLimit(entry, payer: payer, payee: simulated)
         }
         if entry.kind == .deposit, let id = entry.statement?.id, deposits[id]! > 1 {
             throw fail("deposit-at-most-once", "voucher \(Hex.encode(id.bytes.prefix(6))) deposited twice")

@@ -69,6 +69,9 @@ enum BrokenVariant: String, CaseIterable, Sendable {
     case reversesOnForgedRefusal
     /// The payee credits a restored payer's second payment after the wallet refused it (invariant 3).
     case creditsRestoredPayment
+    /// The payee counts nothing against its offline limit, so it approves and credits past it (invariant 1,
+    /// last clause).
+    case creditsPastOfflineLimit
 }
 
 /// An invariant that failed, with what the run needs to be replayed.

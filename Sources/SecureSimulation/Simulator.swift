@@ -144,6 +144,13 @@ public final class Simulator {
     /// it is never exceeded).
     static let offlineLimit = OfflineLimit(amount: euros(5_000), window: .day)
 
+    /// The offline limit this run's wallets set: `offlineLimit`, or 10.00 EUR when the planted bug ignores
+    /// it, so that a wallet credits past it within the variant test's budget of steps.
+    var offlineLimit: OfflineLimit {
+        config.broken == .creditsPastOfflineLimit
+            ? OfflineLimit(amount: Self.euros(1_000), window: .day) : Self.offlineLimit
+    }
+
     static func euros(_ minorUnits: Int64) -> Money { try! Money(minorUnits: minorUnits, currency: .eur) }
 
     func chance(_ percent: UInt64) -> Bool { random.next() % 1000 < percent }
@@ -265,7 +272,7 @@ public final class Simulator {
         let wallet = try Wallet.create(
             paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
         try wallet.trust(issuer: issuer.publicKey)
-        try wallet.setOfflineLimit(Self.offlineLimit)
+        try wallet.setOfflineLimit(offlineLimit)
         simulated.walletID = wallet.walletID
         simulated.token.lock()
         simulated.wallet = wallet
@@ -307,6 +314,7 @@ public final class Simulator {
         guard let wallet = simulated.wallet else { return }
         var hooks = WalletFaultHooks()
         hooks.anchorBeforeCommit = config.broken == .anchorBeforeCommit
+        hooks.ignoresOfflineLimit = config.broken == .creditsPastOfflineLimit
         hooks.beforeCommit = { [unowned self] in
             if config.faults, !healing, chance(50) { throw SimulatedCrash(point: "before the commit") }
         }

@@ -21,6 +21,9 @@ extension Wallet {
     /// ledger order, so only those after the window's start are read.
     public func offlineCredits(from payer: WalletID) throws -> PayerOfflineCredits {
         let time = budgetTime
+        if faultHooks?.ignoresOfflineLimit == true {
+            return PayerOfflineCredits.tally(payer: payer, settings: state.settings, time: time, entries: [])
+        }
         let earliest = PayerOfflineCredits.earliestTime(settings: state.settings, time: time)
         var recent: [LedgerEntry] = []
         try store.forEachEntry(kind: .paymentIn, from: try firstPosition(after: earliest)) { recent.append($0) }

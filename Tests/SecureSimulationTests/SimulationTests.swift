@@ -72,6 +72,7 @@ struct SimulationTests {
         (BrokenVariant.creditsForgedTransfer, "credit-signed-by-payer"),
         (BrokenVariant.reversesOnForgedRefusal, "reversal-signed-by-payee"),
         (BrokenVariant.creditsRestoredPayment, "restored-payer-refused"),
+        (BrokenVariant.creditsPastOfflineLimit, "offline-limit"),
     ])
     func brokenVariantIsCaught(variant: BrokenVariant, invariant: String) throws {
         for seed in Self.variantSeeds {
