@@ -459,9 +459,14 @@ public final class PeerActions {
                         + "(evidence \(banning.hex)); it takes nothing signed by that key")
             }
         }
+        // Only a payee counts what it credited from the peer (its offline limit per payer).
+        let credits = isPayer ? nil : try walletLock.withLock { try wallet.offlineCredits(from: identity.walletID) }
         return mutate(
             payer: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog)) },
-            payee: { $0.peerLookedUp(PeerRecord(heldCheckpoint: held, keyLog: keyLog, banningEvidence: banning)) })
+            payee: {
+                $0.peerLookedUp(
+                    PeerRecord(heldCheckpoint: held, keyLog: keyLog, banningEvidence: banning, offlineCredits: credits))
+            })
     }
 
     // MARK: The person, ranging and the ledger

@@ -17,6 +17,8 @@ final class Auditor {
         /// A peer-protocol debit (it carries a spatial proof), as opposed to a file transfer.
         let isPeerDebit: Bool
         let payerWalletID: WalletID?
+        /// The entry's time, for the offline-limit window.
+        let time: Int64
     }
 
     struct TransferBooks {
@@ -145,6 +147,27 @@ final class Auditor {
         }
     }
 
+    /// Invariant 1 of issue 12, last part: an honest wallet never credits one payer more than its offline limit
+    /// (`Simulator.offlineLimit`, set by every wallet at setup) within the limit's rolling window, counted
+    /// from the credits this auditor saw committed, not from the wallet's own tally.
+    private func checkOfflineLimit(_ entry: LedgerEntry, payer: WalletID, payee simulated: SimulatedWallet) throws {
+        guard simulated.isHonest else { return }
+        let limit = simulator.offlineLimit
+        let start = entry.time - limit.window.milliseconds
+        // `seen` already holds this entry, last.
+        var total: Int64 = 0
+        for earlier in seen[simulated.index].reversed() {
+            guard earlier.time > start else { break }
+            if earlier.kind == .paymentIn, earlier.payerWalletID == payer { total += earlier.minorUnits }
+        }
+        guard total <= limit.amount.minorUnits else {
+            throw fail(
+                "offline-limit",
+                "w\(simulated.index) credited \(total) minor units from payer \(Hex.encode(payer.bytes.prefix(6))) "
+                    + "within a \(limit.window), over its limit of \(limit.amount)")
+        }
+    }
+
     /// Invariant 2 of issue 12: an honest wallet reverses a payment only with a refusal signed by the payee
     /// the transfer names, with a key that payee's wallet id put in force at the refusal's key sequence.
     private func checkReversalSigner(_ entry: LedgerEntry, payer: Int) throws {
@@ -258,7 +281,7 @@ final class Auditor {
         seen[index].append(
             Seen(
                 kind: entry.kind, minorUnits: units, transferID: transferID, isPeerDebit: isPeerDebit,
-                payerWalletID: payer))
+                payerWalletID: payer, time: entry.time))
         if let transferID, let books = transfers[transferID] {
             guard books.debits <= 1, books.credits <= 1, books.reversals <= 1 else {
                 throw fail(
@@ -271,6 +294,10 @@ final class Auditor {
                     "refusal-zero-debit",
                     "transfer \(Hex.encode(transferID.bytes.prefix(6))) was both credited and reversed")
             }
+        }
+        // After the at-most-once checks, so a double credit is reported as what it is.
+        if entry.kind == .paymentIn, let payer {
+            try checkOfflineLimit(entry, payer: payer, payee: simulated)
         }
         if entry.kind == .deposit, let id = entry.statement?.id, deposits[id]! > 1 {
             throw fail("deposit-at-most-once", "voucher \(Hex.encode(id.bytes.prefix(6))) deposited twice")

@@ -71,6 +71,9 @@ enum BrokenVariant: String, CaseIterable, Sendable {
     case creditsRestoredPayment
     /// The payee credits the self-issuer's transfer of an asset it never trusted (invariant 1).
     case creditsUntrustedAsset
+    /// The payee counts nothing against its offline limit, so it approves and credits past it (invariant 1,
+    /// last clause).
+    case creditsPastOfflineLimit
 }
 
 /// An invariant that failed, with what the run needs to be replayed.
@@ -99,6 +102,8 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
     public var fileTransfers = 0
     /// File transfers refused as older than a payment the payee already holds from the same payer.
     public var staleFiles = 0
+    /// File transfers an honest payee refused by policy as past its offline limit for their payer.
+    public var limitedFiles = 0
     public var crashes = 0
     public var restarts = 0
     public var restores = 0
@@ -141,6 +146,7 @@ public struct SimulationStats: Sendable, CustomStringConvertible {
         let outcomeText = outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return
             "steps=\(steps) sessions=\(sessions) [\(outcomeText)] deposits=\(deposits) files=\(fileTransfers) stale-files=\(staleFiles) "
+            + "limited-files=\(limitedFiles) "
             + "retries=\(retries) rotations=\(rotations) followed=\(keyLogsFollowed) crashes=\(crashes) restarts=\(restarts) restores=\(restores) recoveries=\(recoveries) locked=\(lockedByRestore) "
             + "tokenFaults=\(tokenFaults) linkFaults=\(linkFaults) timeouts=\(timeouts) entries=\(entries) "
             + "forged=\(forgedTransfers) credited=\(forgedCredited) forgedRefusals=\(forgedRefusals) reversed=\(forgedReversed) "

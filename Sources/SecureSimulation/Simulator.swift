@@ -164,6 +164,17 @@ public final class Simulator {
     }
 
     /// Minor units of EUR; every amount the simulator makes is positive and far below any limit.
+    /// Every wallet's offline limit per payer, set at setup by a signed settings entry (the auditor checks
+    /// it is never exceeded).
+    static let offlineLimit = OfflineLimit(amount: euros(5_000), window: .day)
+
+    /// The offline limit this run's wallets set: `offlineLimit`, or 10.00 EUR when the planted bug ignores
+    /// it, so that a wallet credits past it within the variant test's budget of steps.
+    var offlineLimit: OfflineLimit {
+        config.broken == .creditsPastOfflineLimit
+            ? OfflineLimit(amount: Self.euros(1_000), window: .day) : Self.offlineLimit
+    }
+
     static func euros(_ minorUnits: Int64) -> Money { try! Money(minorUnits: minorUnits, currency: .eur) }
 
     func chance(_ percent: UInt64) -> Bool { random.next() % 1000 < percent }
@@ -285,6 +296,7 @@ public final class Simulator {
         let wallet = try Wallet.create(
             paths: simulated.paths, token: simulated.token, options: options, clock: clockFunction(simulated))
         try wallet.trust(issuer: issuer.card)
+        try wallet.setOfflineLimit(offlineLimit)
         simulated.walletID = wallet.walletID
         simulated.token.lock()
         simulated.wallet = wallet
@@ -326,6 +338,7 @@ public final class Simulator {
         guard let wallet = simulated.wallet else { return }
         var hooks = WalletFaultHooks()
         hooks.anchorBeforeCommit = config.broken == .anchorBeforeCommit
+        hooks.ignoresOfflineLimit = config.broken == .creditsPastOfflineLimit
         hooks.beforeCommit = { [unowned self] in
             if config.faults, !healing, chance(50) { throw SimulatedCrash(point: "before the commit") }
         }
@@ -683,6 +696,11 @@ public final class Simulator {
             // this when files arrive late; it moves no money. An honest "consistency unproven" is the same kind
             // of liveness gap (two CI batches met one in ~300 seeds; not yet explained, see docs/SIMULATION.md).
             stats.staleFiles += 1
+            mailbox.remove(at: slot)
+        case .policyRefusal(.offlineLimitExceeded):
+            // Past the payee's offline limit for this payer: nothing signed, the payment stays pending for
+            // the payer. The auditor's `offline-limit` checks that no credit ever passes the limit.
+            stats.limitedFiles += 1
             mailbox.remove(at: slot)
         case .refused, .conflict, .policyRefusal, .dropped:
             if payee.isHonest

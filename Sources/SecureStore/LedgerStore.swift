@@ -495,6 +495,17 @@ public final class LedgerStore: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` with every entry of `kind` from position `from` on, in order (a payee's recent credits).
+    public func forEachEntry(kind: EntryKind, from: UInt64, _ body: (LedgerEntry) throws -> Void) throws {
+        let statement = try database.prepare(
+            "SELECT position, encoded FROM entries WHERE kind = ? AND position >= ? ORDER BY position"
+        )
+        .bind([.integer(Int64(kind.rawValue)), try .count(from)])
+        while try statement.step() {
+            try body(try decodeEntry(statement.blob(1), position: UInt64(statement.integer(0))))
+        }
+    }
+
     /// The raw encodings of entries in [from, to), in order (for parallel verification).
     public func encodedEntries(from: UInt64, to: UInt64) throws -> [[UInt8]] {
         let statement = try database.prepare(
@@ -810,6 +821,17 @@ extension LedgerStore {
             try database.prepare("INSERT INTO ready_records (offer_id, payer, record) VALUES (?, ?, ?)")
                 .bind([.blob(offerID.bytes), .blob(payer.bytes), .blob(record)]).run()
         }
+    }
+
+    /// The ready records of `payer` that no transfer consumed yet: approvals it may still pay, which count
+    /// against the payee's offline limit for it until they are credited (or refused).
+    public func unconsumedReadyRecords(payer: WalletID) throws -> [[UInt8]] {
+        let statement = try database.prepare(
+            "SELECT record FROM ready_records WHERE payer = ? AND consumed_by IS NULL ORDER BY offer_id"
+        ).bind([.blob(payer.bytes)])
+        var records: [[UInt8]] = []
+        while try statement.step() { records.append(statement.blob(0)) }
+        return records
     }
 
     /// A persisted ready record by offer id and payer, with the transfer that consumed it, if one did.

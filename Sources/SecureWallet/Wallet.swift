@@ -52,7 +52,8 @@ public final class Wallet {
     /// The one-writer lock, held while this wallet is open for appending; nil when it is open for reading.
     let lock: WalletLock?
     let store: LedgerStore
-    let anchor: AnchorStorage
+    /// The anchor in use; `changeAnchor(to:)` replaces it after the signed `settings` entry.
+    internal(set) var anchor: AnchorStorage
     var tokenSigner: MessageSigner?
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
     package var signer: MessageSigner {
@@ -251,6 +252,13 @@ public final class Wallet {
                 position: position, id: .random(), kind: .keyEvent, amount: nil, time: time,
                 payload: inception.encoded, previousLink: previous)
         }
+        // The ledger names the anchor it is kept by: a token anchor unless it says otherwise by a signed entry.
+        if anchorKind == "file" {
+            try wallet.appendDraft(
+                EntryDraft(
+                    kind: .settings, amount: nil, note: "anchor kept in a file (--allow-file-anchor)",
+                    statement: nil, payload: SettingsChange.anchorKind(.file).payload))
+        }
         var wrapped = WrappedKeyFile(
             walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
@@ -274,7 +282,7 @@ public final class Wallet {
     }
 
     /// The token anchor where the token keeps private data objects; the file anchor only when allowed.
-    private static func chooseAnchor(session: WalletToken, allowFileAnchor: Bool) throws -> String {
+    static func chooseAnchor(session: WalletToken, allowFileAnchor: Bool) throws -> String {
         do {
             try session.replaceDataObject(application: TokenAnchor.application, label: "probe", value: [0])
             try session.destroyDataObjects(application: TokenAnchor.application, label: "probe")

@@ -15,6 +15,9 @@
     /// A deliberately broken variant for the simulator's own tests: move the anchor before the commit
     /// (so a crash in between leaves an anchor ahead of the database). Never set outside those tests.
     public var anchorBeforeCommit = false
+    /// A deliberately broken variant for the simulator's own tests: count nothing against the payee's
+    /// offline limit (so it approves and credits past it). Never set outside those tests.
+    public var ignoresOfflineLimit = false
 
     public init(
         beforeCommit: (() throws -> Void)? = nil, afterCommit: (() throws -> Void)? = nil,

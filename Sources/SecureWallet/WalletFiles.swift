@@ -192,4 +192,10 @@ final class TokenAnchor: AnchorStorage {
     func store(_ bytes: [UInt8]) throws {
         try session.replaceDataObject(application: Self.application, label: label, value: bytes)
     }
+
+    /// Removes the anchor object, after the ledger moved to a file anchor by a signed entry: while it
+    /// exists, it decides (see `Wallet.findAnchor`).
+    func destroy() throws {
+        try session.destroyDataObjects(application: Self.application, label: label)
+    }
 }

@@ -9,13 +9,7 @@ extension Wallet {
     public var isIssuer: Bool { keyLog.isIssuer }
 
     /// The issuers this wallet trusts: derived from its signed trust and untrust entries, in ledger order.
-    public func trustedIssuers() throws -> Set<WalletID> {
-        var trusted = Set<WalletID>()
-        for entry in try ledger.entries(kind: .settings) {
-            if let change = try IssuerTrustChange.decode(entry.payload) { IssuerTrustChange.apply(change, to: &trusted) }
-        }
-        return trusted
-    }
+    public func trustedIssuers() throws -> Set<WalletID> { state.settings.trustedIssuers }
 
     /// Trusts the issuer a card names: its log must be an issuer's, and is kept (and followed from then on);
     /// the signed entry records the log head this wallet verified. Trusting an issuer trusted already
@@ -41,7 +35,7 @@ extension Wallet {
         let change = IssuerTrustChange.trust(card.walletID, head: log.head)
         return try appendDraft(
             EntryDraft(
-                kind: .settings, amount: nil, counterparty: card.walletID.bytes, statement: nil, payload: change.encoded))
+                kind: .settings, amount: nil, statement: nil, payload: change.encoded))
     }
 
     /// Stops trusting an issuer: no new deposit or credit of its asset. Money of it already held stays and
@@ -51,7 +45,7 @@ extension Wallet {
         guard try trustedIssuers().contains(id) else { return nil }
         return try appendDraft(
             EntryDraft(
-                kind: .settings, amount: nil, counterparty: id.bytes, statement: nil,
+                kind: .settings, amount: nil, statement: nil,
                 payload: IssuerTrustChange.untrust(id).encoded))
     }
 

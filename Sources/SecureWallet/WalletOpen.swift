@@ -49,9 +49,11 @@ extension Wallet {
         }
         let agreementKey = try keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
         let databaseKey = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreementKey))
-        let anchor = try findAnchor(metadata, session: session, walletID: walletID)
+        let onToken = TokenAnchor(session: session, walletID: walletID)
+        let onFile = FileAnchor(path: WalletPaths.fileAnchor(walletID: walletID))
         let store: LedgerStore
-        var anchorBytes: [UInt8]?
+        var tokenBytes: [UInt8]?
+        var fileBytes: [UInt8]?
         switch access {
         case .appending:
             store = try LedgerStore.open(
@@ -61,7 +63,9 @@ extension Wallet {
             // The anchor is read before the snapshot is taken. A writer commits before it moves the anchor, so
             // the snapshot is then at least as new as the anchor, and a writer's progress is never mistaken for
             // a rollback.
-            anchorBytes = try loadAnchorForReading(anchor)
+            // Both anchors are read before the snapshot: which one decides comes from the ledger.
+            tokenBytes = try loadAnchorForReading(onToken)
+            if tokenBytes == nil { fileBytes = try loadAnchorForReading(onFile) }
             store = try LedgerStore.openForReading(
                 path: paths.database, key: databaseKey,
                 expectedSalt: wrapped.databaseSalt, walletID: walletID)
@@ -85,6 +89,10 @@ extension Wallet {
             )
         }
         let state = try resumedState(store, latest.checkpoint)
+        let tokenHoldsAnchor = try access == .reading ? tokenBytes != nil : onToken.load() != nil
+        let anchor = findAnchor(
+            state.settings.anchorKind, tokenHoldsAnchor: tokenHoldsAnchor, token: onToken, file: onFile)
+        let anchorBytes = anchor === onToken ? tokenBytes : fileBytes
         var lockReason: WalletLockReason?
         var repairNeeded: String?
         switch access {
@@ -121,16 +129,15 @@ extension Wallet {
     }
 
     /// The anchor that decides: the `anchor-<wallet id>` object on the wallet's token whenever the token
-    /// holds one, whatever `wallet.json` says, so editing that unsigned file to `"anchor":"file"` cannot swap
-    /// the token's anchor for a file the owner wrote. The file anchor serves only a wallet whose token holds
-    /// no anchor object (one made with `--allow-file-anchor`).
-    static func findAnchor(_ metadata: WalletMetadata, session: WalletToken, walletID: WalletID) throws
-        -> AnchorStorage
-    {
-        let onToken = TokenAnchor(session: session, walletID: walletID)
-        if metadata.anchor == "token" { return onToken }
-        if try onToken.load() != nil { return onToken }
-        return makeAnchor(kind: metadata.anchor, session: session, walletID: walletID)
+    /// holds one; otherwise the kind the ledger's signed `settings` entries name (the token until one says
+    /// "file"). `wallet.json` decides nothing, so editing that unsigned file to `"anchor":"file"` cannot swap
+    /// the token's anchor for a file the owner wrote, and a ledger that names the token anchor while the
+    /// token holds none opens locked (`anchorMissing`). The file anchor serves only a wallet whose ledger
+    /// moved to it by a signed entry (`wallet init --allow-file-anchor`, `secure wallet anchor file`).
+    static func findAnchor(
+        _ kind: AnchorKind, tokenHoldsAnchor: Bool, token: AnchorStorage, file: AnchorStorage
+    ) -> AnchorStorage {
+        tokenHoldsAnchor || kind == .token ? token : file
     }
 
     /// Reads the anchor, retrying a failed read a bounded number of times (see `anchorReadAttemptsMax`).
@@ -164,8 +171,8 @@ extension Wallet {
         return event
     }
 
-    /// The state at the latest checkpoint: balances and windows from its snapshot, budgets from the few
-    /// budget entries, earlier statements through the store's index.
+    /// The state at the latest checkpoint: balances and windows from its snapshot, budgets and settings from
+    /// the few budget and settings entries, earlier statements through the store's index.
     static func resumedState(_ store: LedgerStore, _ checkpoint: Checkpoint) throws -> LedgerState {
         var budgets: [String: Budget] = [:]
         for entry in try store.entries(kind: .budgetChange) {
@@ -179,8 +186,8 @@ extension Wallet {
         }
         let isIssuer = try inceptionEvent(store, walletID: checkpoint.walletID).event.kind == .issuerInception
         return LedgerState(
-            resumingAt: checkpoint, isIssuer: isIssuer, budgets: Array(budgets.values), lastTime: last.time,
-            index: store)
+            resumingAt: checkpoint, isIssuer: isIssuer, budgets: Array(budgets.values),
+            settings: try WalletSettings.replay(try store.entries(kind: .settings)), lastTime: last.time, index: store)
     }
 
     /// What comparing the database with the anchor found.

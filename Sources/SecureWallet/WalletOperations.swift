@@ -101,6 +101,13 @@ extension Wallet {
         if let byFile, let refusal = try checkRollback(transfer, claims: byFile.claims, payerLog: log) {
             return .policyRefusal(refusal)
         }
+        // The payee's offline limit per payer: a transfer without an approval (a file) over it gets a policy
+        // refusal that signs nothing. A peer payment was checked before `ready`, its approval counted against
+        // the limit until now, so its credit keeps within the limit and is not checked again.
+        if readyRecord == nil, case .accept(let draft) = verdict, let amount = draft.amount {
+            let allowance = try offlineCredits(from: payer).allowance(amount.currency)
+            if !allowance.permits(amount.money) { return .policyRefusal(.offlineLimitExceeded(allowance)) }
+        }
         try keepProvenLog(log)
         try keepForkEvidence(about: transfer, payerLog: log)
         let use = readyRecord.map {

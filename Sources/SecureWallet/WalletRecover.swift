@@ -42,7 +42,10 @@ extension Wallet {
         metadata.token = newTokenURI.withoutPIN.tokenOnly.description
         metadata.agreementKeyID = Hex.encode(agreement.id)
         metadata.signingKeyID = ""
-        let anchor = makeAnchor(kind: metadata.anchor, session: newToken, walletID: try metadata.parsedWalletID())
+        // The ledger's signed settings name the anchor's kind; wallet.json only repeats it.
+        let kind = try WalletSettings.replay(try store.entries(kind: .settings)).anchorKind
+        metadata.anchor = kind.description
+        let anchor = makeAnchor(kind: kind.description, session: newToken, walletID: try metadata.parsedWalletID())
         if let (_, latest) = try store.latestCheckpoint() { try anchor.store(latest) }
         try metadata.save(paths)
     }

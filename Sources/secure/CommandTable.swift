@@ -90,6 +90,10 @@ enum CommandTable {
                     "wallet recover", "--backup-token URI --token NEWURI",
                     "after losing the token: rewrap the wallet to a new one", WalletCommands.recover
                 ),
+                (
+                    "wallet anchor", "token|file", "move the anchor, by a signed settings entry",
+                    PolicyCommands.anchor
+                ),
             ]),
         group(
             .wallet, help: BudgetCommands.help,
@@ -99,6 +103,15 @@ enum CommandTable {
                     "a category's limit per day, week or month", BudgetCommands.set
                 ),
                 ("budget show", "[--json]", "each budget with this window's spending", BudgetCommands.show),
+            ]),
+        group(
+            .wallet, help: PolicyCommands.help,
+            [
+                (
+                    "policy set", "--offline-limit AMOUNT [--window W]",
+                    "the most credited from one payer offline", PolicyCommands.set
+                ),
+                ("policy show", "[--json]", "offline limits and anchor kind in force", PolicyCommands.show),
             ]),
         // Money
         group(

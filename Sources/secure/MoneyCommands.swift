@@ -101,6 +101,12 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
             advice = "it is older than a payment this wallet already holds from the payer, and nothing links the two"
         case .balanceOverflow:
             advice = "it would take the balance past the largest amount a wallet can hold; deposit it after spending"
+        case .offlineLimitExceeded(let allowance):
+            advice =
+                "this wallet credits at most \(MoneyText.format(allowance.limit.amount)) a \(allowance.limit.window) "
+                + "from one payer offline and has credited (or approved) \(MoneyText.format(allowance.credited)) from "
+                + "this one in that window; nothing was signed, so the same file can be accepted once the window "
+                + "has room, or after `secure policy set --offline-limit`"
         }
         return ("\(what) not accepted: \(advice). Nothing was recorded", .refused)
     case .dropped(let reason):

@@ -67,6 +67,10 @@ enum WalletCommands {
               --allow-unenforced-pin, --allow-unproven-origin (docs/TOKENS.md).
           secure wallet recover --backup-token URI [--backup-pin-source SPEC] --token NEWURI [--pin-source SPEC]
               After losing the token: open the wallet with the backup token and rewrap its key to a new token.
+          secure wallet anchor token|file
+              Moves the anchor (the latest checkpoint kept outside the database) to the token or to a file, by
+              a signed settings entry; refused while the wallet is locked. The ledger's entries decide the
+              anchor, never wallet.json; while the token holds the wallet's anchor object, that object decides.
           secure wallet show [--json | --card]
               The wallet id, the current public key (PEM and fingerprint), the token and the anchor. --card
               prints a wallet card (the wallet id and its key-event log) for others to mint or pay to.

@@ -25,6 +25,8 @@ struct PeerSimulation {
         var requestAmount: Int64? = nil
         /// Whether the payee trusts the issuer of the payer's euros.
         var payeeTrustsIssuer = true
+        /// The payee's offline limit per payer; nil: the payee's driver counts nothing (no limit).
+        var payeeOfflineLimit: OfflineLimit? = nil
     }
 
     var config: Config
@@ -223,7 +225,13 @@ struct PeerSimulation {
             case .lookUpPeer:
                 try payeeDo(
                     payeeMachine.peerLookedUp(
-                        PeerRecord(knownName: nil, heldCheckpoint: held, keyLog: payer.log)))
+                        PeerRecord(
+                            knownName: nil, heldCheckpoint: held, keyLog: payer.log,
+                            offlineCredits: config.payeeOfflineLimit.map {
+                                PayerOfflineCredits.tally(
+                                    payer: payer.walletID, settings: try! WalletSettings().applying(.offlineLimit($0)),
+                                    time: payee.time, entries: payee.entries)
+                            })))
             case .askApproval(let approval):
                 approvals.append(approval)
                 if config.payeeDefersApproval { break }

@@ -73,6 +73,7 @@ struct SimulationTests {
         (BrokenVariant.reversesOnForgedRefusal, "reversal-signed-by-payee"),
         (BrokenVariant.creditsRestoredPayment, "restored-payer-refused"),
         (BrokenVariant.creditsUntrustedAsset, "credit-trusted-asset"),
+        (BrokenVariant.creditsPastOfflineLimit, "offline-limit"),
     ])
     func brokenVariantIsCaught(variant: BrokenVariant, invariant: String) throws {
         for seed in Self.variantSeeds {

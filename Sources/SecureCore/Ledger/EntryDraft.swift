@@ -211,6 +211,11 @@ public enum PolicyRefusalReason: Hashable, Sendable {
     /// but the wallet's present state: nothing is recorded, so the voucher, which only this wallet can use,
     /// is deposited once the balance is lower instead of being refused for good.
     case balanceOverflow
+    /// Crediting the transfer would take what this wallet credited from the payer within its offline-limit
+    /// window, with the payer's approvals not yet paid, past the limit (`secure policy`). Nothing is
+    /// recorded or signed: the payer's debit stays pending, and the same file is accepted once the window has
+    /// room (or the limit is raised).
+    case offlineLimitExceeded(OfflineAllowance)
 }
 
 /// Why a statement was dropped.

@@ -24,7 +24,8 @@ public enum EntryKind: UInt8, Sendable, CaseIterable {
     /// The payee's countersigned receipt of a payment out: `statement` names the receipt (payee key
     /// fingerprint, transfer id, receipt digest). A confirmed payment can no longer be reversed.
     case confirmation = 10
-    /// Reserved for signed settings entries.
+    /// A signed change to the wallet's settings; the payload is a `SettingsChange` (tag ‖ body). The
+    /// settings in force are derived from these entries alone.
     case settings = 11
     /// An issuer's voucher, recorded in the issuer's own ledger as a liability: `statement` names the
     /// voucher, the amount is the asset minted, and the outstanding total grows by it. Only an issuer's
@@ -214,6 +215,10 @@ public struct LedgerEntry: Hashable, Sendable {
         if kind == .budgetChange {
             guard !category.isEmpty else { throw refuse("a budget change names its category") }
             _ = try BudgetChange.decode(payload: payload, category: category)
+        }
+        if kind == .settings {
+            guard category.isEmpty, counterparty.isEmpty else { throw refuse("a settings entry names no party") }
+            _ = try SettingsChange.decode(payload: payload)
         }
     }
 

@@ -24,6 +24,8 @@ public struct LedgerState: Hashable, Sendable {
     public private(set) var budgets: [String: Budget] = [:]
     /// Spending in the most recent window of each budgeted category that has seen a payment.
     public private(set) var windowTotals: [String: WindowTotal] = [:]
+    /// The settings the `settings` entries so far add up to.
+    public private(set) var settings = WalletSettings()
     /// Every recorded statement by (signer, id).
     private var statements: [StatementKey: RecordedStatement] = [:]
     /// The position of each `conflictingStatement` entry by the second payload it keeps, so one conflict is
@@ -52,9 +54,11 @@ public struct LedgerState: Hashable, Sendable {
     /// recorded before the checkpoint from `index`. A full verification replays instead and must arrive
     /// at the same snapshot.
     public init(
-        resumingAt checkpoint: Checkpoint, isIssuer: Bool, budgets: [Budget], lastTime: Int64, index: StatementIndex
+        resumingAt checkpoint: Checkpoint, isIssuer: Bool, budgets: [Budget],
+        settings: WalletSettings = WalletSettings(), lastTime: Int64, index: StatementIndex
     ) {
         size = checkpoint.size
+        self.settings = settings
         head = checkpoint.head
         owner = checkpoint.walletID
         self.isIssuer = isIssuer
@@ -141,6 +145,7 @@ public struct LedgerState: Hashable, Sendable {
         }
         if let statement = entry.statement, effect.recordsConflict { conflicts[statement] = entry.position }
         if let (id, payment) = effect.paymentOut { paymentsOut[id] = payment }
+        if let settings = effect.settings { self.settings = settings }
         size += 1
         head = entry.link
         lastTime = entry.time
@@ -173,7 +178,6 @@ public struct LedgerState: Hashable, Sendable {
         case .redemption: return try redemption(entry)
         case .reversal: return try reversal(entry)
         case .confirmation: return try confirmation(entry)
-        case .settings: return Effect()
         case .budgetChange: return try budgetChange(entry)
         case .statementRefused:
             try requireNew(entry)
@@ -203,6 +207,8 @@ public struct LedgerState: Hashable, Sendable {
             }
             return Effect(inception: (WalletID(inception: signed.event), signed.event.kind == .issuerInception))
         case .rollbackAccepted: return Effect()
+        case .settings:
+            return Effect(settings: try settings.applying(try SettingsChange.decode(payload: entry.payload)))
         }
     }
 
@@ -470,4 +476,5 @@ private struct Effect {
     var recordsStatement = false
     var recordsConflict = false
     var paymentOut: (StatementID, PaymentOut)?
+    var settings: WalletSettings?
 }

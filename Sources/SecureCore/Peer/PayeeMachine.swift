@@ -89,6 +89,11 @@ public struct PayeeMachine: PeerMachine {
         case (.awaitingOffer(let session, let record), .offer(let offer)):
             // An asset this wallet does not take is refused before anyone approves, so nothing is debited.
             if context.assetRefusal(offer.amount) != nil { return fail(.untrustedAsset, offerID: offer.offerID) }
+            // Past the payee's offline limit for this payer: refused before any prompt or `ready`, so the
+            // payer debits nothing.
+            if let credits = record.offlineCredits, !credits.allowance(offer.amount.currency).permits(offer.amount.money) {
+                return fail(.offlineLimitExceeded, offerID: offer.offerID)
+            }
             state = .approving(session, record, offer)
             // The requester skips "Accept?" only when the offer answers its request exactly.
             let answersRequest = request.map { $0.requestID == offer.offerID && $0.amount == offer.amount } ?? false

@@ -687,6 +687,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The offer moves an asset whose issuer the payee does not trust (or, to an issuer, another issuer's
     /// asset): refused before `ready`, so nothing is debited.
     case untrustedAsset = 18
+    /// The offer would take what the payee credited from this payer within its offline-limit window past the
+    /// limit: refused before `ready`, so nothing is debited.
+    case offlineLimitExceeded = 19
 }
 
 /// One side tells the other it stops, optionally naming the offer.

@@ -66,15 +66,19 @@ public struct PeerRecord: Hashable, Sendable {
     /// The digest of fork evidence that bars the peer, if any: evidence of types 1, 2 or 6 this wallet found
     /// itself, or of type 4 or 5 against the key the peer's `hello` uses. A payee takes no payment then.
     public let banningEvidence: EvidenceDigest?
+    /// What this wallet, as payee, credited from the peer within its offline-limit windows, with the limits;
+    /// nil for a payer (and where no limit applies). An offer past the limit is refused before `ready`.
+    public let offlineCredits: PayerOfflineCredits?
 
     public init(
         knownName: String? = nil, heldCheckpoint: SignedCheckpoint? = nil, keyLog: KeyEventLog? = nil,
-        banningEvidence: EvidenceDigest? = nil
+        banningEvidence: EvidenceDigest? = nil, offlineCredits: PayerOfflineCredits? = nil
     ) {
         self.knownName = knownName
         self.heldCheckpoint = heldCheckpoint
         self.keyLog = keyLog
         self.banningEvidence = banningEvidence
+        self.offlineCredits = offlineCredits
     }
 }
 
