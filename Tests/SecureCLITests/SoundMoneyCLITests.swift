@@ -103,6 +103,9 @@ struct SoundMoneyCLITests {
         #expect(try world.run(["pending"] + world.wallet("alice")).output.contains(Self.shortPending))
 
         #expect(try world.run(["issuer", "trust", "issuer.card"] + world.wallet("bob")).status == 0)
+        // 999,999.00 EUR is far past the default offline limit of 150.00 a day: Bob raises his.
+        #expect(
+            try world.run(["policy", "set", "--offline-limit", "1000000.00 EUR"] + world.wallet("bob")).status == 0)
         let accepted = try world.run(["accept", "t", "--no-proximity"] + world.wallet("bob"))
         #expect(accepted.status == 0, "\(accepted.stderr)")
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("999999.00 EUR"))
