@@ -51,11 +51,13 @@ public struct SoftwareWallet {
         return entry
     }
 
-    /// A checkpoint of the ledger as it stands, signed by the inception key.
+    /// A checkpoint of the ledger as it stands, signed by the inception key. Its index commitment D is of the
+    /// statement rows its entries would write (it keeps no `outgoing` rows); peers never read D.
     public func checkpoint() throws -> SignedCheckpoint {
         try Checkpoint(
             walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: tree.root(),
-            time: time
+            time: time,
+            index: LedgerIndex.digest(statements: entries.compactMap(LedgerIndex.statementRow(of:)), outgoing: [])
         ).sign(with: signer)
     }
 
