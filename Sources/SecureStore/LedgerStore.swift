@@ -289,7 +289,9 @@ public final class LedgerStore: @unchecked Sendable {
             if let readyRecord { try consume(readyRecord) }
             let change = try scanIndex(
                 adding: entries.compactMap(LedgerIndex.statementRow(of:)),
-                sending: sent.map { LedgerIndex.OutgoingRow(transferID: $0.bytes, status: OutgoingStatus.pending.rawValue) },
+                sending: sent.map {
+                    LedgerIndex.OutgoingRow(transferID: $0.bytes, status: OutgoingStatus.pending.rawValue)
+                },
                 confirming: confirmation?.transferID)
             let sealed = try seal(change)
             if let sent {

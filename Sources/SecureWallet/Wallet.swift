@@ -15,8 +15,8 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
     /// The last `ledger verify` failed (recorded on the token, see `VerificationMark`); the text says why.
     case verificationFailed(String)
     /// The index tables (`statements`, `outgoing`) are not the ones the latest checkpoint commits to (its D,
-    /// `LedgerIndex`): rows were deleted, added or edited with the database key. Derived at every open from
-    /// the tables, never stored.
+    /// `LedgerIndex`): rows were deleted, added or edited with the database key (or a page of them cannot be
+    /// read). Derived at every open from the tables, never stored.
     case indexMismatch
 
     public var description: String {
@@ -39,7 +39,7 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
         case .indexMismatch:
             return
                 "the ledger's index (its statements and outgoing tables) differs from the one its latest signed "
-                + "checkpoint commits to: rows were deleted, added or edited outside secure. The wallet signs nothing "
+                + "checkpoint commits to, or cannot be read: rows were deleted, added or edited outside secure. The wallet signs nothing "
                 + "while it differs. Run `secure ledger verify` to see the problems, and restore the wallet folder "
                 + "from a good backup"
         }
@@ -351,7 +351,8 @@ public final class Wallet {
             let signed = try sign(state: next, root: nextPeaks.root, time: time, index: index)
             sealed = signed
             let sent = try outgoing?(entry, signed)
-            if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) } // a deliberately broken variant
+            // A deliberately broken variant for the simulator's own tests: the anchor moves before the commit.
+            if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) }
             try faultHooks?.beforeCommit?()
             return LedgerStore.Seal(checkpoint: signed.encoded, outgoing: sent)
         }

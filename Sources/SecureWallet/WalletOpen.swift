@@ -111,7 +111,7 @@ extension Wallet {
         // The index tables against the D the latest checkpoint signed: derived here at every open, never
         // stored. The anchor's lock, when there is one, says more (and `--accept-rollback` still refuses,
         // because `ledger verify` reports this too).
-        if lockReason == nil, try !indexMatches(store, latest.checkpoint) { lockReason = .indexMismatch }
+        if lockReason == nil, !indexMatches(store, latest.checkpoint) { lockReason = .indexMismatch }
         // A failed `ledger verify` locks until one succeeds; the anchor's lock, when there is one, says more.
         if lockReason == nil, let failure = try VerificationMark(session: session, walletID: walletID).load() {
             lockReason = .verificationFailed(failure)
@@ -127,9 +127,11 @@ extension Wallet {
 
     /// Whether the `statements` and `outgoing` tables are the ones `checkpoint` commits to: D recomputed from
     /// the tables in one pass (O(n) in their rows, no entry replayed) against the checkpoint's D. An adversary
-    /// with the database key but not the PIN can rewrite the rows, not sign a checkpoint over them.
-    static func indexMatches(_ store: LedgerStore, _ checkpoint: Checkpoint) throws -> Bool {
-        try store.indexDigest() == checkpoint.index
+    /// with the database key but not the PIN can rewrite the rows, not sign a checkpoint over them. Tables
+    /// that cannot be read (a damaged page) match nothing, so the wallet still opens, locked, and `ledger
+    /// verify`, which reads every page, can say what is wrong and record its failure on the token.
+    static func indexMatches(_ store: LedgerStore, _ checkpoint: Checkpoint) -> Bool {
+        (try? store.indexDigest()) == checkpoint.index
     }
 
     /// The anchor that decides: the `anchor-<wallet id>` object on the wallet's token whenever the token

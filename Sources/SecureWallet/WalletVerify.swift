@@ -33,11 +33,11 @@ extension Wallet {
             report.problems.append("the entries cannot be read: \(error)")
         }
         report.problems += physical + store.physicalProblems()
-        if let latest, try !Self.indexMatches(store, latest.checkpoint) {
+        if let latest, !Self.indexMatches(store, latest.checkpoint) {
             report.problems.append(
                 "the index tables (statements, outgoing) differ from the ones the latest checkpoint (size "
-                    + "\(latest.checkpoint.size)) commits to by its index digest D: rows were deleted, added or "
-                    + "edited outside secure")
+                    + "\(latest.checkpoint.size)) commits to by its index digest D, or cannot be read: rows were "
+                    + "deleted, added or edited outside secure")
         }
         let mark = VerificationMark(session: token, walletID: walletID)
         if report.isValid {

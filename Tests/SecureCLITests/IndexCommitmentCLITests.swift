@@ -70,7 +70,8 @@ struct IndexCommitmentCLITests {
             let session = try tokens[name]!.session()
             defer { session.close() }
             let metadata = try WalletMetadata.load(paths)
-            let wrapped = try WrappedKeyFile(encoded: Array(try #require(FileManager.default.contents(atPath: paths.wrappedKey))))
+            let wrapped = try WrappedKeyFile(
+                encoded: Array(try #require(FileManager.default.contents(atPath: paths.wrappedKey))))
             let agreement = try Wallet.keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
             let key = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreement))
             let store = try LedgerStore.open(

@@ -28,7 +28,8 @@ struct LedgerIndexTests {
         }
         var bytes = Array("secure-index-v1".utf8) + [0]
         for row in statements {
-            bytes += [1] + blob(row.signer) + blob(row.id) + integer(row.kind) + blob(row.digest) + integer(row.position)
+            bytes +=
+                [1] + blob(row.signer) + blob(row.id) + integer(row.kind) + blob(row.digest) + integer(row.position)
         }
         for row in outgoing { bytes += [2] + blob(row.transferID) + integer(row.status) }
         return bytes
@@ -97,9 +98,13 @@ struct LedgerIndexTests {
                 outgoing: [Self.pending, LedgerIndex.OutgoingRow(transferID: Fixture.bytes(0x09, 16), status: 0)])
                 != base, "a transfer added")
         // A statement row cannot pass for a transfer row: the tags differ.
-        #expect(LedgerIndex.digest(statements: [], outgoing: []) != LedgerIndex.digest(statements: [], outgoing: [
-            LedgerIndex.OutgoingRow(transferID: [], status: 0)
-        ]))
+        #expect(
+            LedgerIndex.digest(statements: [], outgoing: [])
+                != LedgerIndex.digest(
+                    statements: [],
+                    outgoing: [
+                        LedgerIndex.OutgoingRow(transferID: [], status: 0)
+                    ]))
     }
 
     @Test("a conflict entry adds no row; every other statement entry adds its (signer, id, kind, digest, position)")

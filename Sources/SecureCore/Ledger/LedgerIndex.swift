@@ -111,13 +111,17 @@ public enum LedgerIndex {
             // SQLite holds no value longer than SQLITE_MAX_LENGTH (10^9 bytes), so the length fits in 32 bits.
             precondition(blob.count <= Int(UInt32.max), "a database value longer than SQLite allows")
             let count = UInt32(blob.count)
-            for shift in stride(from: 24, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: count >> shift)) }
+            for shift in stride(from: 24, through: 0, by: -8) {
+                buffer.append(UInt8(truncatingIfNeeded: count >> shift))
+            }
             buffer += blob
         }
 
         private mutating func appendInteger(_ value: Int64) {
             let bits = UInt64(bitPattern: value)
-            for shift in stride(from: 56, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: bits >> shift)) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                buffer.append(UInt8(truncatingIfNeeded: bits >> shift))
+            }
         }
 
         private mutating func flushIfFull() {
