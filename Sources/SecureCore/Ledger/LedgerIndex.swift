@@ -110,18 +110,12 @@ public enum LedgerIndex {
         private mutating func appendBlob(_ blob: [UInt8]) {
             // SQLite holds no value longer than SQLITE_MAX_LENGTH (10^9 bytes), so the length fits in 32 bits.
             precondition(blob.count <= Int(UInt32.max), "a database value longer than SQLite allows")
-            let count = UInt32(blob.count)
-            for shift in stride(from: 24, through: 0, by: -8) {
-                buffer.append(UInt8(truncatingIfNeeded: count >> shift))
-            }
-            buffer += blob
+            withUnsafeBytes(of: UInt32(blob.count).bigEndian) { buffer.append(contentsOf: $0) }
+            buffer.append(contentsOf: blob)
         }
 
         private mutating func appendInteger(_ value: Int64) {
-            let bits = UInt64(bitPattern: value)
-            for shift in stride(from: 56, through: 0, by: -8) {
-                buffer.append(UInt8(truncatingIfNeeded: bits >> shift))
-            }
+            withUnsafeBytes(of: UInt64(bitPattern: value).bigEndian) { buffer.append(contentsOf: $0) }
         }
 
         private mutating func flushIfFull() {
