@@ -215,6 +215,20 @@ struct TamperTests {
         test.close()
     }
 
+    /// A wallet whose checkpoints are version 1 (made before the index commitment) is refused with why, not
+    /// opened as if its index were committed.
+    @Test func aVersionOneCheckpointIsRefusedAsAnOlderWallet() throws {
+        let (test, store) = try Self.prepared("version-one")
+        let latest = try #require(try store.latestCheckpoint())
+        var bytes = latest.encoded
+        #expect(bytes[3] == Checkpoint.encodingVersion, "signed version u8, u16 length, then the checkpoint")
+        bytes[3] = 1
+        try store.database.prepare("UPDATE checkpoints SET encoded = ? WHERE size = ?").bind([
+            .blob(bytes), .integer(Int64(latest.size)),
+        ]).run()
+        #expect(Self.outcome(test) == .refused(code: "schemaOutdated"))
+    }
+
     @Test func forgedCheckpointIsRefusedAsCorrupted() throws {
         let (test, store) = try Self.prepared("forged")
         let latest = try #require(try store.latestCheckpoint())
