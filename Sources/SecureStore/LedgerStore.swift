@@ -91,6 +91,8 @@ public final class LedgerStore: @unchecked Sendable {
         let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
         try store.explainCorruption {
             try store.configure()
+            // Before any migration, so a wallet this secure refuses is left as its own secure wrote it.
+            if let (_, latest) = try store.latestCheckpoint() { _ = try decodeOwnCheckpoint(latest) }
             try store.migrate()
         }
         guard try store.walletID() == walletID else {
@@ -132,6 +134,27 @@ public final class LedgerStore: @unchecked Sendable {
             throw StoreError(.foreignDatabase, "\(path) belongs to another wallet")
         }
         return store
+    }
+
+    /// The wallet's own signed checkpoint, or nil when it does not decode. A checkpoint of an older version
+    /// (version 1, before the index commitment D) is a wallet made before that change: it is refused with why,
+    /// not migrated, since its signed history cannot be rewritten to commit to D.
+    public static func decodeOwnCheckpoint(_ bytes: [UInt8]) throws -> SignedCheckpoint? {
+        do {
+            return try SignedCheckpoint.decode(bytes)
+        } catch let error as FormatError
+            where error.code == .unsupportedVersion && bytes.first == SignedCheckpoint.encodingVersion
+        {
+            // The wrapper is this version's and the checkpoint inside it is not.
+            throw StoreError(
+                .schemaOutdated,
+                "this wallet was made by an older secure (\(error)): since checkpoint version "
+                    + "\(Checkpoint.encodingVersion) every checkpoint commits to the wallet's index (D), and signed "
+                    + "history cannot be rewritten to add it, so this secure does not open it. The secure that made "
+                    + "it still can; move the money to a new wallet with that one")
+        } catch {
+            return nil
+        }
     }
 
     /// The checks before a database is opened: it exists, and its salt is this wallet's.

@@ -71,7 +71,7 @@ extension Wallet {
         let current = keyLog.current
         let signingKey = try signingKeyInForce(session, metadata: metadata, log: keyLog)
         guard let (_, latestBytes) = try store.latestCheckpoint(),
-            let latest = try decodeOwnCheckpoint(latestBytes),
+            let latest = try LedgerStore.decodeOwnCheckpoint(latestBytes),
             latest.isValid(signedBy: current.signingKey), keyLog.check(latest) == .inForce,
             latest.checkpoint.walletID == walletID
         else {
@@ -123,23 +123,6 @@ extension Wallet {
             lockReason: lockReason, clock: clock)
         wallet.repairNeeded = repairNeeded
         return wallet
-    }
-
-    /// The wallet's own latest checkpoint, or nil when it does not decode. A checkpoint of an older version
-    /// (version 1, before the index commitment D) is a wallet made before that change: it is refused with why,
-    /// not migrated, since its signed history cannot be rewritten to commit to D.
-    static func decodeOwnCheckpoint(_ bytes: [UInt8]) throws -> SignedCheckpoint? {
-        do {
-            return try SignedCheckpoint.decode(bytes)
-        } catch let error as FormatError where error.code == .unsupportedVersion {
-            throw StoreError(
-                .schemaOutdated,
-                "this wallet was made by an older secure: its checkpoints are \(error); since checkpoint version 2 "
-                    + "every checkpoint commits to the wallet's index (D), and signed history cannot be rewritten to "
-                    + "add it. Keep the old secure to read it, and move the money to a new wallet")
-        } catch {
-            return nil
-        }
     }
 
     /// Whether the `statements` and `outgoing` tables are the ones `checkpoint` commits to: D recomputed from

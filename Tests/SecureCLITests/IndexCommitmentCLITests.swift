@@ -2,7 +2,6 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
-import SecureToken
 import Testing
 
 @testable import SecureStore
@@ -11,82 +10,96 @@ import Testing
 /// Attack 6 of issue 12, in its real form: someone who holds the database key (the owner unwraps it with the
 /// token; a thief of a folder copy and a PIN-less process could too) rewrites the wallet's index tables, and
 /// the stock `secure` binary must refuse to sign anything until the index is the one its latest checkpoint
-/// commits to (D). The wallets live on tokens of the test process's own SoftHSM folder (`TestTokens`), so
-/// this process can unwrap the database key as that adversary does and edit the SQLCipher file directly.
+/// commits to (D). The key is unwrapped as that owner can, with the stock `pkcs11-tool` doing the ECDH on the
+/// wallet's SoftHSM token (this process never loads the world's SoftHSM, whose configuration is its own), and
+/// the SQLCipher file is then edited directly.
 @Suite("Index commitment: a rewritten index locks the wallet", .serialized)
 struct IndexCommitmentCLITests {
-    /// Two wallets (alice, bob) made by `secure wallet init` on tokens of the test process's SoftHSM folder.
-    final class World {
-        let directory: String
-        let environment: [String: String]
-        var tokens: [String: TestTokens.Fresh] = [:]
+    typealias World = WalletCLITests.World
 
-        init() throws {
-            directory =
-                FileManager.default.temporaryDirectory.appendingPathComponent("secure-index-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            environment = [
-                "SOFTHSM2_CONF": TestTokens.layout.configPath, "XDG_STATE_HOME": directory + "/state",
-                "XDG_DATA_HOME": directory + "/data",
-            ]
-            for name in ["alice", "bob"] {
-                let main = try TestTokens.fresh("ix-" + name), backup = try TestTokens.fresh("ix-" + name + "-bk")
-                tokens[name] = main
-                let made = try run([
-                    "wallet", "init", "--wallet", name, "--token", main.uri.description, "--pin-source",
-                    "file:" + main.pinPath, "--backup-token", backup.uri.description, "--backup-pin-source",
-                    "file:" + backup.pinPath,
-                ])
-                guard made.status == 0 else { throw CLITests.CLIFailure(made.stderr) }
-                let card = try run(["wallet", "show", "--card"] + wallet(name))
-                try card.output.write(toFile: directory + "/\(name).card", atomically: true, encoding: .utf8)
+    /// The token's ECDH through `pkcs11-tool --derive`, for `WrappedKeyFile.unwrap`.
+    struct ToolUnwrapper: KeyAgreementUnwrapper {
+        let world: World
+        let name: String
+        let keyID: String
+        let publicKey: P256.PublicKey
+
+        /// The index of the slot whose token is labelled exactly `name` (`--token-label` matches a prefix, so
+        /// "alice" would find "alice-bk").
+        func slotIndex() throws -> String {
+            let list = try Run.program(
+                "/usr/bin/pkcs11-tool", ["--module", IndexCommitmentCLITests.module, "--list-slots"],
+                environment: world.environment)
+            var index: String?
+            for line in list.output.split(separator: "\n") {
+                if line.hasPrefix("Slot "), let number = line.dropFirst(5).split(separator: " ").first {
+                    index = String(number)
+                } else if line.contains("token label"), let label = line.split(separator: ":").last,
+                    label.trimmingCharacters(in: .whitespaces) == name, let index
+                {
+                    return index
+                }
             }
+            throw CLITests.CLIFailure("no slot holds the token \(name): \(list.output)")
         }
 
-        func wallet(_ name: String) -> [String] { ["--wallet", name, "--pin-source", "file:" + tokens[name]!.pinPath] }
-
-        func run(_ arguments: [String]) throws -> ProcessResult {
-            try Run.program(Run.secure, arguments, environment: environment, directory: directory)
+        func sharedSecret(with ephemeral: P256.PublicKey) throws -> SecretBytes {
+            let peer = world.directory + "/\(name)-peer.der", secret = world.directory + "/\(name)-secret.bin"
+            try Data(ephemeral.spki).write(to: URL(fileURLWithPath: peer))
+            let pin = try String(contentsOfFile: world.directory + "/toks/\(name).pin", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let derive = try Run.program(
+                "/usr/bin/pkcs11-tool",
+                [
+                    "--module", IndexCommitmentCLITests.module, "--slot-index", try slotIndex(), "--login", "--pin",
+                    pin,
+                    "--derive", "-m", "ECDH1-DERIVE", "--id", keyID, "--input-file", peer, "--output-file", secret,
+                ], environment: world.environment)
+            guard derive.status == 0 else { throw CLITests.CLIFailure("pkcs11-tool --derive: \(derive.stderr)") }
+            defer { try? FileManager.default.removeItem(atPath: secret) }
+            return SecretBytes([UInt8](try Data(contentsOf: URL(fileURLWithPath: secret))))
         }
+    }
 
-        /// A software issuer that `name` trusts, and a voucher of `amount` from it to `name` in `file`.
-        func voucher(_ file: String, to name: String, amount: String) throws {
-            let issuer = try SoftwareSigner()
-            try issuer.publicKey.pem.write(toFile: directory + "/\(file).pem", atomically: true, encoding: .utf8)
-            let trust = try run(["issuer", "trust", "\(file).pem"] + wallet(name))
-            #expect(trust.status == 0, "\(trust.stderr)")
-            let card = try WalletCard.parse(try String(contentsOfFile: directory + "/\(name).card", encoding: .utf8))
-            let voucher = try Voucher(
-                issuerKey: issuer.publicKey, recipientWalletID: card.walletID, amount: try MoneyText.parse(amount),
-                voucherID: .random(), issuerSequence: 1
-            ).sign(with: issuer)
-            try Data(voucher.encoded).write(to: URL(fileURLWithPath: directory + "/" + file))
-        }
+    static let module = "/usr/lib/softhsm/libsofthsm2.so"
 
-        /// Runs SQL on `name`'s ledger with its database key, unwrapped on its token as its owner can: what an
-        /// adversary with that key (and no PIN to sign a checkpoint) can do.
-        func tamper(_ name: String, _ sql: String) throws {
-            let paths = WalletPaths(directory: directory + "/" + name)
-            let session = try tokens[name]!.session()
-            defer { session.close() }
-            let metadata = try WalletMetadata.load(paths)
-            let wrapped = try WrappedKeyFile(
-                encoded: Array(try #require(FileManager.default.contents(atPath: paths.wrappedKey))))
-            let agreement = try Wallet.keyOnToken(session, idHex: metadata.agreementKeyID, what: "key-agreement")
-            let key = try wrapped.unwrap(with: TokenUnwrapper(session: session, key: agreement))
-            let store = try LedgerStore.open(
-                path: paths.database, key: key, expectedSalt: wrapped.databaseSalt,
-                walletID: try metadata.parsedWalletID())
-            try store.database.execute(sql)
-            #expect(store.database.changes > 0, "the tampering changed no row: \(sql)")
-        }
+    /// A software issuer that `name` trusts, and a voucher of `amount` from it to `name` in `file`.
+    static func voucher(_ world: World, _ file: String, to name: String, amount: String) throws {
+        let issuer = try SoftwareSigner()
+        try issuer.publicKey.pem.write(toFile: world.directory + "/\(file).pem", atomically: true, encoding: .utf8)
+        let trust = try world.run(["issuer", "trust", "\(file).pem"] + world.wallet(name))
+        #expect(trust.status == 0, "\(trust.stderr)")
+        let voucher = try Voucher(
+            issuerKey: issuer.publicKey, recipientWalletID: try card(world, name).walletID,
+            amount: try MoneyText.parse(amount), voucherID: .random(), issuerSequence: 1
+        ).sign(with: issuer)
+        try Data(voucher.encoded).write(to: URL(fileURLWithPath: world.directory + "/" + file))
+    }
 
-        /// The wallet's entry count, from `wallet show --json`.
-        func size(_ name: String) throws -> Int {
-            let show = try run(["wallet", "show", "--json"] + wallet(name))
-            let row = try JSONSerialization.jsonObject(with: Data(show.stdout)) as? [String: Any]
-            return try #require(row?["entries"] as? Int, "\(show.output) \(show.stderr)")
-        }
+    static func card(_ world: World, _ name: String) throws -> WalletCard {
+        try WalletCard.parse(try String(contentsOfFile: world.directory + "/\(name).card", encoding: .utf8))
+    }
+
+    /// Runs SQL on `name`'s ledger with its database key, unwrapped on its token as its owner can: what an
+    /// adversary with that key (and no PIN to sign a checkpoint) can do.
+    static func tamper(_ world: World, _ name: String, _ sql: String) throws {
+        let paths = WalletPaths(directory: world.directory + "/" + name)
+        let metadata = try WalletMetadata.load(paths)
+        let wrapped = try WrappedKeyFile(
+            encoded: Array(try #require(FileManager.default.contents(atPath: paths.wrappedKey))))
+        let unwrapper = ToolUnwrapper(
+            world: world, name: name, keyID: metadata.agreementKeyID,
+            publicKey: try card(world, name).log.current.agreementKey)
+        let store = try LedgerStore.open(
+            path: paths.database, key: try wrapped.unwrap(with: unwrapper), expectedSalt: wrapped.databaseSalt,
+            walletID: try metadata.parsedWalletID())
+        try store.database.execute(sql)
+        #expect(store.database.changes > 0, "the tampering changed no row: \(sql)")
+    }
+
+    /// The wallet's entry count, from `wallet show --json`.
+    static func size(_ world: World, _ name: String) throws -> Int {
+        try LedgerDefectCLITests.size(world, name)
     }
 
     /// The message every command that would sign gives on a rewritten index: exit 10, naming the index and
@@ -104,11 +117,11 @@ struct IndexCommitmentCLITests {
     /// `ledger verify` names the index.
     @Test func aDeletedDepositRowLocksTheWalletAgainstDepositAndSpend() throws {
         let world = try World()
-        try world.voucher("v1", to: "alice", amount: "100.00 EUR")
+        try Self.voucher(world, "v1", to: "alice", amount: "100.00 EUR")
         let deposit = try world.run(["deposit", "v1"] + world.wallet("alice"))
         #expect(deposit.status == 0, "\(deposit.stderr)")
-        let size = try world.size("alice")
-        try world.tamper("alice", "DELETE FROM statements WHERE kind = \(EntryKind.deposit.rawValue)")
+        let size = try Self.size(world, "alice")
+        try Self.tamper(world, "alice", "DELETE FROM statements WHERE kind = \(EntryKind.deposit.rawValue)")
 
         Self.expectIndexLock(try world.run(["deposit", "v1"] + world.wallet("alice")), "the second deposit")
         let spend = try world.run(
@@ -116,7 +129,7 @@ struct IndexCommitmentCLITests {
                 + world.wallet("alice"))
         Self.expectIndexLock(spend, "the spend")
         #expect(!FileManager.default.fileExists(atPath: world.directory + "/t1"), "no transfer was written")
-        #expect(try world.size("alice") == size, "nothing was appended")
+        #expect(try Self.size(world, "alice") == size, "nothing was appended")
 
         let balance = try world.run(["balance"] + world.wallet("alice"))
         #expect(balance.status == 0, "\(balance.stderr)")
@@ -136,7 +149,7 @@ struct IndexCommitmentCLITests {
     /// stored: with the row put back, the same wallet spends again.
     @Test func anEditedOutgoingStatusLocksTheWalletUntilTheRowIsPutBack() throws {
         let world = try World()
-        try world.voucher("v1", to: "alice", amount: "100.00 EUR")
+        try Self.voucher(world, "v1", to: "alice", amount: "100.00 EUR")
         #expect(try world.run(["deposit", "v1"] + world.wallet("alice")).status == 0)
         func spend(_ out: String) throws -> ProcessResult {
             try world.run(
@@ -146,12 +159,12 @@ struct IndexCommitmentCLITests {
         let first = try spend("t1")
         #expect(first.status == 0, "\(first.stderr)")
 
-        try world.tamper("alice", "UPDATE outgoing SET status = 1")
+        try Self.tamper(world, "alice", "UPDATE outgoing SET status = 1")
         Self.expectIndexLock(try spend("t2"), "a spend after the status edit")
         let pending = try world.run(["pending"] + world.wallet("alice"))
         #expect(pending.status == 0, "\(pending.stderr)")
 
-        try world.tamper("alice", "UPDATE outgoing SET status = 0")
+        try Self.tamper(world, "alice", "UPDATE outgoing SET status = 0")
         let again = try spend("t3")
         #expect(again.status == 0, "the lock was not derived from the tables: \(again.stderr)")
         let accept = try world.run(["accept", "t3", "--no-proximity"] + world.wallet("bob"))
