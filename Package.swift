@@ -102,7 +102,7 @@ let package = Package(
                 "SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport",
                 "SecureBench",
             ]),
-        .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport"]),
+        .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport", "SecureWallet", "SecureStore"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
         .testTarget(name: "SecureBenchTests", dependencies: ["SecureBench", "SecureTestSupport"]),

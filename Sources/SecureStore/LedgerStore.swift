@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 3
+    public static let schemaVersion: Int64 = 4
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -53,6 +53,12 @@ public final class LedgerStore: @unchecked Sendable {
                                       PRIMARY KEY (wallet, held, offered));
         CREATE TABLE IF NOT EXISTS banning_evidence (digest BLOB PRIMARY KEY, accused BLOB NOT NULL);
         """,
+        // Version 4 (the index commitment D): indexes that hold every committed column in D's order, so D is
+        // one sequential scan of each with no sort and no row looked up (LedgerIndex).
+        4: """
+        CREATE INDEX IF NOT EXISTS statements_committed ON statements (signer, id, kind, digest, position);
+        CREATE INDEX IF NOT EXISTS outgoing_committed ON outgoing (transfer_id, status);
+        """,
     ]
 
     private init(database: Database, path: String) {
@@ -85,6 +91,8 @@ public final class LedgerStore: @unchecked Sendable {
         let store = LedgerStore(database: try Database(path: path, key: key, create: false), path: path)
         try store.explainCorruption {
             try store.configure()
+            // Before any migration, so a wallet this secure refuses is left as its own secure wrote it.
+            if let (_, latest) = try store.latestCheckpoint() { _ = try decodeOwnCheckpoint(latest) }
             try store.migrate()
         }
         guard try store.walletID() == walletID else {
@@ -126,6 +134,27 @@ public final class LedgerStore: @unchecked Sendable {
             throw StoreError(.foreignDatabase, "\(path) belongs to another wallet")
         }
         return store
+    }
+
+    /// The wallet's own signed checkpoint, or nil when it does not decode. A checkpoint of an older version
+    /// (version 1, before the index commitment D) is a wallet made before that change: it is refused with why,
+    /// not migrated, since its signed history cannot be rewritten to commit to D.
+    public static func decodeOwnCheckpoint(_ bytes: [UInt8]) throws -> SignedCheckpoint? {
+        do {
+            return try SignedCheckpoint.decode(bytes)
+        } catch let error as FormatError
+            where error.code == .unsupportedVersion && bytes.first == SignedCheckpoint.encodingVersion
+        {
+            // The wrapper is this version's and the checkpoint inside it is not.
+            throw StoreError(
+                .schemaOutdated,
+                "this wallet was made by an older secure (\(error)): since checkpoint version "
+                    + "\(Checkpoint.encodingVersion) every checkpoint commits to the wallet's index (D), and signed "
+                    + "history cannot be rewritten to add it, so this secure does not open it. The secure that made "
+                    + "it still can; move the money to a new wallet with that one")
+        } catch {
+            return nil
+        }
     }
 
     /// The checks before a database is opened: it exists, and its salt is this wallet's.
@@ -228,7 +257,7 @@ public final class LedgerStore: @unchecked Sendable {
 
     // MARK: Appending
 
-    /// What one append writes, all in one transaction.
+    /// One entry's append, all in one transaction.
     public struct Append {
         public let entry: LedgerEntry
         /// The signed checkpoint that covers the new entry.
@@ -243,15 +272,84 @@ public final class LedgerStore: @unchecked Sendable {
         }
     }
 
-    /// Appends entries and their checkpoint in one durable transaction, with the Merkle tree's compact
+    /// What the caller signs inside the append's transaction: the signed checkpoint over the new size, with
+    /// the index commitment D the store passed in, and the transfer sent with the entry (whose signed bytes
+    /// carry that checkpoint).
+    public struct Seal {
+        /// The signed checkpoint's encoding.
+        public let checkpoint: [UInt8]
+        /// The row of the transfer sent, when the append `sends` one.
+        public let outgoing: Outgoing?
+
+        public init(checkpoint: [UInt8], outgoing: Outgoing? = nil) {
+            self.checkpoint = checkpoint
+            self.outgoing = outgoing
+        }
+    }
+
+    /// The index tables' D as an append finds them and as it leaves them.
+    public struct IndexChange: Sendable {
+        /// D of the tables before this append's rows, or nil when a row holds a value of a type the wallet
+        /// never writes (a text where a blob belongs): the caller compares it with its latest checkpoint's D,
+        /// so rows rewritten while the wallet was open are never signed over.
+        public let before: Digest32?
+        /// D of the tables with this append's rows: what the new checkpoint commits to.
+        public let after: Digest32
+    }
+
+    /// A payment out confirmed by this append: its `outgoing` row becomes confirmed, with the receipt, in
+    /// the confirmation entry's own transaction, so the checkpoint's D covers the new status.
+    public typealias Confirmation = (transferID: TransferID, receipt: [UInt8])
+
+    /// Appends entries and one checkpoint over them in one durable transaction, with the Merkle tree's compact
     /// range after them (so appending after an open needs no leaf reads). Positions must continue the ledger.
+    ///
+    /// Inside the transaction, one pass over `statements` and `outgoing` in their key order computes D twice
+    /// (`IndexChange`): of the rows found, and of the rows with the ones this append writes merged in (the
+    /// entries' statement rows, the transfer it `sends` as pending, the payment it `confirms`). `seal` checks
+    /// the first and signs the checkpoint over the second; then exactly those rows are written, from the same
+    /// values (`LedgerIndex.statementRow(of:)`), with the checkpoint. If `seal` throws, nothing is written.
     public func append(
-        _ appends: [Append], treePeaks: MerkleCompactRange, outgoing: Outgoing? = nil,
-        consumes readyRecord: ReadyRecordUse? = nil
+        _ entries: [LedgerEntry], treePeaks: MerkleCompactRange, sends sent: TransferID? = nil,
+        confirms confirmation: Confirmation? = nil, consumes readyRecord: ReadyRecordUse? = nil,
+        seal: (IndexChange) throws -> Seal
     ) throws {
-        try write(
-            appends.map(\.entry), checkpoints: appends.map { ($0.checkpointSize, $0.checkpoint) }, treePeaks: treePeaks,
-            outgoing: outgoing, readyRecord: readyRecord)
+        try database.transaction {
+            if let readyRecord { try consume(readyRecord) }
+            let change = try scanIndex(
+                adding: entries.compactMap(LedgerIndex.statementRow(of:)),
+                sending: sent.map {
+                    LedgerIndex.OutgoingRow(transferID: $0.bytes, status: OutgoingStatus.pending.rawValue)
+                },
+                confirming: confirmation?.transferID)
+            let sealed = try seal(change)
+            if let sent {
+                guard let outgoing = sealed.outgoing, outgoing.transferID == sent,
+                    let position = entries.last?.position, outgoing.position == position
+                else { preconditionFailure("an append that sends a transfer is sealed with that transfer's row") }
+                try database.prepare(
+                    "INSERT INTO outgoing (transfer_id, position, signed, status, message, payee_key_sequence) "
+                        + "VALUES (?, ?, ?, ?, ?, ?)"
+                )
+                .bind([
+                    .blob(outgoing.transferID.bytes), try .count(outgoing.position), .blob(outgoing.signed),
+                    .integer(OutgoingStatus.pending.rawValue), outgoing.message.map { .blob($0) } ?? .null,
+                    try .count(outgoing.payeeKeySequence),
+                ]).run()
+            } else {
+                precondition(sealed.outgoing == nil, "a transfer row is written only by an append that sends it")
+            }
+            if let confirmation {
+                try database.prepare("UPDATE outgoing SET status = ?, receipt = ? WHERE transfer_id = ?")
+                    .bind([
+                        .integer(OutgoingStatus.confirmed.rawValue), .blob(confirmation.receipt),
+                        .blob(confirmation.transferID.bytes),
+                    ]).run()
+            }
+            try writeEntries(entries, treePeaks: treePeaks)
+            try database.prepare("INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
+                .bind([try .count(treePeaks.size), .blob(sealed.checkpoint)]).run()
+        }
     }
 
     /// A ready record that a credit (or a refusal) consumes in its own transaction: the record of
@@ -260,95 +358,145 @@ public final class LedgerStore: @unchecked Sendable {
 
     /// Appends many entries and one signed checkpoint that covers them all (its size is the ledger's new
     /// size) in one durable transaction: a bulk import, or a benchmark fixture, pays one commit and one
-    /// signature for the batch instead of one per entry. Positions must continue the ledger.
-    public func appendBatch(_ entries: [LedgerEntry], checkpoint: [UInt8], treePeaks: MerkleCompactRange) throws {
-        try write(
-            entries, checkpoints: [(treePeaks.size, checkpoint)], treePeaks: treePeaks, outgoing: nil, readyRecord: nil)
+    /// signature for the batch instead of one per entry. Positions must continue the ledger. `seal` signs
+    /// the checkpoint over D, as in `append`.
+    public func appendBatch(
+        _ entries: [LedgerEntry], treePeaks: MerkleCompactRange, seal: (IndexChange) throws -> [UInt8]
+    ) throws {
+        try append(entries, treePeaks: treePeaks) { Seal(checkpoint: try seal($0)) }
     }
 
-    private func write(
-        _ entries: [LedgerEntry], checkpoints: [(size: UInt64, encoded: [UInt8])],
-        treePeaks: MerkleCompactRange, outgoing: Outgoing?, readyRecord: ReadyRecordUse?
-    ) throws {
+    /// Appends entries with checkpoints signed beforehand, one per `Append`, whose D the store neither
+    /// computes nor checks: only for the verification benchmark's fixture (secure-bench), whose ledger is
+    /// read by `LedgerVerifier` alone and never opened as a wallet.
+    @_spi(Benchmark) public func appendPresigned(_ appends: [Append], treePeaks: MerkleCompactRange) throws {
         try database.transaction {
-            if let readyRecord {
-                try database.prepare(
-                    "UPDATE ready_records SET consumed_by = ? WHERE offer_id = ? AND payer = ? AND consumed_by IS NULL"
-                )
-                .bind([
-                    .blob(readyRecord.transferID.bytes), .blob(readyRecord.offerID.bytes),
-                    .blob(readyRecord.payer.bytes),
-                ])
-                .run()
-                guard database.changes == 1 else {
-                    throw StoreError(
-                        .readyRecordExists,
-                        "the ready record of offer \(readyRecord.offerID.hex) is missing or was consumed already")
-                }
-            }
-            if let outgoing {
-                try database.prepare(
-                    "INSERT INTO outgoing (transfer_id, position, signed, status, message, payee_key_sequence) "
-                        + "VALUES (?, ?, ?, 0, ?, ?)"
-                )
-                .bind([
-                    .blob(outgoing.transferID.bytes), try .count(outgoing.position), .blob(outgoing.signed),
-                    outgoing.message.map { .blob($0) } ?? .null, try .count(outgoing.payeeKeySequence),
-                ]).run()
-            }
-            let insertEntry = try database.prepare(
-                "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
-            let insertStatement = try database.prepare(
-                "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, ?, ?, ?)")
+            try writeEntries(appends.map(\.entry), treePeaks: treePeaks)
             let insertCheckpoint = try database.prepare(
                 "INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
-            let insertNode = try database.prepare("INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)")
-            var expected = try size()
-            var range = try self.treePeaks()
-            for entry in entries {
-                precondition(
-                    entry.position == expected, "append out of order: \(entry.position) after size \(expected)")
-                let encoded = entry.encoded
-                let kind = Int64(entry.kind.rawValue)
-                let leaf = Merkle.leafHash(encoded)
-                try insertEntry.bind([
-                    try .count(entry.position), .blob(entry.id.bytes), .integer(kind),
-                    .blob(encoded), .blob(entry.link.bytes), .blob(leaf.bytes),
-                ]).run()
-                for (level, index, hash) in Self.completedNodes(range, position: entry.position, leaf: leaf) {
-                    try insertNode.bind([.integer(Int64(level)), try .count(index), .blob(hash.bytes)]).run()
-                }
-                range.append(leafHash: leaf)
-                if let statement = entry.statement, entry.kind != .conflictingStatement {
-                    try insertStatement.bind([
-                        .blob(statement.signer.bytes), .blob(statement.id.bytes), .integer(kind),
-                        .blob(statement.payloadDigest.bytes), try .count(entry.position),
-                    ]).run()
-                }
-                // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
-                // credit must not leave the payee without the checkpoint that later fork checks compare against.
-                if entry.kind == .paymentIn || entry.kind == .redemption,
-                    let transfer = try? SignedTransfer.decode(entry.payload)
-                {
-                    let checkpoint = transfer.payload.checkpoint
-                    try database.prepare(
-                        "INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)"
-                    )
-                    .bind([
-                        .blob(checkpoint.checkpoint.walletID.bytes), try .count(checkpoint.checkpoint.size),
-                        .blob(checkpoint.encoded),
-                    ]).run()
-                }
-                expected += 1
+            for append in appends {
+                precondition(append.checkpointSize >= 1 && append.checkpointSize <= treePeaks.size)
+                try insertCheckpoint.bind([try .count(append.checkpointSize), .blob(append.checkpoint)]).run()
             }
-            for checkpoint in checkpoints {
-                precondition(checkpoint.size >= 1 && checkpoint.size <= expected, "a checkpoint past the ledger's end")
-                try insertCheckpoint.bind([try .count(checkpoint.size), .blob(checkpoint.encoded)]).run()
-            }
-            precondition(range == treePeaks, "the caller's tree does not match the appended entries")
-            try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
-                .bind([.blob(Self.encodePeaks(range))]).run()
         }
+    }
+
+    private func consume(_ readyRecord: ReadyRecordUse) throws {
+        try database.prepare(
+            "UPDATE ready_records SET consumed_by = ? WHERE offer_id = ? AND payer = ? AND consumed_by IS NULL"
+        )
+        .bind([
+            .blob(readyRecord.transferID.bytes), .blob(readyRecord.offerID.bytes),
+            .blob(readyRecord.payer.bytes),
+        ])
+        .run()
+        guard database.changes == 1 else {
+            throw StoreError(
+                .readyRecordExists,
+                "the ready record of offer \(readyRecord.offerID.hex) is missing or was consumed already")
+        }
+    }
+
+    /// Writes entries, their leaves and completed nodes, their statement rows, the payer checkpoints credits
+    /// came with, and the tree's peaks; inside the caller's transaction.
+    private func writeEntries(_ entries: [LedgerEntry], treePeaks: MerkleCompactRange) throws {
+        let insertEntry = try database.prepare(
+            "INSERT INTO entries (position, id, kind, encoded, link, leaf) VALUES (?, ?, ?, ?, ?, ?)")
+        let insertStatement = try database.prepare(
+            "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, ?, ?, ?)")
+        let insertNode = try database.prepare("INSERT OR REPLACE INTO nodes (level, idx, hash) VALUES (?, ?, ?)")
+        var expected = try size()
+        var range = try self.treePeaks()
+        for entry in entries {
+            precondition(entry.position == expected, "append out of order: \(entry.position) after size \(expected)")
+            let encoded = entry.encoded
+            let leaf = Merkle.leafHash(encoded)
+            try insertEntry.bind([
+                try .count(entry.position), .blob(entry.id.bytes), .integer(Int64(entry.kind.rawValue)),
+                .blob(encoded), .blob(entry.link.bytes), .blob(leaf.bytes),
+            ]).run()
+            for (level, index, hash) in Self.completedNodes(range, position: entry.position, leaf: leaf) {
+                try insertNode.bind([.integer(Int64(level)), try .count(index), .blob(hash.bytes)]).run()
+            }
+            range.append(leafHash: leaf)
+            if let row = LedgerIndex.statementRow(of: entry) {
+                try insertStatement.bind([
+                    .blob(row.signer), .blob(row.id), .integer(row.kind), .blob(row.digest),
+                    try .count(entry.position),
+                ]).run()
+            }
+            // A credit keeps the payer's checkpoint it came with, in the same transaction: a crash after the
+            // credit must not leave the payee without the checkpoint that later fork checks compare against.
+            if entry.kind == .paymentIn || entry.kind == .redemption,
+                let transfer = try? SignedTransfer.decode(entry.payload)
+            {
+                let checkpoint = transfer.payload.checkpoint
+                try database.prepare(
+                    "INSERT OR IGNORE INTO peer_checkpoints (wallet, size, encoded) VALUES (?, ?, ?)"
+                )
+                .bind([
+                    .blob(checkpoint.checkpoint.walletID.bytes), try .count(checkpoint.checkpoint.size),
+                    .blob(checkpoint.encoded),
+                ]).run()
+            }
+            expected += 1
+        }
+        precondition(range == treePeaks, "the caller's tree does not match the appended entries")
+        try database.prepare("INSERT OR REPLACE INTO meta (name, value) VALUES ('merkle-peaks', ?)")
+            .bind([.blob(Self.encodePeaks(range))]).run()
+    }
+
+    /// D of the `statements` and `outgoing` tables as this connection sees them, or nil when a row holds a
+    /// value of a type the wallet never writes: one pass over each table in its key order, in O(n) time and
+    /// O(1) memory, with no entry read or replayed. What an open compares with its latest checkpoint's D.
+    public func indexDigest() throws -> Digest32? {
+        try scanIndex(adding: [], sending: nil, confirming: nil).before
+    }
+
+    /// One pass over the index tables in D's order, hashing the rows found (`before`) and, beside them, the
+    /// rows with `adding` and `sending` merged in and `confirming`'s status set to confirmed (`after`).
+    private func scanIndex(
+        adding: [LedgerIndex.StatementRow], sending: LedgerIndex.OutgoingRow?, confirming: TransferID?
+    ) throws -> IndexChange {
+        var before = LedgerIndex.Hasher(), after = LedgerIndex.Hasher()
+        var wellTyped = true
+        // Every row the wallet writes holds blobs and integers; a value of another type (which SQLite's
+        // BLOB columns keep as given) could hash like the genuine one yet never match a lookup.
+        let statements = try database.prepare(
+            "SELECT signer, id, kind, digest, position, typeof(signer) = 'blob' AND typeof(id) = 'blob' "
+                + "AND typeof(kind) = 'integer' AND typeof(digest) = 'blob' AND typeof(position) = 'integer' "
+                + "FROM statements INDEXED BY statements_committed ORDER BY signer, id")
+        var pending = adding.sorted { $0.precedes($1) }[...]
+        while try statements.step() {
+            let row = LedgerIndex.StatementRow(
+                signer: statements.blob(0), id: statements.blob(1), kind: statements.integer(2),
+                digest: statements.blob(3), position: statements.integer(4))
+            wellTyped = wellTyped && statements.integer(5) == 1
+            while let next = pending.first, next.precedes(row) { after.add(pending.removeFirst()) }
+            before.add(row)
+            after.add(row)
+        }
+        for row in pending { after.add(row) }
+        let outgoing = try database.prepare(
+            "SELECT transfer_id, status, typeof(transfer_id) = 'blob' AND typeof(status) = 'integer' "
+                + "FROM outgoing INDEXED BY outgoing_committed ORDER BY transfer_id")
+        var sending = sending
+        while try outgoing.step() {
+            let row = LedgerIndex.OutgoingRow(transferID: outgoing.blob(0), status: outgoing.integer(1))
+            wellTyped = wellTyped && outgoing.integer(2) == 1
+            if let next = sending, next.transferID.lexicographicallyPrecedes(row.transferID) {
+                after.add(next)
+                sending = nil
+            }
+            before.add(row)
+            after.add(
+                row.transferID == confirming?.bytes
+                    ? LedgerIndex.OutgoingRow(transferID: row.transferID, status: OutgoingStatus.confirmed.rawValue)
+                    : row)
+        }
+        if let sending { after.add(sending) }
+        let found = before.finalize()
+        return IndexChange(before: wellTyped ? found : nil, after: after.finalize())
     }
 
     /// The perfect subtrees that leaf `position` completes, as (level, index, hash): the same carries the
@@ -758,7 +906,9 @@ extension LedgerStore {
         case pending = 0, confirmed = 1
     }
 
-    /// A transfer sent, written in the same transaction as its debit.
+    /// A transfer sent, written in the same transaction as its debit. Its id and status are committed by
+    /// the checkpoints' D; it changes only inside an append (`append(_:treePeaks:sends:confirms:consumes:seal:)`),
+    /// never on its own.
     public struct Outgoing: Sendable {
         public let transferID: TransferID
         public let position: UInt64
@@ -849,16 +999,6 @@ extension LedgerStore {
         return (statement.blob(0), nil)
     }
 
-    /// Keeps the exact bytes of a signed transfer sent, so a retry sends the same statement.
-    public func storeOutgoing(transferID: TransferID, position: UInt64, signed: [UInt8]) throws {
-        try database.transaction {
-            try database.prepare(
-                "INSERT OR IGNORE INTO outgoing (transfer_id, position, signed, status) VALUES (?, ?, ?, 0)"
-            )
-            .bind([.blob(transferID.bytes), try .count(position), .blob(signed)]).run()
-        }
-    }
-
     /// A sent transfer's record.
     public func outgoing(transferID: TransferID) throws -> (
         position: UInt64, signed: [UInt8], status: OutgoingStatus, receipt: [UInt8]?, payeeKeySequence: UInt64
@@ -872,14 +1012,6 @@ extension LedgerStore {
             UInt64(statement.integer(0)), statement.blob(1), OutgoingStatus(rawValue: statement.integer(2)) ?? .pending,
             statement.isNull(3) ? nil : statement.blob(3), UInt64(max(0, statement.integer(4)))
         )
-    }
-
-    /// Marks a sent transfer confirmed, with its receipt.
-    public func markOutgoing(transferID: TransferID, status: OutgoingStatus, receipt: [UInt8]?) throws {
-        try database.transaction {
-            try database.prepare("UPDATE outgoing SET status = ?, receipt = ? WHERE transfer_id = ?")
-                .bind([.integer(status.rawValue), receipt.map { .blob($0) } ?? .null, .blob(transferID.bytes)]).run()
-        }
     }
 
     /// Whether a statement of a kind with an id was recorded (e.g. a reversal of a transfer id).

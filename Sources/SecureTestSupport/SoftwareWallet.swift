@@ -55,11 +55,13 @@ public struct SoftwareWallet {
         return entry
     }
 
-    /// A checkpoint of the ledger as it stands, signed by the key in force.
+    /// A checkpoint of the ledger as it stands, signed by the key in force. Its index commitment D is of the
+    /// statement rows its entries would write (it keeps no `outgoing` rows); peers never read D.
     public func checkpoint() throws -> SignedCheckpoint {
         try Checkpoint(
             walletID: walletID, walletKey: key, keySequence: log.current.sequence,
-            keyEventPosition: log.current.ledgerPosition, state: state, root: tree.root(), time: time
+            keyEventPosition: log.current.ledgerPosition, state: state, root: tree.root(), time: time,
+            index: LedgerIndex.digest(statements: entries.compactMap(LedgerIndex.statementRow(of:)), outgoing: [])
         ).sign(with: signer)
     }
 

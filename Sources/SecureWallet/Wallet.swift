@@ -14,6 +14,10 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
     case anchorMissing
     /// The last `ledger verify` failed (recorded on the token, see `VerificationMark`); the text says why.
     case verificationFailed(String)
+    /// The index tables (`statements`, `outgoing`) are not the ones the latest checkpoint commits to (its D,
+    /// `LedgerIndex`): rows were deleted, added or edited with the database key (or a page of them cannot be
+    /// read). Derived at every open from the tables, never stored.
+    case indexMismatch
 
     public var description: String {
         switch self {
@@ -32,6 +36,21 @@ public enum WalletLockReason: Equatable, Sendable, CustomStringConvertible {
             return
                 "the last `secure ledger verify` failed (\(why)). Restore the wallet folder from a good backup, then run "
                 + "`secure ledger verify` again: the wallet signs nothing until it verifies"
+        case .indexMismatch:
+            return
+                "the ledger's index (its statements and outgoing tables) differs from the one its latest signed "
+                + "checkpoint commits to, or cannot be read: rows were deleted, added or edited outside secure. The wallet signs nothing "
+                + "while it differs. Run `secure ledger verify` to see the problems, and restore the wallet folder "
+                + "from a good backup"
+        }
+    }
+
+    /// Whether the lock stops every signature (receipts, refusals, measurements), not only appends: a failed
+    /// verification and a tampered index do; the anchor's locks leave `--accept-rollback` its signed entry.
+    var stopsSignatures: Bool {
+        switch self {
+        case .verificationFailed, .indexMismatch: true
+        case .behindAnchor, .divergent, .anchorMissing: false
         }
     }
 }
@@ -58,8 +77,9 @@ public final class Wallet {
     /// The signer of the key in force; a recovered wallet has none until it rotates to a key on its new token.
     package var signer: MessageSigner {
         get throws {
-            // A failed `ledger verify` stops every signature, not only appends (receipts, measurements).
-            if let lockReason, case .verificationFailed = lockReason {
+            // A failed `ledger verify` or a tampered index stops every signature, not only appends (receipts,
+            // measurements).
+            if let lockReason, lockReason.stopsSignatures {
                 throw WalletError(.locked, "the wallet is locked and signs nothing: \(lockReason)")
             }
             guard let tokenSigner else {
@@ -314,12 +334,14 @@ public final class Wallet {
     ///
     /// `outgoing`, when given, makes the row of a transfer sent with this entry (a debit), from the entry
     /// and its signed checkpoint; it is committed in the same transaction, so the debit and the exact
-    /// transfer to send exist together or not at all.
+    /// transfer to send exist together or not at all. `confirms` marks a sent transfer confirmed in the
+    /// same transaction (a confirmation entry). The checkpoint is signed inside the transaction, over the
+    /// index commitment D of the rows it commits (`LedgerStore.append`).
     @discardableResult
     public func append(
         _ build: (_ position: UInt64, _ previousLink: Digest32, _ time: Int64) throws -> LedgerEntry,
         outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil,
-        consumes readyRecord: LedgerStore.ReadyRecordUse? = nil
+        consumes readyRecord: LedgerStore.ReadyRecordUse? = nil, confirms confirmation: LedgerStore.Confirmation? = nil
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
@@ -330,17 +352,22 @@ public final class Wallet {
         let next = try state.applying(entry)
         var nextPeaks = peaks
         nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
-        let checkpoint = try Checkpoint(
-            walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
-            keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
-            time: time)
-        let signed = try checkpoint.sign(with: try signer)
-        let sent = try outgoing?(entry, signed)
-        if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) } // a deliberately broken variant
-        try faultHooks?.beforeCommit?()
+        // A debit's transfer id is its statement's id; its row is written with the debit.
+        let sends = outgoing == nil ? nil : entry.statement.map { TransferID($0.id) }
+        precondition(outgoing == nil || sends != nil, "a transfer is sent only with a debit that records it")
+        var sealed: SignedCheckpoint?
         try store.append(
-            [LedgerStore.Append(entry: entry, checkpoint: signed.encoded, checkpointSize: next.size)],
-            treePeaks: nextPeaks, outgoing: sent, consumes: readyRecord)
+            [entry], treePeaks: nextPeaks, sends: sends, confirms: confirmation, consumes: readyRecord
+        ) { index in
+            let signed = try sign(state: next, root: nextPeaks.root, time: time, index: index)
+            sealed = signed
+            let sent = try outgoing?(entry, signed)
+            // A deliberately broken variant for the simulator's own tests: the anchor moves before the commit.
+            if faultHooks?.anchorBeforeCommit == true { try anchor.store(signed.encoded) }
+            try faultHooks?.beforeCommit?()
+            return LedgerStore.Seal(checkpoint: signed.encoded, outgoing: sent)
+        }
+        guard let signed = sealed else { preconditionFailure("a committed append was sealed") }
         try faultHooks?.afterCommit?()
         state = next
         peaks = nextPeaks
@@ -356,6 +383,24 @@ public final class Wallet {
             anchorLag = "\(error)"
         }
         return entry
+    }
+
+    /// Signs the checkpoint of `state` inside an append's transaction, over the index D the store computed with
+    /// the append's rows. The tables must first be the ones the latest checkpoint committed to: rows rewritten
+    /// while this wallet was open (its lock keeps out other writers, not the database key) lock it instead of
+    /// being signed over.
+    func sign(state: LedgerState, root: Digest32, time: Int64, index: LedgerStore.IndexChange) throws
+        -> SignedCheckpoint
+    {
+        if let latest, index.before != latest.checkpoint.index {
+            lockReason = .indexMismatch
+            throw WalletError(.locked, "the wallet is locked and refuses to spend: \(WalletLockReason.indexMismatch)")
+        }
+        let checkpoint = try Checkpoint(
+            walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
+            keyEventPosition: keyEvent.event.ledgerPosition, state: state, root: root, time: time,
+            index: index.after)
+        return try checkpoint.sign(with: try signer)
     }
 
     /// Takes on what a durable commit wrote (for `appendBatch`, whose properties are private here).

@@ -8,9 +8,9 @@ import SecureCrypto
 extension Wallet {
     /// Appends drafts in order under one checkpoint: every entry is applied first (any refusal happens
     /// before the token is asked for anything), then one checkpoint covering them all is signed on the
-    /// token, one transaction commits entries and checkpoint, and the anchor moves. For bulk loads such
-    /// as the ledger benchmark's fixtures; money moved by a person goes through `append`, one checkpoint
-    /// per entry. A failure before the commit changes nothing.
+    /// token, over their index D, inside the transaction that commits entries and checkpoint, and the
+    /// anchor moves. For bulk loads such as the ledger benchmark's fixtures; money moved by a person goes
+    /// through `append`, one checkpoint per entry. A failure before the commit changes nothing.
     @discardableResult
     @_spi(Benchmark) public func appendBatch(_ drafts: [EntryDraft]) throws -> [LedgerEntry] {
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
@@ -28,12 +28,13 @@ extension Wallet {
             nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
             entries.append(entry)
         }
-        let checkpoint = try Checkpoint(
-            walletID: walletID, walletKey: signingKey, keySequence: keyEvent.event.sequence,
-            keyEventPosition: keyEvent.event.ledgerPosition, state: next, root: nextPeaks.root,
-            time: time)
-        let signed = try checkpoint.sign(with: try signer)
-        try store.appendBatch(entries, checkpoint: signed.encoded, treePeaks: nextPeaks)
+        var sealed: SignedCheckpoint?
+        try store.appendBatch(entries, treePeaks: nextPeaks) { index in
+            let signed = try sign(state: next, root: nextPeaks.root, time: time, index: index)
+            sealed = signed
+            return signed.encoded
+        }
+        guard let signed = sealed else { preconditionFailure("a committed batch was sealed") }
         commit(state: next, peaks: nextPeaks, latest: signed)
         // As in `append`: the batch is committed whatever happens now, so an anchor that cannot follow is
         // recorded, not thrown; the next append or open moves it forward.

@@ -26,7 +26,8 @@ extension Wallet {
     /// Opens a wallet with its token: unwraps the database key on the token (ECDH), opens the database,
     /// reads the latest signed checkpoint (no replay: balances come from its snapshot) and compares it
     /// with the anchor. A database behind the anchor, or different at the anchor's size, opens locked;
-    /// one ahead of it by entries that verify moves the anchor forward (when appending).
+    /// one ahead of it by entries that verify moves the anchor forward (when appending). Index tables
+    /// that are not the ones the checkpoint's D commits to open locked too (`indexMismatch`).
     ///
     /// The wallet's lock is taken here, for `.appending` only, after the token session was opened by the
     /// caller: the PIN has been read by then, so a PIN prompt never holds the wallet.
@@ -74,7 +75,7 @@ extension Wallet {
         let current = keyLog.current
         let signingKey = try signingKeyInForce(session, metadata: metadata, log: keyLog)
         guard let (_, latestBytes) = try store.latestCheckpoint(),
-            let latest = try? SignedCheckpoint.decode(latestBytes),
+            let latest = try LedgerStore.decodeOwnCheckpoint(latestBytes),
             latest.isValid(signedBy: current.signingKey), keyLog.check(latest) == .inForce,
             latest.checkpoint.walletID == walletID
         else {
@@ -115,6 +116,10 @@ extension Wallet {
                     + "entries in between verify; if this stays, `secure ledger repair` moves the anchor forward"
             }
         }
+        // The index tables against the D the latest checkpoint signed: derived here at every open, never
+        // stored. The anchor's lock, when there is one, says more (and `--accept-rollback` still refuses,
+        // because `ledger verify` reports this too).
+        if lockReason == nil, !indexMatches(store, latest.checkpoint) { lockReason = .indexMismatch }
         // A failed `ledger verify` locks until one succeeds; the anchor's lock, when there is one, says more.
         if lockReason == nil, let failure = try VerificationMark(session: session, walletID: walletID).load() {
             lockReason = .verificationFailed(failure)
@@ -126,6 +131,15 @@ extension Wallet {
             lockReason: lockReason, clock: clock)
         wallet.repairNeeded = repairNeeded
         return wallet
+    }
+
+    /// Whether the `statements` and `outgoing` tables are the ones `checkpoint` commits to: D recomputed from
+    /// the tables in one pass (O(n) in their rows, no entry replayed) against the checkpoint's D. An adversary
+    /// with the database key but not the PIN can rewrite the rows, not sign a checkpoint over them. Tables
+    /// that cannot be read (a damaged page) match nothing, so the wallet still opens, locked, and `ledger
+    /// verify`, which reads every page, can say what is wrong and record its failure on the token.
+    static func indexMatches(_ store: LedgerStore, _ checkpoint: Checkpoint) -> Bool {
+        (try? store.indexDigest()) == checkpoint.index
     }
 
     /// The anchor that decides: the `anchor-<wallet id>` object on the wallet's token whenever the token

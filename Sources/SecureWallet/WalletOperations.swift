@@ -271,10 +271,12 @@ extension Wallet {
 
     /// Carries out a verdict: appends what it says to append, returns what happened.
     private func settle(
-        _ verdict: StatementVerdict, refusal: SignedRefusal?, consuming readyRecord: LedgerStore.ReadyRecordUse? = nil
+        _ verdict: StatementVerdict, refusal: SignedRefusal?, consuming readyRecord: LedgerStore.ReadyRecordUse? = nil,
+        confirming confirmation: LedgerStore.Confirmation? = nil
     ) throws -> StatementOutcome {
         switch verdict {
-        case .accept(let draft): return .recorded(try appendDraft(draft, consuming: readyRecord))
+        case .accept(let draft):
+            return .recorded(try appendDraft(draft, consuming: readyRecord, confirming: confirmation))
         case .duplicate(let position):
             guard let entry = try ledger.entry(at: position) else {
                 throw StoreError(.corrupted, "entry \(position) is missing")
@@ -291,13 +293,14 @@ extension Wallet {
 
     /// Appends a draft with a fresh id, the time and the chain head.
     @discardableResult
-    public func appendDraft(_ draft: EntryDraft, consuming readyRecord: LedgerStore.ReadyRecordUse? = nil) throws
-        -> LedgerEntry
-    {
+    public func appendDraft(
+        _ draft: EntryDraft, consuming readyRecord: LedgerStore.ReadyRecordUse? = nil,
+        confirming confirmation: LedgerStore.Confirmation? = nil
+    ) throws -> LedgerEntry {
         try append(
             { position, previous, time in
                 try draft.entry(position: position, id: .random(), time: time, previousLink: previous)
-            }, consumes: readyRecord)
+            }, consumes: readyRecord, confirms: confirmation)
     }
 
     // MARK: Spending
@@ -503,11 +506,8 @@ extension Wallet {
                 "payment \(receipt.payload.transferID.hex) was already reversed on the payee's signed refusal; "
                     + "the payee signed both a receipt and a refusal of it")
         }
-        let outcome = try settle(verdict, refusal: nil)
-        if case .recorded = outcome {
-            try ledger.markOutgoing(
-                transferID: receipt.payload.transferID, status: .confirmed, receipt: receipt.encoded)
-        }
-        return outcome
+        // The transfer's row turns confirmed in the confirmation's own transaction, so its checkpoint's index
+        // commitment covers the new status (and a crash cannot leave one without the other).
+        return try settle(verdict, refusal: nil, confirming: (receipt.payload.transferID, receipt.encoded))
     }
 }

@@ -7,7 +7,8 @@ import SecureToken
 extension Wallet {
     /// The full verification `secure ledger verify` runs: the replay with every entry's signed statement
     /// checked (`EntryStatementCheck`, with this wallet's trusted issuers, peers' logs and sent transfers),
-    /// then the database as a file: `PRAGMA integrity_check` and every row of every table decoded.
+    /// then the database as a file: `PRAGMA integrity_check` and every row of every table decoded, and the
+    /// index tables against the latest checkpoint's D.
     /// Opened for appending, the WAL is checkpointed into the file first; opened for reading (the usual
     /// `ledger verify`), the wallet writes nothing to the database, and its reads go through the WAL.
     ///
@@ -33,6 +34,12 @@ extension Wallet {
             report.problems.append("the entries cannot be read: \(error)")
         }
         report.problems += physical + store.physicalProblems()
+        if let latest, !Self.indexMatches(store, latest.checkpoint) {
+            report.problems.append(
+                "the index tables (statements, outgoing) differ from the ones the latest checkpoint (size "
+                    + "\(latest.checkpoint.size)) commits to by its index digest D, or cannot be read: rows were "
+                    + "deleted, added or edited outside secure")
+        }
         let mark = VerificationMark(session: token, walletID: walletID)
         if report.isValid {
             try mark.clear()

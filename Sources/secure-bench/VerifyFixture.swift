@@ -3,7 +3,7 @@ import Foundation
 import SecureBench
 import SecureCore
 import SecureCrypto
-import SecureStore
+@_spi(Benchmark) import SecureStore
 import SecureTestSupport
 
 /// The ledger benchmark's verification fixture: a ledger of `count` entries, each
@@ -63,7 +63,7 @@ enum VerifyFixture {
                 checkpoints.append(try checkpoint(walletID, signer.publicKey, state, peaks, time: time))
             }
             let signed = try sign(checkpoints, with: signer, cores: cores)
-            try store.append(
+            try store.appendPresigned(
                 zip(entries, signed).map {
                     LedgerStore.Append(entry: $0, checkpoint: $1.encoded, checkpointSize: $1.checkpoint.size)
                 },
@@ -80,7 +80,7 @@ enum VerifyFixture {
     ) throws -> Checkpoint {
         try Checkpoint(
             walletID: walletID, walletKey: key, keySequence: 0, keyEventPosition: 0, state: state, root: peaks.root,
-            time: time)
+            time: time, index: LedgerIndex.emptyDigest) // read by LedgerVerifier only, never opened as a wallet
     }
 
     /// Signs on all cores; each signature gets its own OpenSSL context, so the one key is shared safely.

@@ -168,10 +168,13 @@ enum LedgerCommands {
 }
 
 extension LedgerCommands {
-    /// Whether the lock is the one a failed verification left (which this verification re-decides).
+    /// Whether the lock is one this verification decides or reports itself: the one a failed verification
+    /// left, or a tampered index (which the report names); the others are the anchor's.
     static func isVerificationLock(_ lock: WalletLockReason) -> Bool {
-        if case .verificationFailed = lock { return true }
-        return false
+        switch lock {
+        case .verificationFailed, .indexMismatch: true
+        case .behindAnchor, .divergent, .anchorMissing: false
+        }
     }
 
     /// Opens the wallet for appending, which repairs what reading commands only report: it upgrades an

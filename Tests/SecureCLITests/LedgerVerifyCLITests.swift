@@ -75,12 +75,22 @@ struct LedgerVerifyCLITests {
         let world = try Self.paidAndConfirmed()
         let folder = world.directory + "/alice"
         let pristine = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/ledger.db")))
-        var flipped = pristine
-        // A byte in the last page: the newest rows.
-        flipped[pristine.count - Self.pageByteCount + 333] ^= 0x5a
-        try Self.restore(flipped, folder)
-        let failed = try world.run(["ledger", "verify"] + world.wallet("alice"))
-        #expect(failed.status == 10, "\(failed.output)\(failed.stderr)")
+        // A byte in the newest page whose damage the open survives, so that `ledger verify` runs and records
+        // its failure: a page the open reads (the latest checkpoint, the index tables it hashes) fails the
+        // open itself, and which pages those are depends on the order rows were written.
+        var failed: ProcessResult?
+        for page in (0..<pristine.count / Self.pageByteCount).reversed() {
+            var flipped = pristine
+            flipped[page * Self.pageByteCount + 333] ^= 0x5a
+            try Self.restore(flipped, folder)
+            let verify = try world.run(["ledger", "verify"] + world.wallet("alice"))
+            #expect(verify.status == 10, "page \(page): \(verify.output)\(verify.stderr)")
+            if verify.output.contains("ledger has PROBLEMS") {
+                failed = verify
+                break
+            }
+        }
+        #expect(failed != nil, "no flipped page let the wallet open for `ledger verify`")
         try Self.restore(pristine, folder)
         let spend = try world.run(
             ["spend", "--to", "bob.card", "--amount", "1.00 EUR", "--category", "x", "--out", "t2"]

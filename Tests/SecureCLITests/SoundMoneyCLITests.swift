@@ -184,7 +184,7 @@ struct SoundMoneyCLITests {
         let checkpoint = try Checkpoint(
             walletID: forger.walletID, walletKey: forger.key, keySequence: 0, keyEventPosition: 0, size: size,
             root: try #require(root), head: leaf.link, time: forger.time + 1000,
-            snapshot: LedgerSnapshot(forger.state)
+            snapshot: LedgerSnapshot(forger.state), index: LedgerIndex.emptyDigest
         ).sign(with: forger.signer)
         let transfer = try Transfer(
             order: order, checkpoint: checkpoint, debitLeaf: leaf.encoded, inclusionProof: proof

@@ -43,7 +43,9 @@ struct SignedLedger {
     func checkpoint() throws -> SignedCheckpoint {
         try Checkpoint(
             walletID: walletID, walletKey: signer.publicKey, keySequence: 0, keyEventPosition: 0,
-            state: builder.state, root: tree.root(), time: builder.time
+            state: builder.state, root: tree.root(), time: builder.time,
+            index: LedgerIndex.digest(
+                statements: builder.entries.compactMap(LedgerIndex.statementRow(of:)), outgoing: [])
         ).sign(with: signer)
     }
 

@@ -88,7 +88,7 @@ struct EvidenceV2Tests {
         let misdated = try Checkpoint(
             walletID: wallet.walletID, walletKey: beforeRotation.key, keySequence: 1,
             keyEventPosition: rotation.event.ledgerPosition, state: thief.state, root: thief.tree.root(),
-            time: thief.time
+            time: thief.time, index: .random()
         ).sign(with: beforeRotation.signer)
         let misdatedEvidence = ForkEvidence(.conflictingCheckpoints(a, misdated), log: wallet.log)
         #expect(Self.reason(misdatedEvidence.verify()) == .keyNotInForce)

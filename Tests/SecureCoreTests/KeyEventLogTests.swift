@@ -39,7 +39,8 @@ struct KeyChain {
         let checkpoint = try Checkpoint(
             walletID: log.walletID, walletKey: event.signingKey, keySequence: event.sequence,
             keyEventPosition: event.ledgerPosition, size: size, root: root,
-            head: Fixture.id(2), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()))
+            head: Fixture.id(2), time: Fixture.time, snapshot: LedgerSnapshot(LedgerState()),
+            index: LedgerIndex.emptyDigest)
         return try checkpoint.sign(with: signers[sequence])
     }
 }

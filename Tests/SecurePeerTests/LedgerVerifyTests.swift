@@ -55,8 +55,8 @@ struct LedgerVerifyTests {
     }
 
     /// The payer's side: a deposit whose issuer's key-event log is gone (`peer_key_events`), and a payment
-    /// out whose signed transfer (`outgoing`) is gone, are each named. The trusted set comes from signed
-    /// `settings` entries, so deleting the old `meta` row changes nothing.
+    /// out whose signed transfer (`outgoing`) is gone, are each named; the missing `outgoing` row also changes
+    /// the index the latest checkpoint commits to (D).
     @Test func aDepositWithoutItsIssuersLogAndAPaymentOutWithoutItsTransferAreNamed() throws {
         let (alice, _) = try Self.paid("lv2")
         #expect(try alice.wallet!.verifyLedger().isValid)
@@ -65,6 +65,7 @@ struct LedgerVerifyTests {
         try alice.wallet!.ledger.database.execute("DELETE FROM peer_key_events")
         try alice.wallet!.ledger.database.execute("DELETE FROM outgoing")
         let problems = try alice.wallet!.verifyLedger().problems
+        #expect(problems.contains { $0.contains("index tables") }, "\(problems)")
         #expect(
             problems.contains { $0.contains("(deposit)") && $0.contains("no key-event log of its issuer") },
             "\(problems)")

@@ -177,7 +177,8 @@ struct RotationTests {
         let state = wallet.state
         let late = try Checkpoint(
             walletID: wallet.walletID, walletKey: oldKey.publicKey, keySequence: 0, keyEventPosition: 0,
-            state: state, root: wallet.latest!.checkpoint.root, time: wallet.latest!.checkpoint.time
+            state: state, root: wallet.latest!.checkpoint.root, time: wallet.latest!.checkpoint.time,
+            index: wallet.latest!.checkpoint.index
         )
         .sign(with: TokenSigner(token: oldSession, key: oldKey))
         guard case .retired(let rotation) = wallet.keyLog.check(late) else {

@@ -174,6 +174,61 @@ struct TamperTests {
         #expect(Self.outcome(test) == .locked(.behindAnchor(databaseSize: 3, anchorSize: 5)))
     }
 
+    /// The index tables are committed by the latest checkpoint's D: a row added, or one stored as text where
+    /// the wallet writes a blob (which hashes like the blob but matches no lookup), opens the wallet locked.
+    @Test("an index row added or retyped opens the wallet locked", arguments: ["added", "retyped"])
+    func indexRowOpensLocked(_ edit: String) throws {
+        let (test, store) = try Self.prepared("index-\(edit)")
+        try store.database.prepare(
+            "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, 1, ?, 1)"
+        ).bind([.blob([UInt8](repeating: 1, count: 32)), .blob([UInt8](repeating: 2, count: 16)), .blob([7])]).run()
+        if edit == "retyped" {
+            // Put back the tables the checkpoint commits to, then add a row whose transfer id is text.
+            try store.database.execute("DELETE FROM statements")
+            let before = try #require(try store.indexDigest())
+            let textRow = "INSERT INTO outgoing (transfer_id, position, signed, status) VALUES ('x', 1, X'00', 0)"
+            try store.database.execute(textRow)
+            #expect(try store.indexDigest() == nil)
+            try store.database.execute("DELETE FROM outgoing")
+            #expect(try store.indexDigest() == before)
+            try store.database.execute(textRow)
+        }
+        #expect(Self.outcome(test) == .locked(.indexMismatch))
+    }
+
+    /// Rows rewritten while the wallet is open (its lock keeps out other writers, not the database key) are
+    /// never signed over: the next append finds the tables differ from its latest checkpoint's D, refuses,
+    /// and the wallet locks, for every signature.
+    @Test func indexRowsRewrittenWhileOpenAreNotSignedOver() throws {
+        let test = try TestWallet("index-open")
+        try test.setBudget("food", "10.00 EUR")
+        let wallet = try #require(test.wallet)
+        let size = wallet.size
+        try wallet.ledger.database.prepare(
+            "INSERT INTO statements (signer, id, kind, digest, position) VALUES (?, ?, 1, ?, 1)"
+        ).bind([.blob([UInt8](repeating: 1, count: 32)), .blob([UInt8](repeating: 2, count: 16)), .blob([7])]).run()
+        #expect(throws: WalletError(.locked, "")) { try test.setBudget("rent", "10.00 EUR") }
+        #expect(wallet.lockReason == .indexMismatch)
+        #expect(wallet.size == size, "nothing was appended")
+        #expect(try wallet.ledger.size() == size, "nothing was committed")
+        #expect(throws: WalletError.self) { _ = try wallet.signer }
+        test.close()
+    }
+
+    /// A wallet whose checkpoints are version 1 (made before the index commitment) is refused with why, not
+    /// opened as if its index were committed.
+    @Test func aVersionOneCheckpointIsRefusedAsAnOlderWallet() throws {
+        let (test, store) = try Self.prepared("version-one")
+        let latest = try #require(try store.latestCheckpoint())
+        var bytes = latest.encoded
+        #expect(bytes[3] == Checkpoint.encodingVersion, "signed version u8, u16 length, then the checkpoint")
+        bytes[3] = 1
+        try store.database.prepare("UPDATE checkpoints SET encoded = ? WHERE size = ?").bind([
+            .blob(bytes), .integer(Int64(latest.size)),
+        ]).run()
+        #expect(Self.outcome(test) == .refused(code: "schemaOutdated"))
+    }
+
     @Test func forgedCheckpointIsRefusedAsCorrupted() throws {
         let (test, store) = try Self.prepared("forged")
         let latest = try #require(try store.latestCheckpoint())

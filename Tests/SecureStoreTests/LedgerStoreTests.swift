@@ -24,7 +24,7 @@ struct LedgerStoreTests {
                 position: position, id: .random(), kind: .keyEvent, amount: nil,
                 note: "entry \(position)", time: 1_000 + Int64(position), previousLink: previous)
             peaks.append(leafHash: Merkle.leafHash(entry.encoded))
-            try store.append([.init(entry: entry, checkpoint: [0], checkpointSize: position + 1)], treePeaks: peaks)
+            try store.append([entry], treePeaks: peaks) { _ in LedgerStore.Seal(checkpoint: [0]) }
             previous = entry.link
         }
         return store
@@ -66,7 +66,7 @@ struct LedgerStoreTests {
                 peaks.append(leafHash: Merkle.leafHash(entries.last!.encoded))
                 position += 1
             }
-            try batched.appendBatch(entries, checkpoint: [UInt8(batch)], treePeaks: peaks)
+            try batched.appendBatch(entries, treePeaks: peaks) { _ in [UInt8(batch)] }
         }
         #expect(try batched.size() == UInt64(count))
         #expect(try batched.treePeaks() == single.treePeaks())
@@ -177,5 +177,66 @@ struct LedgerStoreTests {
         #expect(throws: CryptoError.self) {
             try RSAPublicKey(modulus: Self.modulus2048.dropLast() + [0x02], publicExponent: [3])
         }
+    }
+
+    /// The index commitment D an append computes in its transaction, in one pass with the new rows merged in,
+    /// is the D of the tables it leaves; a row of another type than the wallet writes hashes to no D at all.
+    @Test func anAppendsIndexDigestIsTheDigestOfTheTablesItLeaves() throws {
+        let store = try LedgerStore.create(
+            path: Self.temporaryPath("index"), key: SecretBytes(randomCount: 32),
+            walletID: WalletID(bytes: [UInt8](repeating: 1, count: 32))!)
+        var previous = LedgerChain.genesisLink
+        var peaks = MerkleCompactRange()
+        var position: UInt64 = 0
+        func append(
+            _ kind: EntryKind, signer: UInt8, id: UInt8, sends: Bool = false,
+            confirms: LedgerStore.Confirmation? = nil
+        ) throws {
+            let statement = StatementReference(
+                signer: Digest32(bytes: [UInt8](repeating: signer, count: 32))!,
+                id: StatementID(bytes: [UInt8](repeating: id, count: 16))!, payloadDigest: .random())
+            let amount =
+                [.deposit, .paymentOut].contains(kind)
+                ? AssetAmount(
+                    issuer: WalletID(bytes: [UInt8](repeating: 0x1A, count: 32))!,
+                    money: try Money(minorUnits: 100, currency: .eur)) : nil
+            let entry = try LedgerEntry(
+                position: position, id: .random(), kind: kind, amount: amount, time: 1_000, statement: statement,
+                payload: [id], previousLink: previous)
+            peaks.append(leafHash: Merkle.leafHash(entry.encoded))
+            let before = try store.indexDigest()
+            let sent = sends ? TransferID(statement.id) : nil
+            var change: LedgerStore.IndexChange?
+            try store.append([entry], treePeaks: peaks, sends: sent, confirms: confirms) { index in
+                change = index
+                return LedgerStore.Seal(
+                    checkpoint: [0],
+                    outgoing: sent.map {
+                        LedgerStore.Outgoing(transferID: $0, position: entry.position, signed: [1], message: nil)
+                    })
+            }
+            #expect(change?.before == before, "entry \(position): D before the append")
+            #expect(change?.after == (try store.indexDigest()), "entry \(position): D after the append")
+            previous = entry.link
+            position += 1
+        }
+        // Ids and signers out of order, so the merge inserts before, between and after the rows found.
+        try append(.statementRefused, signer: 9, id: 9)
+        try append(.paymentOut, signer: 5, id: 7, sends: true)
+        try append(.paymentOut, signer: 5, id: 3, sends: true)
+        try append(.deposit, signer: 1, id: 8)
+        try append(.paymentOut, signer: 5, id: 5, sends: true)
+        try append(.paymentOut, signer: 5, id: 9, sends: true)
+        let receipt: LedgerStore.Confirmation = (TransferID(bytes: [UInt8](repeating: 5, count: 16))!, [7])
+        try append(.confirmation, signer: 6, id: 5, confirms: receipt)
+        #expect(try store.outgoing(transferID: receipt.transferID)?.status == .confirmed)
+        let unchanged = try store.indexDigest()
+        // The same bytes stored as text instead of a blob would hash alike yet match no lookup.
+        try store.database.execute("UPDATE statements SET signer = CAST(signer AS TEXT) WHERE kind = 1")
+        #expect(try store.indexDigest() == nil)
+        try store.database.execute("UPDATE statements SET signer = CAST(signer AS BLOB) WHERE kind = 1")
+        #expect(try store.indexDigest() == unchanged)
+        try store.database.execute("UPDATE outgoing SET status = 0")
+        #expect(try store.indexDigest() != unchanged)
     }
 }

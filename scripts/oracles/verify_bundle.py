@@ -92,7 +92,7 @@ def parse_signed_checkpoint(data):
     if not r.at_end():
         raise ValueError("trailing bytes after a signed checkpoint")
     c = Reader(body)
-    if c.u8() != 2:
+    if c.u8() != 2:  # version 2 ends with the index commitment D, which a bundle's verifier does not need
         raise ValueError("checkpoint version")
     return {"wallet": c.take(32), "key": c.take(65), "sequence": c.u64(), "event_position": c.u64(), "size": c.u64(),
             "root": c.take(32), "head": c.take(32), "body": body, "signature": signature}

@@ -91,8 +91,9 @@ public struct LedgerSnapshot: Hashable, Sendable {
 }
 
 /// A checkpoint: what the wallet's token signs after each append. It commits to the signing key and its
-/// place in the key-event log, to the ledger through size, Merkle root and chain head, and to the state
-/// after the last entry. See docs/PROTOCOL.md, "Checkpoint encoding".
+/// place in the key-event log, to the ledger through size, Merkle root and chain head, to the state
+/// after the last entry, and to the wallet's index tables (D, `LedgerIndex`). See docs/PROTOCOL.md,
+/// "Checkpoint encoding".
 public struct Checkpoint: Hashable, Sendable {
     /// SHA-256 of the wallet's inception event.
     public let walletID: WalletID
@@ -112,8 +113,12 @@ public struct Checkpoint: Hashable, Sendable {
     public let time: Int64
     /// The state after entry size−1.
     public let snapshot: LedgerSnapshot
+    /// D: SHA-256 over the wallet's `statements` and `outgoing` rows as committed with this checkpoint
+    /// (`LedgerIndex`). Only the wallet itself checks it, against its own tables; peers carry it opaquely.
+    public let index: Digest32
 
-    /// The encoding's version byte: 2 since balances are per asset (version 1 is refused).
+    /// The encoding's version byte: 2 since balances are per asset and the index commitment D is signed
+    /// (version 1 is refused).
     public static let encodingVersion: UInt8 = 2
     /// The signature label: checkpoint signatures can never be replayed as any other statement.
     public static let signatureLabel = SignatureLabel("secure-checkpoint-v1")
@@ -121,7 +126,7 @@ public struct Checkpoint: Hashable, Sendable {
     /// Makes a checkpoint, checking that the key event lies inside the ledger and the time is valid.
     public init(
         walletID: WalletID, walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
-        size: UInt64, root: Digest32, head: Digest32, time: Int64, snapshot: LedgerSnapshot
+        size: UInt64, root: Digest32, head: Digest32, time: Int64, snapshot: LedgerSnapshot, index: Digest32
     ) throws {
         guard size >= 1, keyEventPosition < size else {
             throw FormatError(
@@ -139,16 +144,18 @@ public struct Checkpoint: Hashable, Sendable {
         self.head = head
         self.time = time
         self.snapshot = snapshot
+        self.index = index
     }
 
-    /// A checkpoint of `state` with the tree root the store computed for the same entries.
+    /// A checkpoint of `state` with the tree root and the index commitment D the store computed for the
+    /// same entries.
     public init(
         walletID: WalletID, walletKey: P256.PublicKey, keySequence: UInt64, keyEventPosition: UInt64,
-        state: LedgerState, root: Digest32, time: Int64
+        state: LedgerState, root: Digest32, time: Int64, index: Digest32
     ) throws {
         try self.init(
             walletID: walletID, walletKey: walletKey, keySequence: keySequence, keyEventPosition: keyEventPosition,
-            size: state.size, root: root, head: state.head, time: time, snapshot: LedgerSnapshot(state))
+            size: state.size, root: root, head: state.head, time: time, snapshot: LedgerSnapshot(state), index: index)
     }
 
     /// The canonical encoding, which is what gets signed.
@@ -164,6 +171,7 @@ public struct Checkpoint: Hashable, Sendable {
         writer.write(head)
         writer.write(time)
         snapshot.encode(into: &writer)
+        writer.write(index)
         return writer.bytes
     }
 
@@ -178,7 +186,8 @@ public struct Checkpoint: Hashable, Sendable {
             let keySequence = reader.readUInt64(), let keyEventPosition = reader.readUInt64(),
             let size = reader.readUInt64(), let root = reader.read(Digest32.self),
             let head = reader.read(Digest32.self),
-            let time = reader.readInt64(), let snapshot = try LedgerSnapshot.decode(from: &reader)
+            let time = reader.readInt64(), let snapshot = try LedgerSnapshot.decode(from: &reader),
+            let index = reader.read(Digest32.self)
         else { return nil }
         try reader.expectEnd("checkpoint")
         let key: P256.PublicKey
@@ -189,7 +198,7 @@ public struct Checkpoint: Hashable, Sendable {
         }
         return try Checkpoint(
             walletID: walletID, walletKey: key, keySequence: keySequence, keyEventPosition: keyEventPosition,
-            size: size, root: root, head: head, time: time, snapshot: snapshot)
+            size: size, root: root, head: head, time: time, snapshot: snapshot, index: index)
     }
 
     /// Signs the checkpoint; the signer must hold the checkpoint's wallet key.
