@@ -148,6 +148,7 @@ struct IndexCommitmentCLITests {
         let world = try World()
         try Self.voucher(world, "v1", to: "alice", amount: "100.00 EUR")
         #expect(try world.run(["deposit", "v1"] + world.wallet("alice")).status == 0)
+        #expect(try world.run(["issuer", "trust", "v1.card"] + world.wallet("bob")).status == 0)
         func spend(_ out: String) throws -> ProcessResult {
             try world.run(
                 ["spend", "--to", "bob.card", "--amount", "5.00 EUR", "--category", "x", "--out", out]
