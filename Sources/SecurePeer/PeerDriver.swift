@@ -48,7 +48,8 @@ public final class PeerDriver {
         self.interface = interface
         let (hello, trusted) = try walletLock.withLock {
             (
-                try PeerActions.hello(wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) }),
+                try PeerActions.hello(
+                    wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) }),
                 try wallet.trustedIssuers()
             )
         }

@@ -462,7 +462,9 @@ final class Auditor {
     /// The issuer the honest wallets trust, once the simulator made it.
     var trustedIssuer: WalletID?
 
-    func readyReceived(by wallet: Int, binding: [UInt8], amount: AssetAmount) { readies.append((wallet, binding, amount)) }
+    func readyReceived(by wallet: Int, binding: [UInt8], amount: AssetAmount) {
+        readies.append((wallet, binding, amount))
+    }
 
     /// When one side's session ends.
     func checkSessionEnd(_ end: SessionEnd, in session: SimulatedSession) throws {

@@ -622,7 +622,9 @@ public final class Simulator {
 
     private func deposit(_ simulated: SimulatedWallet) throws {
         guard let voucher = simulated.vouchers.first else { return mint(to: simulated) }
-        guard let outcome = try walletStep(simulated, "deposit", { try $0.deposit(voucher, issuerLog: self.issuer.log) }) else { return }
+        guard
+            let outcome = try walletStep(simulated, "deposit", { try $0.deposit(voucher, issuerLog: self.issuer.log) })
+        else { return }
         switch outcome {
         case .recorded, .duplicate:
             simulated.vouchers.removeFirst()

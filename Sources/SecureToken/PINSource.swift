@@ -94,7 +94,8 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
     static func checkPINFile(_ descriptor: Int32, path: String) throws {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            throw TokenError(.pinUnavailable, "cannot inspect the PIN file \(path): \(String(cString: strerror(errno)))")
+            throw TokenError(
+                .pinUnavailable, "cannot inspect the PIN file \(path): \(String(cString: strerror(errno)))")
         }
         let kind = status.st_mode & S_IFMT
         if kind == S_IFIFO { return }

@@ -115,7 +115,9 @@ public enum AuditBundleFile {
             switch entry.kind {
             case .paymentIn, .paymentOut, .reversal, .confirmation, .deposit, .redemption:
                 if let peer = WalletID(bytes: entry.counterparty) { peers.insert(peer) }
-                if entry.kind != .paymentIn, entry.kind != .deposit, entry.kind != .redemption, let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) }) {
+                if entry.kind != .paymentIn, entry.kind != .deposit, entry.kind != .redemption,
+                    let id = entry.statement.flatMap({ TransferID(bytes: $0.id.bytes) })
+                {
                     sent.insert(id)
                 }
             case .budgetChange, .keyEvent, .rollbackAccepted, .statementRefused, .conflictingStatement, .settings,

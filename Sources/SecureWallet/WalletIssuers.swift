@@ -109,7 +109,8 @@ extension Wallet {
         switch positive.count {
         case 0:
             throw WalletError(
-                .refused, "this wallet holds no \(amount.currency) to pay \(amount) with (`secure balance` lists what it holds)")
+                .refused,
+                "this wallet holds no \(amount.currency) to pay \(amount) with (`secure balance` lists what it holds)")
         case 1: return AssetAmount(issuer: positive[0].issuer, money: amount)
         default:
             let list = positive.map { "\($0.issuer.hex.prefix(8)) (\(state.balance($0)))" }.joined(separator: ", ")

@@ -85,7 +85,8 @@ func runSeeds() {
                 batch.selfIssued += stats.selfIssued
                 batch.forgedRefusals += stats.forgedRefusals
                 batch.restorerAttempts += stats.restorerAttempts
-                batch.adversaryGains += stats.forgedCredited + stats.forgedReversed + stats.restorerCredited
+                batch.adversaryGains +=
+                    stats.forgedCredited + stats.forgedReversed + stats.restorerCredited
                     + stats.selfIssuedCredited
                 batch.evidence += stats.restorerEvidence
                 batch.evidenceDue += stats.restorerEvidenceDue

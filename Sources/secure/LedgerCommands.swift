@@ -36,13 +36,17 @@ enum LedgerCommands {
         let assets = wallet.state.balances.sorted { $0.key < $1.key }
         let word = wallet.isIssuer ? "outstanding" : "issued by"
         if arguments.flag("json") {
-            printJSON([
-                "balances": assets.map { MoneyText.format($0.value) }, "entries": wallet.size,
-                "locked": wallet.lockReason != nil, "issuer": wallet.isIssuer,
-                "assets": assets.map {
-                    ["amount": MoneyText.format($0.value), "currency": $0.key.currency.code, "issuer": $0.key.issuer.hex]
-                },
-            ] as [String: Any])
+            printJSON(
+                [
+                    "balances": assets.map { MoneyText.format($0.value) }, "entries": wallet.size,
+                    "locked": wallet.lockReason != nil, "issuer": wallet.isIssuer,
+                    "assets": assets.map {
+                        [
+                            "amount": MoneyText.format($0.value), "currency": $0.key.currency.code,
+                            "issuer": $0.key.issuer.hex,
+                        ]
+                    },
+                ] as [String: Any])
         } else if assets.isEmpty {
             print(
                 wallet.isIssuer

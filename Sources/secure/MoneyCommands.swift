@@ -141,7 +141,9 @@ enum MoneyCommands {
           secure pending [--json]                     payments out without a receipt or reversal
         """
 
-    static func issuerInit(_ words: [String]) throws -> ExitCode { try WalletCommands.initialize(words, isIssuer: true) }
+    static func issuerInit(_ words: [String]) throws -> ExitCode {
+        try WalletCommands.initialize(words, isIssuer: true)
+    }
 
     static func issuerTrust(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
@@ -150,7 +152,9 @@ enum MoneyCommands {
         if try wallet.trust(issuer: card) == nil {
             print("already trusting issuer \(card.walletID.hex); nothing changed")
         } else {
-            print("trusting issuer \(card.walletID.hex) (its assets are shown as issued by \(Asset.shortID(card.walletID)))")
+            print(
+                "trusting issuer \(card.walletID.hex) (its assets are shown as issued by \(Asset.shortID(card.walletID)))"
+            )
         }
         return .success
     }
@@ -180,10 +184,13 @@ enum MoneyCommands {
         }
         let outstanding = wallet.state.balances.sorted { $0.key < $1.key }.filter { !$0.value.isZero }
         if arguments.flag("json") {
-            printJSON([
-                "issuer": wallet.walletID.hex,
-                "outstanding": outstanding.map { ["currency": $0.key.currency.code, "amount": MoneyText.format($0.value)] },
-            ] as [String: Any])
+            printJSON(
+                [
+                    "issuer": wallet.walletID.hex,
+                    "outstanding": outstanding.map {
+                        ["currency": $0.key.currency.code, "amount": MoneyText.format($0.value)]
+                    },
+                ] as [String: Any])
         } else {
             print("issuer \(wallet.walletID.hex)")
             if outstanding.isEmpty { print("nothing outstanding") }
@@ -208,7 +215,8 @@ enum MoneyCommands {
         try writeOutput(envelope.encoded, to: out)
         print(
             "voucher for \(MoneyText.format(amount)) to \(recipient.walletID.hex) written to \(out); "
-                + "outstanding now \(MoneyText.format(wallet.state.balance(Asset(issuer: wallet.walletID, currency: amount.currency))))")
+                + "outstanding now \(MoneyText.format(wallet.state.balance(Asset(issuer: wallet.walletID, currency: amount.currency))))"
+        )
         return .success
     }
 
@@ -386,4 +394,3 @@ enum MoneyCommands {
         return .success
     }
 }
-

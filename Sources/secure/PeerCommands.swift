@@ -297,7 +297,8 @@ enum PeerCommands {
             let amount = try wallet.asset(for: money, issuer: arguments.value("issuer"))
             role = .pay(
                 PaymentIntent(
-                    offerID: .random(), amount: amount, category: category, note: try plainText(arguments, "note") ?? ""))
+                    offerID: .random(), amount: amount, category: category, note: try plainText(arguments, "note") ?? ""
+                ))
         } else {
             role = .answerRequest
         }

@@ -41,7 +41,8 @@ public struct KeyEvent: Hashable, Sendable {
         signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey, issuer: Bool = false
     ) -> KeyEvent {
         KeyEvent(
-            kind: issuer ? .issuerInception : .inception, sequence: 0, previousEvent: .beforeInception, signingKey: signingKey,
+            kind: issuer ? .issuerInception : .inception, sequence: 0, previousEvent: .beforeInception,
+            signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
     }
 

@@ -24,7 +24,8 @@ public struct EntryDraft: Hashable, Sendable {
 
     /// Collects the fields; `entry(position:id:time:previousLink:)` checks them against the entry rules.
     public init(
-        kind: EntryKind, flags: EntryFlags = [], amount: AssetAmount?, category: String = "", counterparty: [UInt8] = [],
+        kind: EntryKind, flags: EntryFlags = [], amount: AssetAmount?, category: String = "",
+        counterparty: [UInt8] = [],
         note: String = "", statement: StatementReference?, payload: [UInt8]
     ) {
         self.kind = kind

@@ -218,7 +218,8 @@ public struct LedgerState: Hashable, Sendable {
         switch entry.kind {
         case .mint, .redemption:
             guard isIssuer else {
-                throw LedgerError(.invalidEntry, "entry \(entry.position) (\(entry.kind)) belongs only in an issuer's ledger")
+                throw LedgerError(
+                    .invalidEntry, "entry \(entry.position) (\(entry.kind)) belongs only in an issuer's ledger")
             }
             guard entry.amount?.issuer == owner else {
                 throw LedgerError(

@@ -91,7 +91,9 @@ public struct PayeeMachine: PeerMachine {
             if context.assetRefusal(offer.amount) != nil { return fail(.untrustedAsset, offerID: offer.offerID) }
             // Past the payee's offline limit for this payer: refused before any prompt or `ready`, so the
             // payer debits nothing.
-            if let credits = record.offlineCredits, !credits.allowance(offer.amount.currency).permits(offer.amount.money) {
+            if let credits = record.offlineCredits,
+                !credits.allowance(offer.amount.currency).permits(offer.amount.money)
+            {
                 return fail(.offlineLimitExceeded, offerID: offer.offerID)
             }
             state = .approving(session, record, offer)
@@ -228,7 +230,9 @@ public struct PayeeMachine: PeerMachine {
     private mutating func credit(_ message: TransferMessage, _ record: ReadyRecord, _ session: Session)
         -> [PeerAction]
     {
-        guard let task = record.creditTask(for: message, trustedIssuers: context.trustedIssuers) else { return fail(.transferInvalid, offerID: record.offerID) }
+        guard let task = record.creditTask(for: message, trustedIssuers: context.trustedIssuers) else {
+            return fail(.transferInvalid, offerID: record.offerID)
+        }
         state = .crediting(session, offerID: record.offerID)
         return [.credit(task)]
     }
@@ -324,7 +328,9 @@ public struct PayeeMachine: PeerMachine {
             return fail(.transferInvalid, offerID: message.offerID)
         }
         guard let consumedBy else { return credit(message, record, session) }
-        guard let task = record.creditTask(for: message, trustedIssuers: context.trustedIssuers) else { return fail(.transferInvalid, offerID: record.offerID) }
+        guard let task = record.creditTask(for: message, trustedIssuers: context.trustedIssuers) else {
+            return fail(.transferInvalid, offerID: record.offerID)
+        }
         state = .crediting(session, offerID: record.offerID)
         return [.credit(task.retried(consumedBy: consumedBy))]
     }

@@ -39,7 +39,8 @@ public struct Receipt: TransferAnswerPayload {
 
     init(
         transferID: TransferID, transferDigest: Digest32, payerWalletID: WalletID, payeeWalletID: WalletID,
-        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: AssetAmount, checkpointDigest: Digest32, checkpointSize: UInt64,
+        payeeKey: P256.PublicKey, keyDate: KeyDate, amount: AssetAmount, checkpointDigest: Digest32,
+        checkpointSize: UInt64,
         creditPosition: UInt64
     ) {
         self.init(

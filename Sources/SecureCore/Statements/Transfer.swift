@@ -223,7 +223,8 @@ public struct TransferPolicy: Hashable, Sendable {
 
     /// A policy; the defaults are those of `secure accept FILE` without `--no-proximity`.
     public init(
-        trustedIssuers: Set<WalletID> = [], acceptsWithoutProximity: Bool = false, verifiedSpatialProof: Digest32? = nil,
+        trustedIssuers: Set<WalletID> = [], acceptsWithoutProximity: Bool = false,
+        verifiedSpatialProof: Digest32? = nil,
         channelBinding: [UInt8]? = nil
     ) {
         self.trustedIssuers = trustedIssuers
@@ -287,7 +288,8 @@ public enum TransferCheck {
             }
             return .accept(
                 EntryDraft(
-                    kind: state.isIssuer ? .redemption : .paymentIn, flags: flags, amount: order.amount, counterparty: order.payerWalletID.bytes,
+                    kind: state.isIssuer ? .redemption : .paymentIn, flags: flags, amount: order.amount,
+                    counterparty: order.payerWalletID.bytes,
                     statement: reference, payload: bytes))
         }
     }
