@@ -17,18 +17,45 @@ final class TerminalPerson: PeerInterface {
     let json: Bool
     let yes: Bool
     let category: String?
+    /// `--expect-payee` / `--expect-payer`: the only wallet this session may pay or be paid by. The peer's
+    /// wallet id is the one its key-event log proves for the key that signs its measurement, so a stranger
+    /// at the address is declined before any PIN or debit.
+    let expectedPeer: WalletID?
+    /// `--max-amount`: the most a request may ask for and still be approved, with `--yes` or at a prompt.
+    let maxAmount: Money?
     private let output = NSLock()
 
-    init(arguments: Arguments, tokenURI: PKCS11URI, tokenLabel: String) {
+    init(arguments: Arguments, tokenURI: PKCS11URI, tokenLabel: String) throws {
         self.arguments = arguments
         self.tokenURI = tokenURI
         self.tokenLabel = tokenLabel
         json = arguments.flag("json")
         yes = arguments.flag("yes")
         category = arguments.value("category")
+        expectedPeer = try (arguments.value("expect-payee") ?? arguments.value("expect-payer")).map(Self.walletID)
+        maxAmount = try arguments.value("max-amount").map { try MoneyText.parse($0) }
+    }
+
+    /// A wallet id from 64 hex digits or from a wallet card file.
+    static func walletID(_ text: String) throws -> WalletID {
+        if let id = WalletID(hex: text.lowercased()) { return id }
+        return try readWalletCard(text).walletID
     }
 
     func decide(_ approval: Approval) -> PeerDecision {
+        if let expectedPeer, approval.peer.walletID != expectedPeer {
+            event(
+                "refused", ["reason": "unexpected-peer", "walletID": approval.peer.walletID.hex],
+                "the other side is wallet \(approval.peer.walletID.hex), not \(expectedPeer.hex) as expected; declined")
+            return .decline
+        }
+        if let maxAmount, approval.amount.currency != maxAmount.currency || approval.amount.money > maxAmount {
+            event(
+                "refused", ["reason": "over-max-amount"],
+                "\(MoneyText.format(approval.amount)) is more than --max-amount \(MoneyText.format(maxAmount)); declined"
+            )
+            return .decline
+        }
         // Peer text (the name it chose, the note) goes on lines of its own, escaped; the question line, printed
         // last, holds only what comes from this wallet: the amount, the fingerprint and a name given here.
         let fingerprint = PeerDriver.shortFingerprint(approval.peer.key)
@@ -151,19 +178,21 @@ enum PeerCommands {
         Usage:
           secure receive [--listen ADDR] [--request AMOUNT --note TEXT] [--name NAME] [--count N]
           secure pay --to ADDR --amount AMOUNT --category C [--note TEXT] [--override-budget] [--name NAME]
-          secure pay --to ADDR [--category C]            answer the receiver's request
+          secure pay --to ADDR [--category C] [--max-amount A]   answer the receiver's request
           secure retry [TRANSFER_ID] --to ADDR            re-send an unconfirmed payment, unchanged
         ADDR is HOST:PORT or PORT (default 127.0.0.1:7464). Both sides show the channel's six-digit code, the
         other side's key fingerprint and the live distance. Each person approves once, right before their
         wallet's steps, with the PIN; the PIN is wiped after those steps (60 s at most).
         Ranging: --allow-simulated-ranging with --distance MM (simulated, refused by default and shown loudly),
         or --ranging-file PATH (one millimetre reading per line: a file, a pipe, a serial device).
-        For scripts: --yes with --pin-source; --json prints events as lines.
+        For scripts: --yes with --pin-source; --json prints events as lines. --expect-payee CARD|WALLET-ID
+        (pay) and --expect-payer CARD|WALLET-ID (receive) decline any other wallet before the PIN; answering a
+        request with --yes needs --max-amount AMOUNT, the most it approves.
         """
 
     static let options: Set<String> = walletOptions.union([
         "listen", "to", "amount", "category", "note", "request", "name",
-        "distance", "ranging-file", "count", "seed", "issuer",
+        "distance", "ranging-file", "count", "seed", "issuer", "expect-payee", "expect-payer", "max-amount",
     ])
     static let flags: Set<String> = appendingFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
 
@@ -203,7 +232,7 @@ enum PeerCommands {
     static func openLockedWallet(_ arguments: Arguments) throws -> (Wallet, TerminalPerson) {
         let wallet = try openWallet(arguments, .appending)
         wallet.token.lock()
-        let person = TerminalPerson(
+        let person = try TerminalPerson(
             arguments: arguments, tokenURI: try PKCS11URI(wallet.metadata.token), tokenLabel: wallet.token.label)
         if let lock = wallet.lockReason { throw WalletError(.locked, "the wallet is locked: \(lock)") }
         return (wallet, person)
@@ -285,6 +314,14 @@ enum PeerCommands {
     static func pay(_ arguments: Arguments, retrying: String??) throws -> ExitCode {
         let (host, port) = try address(arguments.value("to") ?? { () -> String? in nil }())
         guard arguments.value("to") != nil else { throw UsageError("--to ADDR is required (the receiver's HOST:PORT)") }
+        guard
+            retrying != nil || arguments.value("amount") != nil || !arguments.flag("yes")
+                || arguments.value("max-amount") != nil
+        else {
+            throw UsageError(
+                "answering a request with --yes approves whatever the receiver asks: give --max-amount AMOUNT, "
+                    + "the most this script may pay")
+        }
         let (wallet, person) = try openLockedWallet(arguments)
         let role: PeerDriver.Role
         if let retrying {
