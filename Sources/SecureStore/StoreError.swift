@@ -22,6 +22,8 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
     /// An offer already has a ready record (one payer answers one offer, once), or the record a credit
     /// should consume is missing or consumed already.
     case readyRecordExists = "ready-record-exists"
+    /// An output file exists, or appeared while it was written: files are never overwritten.
+    case exists = "file-exists"
 
     /// The documented exit code's kind for each code.
     public var kind: FailureKind {
@@ -31,6 +33,7 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
         case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew, .schemaOutdated: .integrity
         case .io, .sqlite, .anchorUnavailable: .failure
         case .readyRecordExists: .refused
+        case .exists: .usage
         }
     }
 }

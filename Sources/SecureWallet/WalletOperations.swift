@@ -362,6 +362,15 @@ extension Wallet {
         return Envelope(transfer, payerLog: keyLog, consistency: try consistencyClaims(to: card.walletID, size: size))
     }
 
+    /// The envelope of a transfer this wallet sent, as `spend(to:)` wrote it: for `secure pending --export`,
+    /// when the first file was lost or could not be written.
+    public func envelope(ofSent transfer: SignedTransfer) throws -> Envelope {
+        let order = transfer.payload.order
+        let size = transfer.payload.checkpoint.checkpoint.size
+        return Envelope(
+            transfer, payerLog: keyLog, consistency: try consistencyClaims(to: order.payeeWalletID, size: size))
+    }
+
     /// The proofs that this wallet's checkpoint of `size` extends the checkpoints of its last confirmed
     /// payment to `payee` and of every unconfirmed one after it (by file or in a session), so that a payee
     /// holding any of them can check the link; empty when it never paid that payee.

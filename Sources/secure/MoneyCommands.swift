@@ -45,12 +45,14 @@ func dropText(_ reason: DropReason) -> String {
     }
 }
 
-/// Writes bytes to --out, durably, or refuses to overwrite.
+/// Writes bytes to --out, durably, and only as a new file: one that exists, or races in while this one is
+/// written, is never replaced (a voucher or transfer file is money).
 func writeOutput(_ bytes: [UInt8], to path: String) throws {
-    guard !FileManager.default.fileExists(atPath: path) else {
+    do {
+        try DurableFile.create(bytes, at: path, mode: 0o600)
+    } catch let error as StoreError where error.code == .exists {
         throw UsageError("\(path) exists; it is never overwritten (a voucher or transfer file is money)")
     }
-    try DurableFile.write(bytes, to: path, mode: 0o600)
 }
 
 func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
@@ -139,6 +141,7 @@ enum MoneyCommands {
           secure reverse REFUSAL_FILE                 append the reversal the payee's signed refusal allows
           secure confirm RECEIPT_FILE                 record the payee's countersigned receipt (final)
           secure pending [--json]                     payments out without a receipt or reversal
+          secure pending --export ID --out FILE       write a pending payment's transfer file again
         """
 
     static func issuerInit(_ words: [String]) throws -> ExitCode {
@@ -251,9 +254,6 @@ enum MoneyCommands {
         let category = try arguments.required("category")
         try Budget.validateCategory(category)
         let out = try arguments.required("out")
-        guard !FileManager.default.fileExists(atPath: out) else {
-            throw UsageError("\(out) exists; it is never overwritten")
-        }
         let wallet = try openWallet(arguments, .appending)
         do {
             let amount = try wallet.asset(for: amount, issuer: arguments.value("issuer"), payee: payee.walletID)
@@ -264,10 +264,32 @@ enum MoneyCommands {
                     "secure: budget alert: \(usage.category) will be above 80% of \(MoneyText.format(usage.limit)) this window"
                 )
             }
-            let envelope = try wallet.spend(
-                to: payee, amount: amount, category: category, note: try plainText(arguments, "note") ?? "",
-                overrideBudget: arguments.flag("override-budget"))
-            try writeOutput(envelope.encoded, to: out)
+            let note = try plainText(arguments, "note") ?? ""
+            // The debit is committed before the file is written, so the file's name is taken first (O_EXCL,
+            // O_NOFOLLOW): nothing that exists or is planted there is followed or replaced afterwards.
+            do {
+                try DurableFile.reserve(out)
+            } catch let error as StoreError where error.code == .exists {
+                throw UsageError("\(out) exists; it is never overwritten (a transfer file is money)")
+            }
+            let envelope: Envelope
+            do {
+                envelope = try wallet.spend(
+                    to: payee, amount: amount, category: category, note: note,
+                    overrideBudget: arguments.flag("override-budget"))
+            } catch {
+                unlink(out)
+                throw error
+            }
+            do {
+                try DurableFile.write(envelope.encoded, to: out)
+            } catch {
+                let id = (try? envelope.transfer().0.payload.order.transferID.hex) ?? "?"
+                printError(
+                    "secure: the payment is debited (pending \(id)) but \(out) could not be written: \(error). "
+                        + "Write it again with `secure pending --export \(id) --out FILE`")
+                return .failure
+            }
             print(
                 "paid \(MoneyText.format(amount)) to \(payee.walletID.hex) (\(category)); signed transfer in \(out). "
                     + "It carries no proximity proof: the payee accepts it with --no-proximity")
@@ -376,9 +398,26 @@ enum MoneyCommands {
     }
 
     static func pending(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions.union(["export", "out"]), flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
+        if let id = arguments.value("export") {
+            // A debited payment whose file was lost (or never written: a full disk) is written again,
+            // unchanged: the same signed transfer, with the payer's log and consistency proofs.
+            let out = try arguments.required("out")
+            let matches = try wallet.pendingTransfers().filter {
+                $0.transfer.payload.order.transferID.hex.hasPrefix(id.lowercased())
+            }
+            guard matches.count == 1 else {
+                throw UsageError(
+                    matches.isEmpty
+                        ? "no unconfirmed payment with id \(id); `secure pending` lists them"
+                        : "\(id) names \(matches.count) payments; give more of the id")
+            }
+            try writeOutput(try wallet.envelope(ofSent: matches[0].transfer).encoded, to: out)
+            print("payment \(matches[0].transfer.payload.order.transferID.hex) written to \(out)")
+            return .success
+        }
         let rows = try wallet.pendingTransfers().map { item -> [String: Any] in
             [
                 "transferID": item.transfer.payload.order.transferID.hex,
