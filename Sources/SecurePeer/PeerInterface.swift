@@ -34,7 +34,9 @@ public enum RangingConfiguration: Sendable {
     static let sampleCount = 16
 
     /// Takes the samples, showing each distance as it arrives.
-    func samples(show: (UInt32) -> Void) throws -> (source: RangingSource, samples: [UInt32]) {
+    func samples(
+        timeoutSeconds: Double = Double(PeerLimits.rangingTimeoutSeconds), show: (UInt32) -> Void
+    ) throws -> (source: RangingSource, samples: [UInt32]) {
         switch self {
         case .simulated(let seed, let distance):
             var simulated = SimulatedRanging(seed: seed, distanceMillimetres: distance)
@@ -42,17 +44,49 @@ public enum RangingConfiguration: Sendable {
             samples.forEach(show)
             return (.simulated, samples)
         case .external(let path):
-            guard let handle = FileHandle(forReadingAtPath: path) else {
-                throw RangingError(.tooFewSamples, "cannot read ranging samples from \(path)")
+            // Non-blocking open (a FIFO with no writer yet must not hang the session), then one poll(2) per
+            // read with the time left: a device that stalls, or writes one line at a time, is read line by line
+            // and the ranging timeout fires whatever it does.
+            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw RangingError(
+                    .tooFewSamples, "cannot read ranging samples from \(path): \(String(cString: strerror(errno)))")
             }
-            defer { try? handle.close() }
+            defer { close(descriptor) }
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeoutSeconds * 1e9)
             var samples: [UInt32] = []
             var pending: [UInt8] = []
-            // Read until enough readings arrived: a device streams lines and never ends.
+            var buffer = [UInt8](repeating: 0, count: 256)
+            var sawData = false
             while samples.count < Self.sampleCount {
-                let chunk = handle.readData(ofLength: 256)
-                if chunk.isEmpty { break }
-                pending += chunk
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else {
+                    throw RangingError(
+                        .tooFewSamples,
+                        "the ranging source gave \(samples.count) of \(Self.sampleCount) readings in "
+                            + "\(Int(timeoutSeconds)) s (a stalled device?)")
+                }
+                var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&poller, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
+                if ready < 0 && errno == EINTR { continue }
+                guard ready >= 0 else {
+                    throw RangingError(.tooFewSamples, "cannot wait for \(path): \(String(cString: strerror(errno)))")
+                }
+                if ready == 0 { continue }
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+                if count < 0 {
+                    if errno == EAGAIN || errno == EINTR { continue }
+                    throw RangingError(.tooFewSamples, "cannot read \(path): \(String(cString: strerror(errno)))")
+                }
+                if count == 0 {
+                    // End of file: a regular file is done; a FIFO whose writer has not come yet (or left) is
+                    // waited for until the deadline, a little at a time.
+                    if sawData || !Self.isFIFO(descriptor) { break }
+                    usleep(20_000)
+                    continue
+                }
+                sawData = true
+                pending += buffer[..<count]
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                     if let reading = try ExternalRangingParser.parse(lineBytes: Array(pending[..<newline])) {
                         samples.append(reading)
@@ -70,5 +104,10 @@ public enum RangingConfiguration: Sendable {
             }
             return (.external, Array(samples.prefix(Self.sampleCount)))
         }
+    }
+
+    private static func isFIFO(_ descriptor: Int32) -> Bool {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO
     }
 }

@@ -7,9 +7,9 @@ public enum PeerLimits {
     /// The peer's `hello` follows the handshake at machine speed.
     public static let helloTimeoutSeconds = 10
     /// A person's decision (approve, pick a category, accept an offer): long enough to read a prompt, and
-    /// short enough that the approving side's PIN, held for at most `pinHoldMillisecondsMax`, outlasts the
-    /// wait that follows.
-    public static let decisionTimeoutSeconds = 45
+    /// short enough that an honest payment fits in the approving side's 60 s PIN hold (`pinHoldMillisecondsMax`):
+    /// the payer's decision wait plus ranging (20 s) and a few machine steps stay below it.
+    public static let decisionTimeoutSeconds = 30
     /// Ranging (at least 10 samples at a few hertz) plus a token signature, on either side.
     public static let rangingTimeoutSeconds = 20
     /// A machine-speed step: a token signature, a durable commit, a lookup, and the message it answers.
