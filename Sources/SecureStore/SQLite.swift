@@ -62,7 +62,8 @@ final class Database {
         let result = sqlite3_exec(handle, sql, nil, nil, &message)
         defer { sqlite3_free(message) }
         guard result == SQLITE_OK else {
-            throw Self.error(result, message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle)))
+            throw Self.error(
+                result, message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle)), in: self)
         }
     }
 
@@ -71,7 +72,7 @@ final class Database {
         var statement: OpaquePointer?
         let result = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard result == SQLITE_OK, let statement else {
-            throw Self.error(result, String(cString: sqlite3_errmsg(handle)))
+            throw Self.error(result, String(cString: sqlite3_errmsg(handle)), in: self)
         }
         return Statement(statement, database: self)
     }
@@ -99,6 +100,21 @@ final class Database {
     func cipherVersion() throws -> String? {
         let statement = try prepare("PRAGMA cipher_version")
         return try statement.step() ? statement.text(0) : nil
+    }
+
+    /// The error for a failed call on this database: a disk that is full, read-only or failing names the
+    /// file and the system's cause (errno) instead of SQLite's "disk I/O error".
+    static func error(_ code: Int32, _ message: String, in database: Database) -> StoreError {
+        switch code & 0xff {
+        case 10, 13, 14: // SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
+            let systemErrno = sqlite3_system_errno(database.handle)
+            let cause =
+                code & 0xff == 13
+                ? "the disk is full" : systemErrno != 0 ? String(cString: strerror(systemErrno)) : message
+            return StoreError(.io, "cannot write the ledger database \(database.path): \(cause)")
+        default:
+            return error(code, message)
+        }
     }
 
     static func error(_ code: Int32, _ message: String) -> StoreError {
@@ -152,7 +168,7 @@ final class Statement {
                 }
             case .null: result = sqlite3_bind_null(handle, index)
             }
-            guard result == SQLITE_OK else { throw Database.error(result, database.lastMessage) }
+            guard result == SQLITE_OK else { throw Database.error(result, database.lastMessage, in: database) }
         }
         return self
     }
@@ -163,7 +179,7 @@ final class Statement {
         switch result {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
-        default: throw Database.error(result, database.lastMessage)
+        default: throw Database.error(result, database.lastMessage, in: database)
         }
     }
 

@@ -35,6 +35,17 @@ func run(_ words: [String]) -> ExitCode {
     } catch let error as any CodedError {
         printError("secure: error: \(error)")
         return ExitCode(error.kind)
+    } catch let error as CocoaError {
+        // No Foundation error dump reaches a person: the path and the system's cause.
+        let path = (error.userInfo[NSFilePathErrorKey] as? String) ?? error.errorUserInfo[NSFilePathErrorKey] as? String
+        let cause =
+            (error.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) }
+            ?? error.localizedDescription
+        printError("secure: error: cannot write \(path ?? "a file"): \(cause)")
+        return .failure
+    } catch let error as POSIXError {
+        printError("secure: error: \(String(cString: strerror(error.code.rawValue)))")
+        return .failure
     } catch {
         printError("secure: error: \(error)")
         return .failure

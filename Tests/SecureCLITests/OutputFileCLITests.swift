@@ -54,4 +54,36 @@ struct OutputFileCLITests {
         #expect(accept.status == 0, "\(accept.stderr)")
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("1.00 EUR"))
     }
+
+    /// A read-only or full file system names the path and the cause, with exit 1, never a Foundation or
+    /// SQLite dump ("Error Domain=NSCocoaErrorDomain Code=642", "SQLite error 10: disk I/O error").
+    @Test func aReadOnlyOrFullFileSystemNamesThePathAndTheCause() throws {
+        let world = try World(wallets: ["alice"])
+        for label in ["spare", "spare-bk"] {
+            #expect(try world.run(["token", "init-demo", "--dir", "toks", "--label", label]).status == 0)
+        }
+        func initialize(_ folder: String, _ token: String) throws -> ProcessResult {
+            try world.run([
+                "wallet", "init", "--wallet", folder, "--token", "pkcs11:token=\(token)?module-name=softhsm2",
+                "--pin-source", "file:toks/\(token).pin", "--backup-token",
+                "pkcs11:token=\(token)-bk?module-name=softhsm2", "--backup-pin-source", "file:toks/\(token)-bk.pin",
+            ])
+        }
+        for (name, options, token, cause) in [
+            ("readonly", "ro,size=1m", "issuer", "Read-only file system"),
+            ("full", "size=8k", "spare", "No space left on device"),
+        ] {
+            let folder = world.directory + "/" + name
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let mount = try Run.program("/bin/mount", ["-t", "tmpfs", "-o", options, "tmpfs", folder])
+            try #require(mount.status == 0, "this test mounts a tmpfs (it runs as root in CI): \(mount.stderr)")
+            defer { _ = try? Run.program("/bin/umount", [folder]) }
+            let result = try initialize(name + "/w", token)
+            #expect(result.status == 1, "\(name): \(result.stderr)")
+            #expect(
+                result.stderr.contains(cause) && result.stderr.contains(name + "/w")
+                    && !result.stderr.contains("Error Domain") && !result.stderr.contains("SQLite error"),
+                "\(name): \(result.stderr)")
+        }
+    }
 }
