@@ -112,6 +112,24 @@ struct SoundMoneyCLITests {
         #expect(try Self.verifies(world, "bob") && Self.verifies(world, "alice"))
     }
 
+    /// Wallets made before assets (wallet.json format 1, plain currency amounts in signed history) are refused
+    /// with exit 10 and the reason, by reading and appending commands alike; nothing is migrated.
+    @Test func aWalletMadeBeforeAssetsIsRefusedNotMigrated() throws {
+        let world = try World(wallets: ["alice"])
+        let path = world.directory + "/alice/wallet.json"
+        let json = try String(contentsOfFile: path, encoding: .utf8)
+        let old = json.replacingOccurrences(of: "\"format\" : 2", with: "\"format\" : 1")
+            .replacingOccurrences(of: "\"format\":2", with: "\"format\":1")
+        #expect(old != json, "wallet.json names its format")
+        try old.write(toFile: path, atomically: true, encoding: .utf8)
+        for command in [["balance"], ["budget", "set", "food", "1.00 EUR"]] {
+            let result = try world.run(command + world.wallet("alice"))
+            #expect(
+                result.status == 10 && result.stderr.contains("before money was counted per issuer"),
+                "\(command): \(result.stderr)")
+        }
+    }
+
     /// The one pending payment of the test above: the file transfer, not a session debit.
     static let shortPending = "999999.00 EUR"
 
