@@ -54,9 +54,10 @@ public final class PeerDriver {
             )
         }
         // The channel's transcript hash is a SHA-256 output, so its length is the channel's own invariant.
-        let context = PeerSessionContext(
+        var context = PeerSessionContext(
             transcriptHash: Digest32(exactly: channel.summary.transcriptHash), channelBinding: channel.channelBinding,
             hello: hello, rangingPolicy: policy, trustedIssuers: trusted, isIssuer: wallet.isIssuer)
+        if wallet.isIssuer { context.outstanding = walletLock.withLock { wallet.state.balances } }
         let machine: PeerActions.Machine
         switch role {
         case .pay(let intent): machine = .payer(PayerMachine(paying: intent, context: context, transferID: .random()))

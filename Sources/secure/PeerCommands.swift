@@ -323,6 +323,9 @@ enum PeerCommands {
                     + "the most this script may pay")
         }
         let (wallet, person) = try openLockedWallet(arguments)
+        guard !wallet.isIssuer else {
+            throw UsageError("an issuer's wallet mints and takes back its money; it pays no one")
+        }
         let role: PeerDriver.Role
         if let retrying {
             role = .retry(try pendingMessage(wallet, id: retrying))

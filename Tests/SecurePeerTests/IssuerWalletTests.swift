@@ -43,6 +43,15 @@ struct IssuerWalletTests {
         guard case .recorded = try bob.wallet!.accept(toBob, policy: lenient).1 else { Issue.record("credit"); return }
         #expect(bob.wallet!.state.balance(asset) == (try Self.euros("5.00")))
 
+        // By default an issuer takes no redemption offline (its offline limit is zero: nothing offline tells
+        // money a holder received from money a software key signed for itself).
+        let early = try bob.wallet!.spend(
+            to: issuerCard,
+            amount: try bob.wallet!.asset(for: Self.euros("1.00"), issuer: nil, payee: asset.issuer), category: "")
+        guard case .policyRefusal(.offlineLimitExceeded) = try issuer.wallet!.accept(early, policy: lenient).1 else {
+            Issue.record("an issuer took a redemption with its default limit"); return
+        }
+        try issuer.wallet!.setOfflineLimit(OfflineLimit(amount: try Self.euros("100.00"), window: .day))
         // Paying the issuer pays its own asset back: a redemption, and the outstanding total shrinks.
         let back = try bob.wallet!.spend(
             to: issuerCard,
@@ -52,6 +61,10 @@ struct IssuerWalletTests {
         }
         #expect(redemption.kind == .redemption)
         #expect(issuer.wallet!.state.balance(asset) == (try Self.euros("28.00")))
+        // The refused 1.00 is paid later, within the limit, as the same file.
+        guard case .recorded = try issuer.wallet!.accept(early, policy: lenient).1 else {
+            Issue.record("the early redemption"); return
+        }
 
         // An issuer holds no other money: it trusts nobody and deposits nothing.
         #expect(throws: WalletError.self) { try issuer.wallet!.trust(issuer: issuerCard) }
@@ -70,6 +83,7 @@ struct IssuerWalletTests {
         try alice.wallet!.trust(issuer: issuerCard)
         let voucher = try issuer.wallet!.mint(to: WalletCard(log: alice.wallet!.keyLog), amount: Self.euros("10.00"))
         guard case .recorded = try alice.wallet!.deposit(voucher) else { Issue.record("deposit"); return }
+        try issuer.wallet!.setOfflineLimit(OfflineLimit(amount: try Self.euros("5.00"), window: .day))
         for test in [issuer, alice] { test.wallet!.token.lock() }
         let alicePerson = ScriptedPerson(pinPath: alice.main.pinPath)
         let issuerPerson = ScriptedPerson(pinPath: issuer.main.pinPath)

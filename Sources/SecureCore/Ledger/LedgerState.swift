@@ -47,6 +47,7 @@ public struct LedgerState: Hashable, Sendable {
     public init(checkingFor owner: WalletID, isIssuer: Bool) {
         self.owner = owner
         self.isIssuer = isIssuer
+        if isIssuer { settings = settings.issuers() }
     }
 
     /// The state at a signed checkpoint, without replaying what came before: balances and window totals
@@ -58,7 +59,7 @@ public struct LedgerState: Hashable, Sendable {
         settings: WalletSettings = WalletSettings(), lastTime: Int64, index: StatementIndex
     ) {
         size = checkpoint.size
-        self.settings = settings
+        self.settings = isIssuer ? settings.issuers() : settings
         head = checkpoint.head
         owner = checkpoint.walletID
         self.isIssuer = isIssuer
@@ -133,6 +134,7 @@ public struct LedgerState: Hashable, Sendable {
         if let (owner, isIssuer) = effect.inception {
             self.owner = owner
             self.isIssuer = isIssuer
+            if isIssuer { settings = settings.issuers() }
         }
         if let total = effect.windowTotal { windowTotals[total.category] = total }
         if let (category, budget) = effect.budget {

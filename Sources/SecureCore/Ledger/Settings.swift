@@ -176,9 +176,21 @@ public struct WalletSettings: Hashable, Sendable {
     public private(set) var offlineLimits: [Currency: OfflineLimit] = [:]
     /// The issuers this wallet trusts, by their wallet ids: tags 1 and 2, in ledger order.
     public private(set) var trustedIssuers: Set<WalletID> = []
+    /// Whether the ledger is an issuer's (its inception says so). An issuer's default offline limit is zero:
+    /// a payment back to it (a redemption) lowers what it owes, and offline nothing tells money a holder
+    /// received from money a software key signed for itself, so by default an issuer takes redemptions only
+    /// up to a limit it sets itself (`secure policy set`), until its clearing (issue 20) confirms them.
+    public private(set) var isIssuer = false
 
     /// The settings of a ledger with no `settings` entry.
     public init() {}
+
+    /// The settings of an issuer's ledger: the same entries, a default offline limit of zero.
+    public func issuers() -> WalletSettings {
+        var next = self
+        next.isIssuer = true
+        return next
+    }
 
     /// The settings after the `settings` entries among `entries`, in order.
     public static func replay(_ entries: some Sequence<LedgerEntry>) throws -> WalletSettings {
@@ -202,7 +214,8 @@ public struct WalletSettings: Hashable, Sendable {
 
     /// The offline limit in force for `currency`.
     public func offlineLimit(_ currency: Currency) -> OfflineLimit {
-        offlineLimits[currency] ?? .defaultLimit(currency)
+        offlineLimits[currency]
+            ?? (isIssuer ? OfflineLimit(amount: .zero(currency), window: .day) : .defaultLimit(currency))
     }
 
     /// The longest window of any limit in force: credits older than that count against no limit.

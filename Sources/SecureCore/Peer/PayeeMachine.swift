@@ -89,6 +89,11 @@ public struct PayeeMachine: PeerMachine {
         case (.awaitingOffer(let session, let record), .offer(let offer)):
             // An asset this wallet does not take is refused before anyone approves, so nothing is debited.
             if context.assetRefusal(offer.amount) != nil { return fail(.untrustedAsset, offerID: offer.offerID) }
+            if context.isIssuer,
+                offer.amount.money > context.outstanding[offer.amount.asset] ?? .zero(offer.amount.currency)
+            {
+                return fail(.redemptionExceedsOutstanding, offerID: offer.offerID)
+            }
             // Past the payee's offline limit for this payer: refused before any prompt or `ready`, so the
             // payer debits nothing.
             if let credits = record.offlineCredits,

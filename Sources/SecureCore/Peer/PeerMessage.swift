@@ -690,6 +690,9 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// The offer would take what the payee credited from this payer within its offline-limit window past the
     /// limit: refused before `ready`, so nothing is debited.
     case offlineLimitExceeded = 19
+    /// To an issuer: the offer pays back more of its asset than it has outstanding (money nobody minted, or
+    /// already paid back by others): refused before `ready`, so nothing is debited.
+    case redemptionExceedsOutstanding = 20
 }
 
 /// One side tells the other it stops, optionally naming the offer.

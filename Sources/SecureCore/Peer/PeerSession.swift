@@ -15,6 +15,9 @@ public struct PeerSessionContext: Hashable, Sendable {
     public let trustedIssuers: Set<WalletID>
     /// Whether this wallet is an issuer, which takes back only its own asset.
     public let isIssuer: Bool
+    /// For an issuer: what it has outstanding per asset when the session starts. A payment back of more is
+    /// refused before `ready`, so the payer debits nothing.
+    public var outstanding: [Asset: Money] = [:]
 
     public init(
         transcriptHash: Digest32, channelBinding: [UInt8], hello: PeerHello, rangingPolicy: RangingPolicy,
