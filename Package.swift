@@ -118,4 +118,13 @@ if ProcessInfo.processInfo.environment["SECURE_FUZZ"] == "1" {
                 name: name, dependencies: ["SecureChannel", "SecureCrypto"], path: "Fuzz/\(name)",
                 swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
     }
+    // Every other decoder that reads outside bytes, one binary with a selector byte (docs/FUZZING.md). It
+    // needs SecureTestSupport's software signer to re-sign mutated statements with a fixed test key.
+    package.targets.append(
+        .executableTarget(
+            name: "FuzzDecoders",
+            dependencies: [
+                "SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet", "SecureTestSupport",
+            ],
+            path: "Fuzz/FuzzDecoders", swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
 }
