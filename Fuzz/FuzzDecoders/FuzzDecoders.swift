@@ -79,10 +79,41 @@ struct Fixture {
             (.pkcs11URI, Array("pkcs11:token=Wallet;object=key?pin-source=file:/tmp/pin".utf8)),
             (.moneyText, Array("12.50 EUR".utf8)),
             (.ledgerEntry, payer.entries.last!.encoded),
-            (.auditBundle, Array(#"{"format":"secure-audit-bundle-v1","walletID":"00"}"#.utf8)),
+            (.auditBundle, try auditBundle()),
         ]
         seeds.append((.wrappedKeyFile, WrappedKeyFile.magic + [WrappedKeyFile.version, 0, 0]))
         return seeds
+    }
+
+    /// The payer's whole ledger as an audit bundle (`AuditBundleFile`'s JSON), as `secure audit export`
+    /// writes one: every entry with its inclusion proof, and the checkpoint of the whole ledger.
+    func auditBundle() throws -> [UInt8] {
+        let size = payer.state.size
+        func proven(_ entry: LedgerEntry) -> (String, [String]) {
+            (Hex.encode(entry.encoded), payer.tree.inclusionProof(index: entry.position, size: size).map(\.hex))
+        }
+        let checkpoint = Hex.encode(try payer.checkpoint().encoded)
+        let events = payer.log.events.enumerated().map { sequence, event in
+            AuditBundleFile.EventJSON(
+                sequence: UInt64(sequence), event: Hex.encode(event.encoded), entry: proven(payer.entries[0]).0,
+                proof: proven(payer.entries[0]).1)
+        }
+        let document = AuditBundleFile.Document(
+            format: AuditBundleFile.format, walletID: payer.walletID.hex,
+            publicKeys: payer.log.events.enumerated().map { sequence, event in
+                AuditBundleFile.KeyJSON(
+                    sequence: UInt64(sequence), spki: Hex.encode(event.event.signingKey.spki),
+                    fingerprint: Hex.encode(event.event.signingKey.fingerprint))
+            },
+            keyEvents: events, from: 0, to: size,
+            entries: payer.entries.map {
+                AuditBundleFile.ProvenJSON(position: $0.position, entry: proven($0).0, proof: proven($0).1)
+            },
+            rangeCheckpoint: checkpoint, latestCheckpoint: checkpoint, consistencyProof: [],
+            statementSources: AuditBundleFile.SourcesJSON(
+                trustedIssuers: [issuerLog.walletID.hex], peerKeyEvents: [],
+                sentTransfers: [Hex.encode(transfer.encoded)]))
+        return Array(try JSONEncoder().encode(document))
     }
 }
 
