@@ -109,7 +109,7 @@ let package = Package(
     ]
 )
 
-// libFuzzer targets for the channel's decoders, only when SECURE_FUZZ=1: they need -sanitize=fuzzer to link
+// libFuzzer targets (docs/FUZZING.md), only when SECURE_FUZZ=1: they need -sanitize=fuzzer to link
 // (libFuzzer supplies main), so an ordinary build must never see them. scripts/fuzz builds and runs them.
 if ProcessInfo.processInfo.environment["SECURE_FUZZ"] == "1" {
     for name in ["FuzzChannelFrame", "FuzzChannelHandshake", "FuzzChannelRecord"] {
