@@ -35,6 +35,7 @@ struct Fixture {
     let voucher: SignedVoucher
     let policy: TransferPolicy
     let payerStateAfterDebit: LedgerState
+    let forkCheckpoint: SignedCheckpoint
 
     init() throws {
         issuer = try SoftwareSigner(privateKey: scalar(1))
@@ -47,6 +48,10 @@ struct Fixture {
         try payer.deposit(euros, issuer: issuer)
         voucher = try SoftwareWallet.voucher(
             euros, to: payee.walletID, issuer: issuer, id: VoucherID(bytes: [UInt8](repeating: 7, count: 16))!).0
+        // A fork: the same payer's ledger, at the same size with another payment, signed by the same key.
+        var fork = payer
+        _ = try fork.pay(payee.walletID, amount: try Money(minorUnits: 1_300, currency: .eur))
+        forkCheckpoint = try fork.checkpoint()
         transfer = try payer.pay(payee.walletID, amount: try Money(minorUnits: 1_250, currency: .eur))
         payerStateAfterDebit = payer.state
         policy = TransferPolicy(trustedIssuers: [issuerLog.walletID], acceptsWithoutProximity: true)
@@ -80,6 +85,12 @@ struct Fixture {
             (.moneyText, Array("12.50 EUR".utf8)),
             (.ledgerEntry, payer.entries.last!.encoded),
             (.auditBundle, try auditBundle()),
+            (
+                .forkEvidence,
+                ForkEvidence(
+                    .conflictingCheckpoints(try payer.checkpoint(), forkCheckpoint), log: payer.log
+                ).encoded
+            ),
         ]
         seeds.append((.wrappedKeyFile, WrappedKeyFile.magic + [WrappedKeyFile.version, 0, 0]))
         return seeds
