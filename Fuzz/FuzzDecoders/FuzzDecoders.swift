@@ -92,6 +92,16 @@ struct Fixture {
                 ).encoded
             ),
         ]
+        seeds += [
+            (.peerMessage, PeerMessage.keyEvents(.request(walletID: payer.walletID, from: 0)).encoded),
+            (
+                .peerMessage,
+                PeerMessage.keyEvents(KeyEventsMessage.page(of: payer.log.events, walletID: payer.walletID, from: 0)!)
+                    .encoded
+            ),
+            (.settings, SettingsChange.issuerTrust(.trust(issuerLog.walletID, head: issuerLog.head)).payload),
+            (.settings, SettingsChange.anchorKind(.file).payload),
+        ]
         seeds.append((.wrappedKeyFile, WrappedKeyFile.magic + [WrappedKeyFile.version, 0, 0]))
         return seeds
     }
