@@ -109,7 +109,7 @@ let package = Package(
     ]
 )
 
-// libFuzzer targets for the channel's decoders, only when SECURE_FUZZ=1: they need -sanitize=fuzzer to link
+// libFuzzer targets (docs/FUZZING.md), only when SECURE_FUZZ=1: they need -sanitize=fuzzer to link
 // (libFuzzer supplies main), so an ordinary build must never see them. scripts/fuzz builds and runs them.
 if ProcessInfo.processInfo.environment["SECURE_FUZZ"] == "1" {
     for name in ["FuzzChannelFrame", "FuzzChannelHandshake", "FuzzChannelRecord"] {
@@ -118,4 +118,13 @@ if ProcessInfo.processInfo.environment["SECURE_FUZZ"] == "1" {
                 name: name, dependencies: ["SecureChannel", "SecureCrypto"], path: "Fuzz/\(name)",
                 swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
     }
+    // Every other decoder that reads outside bytes, one binary with a selector byte (docs/FUZZING.md). It
+    // needs SecureTestSupport's software signer to re-sign mutated statements with a fixed test key.
+    package.targets.append(
+        .executableTarget(
+            name: "FuzzDecoders",
+            dependencies: [
+                "SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet", "SecureTestSupport",
+            ],
+            path: "Fuzz/FuzzDecoders", swiftSettings: [.unsafeFlags(["-parse-as-library"])]))
 }

@@ -38,6 +38,31 @@ public final class SoftwareSigner: MessageSigner {
         publicKey = try P256.PublicKey(spki: spki)
     }
 
+    /// A fixed key pair from a 32-byte private scalar (1 ≤ d < n), so that fixtures and fuzz corpora that name
+    /// the key stay valid from one process to the next. OpenSSL derives the public point.
+    public init(privateKey scalar: [UInt8]) throws {
+        precondition(scalar.count == 32, "a P-256 private scalar is 32 bytes")
+        // SEC 1 ECPrivateKey: SEQUENCE { version 1, OCTET STRING d, [0] namedCurve prime256v1 }.
+        let der: [UInt8] =
+            [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20] + scalar
+            + [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor = buffer.baseAddress
+            return d2i_PrivateKey(EVP_PKEY_EC, nil, &cursor, buffer.count)
+        }
+        guard let parsed else { throw SoftwareSigner.failure("d2i_PrivateKey") }
+        key = parsed
+        let length = i2d_PUBKEY(parsed, nil)
+        guard length > 0 else { throw SoftwareSigner.failure("i2d_PUBKEY") }
+        var spki = [UInt8](repeating: 0, count: Int(length))
+        let written = spki.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_PUBKEY(parsed, &cursor)
+        }
+        guard written == length else { throw SoftwareSigner.failure("i2d_PUBKEY") }
+        publicKey = try P256.PublicKey(spki: spki)
+    }
+
     deinit { EVP_PKEY_free(key) }
 
     /// Signs SHA-256(label ‖ 0x00 ‖ payload) and returns the low-s form, checked against the public key.

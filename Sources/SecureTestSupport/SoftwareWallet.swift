@@ -29,9 +29,13 @@ public struct SoftwareWallet {
     public var key: P256.PublicKey { signer.publicKey }
 
     /// A wallet of its own, or, with `claiming`, a forger whose checkpoints and transfers name that id.
-    public init(seed: UInt64, claiming claimed: WalletID? = nil) throws {
-        signer = try SoftwareSigner()
-        nextSigner = try SoftwareSigner()
+    /// `keys` fixes the signing key and the next key (the fuzz targets need the same keys in every process);
+    /// by default both are fresh random keys.
+    public init(
+        seed: UInt64, claiming claimed: WalletID? = nil, keys: (signer: SoftwareSigner, next: SoftwareSigner)? = nil
+    ) throws {
+        signer = try keys?.signer ?? SoftwareSigner()
+        nextSigner = try keys?.next ?? SoftwareSigner()
         random = SeededRandom(seed: seed)
         let inception = KeyEvent.inception(
             signingKey: signer.publicKey, nextKey: nextSigner.publicKey, agreementKey: signer.publicKey)
