@@ -47,7 +47,8 @@ struct Fixture {
         let euros = try Money(minorUnits: 10_000, currency: .eur)
         try payer.deposit(euros, issuer: issuer)
         voucher = try SoftwareWallet.voucher(
-            euros, to: payee.walletID, issuer: issuer, id: VoucherID(bytes: [UInt8](repeating: 7, count: 16))!).0
+            euros, to: payee.walletID, issuer: issuer, id: VoucherID(bytes: [UInt8](repeating: 7, count: 16))!
+        ).0
         // A fork: the same payer's ledger, at the same size with another payment, signed by the same key.
         var fork = payer
         _ = try fork.pay(payee.walletID, amount: try Money(minorUnits: 1_300, currency: .eur))
