@@ -86,7 +86,7 @@ public final class PeerServer: @unchecked Sendable {
 
     /// Serves until `stop()`. `session` runs each connection past its handshake, with a person wrapper that
     /// marks the session as waiting on our own person while a prompt or a PIN read is open.
-    public func serve(session: @escaping (SecureChannel, (PeerInterface) -> PeerInterface) -> Void) {
+    public func serve(session: @escaping @Sendable (SecureChannel, (PeerInterface) -> PeerInterface) -> Void) {
         while !stopping {
             sweepDeadlines()
             let transport: TCPTransport

@@ -348,7 +348,9 @@ enum PeerCommands {
 
     /// SIGINT and SIGTERM stop the server gracefully; a second one drops the live sessions too.
     static func stopOnSignals(_ server: PeerServer, person: TerminalPerson) -> [DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
+        // The person's events are serialized by its own lock.
+        nonisolated(unsafe) let person = person
+        return [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
