@@ -221,10 +221,10 @@ public final class PeerServer: @unchecked Sendable {
     }
 
     private func drop(_ connection: Connection, _ reason: String) {
-        connection.transport.close()
         log(
             "connection", ["source": connection.source, "dropped": reason],
             "dropped a connection from \(connection.source): \(reason)")
+        connection.transport.close()
     }
 }
 
