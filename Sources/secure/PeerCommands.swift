@@ -23,7 +23,11 @@ final class TerminalPerson: PeerInterface {
     let expectedPeer: WalletID?
     /// `--max-amount`: the most a request may ask for and still be approved, with `--yes` or at a prompt.
     let maxAmount: Money?
-    private let output = NSLock()
+    /// One lock for every session's output, so two sessions' event lines never interleave.
+    private static let output = NSLock()
+    /// The session's channel code (the SAS), named in each question so a person with two sessions open knows
+    /// which one asks; nil before the channel is up.
+    private(set) var sas: String?
     /// One person, one prompt at a time: every question and every PIN read of every session of this process
     /// takes this lock first. A session that finds it taken waits with its own timer running (its decision
     /// timeout) and then fails "busy", so two sessions never share the terminal and a PIN read is never
@@ -39,6 +43,13 @@ final class TerminalPerson: PeerInterface {
         category = arguments.value("category")
         expectedPeer = try (arguments.value("expect-payee") ?? arguments.value("expect-payer")).map(Self.walletID)
         maxAmount = try arguments.value("max-amount").map { try MoneyText.parse($0) }
+    }
+
+    /// The same person for one session, whose questions name that session's channel code.
+    func session(sas: String) throws -> TerminalPerson {
+        let person = try TerminalPerson(arguments: arguments, tokenURI: tokenURI, tokenLabel: tokenLabel)
+        person.sas = sas
+        return person
     }
 
     /// A wallet id from 64 hex digits or from a wallet card file.
@@ -62,9 +73,12 @@ final class TerminalPerson: PeerInterface {
             return .decline
         }
         // Peer text (the name it chose, the note) goes on lines of its own, escaped; the question line, printed
-        // last, holds only what comes from this wallet: the amount, the fingerprint and a name given here.
+        // last, holds only what comes from this wallet: the amount, the fingerprint, a name given here and the
+        // channel code (so with two sessions open, the person knows which one asks).
         let fingerprint = PeerDriver.shortFingerprint(approval.peer.key)
-        let who = fingerprint + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
+        let who =
+            fingerprint + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
+            + (sas.map { ", code \($0)" } ?? "")
         var details =
             "  \(approval.role == .payee ? "payer" : "payee"):  \(fingerprint), calls itself "
             + PeerText.quoted(approval.peer.displayName, limit: PeerHello.displayNameByteCountMax) + "\n"
@@ -106,7 +120,7 @@ final class TerminalPerson: PeerInterface {
             let answer = Self.ask(
                 details + question + " [y/N] ", timeoutSeconds: PeerLimits.decisionTimeoutSeconds)
         else {
-            event("approval", ["answer": "none"], "no answer; declined")
+            event("approval", ["answer": "none"], "no answer (or another session held the prompt: busy); declined")
             return .decline
         }
         return answer.lowercased() == "y" || answer.lowercased() == "yes"
@@ -142,7 +156,7 @@ final class TerminalPerson: PeerInterface {
     }
 
     func event(_ name: String, _ fields: [String: String], _ text: String) {
-        output.withLock {
+        Self.output.withLock {
             if json {
                 var object: [String: Any] = ["event": name, "text": text]
                 for (key, value) in fields { object[key] = value }
@@ -325,7 +339,8 @@ enum PeerCommands {
             let code: ExitCode
             do {
                 let driver = try PeerDriver(
-                    wallet: shared.0, channel: channel, role: .receive(request: request), interface: watch(shared.1),
+                    wallet: shared.0, channel: channel, role: .receive(request: request),
+                    interface: watch(try shared.1.session(sas: channel.sas.digits)),
                     ranging: shared.2, policy: policy, displayName: name, walletLock: walletLock)
                 code = exitCode(driver.run())
             } catch {
@@ -419,7 +434,8 @@ enum PeerCommands {
         let (rangingSource, policy) = try ranging(arguments, person: person)
         let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
         let driver = try PeerDriver(
-            wallet: wallet, channel: channel, role: role, interface: person, ranging: rangingSource,
+            wallet: wallet, channel: channel, role: role, interface: try person.session(sas: channel.sas.digits),
+            ranging: rangingSource,
             policy: policy, displayName: try plainText(arguments, "name") ?? "payer")
         return exitCode(driver.run())
     }
