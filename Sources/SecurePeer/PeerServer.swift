@@ -75,11 +75,11 @@ public final class PeerServer: @unchecked Sendable {
     /// Asks the server to stop: it accepts no more connections, drops the handshakes in progress and waits
     /// (at most the drain time) for live sessions. A second request drops the live sessions too.
     public func stop() {
-        let (requests, live) = lock.withLock { () -> (Int, [Connection]) in
+        let doomed = lock.withLock { () -> [Connection] in
             stopRequests += 1
-            return (stopRequests, Array(connections.values))
+            return connections.values.filter { !$0.live || stopRequests > 1 }
         }
-        for connection in live where !connection.live || requests > 1 { evict(connection, "the receiver is stopping") }
+        for connection in doomed { evict(connection, "the receiver is stopping") }
     }
 
     private var stopping: Bool { lock.withLock { stopRequests > 0 } }
