@@ -190,7 +190,9 @@ public final class PeerServer: @unchecked Sendable {
             connection.liveSince = Date()
             return true
         }
-        if let dropped { drop(dropped, "the session cap was reached; the oldest session waiting on its peer is dropped") }
+        if let dropped {
+            drop(dropped, "the session cap was reached; the oldest session waiting on its peer is dropped")
+        }
         if !admitted {
             log(
                 "connection", ["source": connection.source, "refused": "session cap"],

@@ -48,7 +48,8 @@ struct ReceiverUnderAttackTests {
 
         /// The process's resident memory in KiB, from /proc.
         var residentKiB: Int {
-            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let status =
+                (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
             let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
             return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
         }
@@ -77,7 +78,7 @@ struct ReceiverUnderAttackTests {
                 // A garbage frame: not a handshake message.
                 try? transport.send((0..<64).map { _ in UInt8.random(in: 0...255) }, timeoutSeconds: 2)
             case 1:
-                break  // silent
+                break // silent
             default:
                 // A completed handshake, then nothing: it idles where the receiver waits for its hello.
                 guard (try? SecureChannel.initiate(over: transport, timeoutSeconds: 20)) != nil else { return }

@@ -289,7 +289,8 @@ struct PeerCLITests {
         let receiverDone = DispatchSemaphore(value: 0), payerDone = DispatchSemaphore(value: 0)
         let receiveArguments =
             [
-                "receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb", "--sessions",
+                "receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb",
+                "--sessions",
                 "1",
             ]
             + world.wallet("bob")

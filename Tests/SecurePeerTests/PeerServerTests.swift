@@ -52,7 +52,7 @@ struct PeerServerTests {
             }
             serving.signal()
         }
-        sessions.signal()  // one token: only the first session reads the PIN
+        sessions.signal() // one token: only the first session reads the PIN
         let a = try SecureChannel.initiate(over: try TCPTransport.connect(port: listener.port))
         #expect(person.reading.wait(timeout: .now() + 10) == .success, "the first session never reached the PIN")
 
@@ -66,12 +66,12 @@ struct PeerServerTests {
         Thread.sleep(forTimeInterval: 0.3)
         let c = try SecureChannel.initiate(over: try TCPTransport.connect(port: listener.port))
         #expect((try? a.receive(timeoutSeconds: 5)) == nil, "the first session, waiting on its peer, was kept")
-        let logged = Date(timeIntervalSinceNow: 5)  // the server logs just after it closes the connection
+        let logged = Date(timeIntervalSinceNow: 5) // the server logs just after it closes the connection
         while !log.text.contains("dropped a connection") && Date() < logged { Thread.sleep(forTimeInterval: 0.05) }
         #expect(log.text.contains("dropped a connection"), "\(log.text)")
 
         server.stop()
-        server.stop()  // a second stop drops the live session too
+        server.stop() // a second stop drops the live session too
         #expect(serving.wait(timeout: .now() + 10) == .success, "the server did not stop")
         c.close()
         b.close()
