@@ -102,7 +102,8 @@ let package = Package(
                 "SecurePeer", "SecureWallet", "SecureStore", "SecureTestSupport",
                 "SecureBench",
             ]),
-        .testTarget(name: "SecureCLITests", dependencies: ["SecureTestSupport", "SecureWallet", "SecureStore"]),
+        .testTarget(
+            name: "SecureCLITests", dependencies: ["SecureTestSupport", "SecureWallet", "SecureStore", "SecureChannel"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
         .testTarget(name: "SecureBenchTests", dependencies: ["SecureBench", "SecureTestSupport"]),

@@ -52,7 +52,32 @@ public enum ChannelLimits {
     /// records. Without a bound, a long benchmark would keep every record it ever sent.
     public static let memoryLogFrameCountMax = 32
 
-    /// Connections a TCP listener lets the kernel queue before accepting: a wallet talks to one peer at a
-    /// time, so a short queue is enough.
-    public static let listenBacklogCountMax = 8
+    /// Connections a TCP listener lets the kernel queue before accepting. A receiver accepts at once and
+    /// applies its own caps (below), so the queue only has to absorb a burst between two accepts.
+    public static let listenBacklogCountMax = 64
+
+    // MARK: A receiver that serves until stopped (docs/THREAT-MODEL.md, "A receiver under attack")
+
+    /// Handshakes a receiver runs at once. A handshake is two X-Wing key generations and decapsulations
+    /// (about 1 ms of work) and a few KiB of state; sixteen outlast any honest burst of payers at one counter,
+    /// and when a seventeenth comes, the oldest handshake (always waiting on its peer) is dropped.
+    public static let listenerHandshakeCountMax = 16
+
+    /// Sessions past the handshake a receiver keeps at once. One person approves one prompt at a time, so
+    /// more than a few live sessions only wait; eight is a queue at a market stall. When a ninth comes, the
+    /// oldest session waiting on its peer is dropped; one waiting on our own person never is.
+    public static let listenerSessionCountMax = 8
+
+    /// Handshakes and sessions one source address may hold at once: one attacker's address cannot fill the
+    /// caps alone, while a few wallets behind one NAT still pay side by side.
+    public static let listenerPerSourceCountMax = 4
+
+    /// How long a session may live after its handshake, start to end: the peer session's own waits (hello
+    /// 10 s, decision 30 s, ranging 20 s, a few 15 s steps) add up to under two minutes; three minutes frees
+    /// a slot held by a peer that answers each wait just in time.
+    public static let listenerSessionTimeoutSeconds = 180.0
+
+    /// How long a stopping receiver (SIGINT, SIGTERM, or its --count reached) waits for its live sessions
+    /// to end: the 60 s PIN hold plus one 15 s step, so a session past its approval finishes its credit.
+    public static let listenerDrainTimeoutSeconds = 75.0
 }

@@ -64,12 +64,17 @@ final class Socket: @unchecked Sendable {
         return (socket, UInt16(bigEndian: actual.sin_port))
     }
 
-    /// Accepts one connection, waiting until the deadline.
-    func accept(deadline: Deadline) throws -> Socket {
+    /// Accepts one connection, waiting until the deadline; returns it with the peer's IPv4 address (dotted quad),
+    /// which a listener uses to bound the connections one source may hold.
+    func accept(deadline: Deadline) throws -> (Socket, String) {
         while true {
             try wait(for: Int16(POLLIN), deadline: deadline, what: "a connection")
+            var peer = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             // accept4 is hidden behind _GNU_SOURCE in Glibc's module, so the flags are set with fcntl.
-            let accepted = Glibc.accept(descriptor, nil, nil)
+            let accepted = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(descriptor, $0, &length) }
+            }
             if accepted >= 0 {
                 let socket = Socket(descriptor: accepted)
                 guard fcntl(accepted, F_SETFD, FD_CLOEXEC) == 0,
@@ -78,7 +83,9 @@ final class Socket: @unchecked Sendable {
                     throw Socket.systemError("fcntl() on an accepted socket")
                 }
                 try socket.disableNagle()
-                return socket
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                let named = inet_ntop(AF_INET, &peer.sin_addr, &text, socklen_t(text.count)) != nil
+                return (socket, named ? String(cString: text) : "unknown")
             }
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED { continue }
             throw Socket.systemError("accept()")

@@ -10,9 +10,12 @@ public final class TCPTransport: FrameTransport, @unchecked Sendable {
     private let receiveLock = NSLock()
     private var decoder = FrameDecoder()
     private var peerClosed = false
+    /// The peer's IPv4 address for an accepted connection ("" for one this side opened).
+    public let peerAddress: String
 
-    init(socket: Socket) {
+    init(socket: Socket, peerAddress: String = "") {
         self.socket = socket
+        self.peerAddress = peerAddress
     }
 
     /// Connects to `host` (an IPv4 address) on `port`, waiting up to `timeoutSeconds`.
@@ -70,7 +73,8 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Waits up to `timeoutSeconds` for one connection.
     public func accept(timeoutSeconds: Double) throws -> TCPTransport {
-        TCPTransport(socket: try socket.accept(deadline: Deadline(secondsFromNow: timeoutSeconds)))
+        let (accepted, peer) = try socket.accept(deadline: Deadline(secondsFromNow: timeoutSeconds))
+        return TCPTransport(socket: accepted, peerAddress: peer)
     }
 
     /// Stops listening.

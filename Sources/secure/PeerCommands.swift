@@ -23,7 +23,16 @@ final class TerminalPerson: PeerInterface {
     let expectedPeer: WalletID?
     /// `--max-amount`: the most a request may ask for and still be approved, with `--yes` or at a prompt.
     let maxAmount: Money?
-    private let output = NSLock()
+    /// One lock for every session's output, so two sessions' event lines never interleave.
+    private static let output = NSLock()
+    /// The session's channel code (the SAS), named in each question so a person with two sessions open knows
+    /// which one asks; nil before the channel is up.
+    private(set) var sas: String?
+    /// One person, one prompt at a time: every question and every PIN read of every session of this process
+    /// takes this lock first. A session that finds it taken waits with its own timer running (its decision
+    /// timeout) and then fails "busy", so two sessions never share the terminal and a PIN read is never
+    /// interleaved with another session's question.
+    static let promptQueue = NSLock()
 
     init(arguments: Arguments, tokenURI: PKCS11URI, tokenLabel: String) throws {
         self.arguments = arguments
@@ -34,6 +43,13 @@ final class TerminalPerson: PeerInterface {
         category = arguments.value("category")
         expectedPeer = try (arguments.value("expect-payee") ?? arguments.value("expect-payer")).map(Self.walletID)
         maxAmount = try arguments.value("max-amount").map { try MoneyText.parse($0) }
+    }
+
+    /// The same person for one session, whose questions name that session's channel code.
+    func session(sas: String) throws -> TerminalPerson {
+        let person = try TerminalPerson(arguments: arguments, tokenURI: tokenURI, tokenLabel: tokenLabel)
+        person.sas = sas
+        return person
     }
 
     /// A wallet id from 64 hex digits or from a wallet card file.
@@ -57,9 +73,12 @@ final class TerminalPerson: PeerInterface {
             return .decline
         }
         // Peer text (the name it chose, the note) goes on lines of its own, escaped; the question line, printed
-        // last, holds only what comes from this wallet: the amount, the fingerprint and a name given here.
+        // last, holds only what comes from this wallet: the amount, the fingerprint, a name given here and the
+        // channel code (so with two sessions open, the person knows which one asks).
         let fingerprint = PeerDriver.shortFingerprint(approval.peer.key)
-        let who = fingerprint + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
+        let who =
+            fingerprint + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
+            + (sas.map { ", code \($0)" } ?? "")
         var details =
             "  \(approval.role == .payee ? "payer" : "payee"):  \(fingerprint), calls itself "
             + PeerText.quoted(approval.peer.displayName, limit: PeerHello.displayNameByteCountMax) + "\n"
@@ -101,7 +120,7 @@ final class TerminalPerson: PeerInterface {
             let answer = Self.ask(
                 details + question + " [y/N] ", timeoutSeconds: PeerLimits.decisionTimeoutSeconds)
         else {
-            event("approval", ["answer": "none"], "no answer; declined")
+            event("approval", ["answer": "none"], "no answer (or another session held the prompt: busy); declined")
             return .decline
         }
         return answer.lowercased() == "y" || answer.lowercased() == "yes"
@@ -128,11 +147,16 @@ final class TerminalPerson: PeerInterface {
         } else {
             source = .prompt
         }
+        let deadline = Date(timeIntervalSinceNow: Double(PeerLimits.decisionTimeoutSeconds))
+        guard Self.promptQueue.lock(before: deadline) else {
+            throw WalletError(.refused, "busy: another session kept the prompt for the whole PIN wait; declined")
+        }
+        defer { Self.promptQueue.unlock() }
         return try source.read(prompt: "PIN for token \"\(tokenLabel)\": ")
     }
 
     func event(_ name: String, _ fields: [String: String], _ text: String) {
-        output.withLock {
+        Self.output.withLock {
             if json {
                 var object: [String: Any] = ["event": name, "text": text]
                 for (key, value) in fields { object[key] = value }
@@ -145,14 +169,19 @@ final class TerminalPerson: PeerInterface {
         }
     }
 
-    /// Asks on the terminal, waiting at most `timeoutSeconds` for a line.
+    /// Asks on the terminal, waiting at most `timeoutSeconds` for a line, the wait for the prompt queue
+    /// included: nil (declined) when another session holds the prompt that long.
     static func ask(_ question: String, timeoutSeconds: Int) -> String? {
+        let deadline = Date(timeIntervalSinceNow: Double(timeoutSeconds))
+        guard promptQueue.lock(before: deadline) else { return nil }
+        defer { promptQueue.unlock() }
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard terminal >= 0 else { return nil }
         defer { close(terminal) }
         _ = question.withCString { write(terminal, $0, strlen($0)) }
         var descriptor = pollfd(fd: terminal, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, Int32(timeoutSeconds * 1000)) > 0 else { return nil }
+        let remaining = max(0, deadline.timeIntervalSinceNow)
+        guard poll(&descriptor, 1, Int32(remaining * 1000)) > 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = read(terminal, &buffer, buffer.count)
         guard count > 0 else { return nil }
@@ -176,7 +205,7 @@ func plainText(_ arguments: Arguments, _ option: String) throws -> String? {
 enum PeerCommands {
     static let help = """
         Usage:
-          secure receive [--listen ADDR] [--request AMOUNT --note TEXT] [--name NAME] [--count N]
+          secure receive [--listen ADDR] [--request AMOUNT --note TEXT] [--name NAME] [--count N] [--sessions N]
           secure pay --to ADDR --amount AMOUNT --category C [--note TEXT] [--override-budget] [--name NAME]
           secure pay --to ADDR [--category C] [--max-amount A]   answer the receiver's request
           secure retry [TRANSFER_ID] --to ADDR            re-send an unconfirmed payment, unchanged
@@ -188,11 +217,14 @@ enum PeerCommands {
         For scripts: --yes with --pin-source; --json prints events as lines. --expect-payee CARD|WALLET-ID
         (pay) and --expect-payer CARD|WALLET-ID (receive) decline any other wallet before the PIN; answering a
         request with --yes needs --max-amount AMOUNT, the most it approves.
+        A receiver serves until SIGINT or SIGTERM (live sessions may finish; a second signal ends them),
+        until --count N payments were received, or until --sessions N sessions ended, whatever their outcome
+        (then it exits with the first failed session's code). A failed connection never ends it.
         """
 
     static let options: Set<String> = walletOptions.union([
         "listen", "to", "amount", "category", "note", "request", "name",
-        "distance", "ranging-file", "count", "seed", "issuer", "expect-payee", "expect-payer", "max-amount",
+        "distance", "ranging-file", "count", "sessions", "seed", "issuer", "expect-payee", "expect-payer", "max-amount",
     ])
     static let flags: Set<String> = appendingFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
 
@@ -266,10 +298,19 @@ enum PeerCommands {
     /// append credits from the wallet state it opened with, so no other process may append meanwhile (a
     /// `secure spend` gets "wallet busy"). Reading commands take no lock, so they run while it listens and
     /// while a session appends, and each sees the ledger before or after a credit.
+    ///
+    /// It serves until SIGINT or SIGTERM, until `--count` payments were received, or until `--sessions`
+    /// sessions ended whatever their outcome (scripts and tests that want one session's exit code). Stopping,
+    /// it accepts no more connections and waits a bounded time for live sessions to finish. A connection that
+    /// fails (garbage, silence, a dropped link) is logged and never ends it; see `PeerServer` for the caps.
     static func receive(_ arguments: Arguments) throws -> ExitCode {
         _ = try arguments.positionals(0, "no positional arguments")
         let (host, port) = try address(arguments.value("listen"))
-        let count = try arguments.integer("count", default: 1, max: 10_000)
+        let count = try arguments.value("count").map { _ in try arguments.integer("count", default: 1, max: 1_000_000) }
+        let sessionCount = try arguments.value("sessions").map { _ in
+            try arguments.integer("sessions", default: 1, max: 1_000_000)
+        }
+        let limits = try listenerLimits()
         let requested = try arguments.value("request").map { try MoneyText.parse($0) }
         let name = try plainText(arguments, "name") ?? "receiver"
         let note = try plainText(arguments, "note") ?? ""
@@ -282,33 +323,84 @@ enum PeerCommands {
         let (rangingSource, policy) = try ranging(arguments, person: person)
         let listener = try TCPListener(host: host, port: port)
         defer { listener.close() }
+        let server = PeerServer(listener: listener, limits: limits) { person.event($0, $1, $2) }
+        let signals = stopOnSignals(server, person: person)
+        defer { signals.forEach { $0.cancel() } }
         person.event("listening", ["address": "\(host):\(listener.port)"], "listening on \(host):\(listener.port)")
         let walletLock = NSLock()
-        let group = DispatchGroup()
-        final class Results: @unchecked Sendable { var codes: [ExitCode] = []; let lock = NSLock() }
+        final class Results: @unchecked Sendable {
+            var codes: [ExitCode] = []
+            var received = 0
+            let lock = NSLock()
+        }
         let results = Results()
         nonisolated(unsafe) let shared = (wallet, person, rangingSource)
-        for _ in 0..<count {
-            let transport = try listener.accept(timeoutSeconds: Double(PeerLimits.decisionTimeoutSeconds) * 20)
-            // Each payer gets its own thread; the wallet is shared behind one lock.
-            DispatchQueue.global().async(group: group) {
-                let code: ExitCode
-                do {
-                    let channel = try SecureChannel.respond(over: transport)
-                    let driver = try PeerDriver(
-                        wallet: shared.0, channel: channel, role: .receive(request: request), interface: shared.1,
-                        ranging: shared.2, policy: policy, displayName: name,
-                        walletLock: walletLock)
-                    code = exitCode(driver.run())
-                } catch {
-                    shared.1.event("error", ["error": "\(error)"], "session failed: \(error)")
-                    code = .failure
-                }
-                results.lock.withLock { results.codes.append(code) }
+        server.serve { channel, watch in
+            let code: ExitCode
+            do {
+                let driver = try PeerDriver(
+                    wallet: shared.0, channel: channel, role: .receive(request: request),
+                    interface: watch(try shared.1.session(sas: channel.sas.digits)),
+                    ranging: shared.2, policy: policy, displayName: name, walletLock: walletLock)
+                code = exitCode(driver.run())
+            } catch {
+                shared.1.event("error", ["error": "\(error)"], "session failed: \(error)")
+                code = .failure
+            }
+            let stop = results.lock.withLock { () -> Bool in
+                results.codes.append(code)
+                if code == .success { results.received += 1 }
+                return count.map { results.received >= $0 } == true
+                    || sessionCount.map { results.codes.count >= $0 } == true
+            }
+            if stop { server.stop() }
+        }
+        // With --sessions, the exit code is the first failed session's (as one session's was before); a
+        // receiver stopped by a signal or by --count succeeded at serving: each failure was logged.
+        guard sessionCount != nil else { return .success }
+        return results.lock.withLock { results.codes.first { $0 != .success } ?? .success }
+    }
+
+    /// SIGINT and SIGTERM stop the server gracefully; a second one drops the live sessions too.
+    static func stopOnSignals(_ server: PeerServer, person: TerminalPerson) -> [DispatchSourceSignal] {
+        // The person's events are serialized by its own lock.
+        nonisolated(unsafe) let person = person
+        return [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                person.event(
+                    "stopping", ["signal": "\(number)"],
+                    "stopping: no new connections; live sessions may finish (a second signal ends them)")
+                server.stop()
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    /// The receiver's caps and deadlines. SECURE_TEST_RECEIVER_LIMITS, for tests only, lowers them so a test
+    /// reaches them with few attackers: comma-separated `handshakes=N`, `sessions=N`, `per-source=N`,
+    /// `handshake-seconds=S`, `session-seconds=S`, `drain-seconds=S`.
+    static func listenerLimits() throws -> ListenerLimits {
+        var limits = ListenerLimits()
+        guard let text = ProcessInfo.processInfo.environment["SECURE_TEST_RECEIVER_LIMITS"] else { return limits }
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let value = Double(parts[1]), value > 0, value <= 1_000_000 else {
+                throw UsageError("SECURE_TEST_RECEIVER_LIMITS: \"\(item)\" is not NAME=POSITIVE-NUMBER")
+            }
+            switch parts[0] {
+            case "handshakes": limits.handshakeCountMax = Int(value)
+            case "sessions": limits.sessionCountMax = Int(value)
+            case "per-source": limits.perSourceCountMax = Int(value)
+            case "handshake-seconds": limits.handshakeTimeoutSeconds = value
+            case "session-seconds": limits.sessionTimeoutSeconds = value
+            case "drain-seconds": limits.drainTimeoutSeconds = value
+            default: throw UsageError("SECURE_TEST_RECEIVER_LIMITS: unknown limit \"\(parts[0])\"")
             }
         }
-        group.wait()
-        return results.codes.first { $0 != .success } ?? .success
+        return limits
     }
 
     static func pay(_ arguments: Arguments, retrying: String??) throws -> ExitCode {
@@ -345,7 +437,8 @@ enum PeerCommands {
         let (rangingSource, policy) = try ranging(arguments, person: person)
         let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
         let driver = try PeerDriver(
-            wallet: wallet, channel: channel, role: role, interface: person, ranging: rangingSource,
+            wallet: wallet, channel: channel, role: role, interface: try person.session(sas: channel.sas.digits),
+            ranging: rangingSource,
             policy: policy, displayName: try plainText(arguments, "name") ?? "payer")
         return exitCode(driver.run())
     }

@@ -207,7 +207,9 @@ struct PeerCLITests {
         return world
     }
 
-    /// Runs a receiver in the background and a payer in the foreground; returns both results.
+    /// Runs a receiver in the background and a payer in the foreground; returns both results. The receiver
+    /// serves until stopped, so it is given `--count 1` (it ends after one payment received) and `--sessions 1`
+    /// (it also ends after one session that failed, with that session's exit code).
     static func session(
         _ world: WalletCLITests.World, receiver: [String], payer: [String], payerName: String = "alice",
         payeeName: String = "bob"
@@ -217,7 +219,8 @@ struct PeerCLITests {
         let box = Box()
         let done = DispatchSemaphore(value: 0)
         let receiveArguments =
-            ["receive", "--listen", "127.0.0.1:" + port, "--yes"] + receiver + world.wallet(payeeName)
+            ["receive", "--listen", "127.0.0.1:" + port, "--yes", "--count", "1", "--sessions", "1"] + receiver
+            + world.wallet(payeeName)
         Thread.detachNewThread {
             box.result = try? world.run(receiveArguments)
             done.signal()
@@ -285,7 +288,11 @@ struct PeerCLITests {
         let receiver = Box(), payer = Box()
         let receiverDone = DispatchSemaphore(value: 0), payerDone = DispatchSemaphore(value: 0)
         let receiveArguments =
-            ["receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb"]
+            [
+                "receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--ranging-file", "bob-uwb",
+                "--sessions",
+                "1",
+            ]
             + world.wallet("bob")
         Thread.detachNewThread {
             receiver.result = try? world.run(receiveArguments)
@@ -381,7 +388,7 @@ struct PeerCLITests {
         let receiveArguments =
             [
                 "receive", "--listen", "127.0.0.1:" + port, "--yes", "--json", "--allow-simulated-ranging",
-                "--distance", "420",
+                "--distance", "420", "--sessions", "1",
             ] + world.wallet("bob")
         Thread.detachNewThread {
             receiver.result = try? world.run(receiveArguments)
