@@ -95,26 +95,9 @@ final class Adversary {
         let withVictimLog = victimLog != nil && chance(500)
         let envelope = Envelope(transfer, payerLog: withVictimLog ? victimLog! : forger.log)
         simulator.stats.forgedTransfers += 1
-        var answer: String
-        do {
-            let outcome = try simulator.quietly(target) {
-                try $0.accept(envelope, policy: TransferPolicy(acceptsWithoutProximity: true)).1
-            }
-            if case .recorded = outcome { simulator.stats.forgedCredited += 1 }
-            answer = simulator.outcomeName(outcome)
-        } catch {
-            answer = "error " + Simulator.errorName(error)
-        }
-        if simulator.config.broken == .creditsForgedTransfer {
-            let order = transfer.payload.order
-            _ = try? simulator.quietly(target) {
-                try $0.appendDraft(
-                    EntryDraft(
-                        kind: .paymentIn, amount: order.amount, counterparty: order.payerWalletID.bytes,
-                        statement: transfer.statementReference, payload: transfer.encoded))
-            }
-            answer += ", planted its credit"
-        }
+        let (answer, credited) = try deliver(
+            envelope, transfer, to: target, simulator, planting: simulator.config.broken == .creditsForgedTransfer)
+        if credited { simulator.stats.forgedCredited += 1 }
         simulator.note(
             "forger: \(amount) claiming w\(victim.index) to w\(target.index) "
                 + "with \(withVictimLog ? "the victim's" : "its own") log: \(answer)")
@@ -137,17 +120,34 @@ final class Adversary {
         let transfer = try payer.pay(target.walletID, amount: amount)
         let envelope = Envelope(transfer, payerLog: payer.log)
         simulator.stats.selfIssued += 1
+        let (answer, credited) = try deliver(
+            envelope, transfer, to: target, simulator, planting: simulator.config.broken == .creditsUntrustedAsset)
+        if credited { simulator.stats.selfIssuedCredited += 1 }
+        simulator.note("self-issuer: \(order(transfer)) to w\(target.index): \(answer)")
+        return true
+    }
+
+    private func order(_ transfer: SignedTransfer) -> String { "\(transfer.payload.order.amount)" }
+
+    /// Hands a dishonest transfer file to `target` through the real `accept`, and, in the broken variant
+    /// `planting`, appends its credit anyway (for the auditor to catch). Returns what the wallet answered and
+    /// whether it credited the transfer.
+    private func deliver(
+        _ envelope: Envelope, _ transfer: SignedTransfer, to target: SimulatedWallet, _ simulator: Simulator,
+        planting: Bool
+    ) throws -> (String, Bool) {
         var answer: String
+        var credited = false
         do {
             let outcome = try simulator.quietly(target) {
                 try $0.accept(envelope, policy: TransferPolicy(acceptsWithoutProximity: true)).1
             }
-            if case .recorded = outcome { simulator.stats.selfIssuedCredited += 1 }
+            if case .recorded = outcome { credited = true }
             answer = simulator.outcomeName(outcome)
         } catch {
             answer = "error " + Simulator.errorName(error)
         }
-        if simulator.config.broken == .creditsUntrustedAsset {
+        if planting {
             let order = transfer.payload.order
             _ = try? simulator.quietly(target) {
                 try $0.appendDraft(
@@ -157,11 +157,8 @@ final class Adversary {
             }
             answer += ", planted its credit"
         }
-        simulator.note("self-issuer: \(order(transfer)) to w\(target.index): \(answer)")
-        return true
+        return (answer, credited)
     }
-
-    private func order(_ transfer: SignedTransfer) -> String { "\(transfer.payload.order.amount)" }
 
     // MARK: The refusal forger
 
