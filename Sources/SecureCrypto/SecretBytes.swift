@@ -1,6 +1,7 @@
 internal import CValgrindShim
 
-/// Secret bytes (keys, shared secrets) held in memory that is overwritten when the last copy goes away.
+/// Secret bytes (keys, shared secrets) held in memory that is overwritten when the last copy goes away, in
+/// pages that core dumps leave out (`SecretArena`).
 /// Copies of the struct share one immutable buffer; nothing here ever hands out a mutable view.
 /// Equality is constant-time.
 public struct SecretBytes: Sendable, Equatable, CustomStringConvertible {
@@ -10,13 +11,13 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible {
 
         init(count: Int) {
             self.count = count
-            pointer = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
+            pointer = SecretArena.shared.allocate(Swift.max(count, 1))
             pointer.initializeMemory(as: UInt8.self, repeating: 0, count: Swift.max(count, 1))
         }
 
         deinit {
             secureZero(pointer, count)
-            pointer.deallocate()
+            SecretArena.shared.release(pointer, count: Swift.max(count, 1))
         }
 
         func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {

@@ -45,8 +45,15 @@ public final class PeerActions {
     private var knownPeerLog: (walletID: WalletID, log: KeyEventLog?)?
     /// The peer's key-event log the lookup answered the machine with (nil: none known).
     public private(set) var lookedUpKeyLog: KeyEventLog?
+    /// This session's hold on the unlocked token. The environment's timer ends it at its deadline whatever the
+    /// session is doing (blocked on a ranging source, a stalled peer); the session ends it at its end.
+    private let hold = PINHold()
+    /// How long an approval's PIN is held: `pinHoldMillisecondsMax`, or less in tests.
+    public let pinHoldMilliseconds: Int64
     /// When the PIN's hold ends, on the environment's clock; nil while this session holds no token.
-    public private(set) var pinHeldUntil: Int64?
+    public var pinHeldUntil: Int64? { hold.until }
+    /// Whether this session's PIN hold ran out: every later step that needs a signature then fails.
+    public var pinHoldExpired: Bool { hold.expired }
     /// A planted bug for the simulator's broken variant (nil in production): the lookup is answered at once
     /// with the key-event log as known before, instead of waiting for the peer's rotated log.
     @_spi(Simulation) public var answersLookupBeforeKeyEvents = false
@@ -54,8 +61,12 @@ public final class PeerActions {
     /// Prepares one side of a session. `helloSize` is the checkpoint size of this wallet's hello.
     public init(
         wallet: Wallet, machine: Machine, helloSize: UInt64, environment: PeerEnvironment,
-        walletLock: NSLock = NSLock()
+        walletLock: NSLock = NSLock(), pinHoldMilliseconds: Int64 = PeerActions.pinHoldMillisecondsMax
     ) {
+        precondition(
+            pinHoldMilliseconds > 0 && pinHoldMilliseconds <= Self.pinHoldMillisecondsMax,
+            "the PIN hold may only be shortened, for tests")
+        self.pinHoldMilliseconds = pinHoldMilliseconds
         self.wallet = wallet
         self.machine = machine
         self.helloSize = helloSize
@@ -205,32 +216,66 @@ public final class PeerActions {
 
     /// Lets go of the token at the session's end: it locks when no other session of the process holds it.
     public func finishSession() {
-        if pinHeldUntil != nil {
+        if hold.end(expired: false) {
             environment.releaseToken(wallet.token)
         } else {
             environment.lockTokenIfUnheld(wallet.token)
         }
-        pinHeldUntil = nil
     }
 
-    /// Wipes the PIN once its approval's time is up; later token steps then fail and the payment stays
-    /// retryable (pending), never lost.
+    /// Wipes the PIN once its approval's time is up, on the environment's clock (the simulator's loop calls
+    /// this; a real session's timer does the same at the deadline). Later token steps then fail and the
+    /// payment stays retryable (pending), never lost.
     public func releasePINIfExpired() {
-        if let until = pinHeldUntil, environment.now() >= until {
-            environment.releaseToken(wallet.token)
-            pinHeldUntil = nil
+        if let until = hold.until, environment.now() >= until { expireHold(generation: nil) }
+    }
+
+    /// Ends the hold because its time is up (`generation`: only the hold the timer was armed for). Taken
+    /// under the wallet's lock, so no signature of this process is halfway through when the token locks.
+    private func expireHold(generation: Int?) {
+        let ended = walletLock.withLock {
+            let ended = hold.end(generation: generation, expired: true)
+            if ended { environment.releaseToken(wallet.token) }
+            return ended
+        }
+        if ended {
             environment.person.event(
-                "pin", [:], "the PIN was wiped after \(Self.pinHoldMillisecondsMax / 1000) seconds")
+                "pin", ["expired": "\(pinHoldMilliseconds)"],
+                "the PIN hold expired: the PIN was wiped \(Self.seconds(pinHoldMilliseconds)) after the approval")
         }
     }
 
+    private static func seconds(_ milliseconds: Int64) -> String {
+        milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : String(format: "%.1f s", Double(milliseconds) / 1000)
+    }
+
+    /// Refuses a step that needs the token once this session's PIN hold ran out: the session ends there, and
+    /// a step before the debit records nothing.
+    private func requireLiveHold(_ step: String) throws {
+        guard hold.expired else { return }
+        throw WalletError(
+            .refused,
+            "PIN hold expired: the PIN was wiped \(Self.seconds(pinHoldMilliseconds)) after the approval, before "
+                + "\(step); nothing was recorded by this step")
+    }
+
+    /// Starts this session's hold (or renews it after a new PIN) and arms its timer.
+    private func beginHold() {
+        let generation = hold.begin(until: environment.now() + pinHoldMilliseconds)
+        // Weak: a finished session is not kept alive for the rest of its hold.
+        nonisolated(unsafe) weak var actions = self
+        environment.armPINTimer(milliseconds: pinHoldMilliseconds) { actions?.expireHold(generation: generation) }
+    }
+
     /// A retried transfer was approved in its first session (the ready record is that approval), and a
-    /// reversal only returns the payer's own money: both may unlock the token without a new prompt.
+    /// reversal only returns the payer's own money: both may unlock the token without a new prompt. A session
+    /// whose own hold ran out does not ask again: it ends.
     private func unlockWithoutPrompt(_ why: String) throws {
-        guard pinHeldUntil == nil else { return }
+        try requireLiveHold("the token was needed to " + why)
+        guard hold.until == nil else { return }
         // Hold first: then no other session of this process can lock the token between the check and the use.
         environment.holdToken(wallet.token)
-        pinHeldUntil = environment.now() + Self.pinHoldMillisecondsMax
+        beginHold()
         guard !wallet.token.isUnlocked else { return }
         environment.person.event("pin", [:], "the token needs the PIN to \(why)")
         try holdUnlocked()
@@ -239,15 +284,15 @@ public final class PeerActions {
     /// Logs in with this approval's PIN (a wrong one is refused here, even while another session of this
     /// process holds the token) and holds the token for this session until its end or the PIN's time is up.
     private func holdUnlocked() throws {
-        if pinHeldUntil == nil { environment.holdToken(wallet.token) }
+        if hold.until == nil { environment.holdToken(wallet.token) }
         do {
             try wallet.token.unlock(pin: try environment.person.readPIN(), confirmFinalTry: false)
         } catch {
+            _ = hold.end(expired: false)
             environment.releaseToken(wallet.token)
-            pinHeldUntil = nil
             throw error
         }
-        pinHeldUntil = environment.now() + Self.pinHoldMillisecondsMax
+        beginHold()
     }
 
     // MARK: Actions
@@ -502,7 +547,8 @@ public final class PeerActions {
             return mutate(payer: { $0.rangingFailed(error) }, payee: { $0.rangingFailed(error) })
         }
         let signed = try walletLock.withLock {
-            try task.context.measurement(role: task.role, summary: summary, source: source).sign(
+            try requireLiveHold("the measurement was signed")
+            return try task.context.measurement(role: task.role, summary: summary, source: source).sign(
                 with: try wallet.signer)
         }
         person.event(
@@ -525,7 +571,8 @@ public final class PeerActions {
     private func commitDebit(_ task: DebitTask, _ action: PeerAction) throws -> [PeerAction] {
         try environment.crashPoint(.beforeDebit, of: action)
         let (debit, transfer) = try walletLock.withLock {
-            try wallet.commitDebit(
+            try requireLiveHold("the debit")
+            return try wallet.commitDebit(
                 order: task.order, draft: task.draft, expectedPosition: task.position,
                 message: { PeerMessage.transfer(task.pending($0)).encoded })
         }

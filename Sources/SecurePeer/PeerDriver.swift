@@ -40,7 +40,8 @@ public final class PeerDriver {
     /// Prepares a session on an open channel. The wallet's latest checkpoint goes into `hello`.
     public init(
         wallet: Wallet, channel: SecureChannel, role: Role, interface: PeerInterface, ranging: RangingConfiguration,
-        policy: RangingPolicy, displayName: String, walletLock: NSLock = NSLock(), timeoutScale: Double = 1
+        policy: RangingPolicy, displayName: String, walletLock: NSLock = NSLock(), timeoutScale: Double = 1,
+        pinHoldMilliseconds: Int64 = PeerActions.pinHoldMillisecondsMax
     ) throws {
         precondition(timeoutScale > 0 && timeoutScale <= 1, "timeouts may only be shortened, for tests of silent links")
         self.timeoutScale = timeoutScale
@@ -68,7 +69,7 @@ public final class PeerDriver {
         actions = PeerActions(
             wallet: wallet, machine: machine, helloSize: hello.checkpoint.checkpoint.size,
             environment: ChannelEnvironment(channel: channel, person: interface, ranging: ranging),
-            walletLock: walletLock)
+            walletLock: walletLock, pinHoldMilliseconds: pinHoldMilliseconds)
     }
 
     // MARK: The loop
@@ -167,6 +168,10 @@ final class ChannelEnvironment: PeerEnvironment {
 
     func rangingSamples(show: (UInt32) -> Void) throws -> (source: RangingSource, samples: [UInt32]) {
         try ranging.samples(show: show)
+    }
+
+    func armPINTimer(milliseconds: Int64, _ fire: @escaping @Sendable () -> Void) {
+        HoldTimers.shared.arm(after: Double(milliseconds) / 1000, fire)
     }
 
     func holdToken(_ token: WalletToken) { TokenHolds.shared.acquire(token) }

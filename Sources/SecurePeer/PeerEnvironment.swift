@@ -29,6 +29,9 @@ public protocol PeerEnvironment: AnyObject {
     func releaseToken(_ token: WalletToken)
     /// Locks the token unless another session holds it.
     func lockTokenIfUnheld(_ token: WalletToken)
+    /// Calls `fire` once after `milliseconds` on another thread, whatever the session is doing: the PIN hold's
+    /// timer. Environments whose loop checks the hold on their own clock (the simulator) need not.
+    func armPINTimer(milliseconds: Int64, _ fire: @escaping @Sendable () -> Void)
     /// A point where the process may die (the simulator throws); the CLI does nothing.
     func crashPoint(_ point: PeerCrashPoint, of action: PeerAction) throws
     /// An action failed with this error. Return to let PeerActions turn it into the machine's answer
@@ -37,6 +40,8 @@ public protocol PeerEnvironment: AnyObject {
 }
 
 extension PeerEnvironment {
+    public func armPINTimer(milliseconds: Int64, _ fire: @escaping @Sendable () -> Void) {}
+
     public func crashPoint(_ point: PeerCrashPoint, of action: PeerAction) throws {}
 
     public func failed(_ error: Error, during action: PeerAction) throws {

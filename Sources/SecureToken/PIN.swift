@@ -1,11 +1,12 @@
 import Foundation
+import SecureCrypto
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A PIN in memory that is locked against swapping where the system allows it and wiped when the PIN is
-/// discarded or released. It is a class so that there is exactly one copy to wipe.
+/// A PIN in memory that is locked against swapping where the system allows it, left out of core dumps
+/// (`SecretArena`), and wiped when the PIN is discarded or released. It is a class so that there is exactly one copy to wipe.
 public final class PIN: @unchecked Sendable {
     /// The longest PIN accepted; PKCS#11 tokens allow far less (PIV: 8, SoftHSM: 255).
     public static let byteCountMax = 256
@@ -20,8 +21,8 @@ public final class PIN: @unchecked Sendable {
         guard bytes.count <= Self.byteCountMax else {
             throw TokenError(.pinUnavailable, "the PIN is longer than \(Self.byteCountMax) bytes")
         }
-        storage = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.byteCountMax, alignment: 16)
-        _ = mlock(storage.baseAddress, storage.count)
+        storage = UnsafeMutableRawBufferPointer(
+            start: SecretArena.shared.allocate(Self.byteCountMax), count: Self.byteCountMax)
         storage.copyMemory(from: bytes)
         length = bytes.count
     }
@@ -39,9 +40,11 @@ public final class PIN: @unchecked Sendable {
 
     deinit {
         explicit_bzero(storage.baseAddress!, storage.count)
-        munlock(storage.baseAddress, storage.count)
-        storage.deallocate()
+        SecretArena.shared.release(storage.baseAddress!, count: storage.count)
     }
+
+    /// Where the PIN's bytes are, for tests that check how its memory is kept.
+    var address: UnsafeRawPointer { UnsafeRawPointer(storage.baseAddress!) }
 
     /// Whether the PIN was discarded (after a wrong-PIN answer, or at the end of its approval).
     public var isDiscarded: Bool { lock.withLock { length == 0 } }

@@ -33,6 +33,9 @@ final class TerminalPerson: PeerInterface {
     /// timeout) and then fails "busy", so two sessions never share the terminal and a PIN read is never
     /// interleaved with another session's question.
     static let promptQueue = NSLock()
+    /// How long a question or a PIN read may wait, the wait for the prompt queue included:
+    /// `PeerLimits.decisionTimeoutSeconds`, lowered only by SECURE_TEST_RECEIVER_LIMITS' `decision-seconds`.
+    nonisolated(unsafe) static var decisionSeconds = Double(PeerLimits.decisionTimeoutSeconds)
 
     init(arguments: Arguments, tokenURI: PKCS11URI, tokenLabel: String) throws {
         self.arguments = arguments
@@ -117,8 +120,7 @@ final class TerminalPerson: PeerInterface {
             return .approve(overridingBudget: overriding)
         }
         guard
-            let answer = Self.ask(
-                details + question + " [y/N] ", timeoutSeconds: PeerLimits.decisionTimeoutSeconds)
+            let answer = Self.ask(details + question + " [y/N] ")
         else {
             event("approval", ["answer": "none"], "no answer (or another session held the prompt: busy); declined")
             return .decline
@@ -132,8 +134,8 @@ final class TerminalPerson: PeerInterface {
         guard !yes,
             let answer = Self.ask(
                 (request.note.isEmpty ? "" : "  note:   " + PeerText.quoted(request.note) + "\n")
-                    + "\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount)). Category: ",
-                timeoutSeconds: PeerLimits.decisionTimeoutSeconds), !answer.isEmpty
+                    + "\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount)). Category: "
+            ), !answer.isEmpty
         else { return nil }
         return answer
     }
@@ -147,16 +149,36 @@ final class TerminalPerson: PeerInterface {
         } else {
             source = .prompt
         }
-        let deadline = Date(timeIntervalSinceNow: Double(PeerLimits.decisionTimeoutSeconds))
+        let deadline = Date(timeIntervalSinceNow: Self.decisionSeconds)
         guard Self.promptQueue.lock(before: deadline) else {
             throw WalletError(.refused, "busy: another session kept the prompt for the whole PIN wait; declined")
         }
         defer { Self.promptQueue.unlock() }
+        Self.output.withLock {
+            Self.endLiveLine()
+            fflush(nil)
+        }
         return try source.read(prompt: "PIN for token \"\(tokenLabel)\": ")
     }
 
+    /// Whether the last thing written to the terminal is the live distance line, without its newline.
+    nonisolated(unsafe) private static var liveLineOpen = false
+
     func event(_ name: String, _ fields: [String: String], _ text: String) {
+        // On a terminal, the distance is one line redrawn in place, never while a prompt is open (a prompt
+        // holds the queue; a reading that finds it taken is not drawn). Everywhere else each reading is a line.
+        if name == "distance", !json, isatty(STDOUT_FILENO) == 1 {
+            guard Self.promptQueue.try() else { return }
+            defer { Self.promptQueue.unlock() }
+            Self.output.withLock {
+                print("\r\u{1B}[2K" + text, terminator: "")
+                Self.liveLineOpen = true
+                fflush(nil)
+            }
+            return
+        }
         Self.output.withLock {
+            Self.endLiveLine()
             if json {
                 var object: [String: Any] = ["event": name, "text": text]
                 for (key, value) in fields { object[key] = value }
@@ -169,12 +191,24 @@ final class TerminalPerson: PeerInterface {
         }
     }
 
+    /// Ends the live distance line, so what comes next starts on a line of its own. Callers hold `output`.
+    private static func endLiveLine() {
+        if liveLineOpen {
+            print("")
+            liveLineOpen = false
+        }
+    }
+
     /// Asks on the terminal, waiting at most `timeoutSeconds` for a line, the wait for the prompt queue
     /// included: nil (declined) when another session holds the prompt that long.
-    static func ask(_ question: String, timeoutSeconds: Int) -> String? {
-        let deadline = Date(timeIntervalSinceNow: Double(timeoutSeconds))
+    static func ask(_ question: String, timeoutSeconds: Double = decisionSeconds) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         guard promptQueue.lock(before: deadline) else { return nil }
         defer { promptQueue.unlock() }
+        output.withLock {
+            endLiveLine()
+            fflush(nil)
+        }
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard terminal >= 0 else { return nil }
         defer { close(terminal) }
@@ -381,7 +415,7 @@ enum PeerCommands {
 
     /// The receiver's caps and deadlines. SECURE_TEST_RECEIVER_LIMITS, for tests only, lowers them so a test
     /// reaches them with few attackers: comma-separated `handshakes=N`, `sessions=N`, `per-source=N`,
-    /// `handshake-seconds=S`, `session-seconds=S`, `drain-seconds=S`.
+    /// `handshake-seconds=S`, `session-seconds=S`, `drain-seconds=S`, `decision-seconds=S` (only lowered).
     static func listenerLimits() throws -> ListenerLimits {
         var limits = ListenerLimits()
         guard let text = ProcessInfo.processInfo.environment["SECURE_TEST_RECEIVER_LIMITS"] else { return limits }
@@ -397,6 +431,7 @@ enum PeerCommands {
             case "handshake-seconds": limits.handshakeTimeoutSeconds = value
             case "session-seconds": limits.sessionTimeoutSeconds = value
             case "drain-seconds": limits.drainTimeoutSeconds = value
+            case "decision-seconds": TerminalPerson.decisionSeconds = min(value, TerminalPerson.decisionSeconds)
             default: throw UsageError("SECURE_TEST_RECEIVER_LIMITS: unknown limit \"\(parts[0])\"")
             }
         }

@@ -77,4 +77,39 @@ struct HostilePeerTextTests {
             #expect(result.status == 2 && result.stderr.contains("control or format character"), "\(result.stderr)")
         }
     }
+
+    /// Issue 13, case 3: on a terminal the distance is one line redrawn in place, not one line per reading.
+    @Test func theDistanceIsOneLiveLineOnATerminal() throws {
+        let world = try PeerCLITests.funded()
+        let readings = (0..<20).map { "\(400 + $0 * 3)\n" }.joined()
+        try readings.write(toFile: world.directory + "/uwb.txt", atomically: true, encoding: .utf8)
+        let port = String(Int.random(in: 20_000..<40_000))
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: Run.secure)
+        receiver.arguments =
+            [
+                "receive", "--listen", "127.0.0.1:" + port, "--yes", "--count", "1", "--sessions", "1",
+                "--ranging-file", "uwb.txt",
+            ] + world.wallet("bob")
+        receiver.environment = ProcessInfo.processInfo.environment.merging(world.environment) { $1 }
+        receiver.currentDirectoryURL = URL(fileURLWithPath: world.directory)
+        receiver.standardOutput = FileHandle.nullDevice
+        receiver.standardError = FileHandle.nullDevice
+        try receiver.run()
+        defer { if receiver.isRunning { receiver.terminate() } }
+        Thread.sleep(forTimeInterval: 1.0)
+        let result = try Run.program(
+            RotationCLITests.python,
+            [
+                Self.screen, "--until", "[y/N]", "--answer", "y", "--timeout", "60", "--", Run.secure, "pay", "--to",
+                "127.0.0.1:" + port, "--amount", "2.00 EUR", "--category", "food", "--ranging-file", "uwb.txt",
+            ] + world.wallet("alice"),
+            environment: world.environment, directory: world.directory)
+        receiver.waitUntilExit()
+        let lines = result.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains("exit 0"), "\(result.output)")
+        let distanceLines = lines.filter { $0.hasPrefix("distance ") }
+        #expect(distanceLines == ["distance 0.46 m"], "one line, showing the last reading:\n\(result.output)")
+        #expect(lines.contains { $0.hasPrefix("measured ") }, "\(result.output)")
+    }
 }

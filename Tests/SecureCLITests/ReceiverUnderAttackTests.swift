@@ -192,4 +192,62 @@ struct ReceiverUnderAttackTests {
         #expect(!pin.isEmpty && !receiver.output.contains(pin), "the PIN appeared in the receiver's output")
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("2.00 EUR"))
     }
+
+    /// One person, one prompt: while one session holds the PIN read (a FIFO nobody has written yet), a second
+    /// session waits with its own timer running and then fails "busy", declined before any debit; the first
+    /// goes on once the PIN comes and is paid.
+    @Test func aSessionThatCannotGetThePromptFailsBusy() throws {
+        let world = try World(wallets: ["alice", "carol", "bob"])
+        try world.fund("alice", "20.00 EUR")
+        try world.fund("carol", "20.00 EUR")
+        let fifo = world.directory + "/bob-pin.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let pin = try String(contentsOfFile: world.directory + "/toks/bob.pin", encoding: .utf8)
+        // The FIFO gives the PIN once when the receiver opens the wallet, and again only when `gate` opens.
+        let gate = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            for round in 0..<2 {
+                if round == 1 { gate.wait() }
+                let writer = open(fifo, O_WRONLY)
+                _ = pin.withCString { write(writer, $0, strlen($0)) }
+                close(writer)
+            }
+        }
+        let port = String(Int.random(in: 20_000..<40_000))
+        let receiver = try Receiver(
+            world, port: port,
+            arguments: [
+                "--count", "1", "--allow-simulated-ranging", "--distance", "420", "--wallet", "bob", "--pin-source",
+                "file:" + fifo,
+            ],
+            environment: ["SECURE_TEST_RECEIVER_LIMITS": "decision-seconds=3"])
+        defer { if receiver.process.isRunning { receiver.process.terminate() } }
+        try #require(receiver.output.contains("\"listening\""), "\(receiver.output)")
+        final class Box: @unchecked Sendable { var result: ProcessResult? }
+        let alice = Box()
+        let aliceDone = DispatchSemaphore(value: 0)
+        let pay: @Sendable (String) throws -> ProcessResult = { name in
+            try world.run(
+                [
+                    "pay", "--to", "127.0.0.1:" + port, "--yes", "--amount", "1.00 EUR", "--category", "food",
+                    "--allow-simulated-ranging", "--distance", "400",
+                ] + world.wallet(name))
+        }
+        Thread.detachNewThread {
+            alice.result = try? pay("alice")
+            aliceDone.signal()
+        }
+        // Alice's session reaches the PIN read and holds the prompt queue (the FIFO has no writer yet).
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while !receiver.output.contains("\"approval\"") && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        let carol = try pay("carol")
+        #expect(carol.status == 11, "\(carol.output) \(carol.stderr)")
+        #expect(receiver.output.contains("busy"), "\(receiver.output)")
+        gate.signal()
+        aliceDone.wait()
+        #expect(alice.result?.status == 0, "\(alice.result?.output ?? "") \(alice.result?.stderr ?? "")")
+        #expect(receiver.waitForExit(seconds: 30), "the receiver did not end after one payment")
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("1.00 EUR"))
+        #expect(try world.run(["balance"] + world.wallet("carol")).output.contains("20.00 EUR"))
+    }
 }

@@ -73,6 +73,23 @@ struct URITests {
 
 @Suite("PIN sources and PIN state")
 struct PINSourceTests {
+    /// Issue 13, case 4: secret buffers are left out of core dumps (MADV_DONTDUMP, "dd" in smaps) and reused
+    /// after wiping; a PIN's bytes, a small key and a large secret all are.
+    @Test func secretsAreInPagesThatCoreDumpsLeaveOut() throws {
+        let pin = try PIN("123456")
+        #expect(SecretArena.isExcludedFromDumps(pin.address))
+        for count in [0, 32, 4096, 20_000] {
+            let secret = SecretBytes(randomCount: count)
+            secret.withUnsafeBytes { buffer in
+                if let base = buffer.baseAddress { #expect(SecretArena.isExcludedFromDumps(base), "\(count) bytes") }
+            }
+        }
+        // An ordinary heap allocation is not, so the check can fail.
+        let plain = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+        defer { plain.deallocate() }
+        #expect(!SecretArena.isExcludedFromDumps(plain))
+    }
+
     @Test func parsesSpecs() throws {
         #expect(try PINSource(spec: "prompt") == .prompt)
         #expect(try PINSource(spec: "file:/a/b") == .file("/a/b"))
