@@ -11,7 +11,8 @@ import SecureTestSupport
 /// Every decoder that reads outside bytes, in one libFuzzer binary (docs/FUZZING.md). The first input byte
 /// picks the decoder (modulo the count); the rest is its input. Signed statements are re-signed with fixed
 /// test keys after the mutation, so that the real checks behind the signature run on fuzzed payloads, and
-/// what those checks accept is applied to an in-memory ledger (`LedgerState.apply`).
+/// what those checks accept is applied to the ledger's state (`LedgerState.apply`) and then appended to a real
+/// SQLCipher ledger (`LedgerStore.append`, the store step).
 enum Selector: UInt8, CaseIterable {
     case transfer, receipt, refusal, voucher, checkpoint, signedCheckpoint, envelope, walletCard, walletCardText
     case keyEvent, keyEventLog, forkEvidence, auditBundle, peerMessage, wrappedKeyFile, rangingLine, pkcs11URI
@@ -139,22 +140,87 @@ struct Fixture {
     }
 }
 
+/// The store step: a real SQLCipher ledger that starts with a wallet's entries and takes every entry the
+/// checks accepted and its state applied, appended after the ones it already holds, each with a checkpoint
+/// signed by the wallet's fixed key in the append's transaction, as `Wallet.append` does. It lives in
+/// /dev/shm where there is one, so the fuzzer is not bound by fsync, and is removed at exit.
+final class StoreStep {
+    let directory: String
+    let store: LedgerStore
+    let wallet: SoftwareWallet
+    private(set) var state = LedgerState()
+    private var peaks = MerkleCompactRange()
+    private var counter: UInt64 = 0
+
+    init(_ wallet: SoftwareWallet, name: String) throws {
+        self.wallet = wallet
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+        directory = "\(base)/secure-fuzz-\(getpid())-\(name)"
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        store = try LedgerStore.create(
+            path: directory + "/ledger.db", key: SecretBytes(randomCount: 32), walletID: wallet.walletID)
+        for entry in wallet.entries { try append(entry) }
+    }
+
+    private func append(_ entry: LedgerEntry) throws {
+        let next = try state.applying(entry)
+        var nextPeaks = peaks
+        nextPeaks.append(leafHash: Merkle.leafHash(entry.encoded))
+        let wallet = self.wallet
+        try store.append([entry], treePeaks: nextPeaks) { index in
+            let checkpoint = try Checkpoint(
+                walletID: wallet.walletID, walletKey: wallet.key, keySequence: wallet.log.current.sequence,
+                keyEventPosition: wallet.log.current.ledgerPosition, state: next, root: nextPeaks.root,
+                time: entry.time, index: index.after)
+            return LedgerStore.Seal(checkpoint: try checkpoint.sign(with: wallet.signer).encoded)
+        }
+        state = next
+        peaks = nextPeaks
+    }
+
+    /// Appends what a check accepted at the store's next position; true when the store committed it.
+    func take(_ draft: EntryDraft) -> Bool {
+        counter += 1
+        var id = [UInt8](repeating: 0, count: 8)
+        withUnsafeBytes(of: counter.bigEndian) { id += $0 }
+        guard
+            let entry = try? draft.entry(
+                position: state.size, id: StatementID(bytes: id)!, time: max(state.lastTime, SoftwareWallet.startTime),
+                previousLink: state.head)
+        else { return false }
+        return (try? append(entry)) != nil
+    }
+}
+
 nonisolated(unsafe) private var fixture: Fixture = try! Fixture()
+/// The payee's ledger (accept, deposit) and the payer's after its debit (applyRefusal), on SQLCipher.
+nonisolated(unsafe) private var payeeStore = try! StoreStep(fixture.payee, name: "payee")
+nonisolated(unsafe) private var payerStore = try! StoreStep(fixture.payer, name: "payer")
 /// How often each selector's checks accepted a statement and the ledger applied it (the store step).
 nonisolated(unsafe) private var applied = [Int](repeating: 0, count: Selector.allCases.count)
 nonisolated(unsafe) private var runs = [Int](repeating: 0, count: Selector.allCases.count)
+/// SECURE_FUZZ_SELECTOR=NAME runs that decoder alone, whatever the first byte says (a long run per target).
+nonisolated(unsafe) private let forced: Selector? = ProcessInfo.processInfo.environment["SECURE_FUZZ_SELECTOR"].map {
+    name in
+    guard let selector = Selector.allCases.first(where: { "\($0)" == name }) else {
+        fatalError("SECURE_FUZZ_SELECTOR: no selector \(name) (\(Selector.allCases.map { "\($0)" }))")
+    }
+    return selector
+}
 
 /// Writes the seeds into $SECURE_FUZZ_SEEDS (scripts/fuzz points it at the corpus) and, at exit, prints
 /// the runs and store steps per selector.
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutableRawPointer) -> Int32 {
     if let directory = ProcessInfo.processInfo.environment["SECURE_FUZZ_SEEDS"] {
-        for (number, (selector, body)) in try! fixture.seeds().enumerated() {
+        for (number, (selector, body)) in try! fixture.seeds().enumerated() where forced == nil || forced == selector {
             let path = "\(directory)/seed-\(selector)-\(number)"
             FileManager.default.createFile(atPath: path, contents: Data([selector.rawValue] + body))
         }
     }
     atexit {
+        for step in [payeeStore, payerStore] { try? FileManager.default.removeItem(atPath: step.directory) }
         var lines = "FuzzDecoders selector runs (store steps):"
         for selector in Selector.allCases {
             lines += " \(selector)=\(runs[Int(selector.rawValue)])"
@@ -171,7 +237,7 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
 public func fuzzDecoders(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     guard size >= 1 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    let selector = Selector(rawValue: bytes[0] % UInt8(Selector.allCases.count))!
+    let selector = forced ?? Selector(rawValue: bytes[0] % UInt8(Selector.allCases.count))!
     let body = Array(bytes.dropFirst())
     runs[Int(selector.rawValue)] += 1
     if run(selector, body) { applied[Int(selector.rawValue)] += 1 }
@@ -263,7 +329,7 @@ private func transfer(_ body: [UInt8]) throws -> Bool {
         signed, walletID: fixture.payee.walletID, payerLog: fixture.payer.log, state: fixture.payee.state,
         policy: fixture.policy)
     guard let draft = draft(of: verdict) else { return false }
-    return apply(draft, to: fixture.payee.state)
+    return apply(draft, to: fixture.payee.state) && payeeStore.take(draft)
 }
 
 /// A fuzzed receipt of the honest transfer, re-signed by the payee's fixed key.
@@ -282,7 +348,7 @@ private func refusal(_ body: [UInt8]) throws -> Bool {
     let verdict = RefusalCheck.evaluate(
         signed, of: fixture.transfer, payeeLog: fixture.payee.log, state: fixture.payerStateAfterDebit)
     guard let draft = draft(of: verdict) else { return false }
-    return apply(draft, to: fixture.payerStateAfterDebit)
+    return apply(draft, to: fixture.payerStateAfterDebit) && payerStore.take(draft)
 }
 
 /// deposit: a fuzzed voucher, re-signed by the issuer's fixed key, checked by the payee (who trusts that
@@ -294,7 +360,7 @@ private func voucher(_ body: [UInt8]) throws -> Bool {
         signed, issuerLog: fixture.issuerLog, walletID: fixture.payee.walletID,
         trustedIssuers: [fixture.issuerLog.walletID], state: fixture.payee.state)
     guard let draft = draft(of: verdict) else { return false }
-    return apply(draft, to: fixture.payee.state)
+    return apply(draft, to: fixture.payee.state) && payeeStore.take(draft)
 }
 
 /// A fuzzed checkpoint, re-signed by the payer's fixed key, judged by the payer's log.

@@ -40,6 +40,9 @@ public final class PeerServer: @unchecked Sendable {
         var liveSince = Date()
         /// How many prompts or PIN reads of this session are open (a count: they may nest).
         var withPerson = 0
+        /// Whether our person approved in this session: from then on the payer may have debited, so a
+        /// stopping receiver lets the session finish.
+        var approved = false
         var evicted = false
 
         init(number: Int, source: String, transport: TCPTransport) {
@@ -72,12 +75,16 @@ public final class PeerServer: @unchecked Sendable {
         self.log = log
     }
 
-    /// Asks the server to stop: it accepts no more connections, drops the handshakes in progress and waits
-    /// (at most the drain time) for live sessions. A second request drops the live sessions too.
+    /// Asks the server to stop: it accepts no more connections, drops the handshakes in progress and the
+    /// sessions that no one approved yet and that are not at a prompt (nothing can have moved in them), and
+    /// waits (at most the drain time) for the sessions past an approval, where the payer may have debited,
+    /// and for open prompts. A second request drops every session.
     public func stop() {
         let doomed = lock.withLock { () -> [Connection] in
             stopRequests += 1
-            return connections.values.filter { !$0.live || stopRequests > 1 }
+            return connections.values.filter {
+                !$0.live || stopRequests > 1 || (!$0.approved && $0.withPerson == 0)
+            }
         }
         for connection in doomed { evict(connection, "the receiver is stopping") }
     }
@@ -249,7 +256,11 @@ final class PersonWatch: PeerInterface {
         return try body()
     }
 
-    func decide(_ approval: Approval) -> PeerDecision { atPrompt { person.decide(approval) } }
+    func decide(_ approval: Approval) -> PeerDecision {
+        let decision = atPrompt { person.decide(approval) }
+        if case .approve = decision { lock.withLock { connection.approved = true } }
+        return decision
+    }
 
     func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
         atPrompt { person.chooseCategory(for: request, from: peer) }
