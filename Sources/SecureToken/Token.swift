@@ -137,6 +137,9 @@ public final class Token: @unchecked Sendable {
         return uri
     }
 
+    /// Whether the token is still in its slot (`Module.tokenPresent`).
+    var isPresent: Bool { module.tokenPresent(slot) }
+
     /// Whether the token offers a PKCS#11 mechanism by number.
     func supports(mechanism: UInt) -> Bool { module.supports(slot, mechanism: mechanism) }
 
