@@ -182,7 +182,8 @@ public final class TokenSession: @unchecked Sendable {
     /// Runs one operation under the lock; a lost session or removed token gives a clean error and is
     /// reopened on the next call. A failure that does not say why (CKR_GENERAL_ERROR, which is what OpenSC
     /// answers when the card is pulled during a signature) is a removal when the slot no longer holds the
-    /// token within `Token.presenceSettleMillisecondsMax`, so a pulled card is reported the same way, with the same exit code, on every module.
+    /// token within `Token.presenceSettleMillisecondsMax`, so a pulled card is reported the same way, with
+    /// the same exit code, on every module.
     private func withSession<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result {
         try mutex.withLock {
             guard !closed else {
