@@ -103,6 +103,7 @@ struct Fixture {
             ),
             (.settings, SettingsChange.issuerTrust(.trust(issuerLog.walletID, head: issuerLog.head)).payload),
             (.settings, SettingsChange.anchorKind(.file).payload),
+            (.settings, SettingsChange.tokenAllowance(.unenforcedPIN, allowed: true).payload),
         ]
         seeds.append((.wrappedKeyFile, WrappedKeyFile.magic + [WrappedKeyFile.version, 0, 0]))
         return seeds

@@ -200,6 +200,17 @@ final class Module: @unchecked Sendable {
             slotManufacturer: padded(slotInfo.manufacturerID))
     }
 
+    /// Whether the slot still holds a token, asked after a failure that does not say why (OpenSC answers a
+    /// card pulled in the middle of a signature with CKR_GENERAL_ERROR): C_GetSlotInfo's CKF_TOKEN_PRESENT,
+    /// then a C_GetTokenInfo that succeeds. A slot that cannot be asked (its reader or pcscd gone) holds none.
+    func tokenPresent(_ slot: SlotID) -> Bool {
+        var slotInfo = CK_SLOT_INFO()
+        guard list.C_GetSlotInfo(slot, &slotInfo) == ReturnValue.ok, slotInfo.flags & UInt(CKF_TOKEN_PRESENT) != 0
+        else { return false }
+        var info = CK_TOKEN_INFO()
+        return list.C_GetTokenInfo(slot, &info) == ReturnValue.ok
+    }
+
     /// Whether the token offers a mechanism.
     func supports(_ slot: SlotID, mechanism: UInt) -> Bool {
         var info = CK_MECHANISM_INFO()

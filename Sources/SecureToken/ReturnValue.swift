@@ -22,6 +22,9 @@ enum ReturnValue {
     static let userNotLoggedIn = CKR_USER_NOT_LOGGED_IN
     /// Another user of the module in this process initialized it.
     static let cryptokiAlreadyInitialized = CKR_CRYPTOKI_ALREADY_INITIALIZED
+    /// The values tests name (ExitCauseTests).
+    static let functionNotSupported = CKR_FUNCTION_NOT_SUPPORTED, mechanismInvalid = CKR_MECHANISM_INVALID
+    static let deviceRemoved = CKR_DEVICE_REMOVED, tokenNotPresent = CKR_TOKEN_NOT_PRESENT
     /// CKR_VENDOR_DEFINED, 1 << 31; the header spells it as a cast Swift does not import.
     static let vendorDefined: UInt = 1 << 31
 

@@ -137,6 +137,29 @@ public final class Token: @unchecked Sendable {
         return uri
     }
 
+    /// Whether the token is in its slot now (`Module.tokenPresent`).
+    var isPresent: Bool { module.tokenPresent(slot) }
+
+    /// How long a failure that does not say why is followed by asking whether the token is still there:
+    /// OpenSC keeps a slot's state for a second (it looks for the card at most once a second), so a card
+    /// pulled a moment ago still shows as present at first. Only such failures wait, and only on a token
+    /// that stays present.
+    static let presenceSettleMillisecondsMax = 1500
+    /// The pause between two looks at the slot while it settles.
+    static let presencePollMilliseconds = 100
+
+    /// Whether the token is still in its slot after `presenceSettleMillisecondsMax`: false as soon as one
+    /// look finds the slot empty.
+    var staysPresent: Bool {
+        var waited = 0
+        while waited < Self.presenceSettleMillisecondsMax {
+            guard isPresent else { return false }
+            usleep(useconds_t(Self.presencePollMilliseconds * 1000))
+            waited += Self.presencePollMilliseconds
+        }
+        return isPresent
+    }
+
     /// Whether the token offers a PKCS#11 mechanism by number.
     func supports(mechanism: UInt) -> Bool { module.supports(slot, mechanism: mechanism) }
 

@@ -46,8 +46,10 @@ public struct TokenError: CodedError {
         switch code {
         case .pinIncorrect, .pinUnavailable: .wrongPIN
         case .pinLocked, .pinFinalTry: .pinLocked
-        case .moduleNotFound, .tokenNotFound, .tokenRemoved, .unsupported: .tokenMissing
-        case .keyNotFound, .keyRefused, .ambiguous: .keyRefused
+        case .moduleNotFound, .tokenNotFound, .tokenRemoved: .tokenMissing
+        // A token that cannot do what was asked (CKR_FUNCTION_NOT_SUPPORTED, no ECDH, no per-signature PIN) is
+        // there: it is refused like a key, never reported as missing.
+        case .keyNotFound, .keyRefused, .ambiguous, .unsupported: .keyRefused
         case .invalidURI: .usage
         case .pkcs11, .signatureCheckFailed: .failure
         }

@@ -63,8 +63,15 @@ public struct TokenPolicy: Sendable, Equatable {
 public final class TokenSession: @unchecked Sendable {
     /// The token this session is on.
     public let token: Token
-    /// What this session accepts from a token that lacks a safeguard.
-    public let policy: TokenPolicy
+    /// What this session accepts from a token that lacks a safeguard. A wallet's command sets it once the
+    /// wallet's signed settings are read (the allowances recorded at `wallet init`); its own lock, apart
+    /// from the session's, lets operations that hold the session's lock read it.
+    public var policy: TokenPolicy {
+        get { policyLock.withLock { storedPolicy } }
+        set { policyLock.withLock { storedPolicy = newValue } }
+    }
+    private var storedPolicy: TokenPolicy
+    private let policyLock = NSLock()
     /// The PIN while the session is unlocked; nil while it is locked between approvals.
     private var heldPIN: PIN?
     private let mutex = NSLock()
@@ -79,7 +86,7 @@ public final class TokenSession: @unchecked Sendable {
     public init(token: Token, pin: PIN, confirmFinalTry: Bool = false, policy: TokenPolicy = .strict) throws {
         self.token = token
         heldPIN = pin
-        self.policy = policy
+        storedPolicy = policy
         try token.permitsLogin(confirmedFinalTry: confirmFinalTry)
         try mutex.withLock { _ = try openLocked() }
     }
@@ -173,7 +180,10 @@ public final class TokenSession: @unchecked Sendable {
     func withSessionForRSA<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result { try withSession(body) }
 
     /// Runs one operation under the lock; a lost session or removed token gives a clean error and is
-    /// reopened on the next call.
+    /// reopened on the next call. A failure that does not say why (CKR_GENERAL_ERROR, which is what OpenSC
+    /// answers when the card is pulled during a signature) is a removal when the slot no longer holds the
+    /// token within `Token.presenceSettleMillisecondsMax`, so a pulled card is reported the same way, with
+    /// the same exit code, on every module.
     private func withSession<Result>(_ body: (SessionHandle) throws -> Result) throws -> Result {
         try mutex.withLock {
             guard !closed else {
@@ -182,7 +192,9 @@ public final class TokenSession: @unchecked Sendable {
             let session = try openLocked()
             do {
                 return try body(session)
-            } catch let error as TokenError where error.code == .tokenRemoved {
+            } catch let error as TokenError
+                where error.code == .tokenRemoved || (error.code == .pkcs11 && !token.staysPresent)
+            {
                 loseSessionLocked()
                 throw TokenError(
                     .tokenRemoved,

@@ -167,13 +167,18 @@ public final class Wallet {
         public var existingKeys: ExistingKeys
         /// Make an issuer's wallet (`secure issuer init`): it mints vouchers and holds no money.
         public var isIssuer: Bool
+        /// The token safeguards given up at init (`--allow-unenforced-pin`, `--allow-unproven-origin`), each
+        /// recorded by a signed `settings` entry so that later commands need not repeat the flag.
+        public var tokenAllowances: Set<TokenAllowance>
 
         public init(
             tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool,
             label: String = "wallet",
-            existingKeys: ExistingKeys = ExistingKeys(), isIssuer: Bool = false
+            existingKeys: ExistingKeys = ExistingKeys(), isIssuer: Bool = false,
+            tokenAllowances: Set<TokenAllowance> = []
         ) {
             self.isIssuer = isIssuer
+            self.tokenAllowances = tokenAllowances
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
@@ -279,6 +284,13 @@ public final class Wallet {
                     kind: .settings, amount: nil, note: "anchor kept in a file (--allow-file-anchor)",
                     statement: nil, payload: SettingsChange.anchorKind(.file).payload))
         }
+        for allowance in options.tokenAllowances.sorted(by: { $0.rawValue < $1.rawValue }) {
+            try wallet.appendDraft(
+                EntryDraft(
+                    kind: .settings, amount: nil, note: "token used with --allow-\(allowance)", statement: nil,
+                    payload: SettingsChange.tokenAllowance(allowance, allowed: true).payload))
+        }
+        wallet.metadata.allow = wallet.state.settings.tokenAllowances.map(\.description).sorted()
         var wrapped = WrappedKeyFile(
             walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
@@ -297,7 +309,7 @@ public final class Wallet {
             }
         }
         try DurableFile.write(wrapped.encoded, to: paths.wrappedKey)
-        try metadata.save(paths)
+        try wallet.metadata.save(paths)
         return wallet
     }
 

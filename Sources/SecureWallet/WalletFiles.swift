@@ -53,6 +53,9 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
     public var anchor: String
     /// The backup token's URI (without PIN), if the backup recipient is a token.
     public var backupToken: String?
+    /// The token safeguards given up ("unenforced-pin", "unproven-origin"), repeated from the ledger's signed
+    /// `settings` entries for a reader of this file; the entries decide. Absent in files written before it.
+    public var allow: [String]?
 
     /// The wallet id parsed from its hex; throws when the text is not hex of 32 bytes.
     public func parsedWalletID() throws -> WalletID {

@@ -15,6 +15,27 @@ extension Wallet {
                 kind: .settings, amount: nil, statement: nil, payload: SettingsChange.offlineLimit(limit).payload))
     }
 
+    /// Gives up (`allowed`) or requires again one safeguard of the wallet's token: appends a signed `settings`
+    /// entry when the setting changes, and repeats the allowances in `wallet.json`. Refused while the wallet
+    /// is locked, like every append. Returns the entry, or nil when the setting already was so.
+    @discardableResult
+    public func setTokenAllowance(_ allowance: TokenAllowance, allowed: Bool) throws -> LedgerEntry? {
+        var entry: LedgerEntry?
+        if state.settings.tokenAllowances.contains(allowance) != allowed {
+            entry = try appendDraft(
+                EntryDraft(
+                    kind: .settings, amount: nil,
+                    note: allowed ? "token used with --allow-\(allowance)" : "token must not need --allow-\(allowance)",
+                    statement: nil, payload: SettingsChange.tokenAllowance(allowance, allowed: allowed).payload))
+        }
+        let cached = state.settings.tokenAllowances.map(\.description).sorted()
+        if metadata.allow ?? [] != cached {
+            metadata.allow = cached
+            try metadata.save(paths)
+        }
+        return entry
+    }
+
     /// What `payer` was credited within each currency's offline-limit window ending now (at the time a new
     /// entry would get, so a clock refused as too far ahead moves no window), from this ledger's `paymentIn`
     /// entries, plus the payer's approvals (ready records) that no transfer consumed yet. Entries are dated in

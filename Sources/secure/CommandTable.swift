@@ -94,6 +94,10 @@ enum CommandTable {
                     "wallet anchor", "token|file", "move the anchor, by a signed settings entry",
                     PolicyCommands.anchor
                 ),
+                (
+                    "wallet allow", "unenforced-pin|unproven-origin on|off",
+                    "give up or require a token safeguard, by a signed settings entry", PolicyCommands.allow
+                ),
             ]),
         group(
             .wallet, help: BudgetCommands.help,

@@ -2,9 +2,10 @@ import CommandLineSupport
 import Foundation
 import SecureCore
 import SecureCrypto
+import SecureToken
 import SecureWallet
 
-/// `secure policy` and `secure wallet anchor`: the wallet's signed settings (docs/PROTOCOL.md, "Settings
+/// `secure policy`, `secure wallet anchor` and `secure wallet allow`: the wallet's signed settings (docs/PROTOCOL.md, "Settings
 /// entries"). Each change is a signed ledger entry; `wallet.json` and the database's tables decide nothing.
 enum PolicyCommands {
     static let help = """
@@ -16,7 +17,8 @@ enum PolicyCommands {
               accepted once the window has room. The change is a signed ledger entry (PIN).
               Without one, a currency's limit is 150 of its major units a day (150.00 EUR).
           secure policy show [--json]
-              The offline limits in force per currency, the default for the others, and the anchor kind.
+              The offline limits in force per currency, the default for the others, the anchor kind and the
+              token safeguards given up (`secure wallet allow`).
         """
 
     static func set(_ words: [String]) throws -> ExitCode {
@@ -52,6 +54,7 @@ enum PolicyCommands {
                 },
                 "defaultOfflineLimit": ["majorUnits": OfflineLimit.defaultMajorUnits, "window": "day"],
                 "anchor": "\(settings.anchorKind)",
+                "allow": settings.tokenAllowances.map(\.description).sorted(),
             ])
             return .success
         }
@@ -60,6 +63,8 @@ enum PolicyCommands {
         }
         print("offline limit  \(OfflineLimit.defaultMajorUnits) major units per payer per day in any other currency")
         print("anchor         \(settings.anchorKind)")
+        let allowances = settings.tokenAllowances.map { "--allow-\($0)" }.sorted()
+        print("allow          \(allowances.isEmpty ? "none" : allowances.joined(separator: " "))")
         return .success
     }
 
@@ -75,6 +80,33 @@ enum PolicyCommands {
             printError(
                 "secure: a file anchor catches a rollback of the database alone, not of the whole wallet folder "
                     + "(docs/THREAT-MODEL.md)")
+        }
+        return .success
+    }
+
+    /// `wallet allow unenforced-pin|unproven-origin on|off`: a signed settings entry (docs/PROTOCOL.md, tags 5
+    /// and 6). Turning one on is this command's own consent, so the session allows it for the signature
+    /// that records it; turning one off is signed while it is still allowed.
+    static func allow(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
+        let positional = try arguments.positionals(2, "unenforced-pin or unproven-origin, then on or off")
+        guard let allowance = TokenAllowance(name: positional[0]) else {
+            throw UsageError("the safeguards are unenforced-pin and unproven-origin, not \(positional[0])")
+        }
+        guard ["on", "off"].contains(positional[1]) else { throw UsageError("say on or off, not \(positional[1])") }
+        let allowed = positional[1] == "on"
+        let wallet = try openWallet(arguments, .appending)
+        if allowed, let session = wallet.token as? TokenSession {
+            session.policy = tokenPolicy(arguments, allowances: wallet.settings.tokenAllowances.union([allowance]))
+        }
+        let entry = try wallet.setTokenAllowance(allowance, allowed: allowed)
+        let what = allowed ? "given up" : "required"
+        if let entry {
+            print(
+                "--allow-\(allowance): the safeguard is \(what) from entry \(entry.position) on (a signed settings entry)"
+            )
+        } else {
+            print("--allow-\(allowance): the safeguard was already \(what); nothing was signed")
         }
         return .success
     }

@@ -28,7 +28,8 @@ extension KeyCommands {
             }
             return nil
         }
-        let uri = try parseURI(text, arguments)
+        // --module-args belongs to the wallet token's module, not the backup's (as at `wallet init`).
+        let uri = try PKCS11URI(text)
         let token = try TokenLibrary.shared.token(uri)
         guard let source = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: uri)
         else {
@@ -63,6 +64,8 @@ extension KeyCommands {
         defer { backup.close() }
         let wallet = try openWallet(arguments, .appending)
         defer { (wallet.token as? TokenSession)?.close() }
+        // The allowances `wallet init` recorded covered both tokens, as its flags did.
+        if let policy = (wallet.token as? TokenSession)?.policy { backup.policy = policy }
         let result = try wallet.rotate(backup: backup, destroyOld: destroyOld)
         let event = wallet.keyEvent.event
         if arguments.flag("json") {

@@ -21,16 +21,27 @@ func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN
     return try source.read(prompt: "PIN for token \"\(token.label)\": ")
 }
 
-/// The token policy the flags ask for: each --allow-… flag names the safeguard it gives up.
-func tokenPolicy(_ arguments: Arguments) -> TokenPolicy {
+/// The token policy the flags ask for, with the allowances a wallet's signed settings recorded: each
+/// --allow-… flag names the safeguard it gives up, for this command; a wallet's settings give it up for
+/// every command on that wallet (`wallet init` records them, `wallet allow` changes them).
+func tokenPolicy(_ arguments: Arguments, allowances: Set<TokenAllowance> = []) -> TokenPolicy {
     TokenPolicy(
-        allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"),
-        allowUnprovenOrigin: arguments.flag("allow-unproven-origin"))
+        allowUnenforcedPIN: arguments.flag("allow-unenforced-pin") || allowances.contains(.unenforcedPIN),
+        allowUnprovenOrigin: arguments.flag("allow-unproven-origin") || allowances.contains(.unprovenOrigin))
+}
+
+/// The allowances the --allow-… flags name, for `wallet init` to record.
+func tokenAllowances(_ arguments: Arguments) -> Set<TokenAllowance> {
+    Set(TokenAllowance.allCases.filter { arguments.flag("allow-\($0)") })
 }
 
 /// Opens an authenticated session for a command, honouring --confirm-final-try and the --allow-… flags.
 func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession {
-    let token = try TokenLibrary.shared.token(uri)
+    try openSession(arguments, token: try TokenLibrary.shared.token(uri), uri: uri)
+}
+
+/// Opens an authenticated session on a token already found; `uri` may carry the PIN source.
+func openSession(_ arguments: Arguments, token: Token, uri: PKCS11URI) throws -> TokenSession {
     try token.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"))
     let pin = try readPIN(arguments, uri: uri, token: token)
     return try TokenSession(

@@ -23,14 +23,26 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
         throw StoreError(
             .walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
     }
-    let session = try openSession(arguments, uri: try parseURI(tokenText, arguments))
+    let uri = try parseURI(tokenText, arguments)
+    // Only the recorded URI is looked past: a --token the person typed names the token they mean.
+    let found = try WalletTokenSearch.token(uri, paths: paths, recorded: arguments.value("token") == nil)
+    let session = try openSession(arguments, token: found.token, uri: uri)
     let wallet: Wallet
     do {
         wallet = try Wallet.open(paths: paths, token: session, access: access)
+        if found.moved {
+            let recorded = try WalletTokenSearch.record(found.token, for: wallet)
+            printError(
+                "secure: note: no token matches the recorded \(uri.withoutPIN.tokenOnly); the token \"\(found.token.label)\" "
+                    + "(serial \(found.token.serial)) holds the wallet's keys (the key-agreement key keys.bin wraps to, "
+                    + "and the signing key in force), so it is used and wallet.json now records \(recorded)")
+        }
     } catch {
         session.close()
         throw error
     }
+    // The signed settings decide what the token is allowed to lack, from now on in this command.
+    session.policy = tokenPolicy(arguments, allowances: wallet.settings.tokenAllowances)
     if let repair = wallet.repairNeeded { printError("secure: note: \(repair)") }
     wallet.acceptsClockJump = arguments.flag("accept-clock")
     return wallet
@@ -64,15 +76,21 @@ enum WalletCommands {
               --agreement-key URI (a PIV card: id=%02 is slot 9C, id=%03 is 9D), and on the backup token with
               --backup-next-key URI and --backup-agreement-key URI. --backup-module-args ARGS: init args for the
               backup token's module. Tokens lacking a safeguard need the flag that names it: --allow-file-anchor,
-              --allow-unenforced-pin, --allow-unproven-origin (docs/TOKENS.md).
+              --allow-unenforced-pin, --allow-unproven-origin (docs/TOKENS.md). The last two are recorded by
+              signed settings entries, so later commands need not repeat them (`secure wallet allow`).
           secure wallet recover --backup-token URI [--backup-pin-source SPEC] --token NEWURI [--pin-source SPEC]
               After losing the token: open the wallet with the backup token and rewrap its key to a new token.
           secure wallet anchor token|file
               Moves the anchor (the latest checkpoint kept outside the database) to the token or to a file, by
               a signed settings entry; refused while the wallet is locked. The ledger's entries decide the
               anchor, never wallet.json; while the token holds the wallet's anchor object, that object decides.
+          secure wallet allow unenforced-pin|unproven-origin on|off
+              Gives up (on) or requires again (off) one safeguard of the wallet's token for every later command,
+              by a signed settings entry (PIN); the ledger decides, never wallet.json. A --allow-… flag on one
+              command still allows it for that command only.
           secure wallet show [--json | --card]
-              The wallet id, the current public key (PEM and fingerprint), the token and the anchor. --card
+              The wallet id, the current public key (PEM and fingerprint), the token, the anchor and the
+              safeguards given up (allow). --card
               prints a wallet card (the wallet id and its key-event log) for others to mint or pay to.
         Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
         and --token URI to override the token recorded at init. A command that appends an entry refuses
@@ -131,7 +149,7 @@ enum WalletCommands {
             tokenURI: tokenURI, backup: (backupSession, backupURI),
             allowFileAnchor: arguments.flag("allow-file-anchor"),
             label: arguments.value("label") ?? (isIssuer ? "issuer" : "wallet"), existingKeys: existingKeys,
-            isIssuer: isIssuer)
+            isIssuer: isIssuer, tokenAllowances: tokenAllowances(arguments))
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
         if arguments.flag("json") {
             printJSON(describe(wallet))
@@ -182,6 +200,7 @@ enum WalletCommands {
             "walletID": wallet.walletID.hex, "publicKeyPEM": wallet.signingKey.pem,
             "fingerprint": Hex.encode(wallet.signingKey.fingerprint), "token": wallet.metadata.token,
             "anchor": wallet.anchorKind, "entries": wallet.size, "directory": wallet.paths.directory,
+            "allow": wallet.settings.tokenAllowances.map(\.description).sorted(),
         ]
         if let lock = wallet.lockReason { row["locked"] = lock.description }
         return row
@@ -204,6 +223,10 @@ enum WalletCommands {
         print("fingerprint  \(Hex.encode(wallet.signingKey.fingerprint))")
         print("token        \(wallet.metadata.token)")
         print("anchor       \(wallet.anchorKind)")
+        let allowances = wallet.settings.tokenAllowances.map { "--allow-\($0)" }.sorted()
+        print(
+            "allow        \(allowances.isEmpty ? "none (every token safeguard required)" : allowances.joined(separator: " "))"
+        )
         print("entries      \(wallet.size)")
         if let lock = wallet.lockReason { print("LOCKED       \(lock)") }
         print(wallet.signingKey.pem, terminator: "")

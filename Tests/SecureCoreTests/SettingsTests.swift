@@ -21,6 +21,8 @@ struct SettingsTests {
             .offlineLimit(OfflineLimit(amount: try! Money(minorUnits: 100_000, currency: .usd), window: .week)),
             "045553440200000000000186a002"
         ),
+        ("allow-unenforced-pin", .tokenAllowance(.unenforcedPIN, allowed: true), "0501"),
+        ("require-unproven-origin", .tokenAllowance(.unprovenOrigin, allowed: false), "0600"),
     ]
 
     @Test("vectors: each change encodes to its documented bytes and decodes back")
@@ -44,11 +46,18 @@ struct SettingsTests {
                 try SettingsChange.decode(payload: bytes + [0])
             }
         }
-        for tag: UInt8 in [0, 1, 2, 5, 255] {
+        for tag: UInt8 in [0, 1, 2, 7, 255] {
             #expect(throws: FormatError.self, "tag \(tag)") { try SettingsChange.decode(payload: [tag, 1]) }
         }
         for kind: UInt8 in [0, 3, 255] {
             #expect(throws: FormatError.self, "anchor kind \(kind)") { try SettingsChange.decode(payload: [3, kind]) }
+        }
+        for tag: UInt8 in [5, 6] {
+            for value: UInt8 in [2, 255] {
+                #expect(throws: FormatError.self, "allowance \(tag) value \(value)") {
+                    try SettingsChange.decode(payload: [tag, value])
+                }
+            }
         }
         var limit = SettingsChange.offlineLimit(OfflineLimit(amount: Fixture.eur(1), window: .day)).payload
         for window: UInt8 in [0, 4, 255] {
@@ -69,12 +78,17 @@ struct SettingsTests {
         #expect(wallet.state.settings.offlineLimit(.eur) == OfflineLimit(amount: Fixture.eur(15_000), window: .day))
         #expect(wallet.state.settings.offlineLimit(.jpy).amount.minorUnits == 150)
         let limit = OfflineLimit(amount: Fixture.eur(50_000), window: .week)
-        for change in [SettingsChange.anchorKind(.file), .offlineLimit(limit), .anchorKind(.token)] {
+        for change in [
+            SettingsChange.anchorKind(.file), .offlineLimit(limit), .anchorKind(.token),
+            .tokenAllowance(.unprovenOrigin, allowed: true), .tokenAllowance(.unenforcedPIN, allowed: true),
+            .tokenAllowance(.unenforcedPIN, allowed: false),
+        ] {
             _ = try wallet.append(EntryDraft(kind: .settings, amount: nil, statement: nil, payload: change.payload))
         }
         #expect(wallet.state.settings.anchorKind == .token)
         #expect(wallet.state.settings.offlineLimit(.eur) == limit)
         #expect(wallet.state.settings.longestOfflineWindow == .week)
+        #expect(wallet.state.settings.tokenAllowances == [.unprovenOrigin])
         #expect(try WalletSettings.replay(wallet.entries) == wallet.state.settings)
         #expect(try LedgerState.replay(wallet.entries) == wallet.state)
 

@@ -10,7 +10,7 @@ struct TokenErrorTests {
         let expected: [TokenError.Code: FailureKind] = [
             .pinIncorrect: .wrongPIN, .pinUnavailable: .wrongPIN, .pinLocked: .pinLocked, .pinFinalTry: .pinLocked,
             .moduleNotFound: .tokenMissing, .tokenNotFound: .tokenMissing, .tokenRemoved: .tokenMissing,
-            .unsupported: .tokenMissing, .keyNotFound: .keyRefused, .keyRefused: .keyRefused, .ambiguous: .keyRefused,
+            .unsupported: .keyRefused, .keyNotFound: .keyRefused, .keyRefused: .keyRefused, .ambiguous: .keyRefused,
             .invalidURI: .usage, .pkcs11: .failure, .signatureCheckFailed: .failure,
         ]
         for code in TokenError.Code.allCases {

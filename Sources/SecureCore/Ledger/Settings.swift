@@ -86,6 +86,31 @@ public struct OfflineLimit: Hashable, Sendable {
     }
 }
 
+/// A safeguard of the wallet's token that the wallet's owner gave up, recorded by a signed `settings`
+/// entry (tags 5 and 6) so that every later command uses the token the same way without repeating the flag.
+/// The raw value is the entry's tag. SecureToken's `TokenPolicy` is what a token session makes of them.
+public enum TokenAllowance: UInt8, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// `--allow-unenforced-pin`: a token that does not enforce the PIN for each signature.
+    case unenforcedPIN = 5
+    /// `--allow-unproven-origin`: a key the token does not prove it generated.
+    case unprovenOrigin = 6
+
+    /// "unenforced-pin" or "unproven-origin": the flag's name after `--allow-`, as commands and `wallet show`
+    /// spell it.
+    public var description: String {
+        switch self {
+        case .unenforcedPIN: "unenforced-pin"
+        case .unprovenOrigin: "unproven-origin"
+        }
+    }
+
+    /// The allowance spelled `text` ("unenforced-pin", "unproven-origin"), or nil.
+    public init?(name text: String) {
+        guard let allowance = TokenAllowance.allCases.first(where: { $0.description == text }) else { return nil }
+        self = allowance
+    }
+}
+
 /// One change to the wallet's settings: the payload of a `settings` entry, tag byte ‖ body. Tags 1 and 2
 /// are reserved for issuer trust and untrust. See docs/PROTOCOL.md, "Settings entries".
 public enum SettingsChange: Hashable, Sendable {
@@ -95,6 +120,8 @@ public enum SettingsChange: Hashable, Sendable {
     case anchorKind(AnchorKind)
     /// Tag 4: the offline limit for the amount's currency, replacing the one in force.
     case offlineLimit(OfflineLimit)
+    /// Tags 5 and 6: whether the wallet's token is used without one of its safeguards, from this entry on.
+    case tokenAllowance(TokenAllowance, allowed: Bool)
 
     /// The tag bytes, which never change meaning.
     public enum Tag: UInt8, Sendable, CaseIterable {
@@ -106,6 +133,10 @@ public enum SettingsChange: Hashable, Sendable {
         case anchorKind = 3
         /// A payee's offline limit for one currency.
         case offlineLimit = 4
+        /// Whether the token is used though it does not enforce the PIN per signature.
+        case allowUnenforcedPIN = 5
+        /// Whether the token's keys are used though their origin is unproven.
+        case allowUnprovenOrigin = 6
     }
 
     /// This change's tag.
@@ -115,6 +146,8 @@ public enum SettingsChange: Hashable, Sendable {
         case .issuerTrust(.untrust): .issuerUntrust
         case .anchorKind: .anchorKind
         case .offlineLimit: .offlineLimit
+        case .tokenAllowance(.unenforcedPIN, _): .allowUnenforcedPIN
+        case .tokenAllowance(.unprovenOrigin, _): .allowUnprovenOrigin
         }
     }
 
@@ -130,6 +163,8 @@ public enum SettingsChange: Hashable, Sendable {
         case .offlineLimit(let limit):
             limit.amount.encode(into: &writer)
             writer.write(limit.window.rawValue)
+        case .tokenAllowance(_, let allowed):
+            writer.write(UInt8(allowed ? 1 : 0))
         }
         return writer.bytes
     }
@@ -161,6 +196,14 @@ public enum SettingsChange: Hashable, Sendable {
                 throw FormatError(.invalidValue, "offline limit window \(byte) is not known")
             }
             change = .offlineLimit(OfflineLimit(amount: amount, window: window))
+        case .allowUnenforcedPIN, .allowUnprovenOrigin:
+            guard let byte = reader.readUInt8() else { throw short() }
+            guard byte <= 1 else { throw FormatError(.invalidValue, "token allowance \(byte) is neither 0 nor 1") }
+            // The tag's number is the allowance's raw value.
+            guard let allowance = TokenAllowance(rawValue: tag.rawValue) else {
+                preconditionFailure("tags 5 and 6 are the token allowances")
+            }
+            change = .tokenAllowance(allowance, allowed: byte == 1)
         }
         try reader.expectEnd("settings change")
         return change
@@ -181,6 +224,8 @@ public struct WalletSettings: Hashable, Sendable {
     /// received from money a software key signed for itself, so by default an issuer takes redemptions only
     /// up to a limit it sets itself (`secure policy set`), until its clearing (issue 20) confirms them.
     public private(set) var isIssuer = false
+    /// The token safeguards the owner gave up (tags 5 and 6); none until a `settings` entry says so.
+    public private(set) var tokenAllowances: Set<TokenAllowance> = []
 
     /// The settings of a ledger with no `settings` entry.
     public init() {}
@@ -208,6 +253,8 @@ public struct WalletSettings: Hashable, Sendable {
         case .issuerTrust(let trust): IssuerTrustChange.apply(trust, to: &next.trustedIssuers)
         case .anchorKind(let kind): next.anchorKind = kind
         case .offlineLimit(let limit): next.offlineLimits[limit.amount.currency] = limit
+        case .tokenAllowance(let allowance, let allowed):
+            if allowed { next.tokenAllowances.insert(allowance) } else { next.tokenAllowances.remove(allowance) }
         }
         return next
     }
