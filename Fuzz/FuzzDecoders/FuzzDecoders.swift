@@ -202,7 +202,7 @@ nonisolated(unsafe) private var payerStore = try! StoreStep(fixture.payer, name:
 nonisolated(unsafe) private var applied = [Int](repeating: 0, count: Selector.allCases.count)
 nonisolated(unsafe) private var runs = [Int](repeating: 0, count: Selector.allCases.count)
 /// SECURE_FUZZ_SELECTOR=NAME runs that decoder alone, whatever the first byte says (a long run per target).
-nonisolated(unsafe) private let forced: Selector? = ProcessInfo.processInfo.environment["SECURE_FUZZ_SELECTOR"].map {
+private let forced: Selector? = ProcessInfo.processInfo.environment["SECURE_FUZZ_SELECTOR"].map {
     name in
     guard let selector = Selector.allCases.first(where: { "\($0)" == name }) else {
         fatalError("SECURE_FUZZ_SELECTOR: no selector \(name) (\(Selector.allCases.map { "\($0)" }))")
@@ -217,7 +217,7 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMu
     if let directory = ProcessInfo.processInfo.environment["SECURE_FUZZ_SEEDS"] {
         for (number, (selector, body)) in try! fixture.seeds().enumerated() where forced == nil || forced == selector {
             let path = "\(directory)/seed-\(selector)-\(number)"
-            FileManager.default.createFile(atPath: path, contents: Data([selector.rawValue] + body))
+            _ = FileManager.default.createFile(atPath: path, contents: Data([selector.rawValue] + body))
         }
     }
     atexit {
