@@ -25,6 +25,7 @@ let package = Package(
         .target(name: "CValgrindShim"),
         // prctl and setrlimit for switching core dumps off (prctl is variadic: Swift cannot call it).
         .target(name: "CProcessSafety"),
+        .target(name: "CBuildInfo"),
 
         // Optimised even in debug builds: unoptimised SIMD and pointer code makes ML-KEM ~50× slower, which
         // turned the known-answer tests into minutes. Debug builds of every other module stay -Onone.
@@ -64,7 +65,8 @@ let package = Package(
         .executableTarget(
             name: "secure",
             dependencies: [
-                "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
+                "CBuildInfo", "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore",
+                "SecureWallet",
                 "SecurePeer", "SecureChannel",
             ]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and

@@ -11,6 +11,47 @@ public struct UsageError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+/// What a command's parser declares, thrown by `Arguments` when a command is called with the probe word
+/// alone (`[OptionList.probe]`): the man page and the completions read the options from the parsers.
+public struct OptionList: Error, Sendable {
+    /// The word that asks a command for its option table instead of running it.
+    public static let probe = "--secure-option-table"
+    /// Options that take a value.
+    public let options: Set<String>
+    /// Flags, which take none.
+    public let flags: Set<String>
+}
+
+/// "Did you mean …": the closest known word to a typo, when it is close enough to be a typo.
+public enum Suggestion {
+    /// The candidate at the smallest edit distance from `word`, if that distance is at most a third of the
+    /// word's length (and at least 1, at most 3); ties go to the first in sorted order.
+    public static func closest(to word: String, among candidates: some Collection<String>) -> String? {
+        let limit = min(3, max(1, word.count / 3))
+        let scored = candidates.sorted().map { ($0, distance(word, $0)) }.filter { $0.1 <= limit }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    /// Levenshtein distance, with a transposition of neighbours counting as one edit ("lsit" for "list").
+    static func distance(_ a: String, _ b: String) -> Int {
+        let x = Array(a), y = Array(b)
+        if x.isEmpty || y.isEmpty { return max(x.count, y.count) }
+        var table = [[Int]](repeating: [Int](repeating: 0, count: y.count + 1), count: x.count + 1)
+        for i in 0...x.count { table[i][0] = i }
+        for j in 0...y.count { table[0][j] = j }
+        for i in 1...x.count {
+            for j in 1...y.count {
+                let cost = x[i - 1] == y[j - 1] ? 0 : 1
+                table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
+                if i > 1, j > 1, x[i - 1] == y[j - 2], x[i - 2] == y[j - 1] {
+                    table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return table[x.count][y.count]
+    }
+}
+
 /// A command's declared options and flags, and what was passed. A small hand-written parser: no
 /// outside packages can be fetched here.
 public struct Arguments: Sendable {
@@ -22,6 +63,9 @@ public struct Arguments: Sendable {
     /// Parses `words` against the options (which take a value) and flags (which do not) a command declares.
     /// `--name=value` and `--name value` both work; `--` ends options.
     public init(_ words: [String], options: Set<String>, flags: Set<String>) throws {
+        // The option table's probe: the man page and the shell completions ask each command for the options
+        // its parser declares, so they cannot drift from it.
+        if words == [OptionList.probe] { throw OptionList(options: options, flags: flags) }
         var index = 0
         var optionsEnded = false
         while index < words.count {
@@ -55,7 +99,10 @@ public struct Arguments: Sendable {
                 present.insert(name)
             } else {
                 let known = (options.map { "--\($0) VALUE" } + flags.map { "--\($0)" }).sorted().joined(separator: ", ")
-                throw UsageError("unknown option --\(name)" + (known.isEmpty ? "" : "; this command takes: \(known)"))
+                let guess = Suggestion.closest(to: name, among: options.union(flags)).map { "did you mean --\($0)? " }
+                throw UsageError(
+                    "unknown option --\(name)"
+                        + (known.isEmpty ? "" : "; " + (guess ?? "") + "this command takes: \(known)"))
             }
         }
     }

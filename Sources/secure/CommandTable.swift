@@ -1,8 +1,8 @@
 import Foundation
 
 // The one table of `secure`'s commands. The dispatcher in main.swift and `secure --help` both read it, so
-// the help cannot list a command the parser does not know, or miss one it does. A later man page and
-// shell completion are meant to read it too.
+// the help cannot list a command the parser does not know, or miss one it does. The man page and the shell
+// completions (ShellSupport.swift) read it too, with each command's options from its own parser.
 
 /// One command: the words that name it, how it is called, what it does, and the function that runs it.
 struct Command: Sendable {
@@ -13,6 +13,7 @@ struct Command: Sendable {
         case money = "Money"
         case peers = "Paying another wallet"
         case ledger = "The ledger, proofs and audits"
+        case shell = "Help and the shell"
     }
 
     /// The words that name the command: `["balance"]`, `["ledger", "verify"]`.
@@ -205,6 +206,11 @@ enum CommandTable {
                 ),
                 ("audit verify", "FILE [--json]", "check an audit bundle with no token", AuditCommands.verify),
             ]),
+        // Help and the shell
+        group(
+            .shell, help: ShellCommands.completionHelp,
+            [("completion", "bash|zsh|fish", "shell completion from this table", ShellCommands.completion)]),
+        group(.shell, help: ShellCommands.manualHelp, [("manual", "", "the man page (roff)", ShellCommands.manual)]),
     ].flatMap { $0 }
 
     /// The commands of one section that share one detailed help: (words, synopsis, summary, handler) each,
@@ -285,7 +291,9 @@ enum CommandTable {
         for code in ExitCode.allCases {
             lines.append("  " + String(code.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0) + code.meaning)
         }
-        lines += ["", "Run `secure COMMAND --help` for a command's options."]
+        lines += [
+            "", "Run `secure COMMAND --help` (or -h) for a command's options; `secure --version` for the version.",
+        ]
         return lines.joined(separator: "\n")
     }
 }

@@ -12,23 +12,40 @@ func run(_ words: [String]) -> ExitCode {
         print(CommandTable.topHelp)
         return words.isEmpty ? .usage : .success
     }
+    if first == "--version" || first == "version" {
+        print(CommandTable.versionLine)
+        return .success
+    }
     do {
         switch CommandTable.lookup(words) {
         case .command(let command, let arguments):
-            if arguments.contains("--help") {
+            if arguments.contains("--help") || arguments.contains("-h") {
                 print(command.help)
                 return .success
             }
             return try command.handler(arguments)
         case .group(let name, let help, let unknown):
             if let unknown {
-                throw UsageError("unknown \(name) command \"\(unknown)\"; `secure \(name) --help` lists them")
+                let members = CommandTable.commands.filter { $0.words.count > 1 && $0.words[0] == name }.map {
+                    $0.words[1]
+                }
+                let guess = Suggestion.closest(to: unknown, among: members).map {
+                    "did you mean `secure \(name) \($0)`? "
+                }
+                throw UsageError(
+                    "unknown \(name) command \"\(unknown)\"; \(guess ?? "")`secure \(name) --help` lists them")
             }
             print(help)
-            return words.contains("--help") ? .success : .usage
+            return words.contains("--help") || words.contains("-h") ? .success : .usage
         case .unknown(let word):
-            throw UsageError("unknown command \"\(word)\"; `secure --help` lists the commands")
+            let guess = Suggestion.closest(to: word, among: Set(CommandTable.commands.map { $0.words[0] })).map {
+                "did you mean `secure \($0)`? "
+            }
+            throw UsageError("unknown command \"\(word)\"; \(guess ?? "")`secure --help` lists the commands")
         }
+    } catch is OptionList {
+        printError("secure: \(OptionList.probe) is for the man page and completion generators only")
+        return .usage
     } catch let error as UsageError {
         printError("secure: \(error)")
         return .usage
