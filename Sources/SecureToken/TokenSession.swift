@@ -47,13 +47,21 @@ public struct TokenPolicy: Sendable, Equatable {
     /// asked it to generate them (NSS softokn). Lost: the token's own word that the key was never
     /// imported, so a later audit cannot tell these keys from imported ones.
     public var allowUnprovenOrigin: Bool
+    /// The attestation certificates and roots that prove a PIV key's origin (`--attestation`,
+    /// `--attestation-root`; PIVAttestation.swift). On PIV tokens CKA_LOCAL is not evidence, and a key
+    /// without a verified attestation has an unproven origin.
+    public var attestation: AttestationSources
 
     /// The strict policy: every safeguard required.
     public static let strict = TokenPolicy()
 
-    public init(allowUnenforcedPIN: Bool = false, allowUnprovenOrigin: Bool = false) {
+    public init(
+        allowUnenforcedPIN: Bool = false, allowUnprovenOrigin: Bool = false,
+        attestation: AttestationSources = .shipped
+    ) {
         self.allowUnenforcedPIN = allowUnenforcedPIN
         self.allowUnprovenOrigin = allowUnprovenOrigin
+        self.attestation = attestation
     }
 }
 
@@ -250,7 +258,7 @@ public final class TokenSession: @unchecked Sendable {
             do {
                 let attributes = try Self.readAttributes(session, privateHandle)
                 try Self.refuseWeak(
-                    attributes, usage: usage, generatedHere: true, policy: policy,
+                    attributes, usage: usage, generatedHere: true, policy: policy, ignoresLocal: token.isPIV,
                     what: "the token made a key that was destroyed because it")
                 let publicKey = try Self.readPublicKey(session, publicHandle)
                 return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
@@ -264,10 +272,11 @@ public final class TokenSession: @unchecked Sendable {
 
     /// Refuses a private key that could leave the token, or that the token does not report as made on
     /// it, or a signing key without CKA_ALWAYS_AUTHENTICATE. The message shows what the token reported.
-    /// A key this session just generated may lack CKA_LOCAL only when the policy allows it.
+    /// A key this session just generated may lack CKA_LOCAL only when the policy allows it. On a PIV token
+    /// (`ignoresLocal`) CKA_LOCAL is not looked at: the key's attestation decides its origin (`origin(of:)`).
     static func refuseWeak(
         _ attributes: PrivateKeyAttributes, usage: KeyUsage, generatedHere: Bool, policy: TokenPolicy,
-        what: String
+        ignoresLocal: Bool = false, what: String
     ) throws {
         func shown(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "not reported" }
         var problems: [String] = []
@@ -278,7 +287,7 @@ public final class TokenSession: @unchecked Sendable {
             problems.append("not sensitive (CKA_SENSITIVE \(shown(attributes.sensitive)))")
         }
         var hint = ""
-        if attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
+        if !ignoresLocal && attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
             problems.append("not reported as generated on the token (CKA_LOCAL \(shown(attributes.local)))")
             if generatedHere {
                 hint =
@@ -311,6 +320,7 @@ public final class TokenSession: @unchecked Sendable {
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
             try Self.refuseWeak(
                 try Self.readAttributes(session, handle), usage: usage, generatedHere: false, policy: policy,
+                ignoresLocal: token.isPIV,
                 what: "the \(usage == .sign ? "signing" : "key-agreement") key \(uri.withoutPIN)")
             let publicKey = try publicKeyLocked(session, id: id)
             return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))

@@ -34,12 +34,14 @@ extension KeyCommands {
         else {
             throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
         }
-        return try TokenSession(token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "))
+        return try TokenSession(
+            token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "),
+            policy: try tokenPolicy(arguments))
     }
 
     static func rotate(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["backup-token", "backup-pin-source"]),
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]).union(attestationOptions),
             flags: appendingFlags.union(["destroy-old", "yes"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let destroyOld = arguments.flag("destroy-old")
@@ -85,7 +87,8 @@ extension KeyCommands {
 
     static func audit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]).union(attestationOptions),
+            flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }

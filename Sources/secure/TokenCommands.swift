@@ -21,12 +21,20 @@ func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN
     return try source.read(prompt: "PIN for token \"\(token.label)\": ")
 }
 
-/// The token policy the flags ask for: each --allow-… flag names the safeguard it gives up.
-func tokenPolicy(_ arguments: Arguments) -> TokenPolicy {
+/// The token policy the flags ask for: each --allow-… flag names the safeguard it gives up. A PIV key's
+/// attestation comes from the token, or from --attestation FILE; --attestation-root PEM adds roots and
+/// intermediates to the ones built in.
+func tokenPolicy(_ arguments: Arguments) throws -> TokenPolicy {
     TokenPolicy(
         allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"),
-        allowUnprovenOrigin: arguments.flag("allow-unproven-origin"))
+        allowUnprovenOrigin: arguments.flag("allow-unproven-origin"),
+        attestation: try AttestationSources.load(
+            attestationFile: arguments.value("attestation"), rootFile: arguments.value("attestation-root")))
 }
+
+/// The options that name where a PIV key's attestation and its roots come from (`wallet init`, `keys
+/// rotate`, `keys audit`).
+let attestationOptions: Set<String> = ["attestation", "attestation-root"]
 
 /// Opens an authenticated session for a command, honouring --confirm-final-try and the --allow-… flags.
 func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession {
@@ -35,7 +43,7 @@ func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession 
     let pin = try readPIN(arguments, uri: uri, token: token)
     return try TokenSession(
         token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"),
-        policy: tokenPolicy(arguments))
+        policy: try tokenPolicy(arguments))
 }
 
 /// Parses a URI argument, applying --module-args to the module it names.

@@ -89,7 +89,7 @@ enum WalletCommands {
             options: walletOptions.union([
                 "backup-token", "backup-pin-source", "label",
                 "backup-module-args",
-            ]).union(keyOptions),
+            ]).union(keyOptions).union(attestationOptions),
             flags: walletFlags.union(["allow-file-anchor"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let tokenURI = try parseURI(try arguments.required("token"), arguments)
@@ -125,7 +125,7 @@ enum WalletCommands {
         }
         let backupSession = try TokenSession(
             token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
-            policy: tokenPolicy(arguments))
+            policy: try tokenPolicy(arguments))
         defer { backupSession.close() }
         let options = Wallet.InitOptions(
             tokenURI: tokenURI, backup: (backupSession, backupURI),
