@@ -123,6 +123,18 @@ public final class TokenSession: @unchecked Sendable {
     /// Whether a PIN is held and operations can run.
     public var isUnlocked: Bool { mutex.withLock { heldPIN != nil && !closed } }
 
+    /// Whether the PIN this session holds is `candidate`, or nil when none is held (the session is locked).
+    /// For audits: a PIV card still on its factory PIN is flagged. The PIN is compared in place, never copied.
+    public func holdsPIN(_ candidate: String) -> Bool? {
+        mutex.withLock {
+            guard let heldPIN, !heldPIN.isDiscarded else { return nil }
+            let wanted = Array(candidate.utf8)
+            return try? heldPIN.withBytes { pointer, count in
+                count == wanted.count && (0..<count).allSatisfy { pointer[$0] == wanted[$0] }
+            }
+        }
+    }
+
     /// Logs in again with a PIN, after `lock`. The PIN state is checked first, as at the first login.
     public func unlock(pin: PIN, confirmFinalTry: Bool = false) throws {
         try token.pinState.permitsLogin(confirmedFinalTry: confirmFinalTry, tokenLabel: token.label)
