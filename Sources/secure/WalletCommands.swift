@@ -133,6 +133,8 @@ enum WalletCommands {
             label: arguments.value("label") ?? (isIssuer ? "issuer" : "wallet"), existingKeys: existingKeys,
             isIssuer: isIssuer)
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
+        // The signing key's origin as the inception records it, on stderr in both forms (INFO for the module's word).
+        printError("secure: signing key origin: \(wallet.keyEvent.event.origin.description)")
         if arguments.flag("json") {
             printJSON(describe(wallet))
         } else {

@@ -121,5 +121,9 @@ struct KeyAuditTests {
         #expect(Set(rows.filter { $0.role == .retired }.compactMap(\.keySequence)) == [0, 1])
         #expect(rows.filter { $0.role == .agreement }.count == 2, "the wallet's and the backup's key-agreement keys")
         #expect(rows.allSatisfy { $0.role != .unknown })
+        // Inception and both rotation events record the origin of the key they put in force: SoftHSM's word.
+        let log = test.wallet!.keyLog.events
+        #expect(log.count == 3 && log.allSatisfy { $0.event.origin == .modulesWord && $0.event.version == 2 })
+        #expect(log.allSatisfy { $0.event.recoveryCommitment == KeyEvent.noRecoveryCommitment })
     }
 }
