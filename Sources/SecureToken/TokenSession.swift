@@ -469,6 +469,7 @@ public final class TokenSession: @unchecked Sendable {
     /// returned.
     public func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature {
         precondition(digest.count == SHA256.byteCount, "sign takes a SHA-256 digest")
+        announceTouch(for: key, operation: "sign") // Touch.swift: a PIV key may hold the signature for a touch
         let raw: [UInt8] = try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id
@@ -552,7 +553,8 @@ public final class TokenSession: @unchecked Sendable {
     /// ECDH on the token with CKM_ECDH1_DERIVE and CKD_NULL. The shared secret comes back as a session
     /// object that is read and destroyed at once.
     public func deriveSharedSecret(key: TokenKey, peer: P256.PublicKey) throws -> [UInt8] {
-        try withSession { session in
+        announceTouch(for: key, operation: "unlock the wallet") // ECDH waits for a touch as a signature does
+        return try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id
             let (handle, _) = try findPrivateKeyLocked(session, uri)

@@ -374,7 +374,10 @@ public enum KeyAudit {
 extension Wallet {
     /// The attestation certificates kept beside the wallet (attestations/*.pem), for audits through modules
     /// that offer none (OpenSC). Unreadable files are skipped; the audit verifies what it finds.
-    public func keptAttestationCertificates() -> [X509Certificate] {
+    public func keptAttestationCertificates() -> [X509Certificate] { Self.keptAttestationCertificates(paths) }
+
+    /// The attestation certificates kept in a wallet folder, before the wallet is open.
+    static func keptAttestationCertificates(_ paths: WalletPaths) -> [X509Certificate] {
         let folder = paths.attestations
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter {
             $0.hasSuffix(".pem")

@@ -106,6 +106,9 @@ struct PIVAttestationTests {
             [UInt8(slot.der.count >> 8), UInt8(slot.der.count & 0xff)] + slot.der
             + [UInt8(f9.der.count >> 8), UInt8(f9.der.count & 0xff)] + f9.der
         #expect(verified.digest == Hex.encode(SHA256.hash(framed)))
+        // The touch prompt reads the same policy (without the chain): "cached" asks for a touch if it blinks.
+        #expect(TouchPrompt.need(of: try card.key("9c.pub.pem"), in: offered) == .cached)
+        #expect(TouchPrompt.need(of: try card.key("9e.pub.pem"), in: offered) == nil, "no attestation: unknown")
     }
 
     @Test func anotherKeyIsNotAttested() throws {
