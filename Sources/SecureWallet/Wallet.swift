@@ -253,6 +253,10 @@ public final class Wallet {
         let signingOrigin = try checkedOrigin(of: signingKey, on: session, what: "the signing key", paths: paths)
         _ = try checkedOrigin(of: agreementKey, on: session, what: "the key-agreement key", paths: paths)
         _ = try checkedOrigin(of: nextKey, on: options.backup.token, what: "the next signing key", paths: paths)
+        if case .ecdh(let key) = backupAgreement {
+            _ = try checkedOrigin(
+                of: key, on: options.backup.token, what: "the backup key-agreement key", paths: paths)
+        }
         let signer = TokenSigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(
             .inception(
