@@ -13,7 +13,7 @@ typealias SlotID = UInt
 enum CK {
     static let userSO = CKU_SO, user = CKU_USER, contextSpecific = CKU_CONTEXT_SPECIFIC
     static let classPublicKey = CKO_PUBLIC_KEY, classPrivateKey = CKO_PRIVATE_KEY, classData = CKO_DATA
-    static let classSecretKey = CKO_SECRET_KEY
+    static let classSecretKey = CKO_SECRET_KEY, classCertificate = CKO_CERTIFICATE
     static let keyTypeEC = CKK_EC, keyTypeGenericSecret = CKK_GENERIC_SECRET
     static let mechanismECKeyPairGen = CKM_EC_KEY_PAIR_GEN, mechanismECDSA = CKM_ECDSA
     static let mechanismECDH1Derive = CKM_ECDH1_DERIVE
@@ -197,7 +197,9 @@ final class Module: @unchecked Sendable {
             model: padded(info.model), serial: padded(info.serialNumber), flags: info.flags,
             sessionCount: info.ulSessionCount,
             slotDescription: padded(slotInfo.slotDescription),
-            slotManufacturer: padded(slotInfo.manufacturerID))
+            slotManufacturer: padded(slotInfo.manufacturerID),
+            hardwareVersion: "\(info.hardwareVersion.major).\(info.hardwareVersion.minor)",
+            firmwareVersion: "\(info.firmwareVersion.major).\(info.firmwareVersion.minor)")
     }
 
     /// Whether the slot still holds a token, asked after a failure that does not say why (OpenSC answers a
@@ -282,6 +284,8 @@ struct TokenInfo: Sendable {
     let flags: UInt
     let sessionCount: UInt
     let slotDescription, slotManufacturer: String
+    /// CK_VERSION as "major.minor" (ykcs11 reports a YubiKey's firmware 5.4.3 as "5.43").
+    var hardwareVersion = "", firmwareVersion = ""
 }
 
 /// One open session handle. It closes itself when released, so no session leaks.

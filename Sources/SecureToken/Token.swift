@@ -89,6 +89,9 @@ public final class Token: @unchecked Sendable {
     let slot: SlotID
     /// The token's fields as it reports them.
     public let label, manufacturer, model, serial: String
+    /// The slot's description (a PC/SC reader's name) and the token's hardware and firmware versions
+    /// (CK_VERSION as "major.minor"), as the module reports them.
+    public let slotDescription, hardwareVersion, firmwareVersion: String
     /// The module's p11-kit name, or its path.
     public var moduleName: String { module.name }
     /// The module's shared library.
@@ -101,6 +104,9 @@ public final class Token: @unchecked Sendable {
         manufacturer = info.manufacturer
         model = info.model
         serial = info.serial
+        slotDescription = info.slotDescription
+        hardwareVersion = info.hardwareVersion
+        firmwareVersion = info.firmwareVersion
     }
 
     /// The token's flags, read fresh.

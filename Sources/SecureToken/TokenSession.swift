@@ -47,13 +47,21 @@ public struct TokenPolicy: Sendable, Equatable {
     /// asked it to generate them (NSS softokn). Lost: the token's own word that the key was never
     /// imported, so a later audit cannot tell these keys from imported ones.
     public var allowUnprovenOrigin: Bool
+    /// The attestation certificates and roots that prove a PIV key's origin (`--attestation`,
+    /// `--attestation-root`; PIVAttestation.swift). On PIV tokens CKA_LOCAL is not evidence, and a key
+    /// without a verified attestation has an unproven origin.
+    public var attestation: AttestationSources
 
     /// The strict policy: every safeguard required.
     public static let strict = TokenPolicy()
 
-    public init(allowUnenforcedPIN: Bool = false, allowUnprovenOrigin: Bool = false) {
+    public init(
+        allowUnenforcedPIN: Bool = false, allowUnprovenOrigin: Bool = false,
+        attestation: AttestationSources = .shipped
+    ) {
         self.allowUnenforcedPIN = allowUnenforcedPIN
         self.allowUnprovenOrigin = allowUnprovenOrigin
+        self.attestation = attestation
     }
 }
 
@@ -121,6 +129,18 @@ public final class TokenSession: @unchecked Sendable {
 
     /// Whether a PIN is held and operations can run.
     public var isUnlocked: Bool { mutex.withLock { heldPIN != nil && !closed } }
+
+    /// Whether the PIN this session holds is `candidate`, or nil when none is held (the session is locked).
+    /// For audits: a PIV card still on its factory PIN is flagged. The PIN is compared in place, never copied.
+    public func holdsPIN(_ candidate: String) -> Bool? {
+        mutex.withLock {
+            guard let heldPIN, !heldPIN.isDiscarded else { return nil }
+            let wanted = Array(candidate.utf8)
+            return try? heldPIN.withBytes { pointer, count in
+                count == wanted.count && (0..<count).allSatisfy { pointer[$0] == wanted[$0] }
+            }
+        }
+    }
 
     /// Logs in again with a PIN, after `lock`. The PIN state is checked first, as at the first login.
     public func unlock(pin: PIN, confirmFinalTry: Bool = false) throws {
@@ -262,7 +282,7 @@ public final class TokenSession: @unchecked Sendable {
             do {
                 let attributes = try Self.readAttributes(session, privateHandle)
                 try Self.refuseWeak(
-                    attributes, usage: usage, generatedHere: true, policy: policy,
+                    attributes, usage: usage, generatedHere: true, policy: policy, ignoresLocal: token.isPIV,
                     what: "the token made a key that was destroyed because it")
                 let publicKey = try Self.readPublicKey(session, publicHandle)
                 return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
@@ -276,10 +296,11 @@ public final class TokenSession: @unchecked Sendable {
 
     /// Refuses a private key that could leave the token, or that the token does not report as made on
     /// it, or a signing key without CKA_ALWAYS_AUTHENTICATE. The message shows what the token reported.
-    /// A key this session just generated may lack CKA_LOCAL only when the policy allows it.
+    /// A key this session just generated may lack CKA_LOCAL only when the policy allows it. On a PIV token
+    /// (`ignoresLocal`) CKA_LOCAL is not looked at: the key's attestation decides its origin (`origin(of:)`).
     static func refuseWeak(
         _ attributes: PrivateKeyAttributes, usage: KeyUsage, generatedHere: Bool, policy: TokenPolicy,
-        what: String
+        ignoresLocal: Bool = false, what: String
     ) throws {
         func shown(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "not reported" }
         var problems: [String] = []
@@ -290,7 +311,7 @@ public final class TokenSession: @unchecked Sendable {
             problems.append("not sensitive (CKA_SENSITIVE \(shown(attributes.sensitive)))")
         }
         var hint = ""
-        if attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
+        if !ignoresLocal && attributes.local != true && !(generatedHere && policy.allowUnprovenOrigin) {
             problems.append("not reported as generated on the token (CKA_LOCAL \(shown(attributes.local)))")
             if generatedHere {
                 hint =
@@ -323,6 +344,7 @@ public final class TokenSession: @unchecked Sendable {
             let label = String(decoding: try session.attribute(handle, Attribute.label) ?? [], as: UTF8.self)
             try Self.refuseWeak(
                 try Self.readAttributes(session, handle), usage: usage, generatedHere: false, policy: policy,
+                ignoresLocal: token.isPIV,
                 what: "the \(usage == .sign ? "signing" : "key-agreement") key \(uri.withoutPIN)")
             let publicKey = try publicKeyLocked(session, id: id)
             return TokenKey(id: id, label: label, publicKey: publicKey, uri: keyURI(id: id, label: label))
@@ -459,6 +481,7 @@ public final class TokenSession: @unchecked Sendable {
     /// returned.
     public func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature {
         precondition(digest.count == SHA256.byteCount, "sign takes a SHA-256 digest")
+        announceTouch(for: key, operation: "sign") // Touch.swift: a PIV key may hold the signature for a touch
         let raw: [UInt8] = try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id
@@ -542,7 +565,8 @@ public final class TokenSession: @unchecked Sendable {
     /// ECDH on the token with CKM_ECDH1_DERIVE and CKD_NULL. The shared secret comes back as a session
     /// object that is read and destroyed at once.
     public func deriveSharedSecret(key: TokenKey, peer: P256.PublicKey) throws -> [UInt8] {
-        try withSession { session in
+        announceTouch(for: key, operation: "unlock the wallet") // ECDH waits for a touch as a signature does
+        return try withSession { session in
             var uri = PKCS11URI()
             uri.id = key.id
             let (handle, _) = try findPrivateKeyLocked(session, uri)

@@ -35,6 +35,9 @@ public protocol WalletToken: AnyObject {
     func generateRSADecryptionKey(label: String) throws -> TokenRSAKey
     func rsaKeys() throws -> [TokenRSAKey]
     func decryptOAEPSHA256(key: TokenRSAKey, ciphertext: [UInt8]) throws -> SecretBytes
+    /// Where a key came from (PIVAttestation.swift): attested, the module's word, or unproven, which is
+    /// refused unless the session's policy allows it (`--allow-unproven-origin`).
+    func requireOrigin(of key: TokenKey, what: String) throws -> KeyOriginReport
 }
 
 /// Defaults for stand-ins that only do P-256 (the simulator's token): no RSA, selection by URI.
@@ -46,6 +49,8 @@ extension WalletToken {
         throw TokenError(.unsupported, "the token \"\(self.label)\" has no RSA-OAEP")
     }
     public func rsaKeys() throws -> [TokenRSAKey] { [] }
+    /// A stand-in's keys are its own software keys: the module's word is all there is.
+    public func requireOrigin(of key: TokenKey, what: String) throws -> KeyOriginReport { .modulesWord }
     public func decryptOAEPSHA256(key: TokenRSAKey, ciphertext: [UInt8]) throws -> SecretBytes {
         throw TokenError(.unsupported, "the token \"\(self.label)\" has no RSA-OAEP")
     }

@@ -5,11 +5,14 @@ import SecureStore
 import SecureToken
 
 /// `secure keys audit`: every private key on the wallet's tokens, its attributes as the token reports them,
-/// and its place in the wallet's key-event log, as findings with a severity. The JSON form is documented
-/// in docs/PROTOCOL.md ("Key audit JSON") and is stable: fields are only ever added.
+/// its origin (a verified PIV attestation, the module's word, or unproven), and its place in the wallet's
+/// key-event log, as findings with a severity; and per token its PIN state, firmware and defaults. The JSON
+/// form is documented in docs/PROTOCOL.md ("Key audit JSON"); fields are only ever added, and the format
+/// name changes when a field's meaning does.
 public enum KeyAudit {
-    /// The format name written in the JSON.
-    public static let format = "secure-key-audit-v1"
+    /// The format name written in the JSON. Version 2: findings scoped to wallet keys, origin instead of
+    /// CKA_LOCAL, verified attestations, PIN and touch policy, per-token facts.
+    public static let format = "secure-key-audit-v2"
 
     /// How bad a finding is. Ordered: the worst finding is a key's severity.
     public enum Severity: String, Codable, Comparable, Sendable, CaseIterable {
@@ -27,12 +30,23 @@ public enum KeyAudit {
         public let detail: String
     }
 
-    /// What the token offers to prove a key was made on it. SoftHSM offers nothing; a PIV token's
-    /// attestation certificate goes here (the token-matrix issue reads and verifies it).
+    /// A key's attestation: what the token (or --attestation, or the wallet's kept evidence) offers to prove
+    /// the key was made on it, and whether it verified.
     public struct Attestation: Codable, Equatable, Sendable {
-        /// "not-offered", "unverified" (offered, no root supplied), "verified" or "invalid".
+        /// "not-offered" (the token has no attestation: SoftHSM, NSS, TPM), "missing" (a PIV key without
+        /// one: imported, or OpenSC without --attestation), "verified", "invalid", or "attestation-key" (the
+        /// card's F9 key, whose certificate signs the others).
         public let status: String
         public let detail: String
+        /// The verified chain's facts, when `status` is "verified".
+        public let verified: VerifiedAttestation?
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(status, forKey: .status)
+            try container.encode(detail, forKey: .detail)
+            try container.encode(verified, forKey: .verified)
+        }
     }
 
     /// The role a key plays for the wallet.
@@ -58,17 +72,24 @@ public enum KeyAudit {
         /// Hex SHA-256 of the SubjectPublicKeyInfo.
         public let fingerprint: String
         public let role: Role
+        /// Whether this is the signing key in force.
+        public let inForce: Bool
         /// Whether the key-event log names this key (as signing, next or agreement key).
         public let inKeyEventLog: Bool
         /// The sequence of the event that put it in force, for signing and retired keys.
         public let keySequence: UInt64?
+        /// "attested", "module's word" or "unproven".
+        public let origin: String
+        /// The PIN and touch policy from the attestation (YubiKey extension 1.3.6.1.4.1.41482.3.8), or nil.
+        public let pinPolicy: String?
+        public let touchPolicy: String?
         /// The worst of the findings.
         public let severity: Severity
         public let findings: [Finding]
         public let attributes: PrivateKeyAttributes
         public let attestation: Attestation
 
-        /// Every field always present (`keySequence` as null when there is none), so the shape is stable.
+        /// Every field always present (nil as null), so the shape is stable.
         public func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(token, forKey: .token)
@@ -76,8 +97,12 @@ public enum KeyAudit {
             try container.encode(id, forKey: .id)
             try container.encode(fingerprint, forKey: .fingerprint)
             try container.encode(role, forKey: .role)
+            try container.encode(inForce, forKey: .inForce)
             try container.encode(inKeyEventLog, forKey: .inKeyEventLog)
             try container.encode(keySequence, forKey: .keySequence)
+            try container.encode(origin, forKey: .origin)
+            try container.encode(pinPolicy, forKey: .pinPolicy)
+            try container.encode(touchPolicy, forKey: .touchPolicy)
             try container.encode(severity, forKey: .severity)
             try container.encode(findings, forKey: .findings)
             try container.encode(attributes, forKey: .attributes)
@@ -85,36 +110,141 @@ public enum KeyAudit {
         }
     }
 
+    /// What an audit reports about a token itself.
+    public struct TokenReport: Codable, Equatable, Sendable {
+        public let label, manufacturer, model, serial: String
+        /// CK_TOKEN_INFO's firmware and hardware versions ("major.minor"; ykcs11 reports firmware 5.4.3 as "5.43").
+        public let firmwareVersion, hardwareVersion: String
+        /// Whether the wallet treats it as a PIV token (origin by attestation).
+        public let piv: Bool
+        /// The PIN state from the token's flags: ok, count-low, final-try, locked, …
+        public let pinState: String
+        /// PIN tries left as far as the token says: "not reported" (no flag set), "fewer than the maximum"
+        /// (CKF_USER_PIN_COUNT_LOW), "1" (CKF_USER_PIN_FINAL_TRY), "0" (CKF_USER_PIN_LOCKED). PKCS#11 has no count.
+        public let pinTriesLeft: String
+        public let severity: Severity
+        public let findings: [Finding]
+    }
+
+    /// The factory defaults a PIV card ships with (SP 800-73 leaves them to the vendor; these are Yubico's).
+    static let defaultPIVPIN = "123456"
+
+    /// The audit of the tokens themselves: PIN state and tries, firmware, and defaults where detectable.
+    public static func tokenReports(tokens: [TokenSession]) -> [TokenReport] {
+        tokens.map { session in
+            let token = session.token
+            let state = (try? token.pinState) ?? .ok
+            let tries: String
+            switch state {
+            case .countLow: tries = "fewer than the maximum"
+            case .finalTry: tries = "1"
+            case .locked: tries = "0"
+            case .ok, .notInitialized, .notRequired: tries = "not reported"
+            }
+            var findings: [Finding] = []
+            if token.isPIV {
+                switch session.holdsPIN(defaultPIVPIN) {
+                case true?:
+                    findings.append(
+                        Finding(
+                            check: "default-pin", severity: .warning,
+                            detail: "the PIN is the factory default 123456; change it (yubico-piv-tool -a change-pin)"))
+                case false?:
+                    findings.append(Finding(check: "default-pin", severity: .ok, detail: "not the factory default PIN"))
+                case nil:
+                    findings.append(
+                        Finding(check: "default-pin", severity: .info, detail: "PIN not held: not compared"))
+                }
+                findings.append(
+                    Finding(
+                        check: "default-puk-management-key", severity: .info,
+                        detail: "PUK and management key are not readable through PKCS#11; check with `ykman piv info`"))
+            }
+            if state == .countLow || state == .finalTry {
+                findings.append(
+                    Finding(
+                        check: "pin-tries", severity: .warning,
+                        detail: "wrong PINs were entered since the last good one (\(state.rawValue))"))
+            }
+            return TokenReport(
+                label: token.label, manufacturer: token.manufacturer, model: token.model, serial: token.serial,
+                firmwareVersion: token.firmwareVersion, hardwareVersion: token.hardwareVersion, piv: token.isPIV,
+                pinState: state.rawValue, pinTriesLeft: tries, severity: findings.map(\.severity).max() ?? .ok,
+                findings: findings)
+        }
+    }
+
     /// The audit of the keys on `tokens` against `log`; rows sorted by token, label and id.
     /// `recipients` are the wrapped database key's recipients (the backup token's key-agreement key is one,
-    /// though no key event names it).
-    public static func audit(tokens: [TokenSession], log: KeyEventLog, recipients: Set<P256.PublicKey> = []) throws
-        -> [Row]
-    {
+    /// though no key event names it). `evidence` holds attestation certificates kept beside the wallet.
+    public static func audit(
+        tokens: [TokenSession], log: KeyEventLog, recipients: Set<P256.PublicKey> = [],
+        evidence: [X509Certificate] = []
+    ) throws -> [Row] {
         var rows: [Row] = []
         for session in tokens {
+            let piv = session.token.isPIV
+            let offered =
+                piv
+                ? ((try? session.attestationCertificates()) ?? []) + evidence + session.policy.attestation.offered : []
             for key in try session.keys() {
                 let attributes = try session.attributes(of: key.uri)
+                let attestation =
+                    piv
+                    ? pivAttestation(of: key, certificates: offered, sources: session.policy.attestation)
+                    : Attestation(status: "not-offered", detail: "the token offers no key attestation", verified: nil)
                 rows.append(
-                    row(key, token: session.token.label, attributes: attributes, log: log, recipients: recipients))
+                    row(
+                        key, token: session.token.label, piv: piv, attributes: attributes, attestation: attestation,
+                        log: log, recipients: recipients))
             }
         }
         return rows.sorted { ($0.token, $0.label, $0.id) < ($1.token, $1.label, $1.id) }
     }
 
+    static func pivAttestation(of key: TokenKey, certificates: [X509Certificate], sources: AttestationSources)
+        -> Attestation
+    {
+        // The card's own attestation key (F9): its certificate signs the slots' attestations; nothing attests it.
+        if let own = certificates.first(where: { $0.publicKeySPKI == key.publicKey.spki }),
+            certificates.contains(where: { $0 !== own && $0.isIssued(by: own) })
+        {
+            return Attestation(
+                status: "attestation-key",
+                detail: "the card's attestation key (F9): its certificate signs the slots' attestations", verified: nil)
+        }
+        do {
+            guard
+                let verified = try PIVAttestation.verify(
+                    key: key.publicKey, certificates: certificates, sources: sources)
+            else {
+                return Attestation(
+                    status: "missing",
+                    detail: "no attestation of this key (an imported key has none; through OpenSC pass --attestation)",
+                    verified: nil)
+            }
+            return Attestation(status: "verified", detail: "chains to \(verified.root)", verified: verified)
+        } catch {
+            return Attestation(status: "invalid", detail: "\(error)", verified: nil)
+        }
+    }
+
     static func row(
-        _ key: TokenKey, token: String, attributes: PrivateKeyAttributes, log: KeyEventLog,
-        recipients: Set<P256.PublicKey>
+        _ key: TokenKey, token: String, piv: Bool, attributes: PrivateKeyAttributes, attestation: Attestation,
+        log: KeyEventLog, recipients: Set<P256.PublicKey>
     ) -> Row {
         var (role, sequence) = role(of: key.publicKey, in: log)
         if role == .unknown && recipients.contains(key.publicKey) { role = .agreement }
-        var findings = attributeFindings(attributes, role: role)
+        var findings = attributeFindings(attributes, role: role, piv: piv)
+        let origin = originFinding(attributes, piv: piv, attestation: attestation)
+        findings.append(origin.finding)
         switch role {
         case .unknown:
             findings.append(
                 Finding(
-                    check: "key-event-log", severity: .warning,
-                    detail: "not in the wallet's key-event log: not a wallet key, or left by an interrupted rotation"))
+                    check: "key-event-log", severity: .info,
+                    detail: "not a wallet key: the key-event log does not name it (or an interrupted rotation left it)")
+            )
         case .retired:
             findings.append(
                 Finding(
@@ -131,12 +261,20 @@ public enum KeyAudit {
                     check: "key-event-log", severity: .ok,
                     detail: "named by the key-event log as the \(role.rawValue) key"))
         }
+        // Findings are about wallet keys: a key the wallet does not use (a PIV card's F9 attestation key,
+        // another slot, another program's key) is reported, never flagged above INFO.
+        if role == .unknown {
+            findings = findings.map {
+                Finding(check: $0.check, severity: min($0.severity, .info), detail: $0.detail)
+            }
+        }
         let severity = findings.map(\.severity).max() ?? .ok
         return Row(
             token: token, label: key.label, id: Hex.encode(key.id), fingerprint: Hex.encode(key.publicKey.fingerprint),
-            role: role, inKeyEventLog: role != .unknown, keySequence: sequence, severity: severity,
-            findings: findings, attributes: attributes,
-            attestation: Attestation(status: "not-offered", detail: "the token offers no key attestation"))
+            role: role, inForce: role == .signing, inKeyEventLog: role != .unknown, keySequence: sequence,
+            origin: origin.name, pinPolicy: attestation.verified?.pinPolicy,
+            touchPolicy: attestation.verified?.touchPolicy, severity: severity, findings: findings,
+            attributes: attributes, attestation: attestation)
     }
 
     static func role(of key: P256.PublicKey, in log: KeyEventLog) -> (Role, UInt64?) {
@@ -148,10 +286,54 @@ public enum KeyAudit {
         return (.unknown, nil)
     }
 
-    /// The attribute checks. A key that was ever extractable or not sensitive, or that was imported, has
-    /// existed outside the token: critical. Wider usage than the role needs, or a signing key without
-    /// always-authenticate: a warning.
-    static func attributeFindings(_ a: PrivateKeyAttributes, role: Role) -> [Finding] {
+    /// The origin check. On a PIV token only a verified attestation proves it (CKA_LOCAL is not evidence
+    /// there); elsewhere the module's word (CKA_LOCAL and CKA_NEVER_EXTRACTABLE) is all there is, at INFO.
+    /// CKA_LOCAL false means the origin is unproven, not that the key was imported: a warning.
+    static func originFinding(_ a: PrivateKeyAttributes, piv: Bool, attestation: Attestation)
+        -> (name: String, finding: Finding)
+    {
+        if piv {
+            if let verified = attestation.verified {
+                let facts = [
+                    verified.serial.map { "serial \($0)" }, verified.firmware.map { "firmware \($0)" },
+                    verified.pinPolicy.map { "PIN policy \($0)" }, verified.touchPolicy.map { "touch policy \($0)" },
+                ].compactMap { $0 }
+                return (
+                    "attested",
+                    Finding(
+                        check: "origin", severity: .ok,
+                        detail: "attested: generated on the card (\(([verified.root] + facts).joined(separator: ", ")))"
+                    )
+                )
+            }
+            return (
+                "unproven",
+                Finding(
+                    check: "origin", severity: .warning,
+                    detail: "origin unproven: attestation \(attestation.status): \(attestation.detail)")
+            )
+        }
+        if a.local == true && a.neverExtractable == true {
+            return (
+                "module's word",
+                Finding(
+                    check: "origin", severity: .info,
+                    detail: "origin: module's word, unattested (CKA_LOCAL, CKA_NEVER_EXTRACTABLE)")
+            )
+        }
+        return (
+            "unproven",
+            Finding(
+                check: "origin", severity: .warning,
+                detail: "origin unproven: the token does not report the key as generated on it (CKA_LOCAL "
+                    + (a.local.map { $0 ? "true" : "false" } ?? "not reported") + ")")
+        )
+    }
+
+    /// The attribute checks. A key that was ever extractable or not sensitive has existed outside the token:
+    /// critical. Wider usage than the role needs, or a signing key without always-authenticate: a warning,
+    /// except that a PIV card fixes its keys' usages (9C and 9D may decrypt), which is reported at INFO.
+    static func attributeFindings(_ a: PrivateKeyAttributes, role: Role, piv: Bool) -> [Finding] {
         var findings: [Finding] = []
         func check(_ name: String, _ passes: Bool, _ severity: Severity, _ failure: String, _ success: String) {
             findings.append(Finding(check: name, severity: passes ? .ok : severity, detail: passes ? success : failure))
@@ -168,10 +350,6 @@ public enum KeyAudit {
         check(
             "always-sensitive", a.alwaysSensitive == true, .critical,
             "CKA_ALWAYS_SENSITIVE is not set: the key was readable at some time", "always sensitive")
-        check(
-            "local", a.local == true, .critical,
-            "CKA_LOCAL is not set: the key was imported, not generated on the token",
-            "generated on the token")
         let signs = role == .signing || role == .next || role == .retired
         if signs || role == .unknown {
             check(
@@ -185,13 +363,35 @@ public enum KeyAudit {
         if a.unwrap == true { wide.append("unwrap") }
         if a.signRecover == true { wide.append("sign-recover") }
         check(
-            "usage", wide.isEmpty, .warning, "usage wider than needed: " + wide.joined(separator: ", "),
+            "usage", wide.isEmpty, piv ? .info : .warning,
+            "usage wider than needed: " + wide.joined(separator: ", ")
+                + (piv ? " (fixed by the PIV card: no way to narrow it)" : ""),
             "usage limited to " + (role == .agreement ? "derive" : "sign"))
         return findings
     }
 }
 
 extension Wallet {
+    /// The attestation certificates kept beside the wallet (attestations/*.pem), for audits through modules
+    /// that offer none (OpenSC). Unreadable files are skipped; the audit verifies what it finds.
+    public func keptAttestationCertificates() -> [X509Certificate] { Self.keptAttestationCertificates(paths) }
+
+    /// The attestation certificates kept in a wallet folder, before the wallet is open.
+    static func keptAttestationCertificates(_ paths: WalletPaths) -> [X509Certificate] {
+        let folder = paths.attestations
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter {
+            $0.hasSuffix(".pem")
+        }
+        return names.sorted().prefix(Self.keptAttestationCountMax).flatMap { name -> [X509Certificate] in
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name) else { return [] }
+            return (try? X509Certificate.certificates(pem: String(decoding: data, as: UTF8.self))) ?? []
+        }
+    }
+
+    /// At most this many kept attestation files are read: two per key put in force (1024 events at most)
+    /// is far more than any wallet rotates.
+    static let keptAttestationCountMax = 4096
+
     /// The public keys the database key is wrapped to (keys.bin).
     public func databaseKeyRecipients() throws -> Set<P256.PublicKey> {
         guard let bytes = FileManager.default.contents(atPath: paths.wrappedKey) else { return [] }

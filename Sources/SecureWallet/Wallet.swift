@@ -253,11 +253,21 @@ public final class Wallet {
         guard signingKey.id != agreementKey.id, nextKey.id != backupAgreementID else {
             throw WalletError(.invalidInput, "the signing and key-agreement keys must be two different keys")
         }
+        // Origins: the keys this token holds, and the next key, which will sign once put in force. On a PIV
+        // token an attestation proves them; elsewhere the module's word does (KeyOrigins.swift).
+        let signingOrigin = try checkedOrigin(of: signingKey, on: session, what: "the signing key", paths: paths)
+        _ = try checkedOrigin(of: agreementKey, on: session, what: "the key-agreement key", paths: paths)
+        _ = try checkedOrigin(of: nextKey, on: options.backup.token, what: "the next signing key", paths: paths)
+        if case .ecdh(let key) = backupAgreement {
+            _ = try checkedOrigin(
+                of: key, on: options.backup.token, what: "the backup key-agreement key", paths: paths)
+        }
         let signer = TokenSigner(token: session, key: signingKey)
         let inception = try SignedKeyEvent(
             .inception(
                 signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
-                agreementKey: agreementKey.publicKey, issuer: options.isIssuer), signer: signer)
+                agreementKey: agreementKey.publicKey, issuer: options.isIssuer, origin: signingOrigin.recorded),
+            signer: signer)
         let walletID = WalletID(inception: inception.event)
         let metadata = WalletMetadata(
             format: WalletMetadata.currentFormat, walletID: walletID.hex,

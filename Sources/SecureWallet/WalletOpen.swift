@@ -36,6 +36,9 @@ extension Wallet {
         clock: @escaping @Sendable () -> Int64 = systemClock
     ) throws -> Wallet {
         let metadata = try WalletMetadata.load(paths)
+        // The attestations kept at init and rotation tell the touch prompt a PIV key's touch policy where the
+        // module offers none (OpenSC); the database key's unwrap below may already wait for a touch.
+        TouchPrompt.learn(keptAttestationCertificates(paths))
         let lock = access == .appending ? try WalletLock(path: paths.lock) : nil
         let walletID = try metadata.parsedWalletID()
         guard let wrappedBytes = FileManager.default.contents(atPath: paths.wrappedKey) else {

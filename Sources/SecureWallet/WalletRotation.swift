@@ -62,10 +62,14 @@ extension Wallet {
             }
             let following = try uncommittedKey(on: other, label: base + "-key-\(keyEvent.event.sequence + 2)")
             try stop(crash, homeHop ? .homeKeyGenerated : .keyGenerated)
+            // Both keys' origins are checked before anything is signed: the key put in force (recorded in the
+            // event), and the key committed to, so an unproven one is refused before the log names it.
+            let origin = try Wallet.checkedOrigin(of: newKey, on: holder, what: "the next signing key", paths: paths)
+            _ = try Wallet.checkedOrigin(of: following, on: other, what: "the new committed key", paths: paths)
             let previousSigner = try signerOfKeyInForce(among: [token, backup])
             let event = KeyEvent.rotation(
                 after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
-                agreementKey: agreement, ledgerPosition: size)
+                agreementKey: agreement, ledgerPosition: size, origin: origin.recorded)
             let newSigner = TokenSigner(token: holder, key: newKey)
             let signed = try SignedKeyEvent(event, signer: newSigner, previous: previousSigner)
             try stop(crash, homeHop ? .homeEventSigned : .eventSigned)

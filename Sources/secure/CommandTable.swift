@@ -48,7 +48,10 @@ enum CommandTable {
             .tokens, help: KeyCommands.help,
             [
                 ("keys generate", "--token URI --label L", "make a P-256 key on the token", KeyCommands.generate),
-                ("keys list", "[--token URI] [--json]", "the P-256 keys on the tokens", KeyCommands.list),
+                (
+                    "keys list", "[--token URI] [--wallet DIR] [--json]", "the P-256 keys on the tokens",
+                    KeyCommands.list
+                ),
                 ("keys export", "URI [--pem]", "the key's SubjectPublicKeyInfo on stdout", KeyCommands.export),
                 (
                     "keys rotate", "[--destroy-old]",

@@ -97,7 +97,7 @@ enum PolicyCommands {
         let allowed = positional[1] == "on"
         let wallet = try openWallet(arguments, .appending)
         if allowed, let session = wallet.token as? TokenSession {
-            session.policy = tokenPolicy(arguments, allowances: wallet.settings.tokenAllowances.union([allowance]))
+            session.policy = try tokenPolicy(arguments, allowances: wallet.settings.tokenAllowances.union([allowance]))
         }
         let entry = try wallet.setTokenAllowance(allowance, allowed: allowed)
         let what = allowed ? "given up" : "required"

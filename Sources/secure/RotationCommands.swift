@@ -11,13 +11,18 @@ import SecureWallet
 extension KeyCommands {
     static let rotationHelp = """
           secure keys rotate [--backup-token URI] [--backup-pin-source SPEC] [--destroy-old [--yes]] [--json]
+                             [--attestation FILE] [--attestation-root PEM]
               Put the pre-committed next key in force and commit to a new next key (two chained key events,
               out through the backup token and home again), each appended to the ledger. The old key is
               retired: kept for verification, never signs again. --destroy-old deletes retired keys from the
               tokens after confirmation (typed, or --yes). After `wallet recover`, run it with the new token.
+              Every key put in force or committed to must have a proven origin (as at `wallet init`).
           secure keys audit [--backup-token URI] [--backup-pin-source SPEC] [--json]
-              One line of findings per key on the wallet's token (and the backup, when given): attributes,
-              usage, place in the key-event log, attestation. Exit code 10 when a finding is critical.
+              One line per token (PIN state and tries, firmware, default PIN) and one line of findings per key
+              on the wallet's token (and the backup, when given): attributes, origin (a PIV key's verified
+              attestation with its PIN and touch policy, else the module's word), usage, place in the
+              key-event log. Keys the wallet does not use are INFO only. Exit code 10 when a finding is
+              critical. --attestation FILE and --attestation-root PEM as for `wallet init`.
         """
 
     /// The backup token's session: --backup-token, else the one recorded at init; its own PIN source.
@@ -35,12 +40,14 @@ extension KeyCommands {
         else {
             throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
         }
-        return try TokenSession(token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "))
+        return try TokenSession(
+            token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "),
+            policy: try tokenPolicy(arguments))
     }
 
     static func rotate(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["backup-token", "backup-pin-source"]),
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]).union(attestationOptions),
             flags: appendingFlags.union(["destroy-old", "yes"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let destroyOld = arguments.flag("destroy-old")
@@ -88,7 +95,8 @@ extension KeyCommands {
 
     static func audit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+            words, options: walletOptions.union(["backup-token", "backup-pin-source"]).union(attestationOptions),
+            flags: walletFlags)
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }
@@ -100,26 +108,41 @@ extension KeyCommands {
             ? nil
             : try openBackup(arguments, recorded: wallet.metadata.backupToken, required: true)
         defer { backup?.close() }
+        let audited = [main] + (backup.map { [$0] } ?? [])
         let rows = try KeyAudit.audit(
-            tokens: [main] + (backup.map { [$0] } ?? []), log: wallet.keyLog,
-            recipients: try wallet.databaseKeyRecipients())
+            tokens: audited, log: wallet.keyLog, recipients: try wallet.databaseKeyRecipients(),
+            evidence: wallet.keptAttestationCertificates())
+        let tokens = KeyAudit.tokenReports(tokens: audited)
         if arguments.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let document = AuditDocument(
                 format: KeyAudit.format, walletID: wallet.walletID.hex,
-                keySequence: wallet.keyEvent.event.sequence, keys: rows)
+                keySequence: wallet.keyEvent.event.sequence, tokens: tokens, keys: rows)
             print(String(decoding: try encoder.encode(document), as: UTF8.self))
         } else {
+            for token in tokens {
+                let notes = token.findings.filter { $0.severity != .ok }.map(\.detail)
+                print(
+                    "\(token.severity.rawValue.uppercased())  token \(token.label)  firmware \(token.firmwareVersion)  "
+                        + "PIN \(token.pinState), tries left: \(token.pinTriesLeft)"
+                        + (notes.isEmpty ? "" : "  " + notes.joined(separator: "; ")))
+            }
             for row in rows {
                 let problems = row.findings.filter { $0.severity != .ok }.map(\.detail)
+                let policies = [row.pinPolicy.map { "PIN \($0)" }, row.touchPolicy.map { "touch \($0)" }]
+                    .compactMap { $0 }
+                let role: String = row.role.rawValue + (row.inForce ? " (in force)" : "")
+                let policyText: String = policies.isEmpty ? "" : " (" + policies.joined(separator: ", ") + ")"
+                let problemText: String = problems.isEmpty ? "all checks pass" : problems.joined(separator: "; ")
+                let severity: String = row.severity.rawValue.uppercased()
                 print(
-                    "\(row.severity.rawValue.uppercased())  \(row.token)/\(row.label)  \(row.role.rawValue)  "
-                        + "\(row.fingerprint.prefix(16))  "
-                        + (problems.isEmpty ? "all checks pass" : problems.joined(separator: "; ")))
+                    "\(severity)  \(row.token)/\(row.label)  \(role)  \(row.fingerprint.prefix(16))  "
+                        + "origin: \(row.origin)\(policyText)  \(problemText)")
             }
         }
-        return rows.contains { $0.severity == .critical } ? .integrity : .success
+        let worst = (rows.map(\.severity) + tokens.map(\.severity)).max() ?? .ok
+        return worst == .critical ? .integrity : .success
     }
 
     /// The top level of `keys audit --json`.
@@ -127,6 +150,7 @@ extension KeyCommands {
         let format: String
         let walletID: String
         let keySequence: UInt64
+        let tokens: [KeyAudit.TokenReport]
         let keys: [KeyAudit.Row]
     }
 }

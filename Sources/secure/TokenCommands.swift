@@ -23,17 +23,25 @@ func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN
 
 /// The token policy the flags ask for, with the allowances a wallet's signed settings recorded: each
 /// --allow-… flag names the safeguard it gives up, for this command; a wallet's settings give it up for
-/// every command on that wallet (`wallet init` records them, `wallet allow` changes them).
-func tokenPolicy(_ arguments: Arguments, allowances: Set<TokenAllowance> = []) -> TokenPolicy {
+/// every command on that wallet (`wallet init` records them, `wallet allow` changes them). A PIV key's
+/// attestation comes from the token, or from --attestation FILE; --attestation-root PEM adds roots and
+/// intermediates to the ones built in.
+func tokenPolicy(_ arguments: Arguments, allowances: Set<TokenAllowance> = []) throws -> TokenPolicy {
     TokenPolicy(
         allowUnenforcedPIN: arguments.flag("allow-unenforced-pin") || allowances.contains(.unenforcedPIN),
-        allowUnprovenOrigin: arguments.flag("allow-unproven-origin") || allowances.contains(.unprovenOrigin))
+        allowUnprovenOrigin: arguments.flag("allow-unproven-origin") || allowances.contains(.unprovenOrigin),
+        attestation: try AttestationSources.load(
+            attestationFile: arguments.value("attestation"), rootFile: arguments.value("attestation-root")))
 }
 
 /// The allowances the --allow-… flags name, for `wallet init` to record.
 func tokenAllowances(_ arguments: Arguments) -> Set<TokenAllowance> {
     Set(TokenAllowance.allCases.filter { arguments.flag("allow-\($0)") })
 }
+
+/// The options that name where a PIV key's attestation and its roots come from (`wallet init`, `keys
+/// rotate`, `keys audit`).
+let attestationOptions: Set<String> = ["attestation", "attestation-root"]
 
 /// Opens an authenticated session for a command, honouring --confirm-final-try and the --allow-… flags.
 func openSession(_ arguments: Arguments, uri: PKCS11URI) throws -> TokenSession {
@@ -46,7 +54,7 @@ func openSession(_ arguments: Arguments, token: Token, uri: PKCS11URI) throws ->
     let pin = try readPIN(arguments, uri: uri, token: token)
     return try TokenSession(
         token: token, pin: pin, confirmFinalTry: arguments.flag("confirm-final-try"),
-        policy: tokenPolicy(arguments))
+        policy: try tokenPolicy(arguments))
 }
 
 /// Parses a URI argument, applying --module-args to the module it names.
@@ -146,14 +154,16 @@ enum KeyCommands {
           secure keys generate --token URI --label LABEL [--usage sign|derive] [--pin-source SPEC] [--json]
               Make a P-256 key pair on the token: private, sensitive, never extractable, always-authenticate
               (signing keys), allowed only its one usage, with a random CKA_ID. Prints the key's URI.
-          secure keys list [--token URI] [--json]
-              The P-256 keys on the tokens (public halves; no PIN needed).
+          secure keys list [--token URI] [--wallet DIR] [--json]
+              The P-256 keys on the tokens (public halves; no PIN needed). The wallet's signing key in
+              force, as its wallet.json names it, is marked "[in force]" ("inForce" in JSON).
           secure keys export URI [--pem]
               The key's SubjectPublicKeyInfo on stdout: DER, or PEM with --pem.
         \(rotationHelp)
         Common options: --module-args ARGS (init args for the URI's module), --confirm-final-try,
           --allow-unenforced-pin (a token that does not enforce the PIN per signature: NSS softokn),
-          --allow-unproven-origin (a token that does not mark its generated keys CKA_LOCAL: NSS softokn)
+          --allow-unproven-origin (a key whose origin is unproven: a PIV key without a verified
+          attestation, or a key not marked CKA_LOCAL: NSS softokn's)
         """
 
     static func generate(_ words: [String]) throws -> ExitCode {
@@ -185,23 +195,35 @@ enum KeyCommands {
     }
 
     static func list(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: ["token", "module-args"], flags: ["json"])
+        let arguments = try Arguments(words, options: ["token", "module-args", "wallet"], flags: ["json"])
         _ = try arguments.positionals(0, "no positional arguments")
         let uri = try parseURI(arguments.value("token") ?? "pkcs11:", arguments)
+        // The key in force as wallet.json names it (token and CKA_ID), read without a PIN: a marker for people;
+        // `keys audit` checks it against the ledger's key-event log.
+        let recorded = (try? recordedWallet(arguments))?.1
+        let recordedToken = recorded.flatMap { try? PKCS11URI($0.token) }
         var rows: [[String: Any]] = []
         for listing in try TokenLibrary.shared.list(uri) {
             for token in listing.tokens {
                 for key in try token.publicKeys() {
+                    let inForce =
+                        recorded?.signingKeyID == Hex.encode(key.id)
+                        && (recordedToken?.token ?? token.label) == token.label
+                        && (recordedToken?.serial ?? token.serial) == token.serial
                     rows.append([
                         "token": token.label, "label": key.label, "id": Hex.encode(key.id),
                         "uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint),
+                        "inForce": inForce,
                     ])
                 }
             }
         }
         printRows(
             rows, json: arguments.flag("json"), whenEmpty: { printError("secure: no P-256 keys found") },
-            line: { row in "\(row["token"]!)  \(row["label"]!)  \(row["fingerprint"]!)\n  \(row["uri"]!)" })
+            line: { row in
+                "\(row["token"]!)  \(row["label"]!)  \(row["fingerprint"]!)"
+                    + (row["inForce"] as? Bool == true ? "  [in force]" : "") + "\n  \(row["uri"]!)"
+            })
         return .success
     }
 

@@ -42,7 +42,7 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
         throw error
     }
     // The signed settings decide what the token is allowed to lack, from now on in this command.
-    session.policy = tokenPolicy(arguments, allowances: wallet.settings.tokenAllowances)
+    session.policy = try tokenPolicy(arguments, allowances: wallet.settings.tokenAllowances)
     if let repair = wallet.repairNeeded { printError("secure: note: \(repair)") }
     wallet.acceptsClockJump = arguments.flag("accept-clock")
     return wallet
@@ -107,7 +107,7 @@ enum WalletCommands {
             options: walletOptions.union([
                 "backup-token", "backup-pin-source", "label",
                 "backup-module-args",
-            ]).union(keyOptions),
+            ]).union(keyOptions).union(attestationOptions),
             flags: walletFlags.union(["allow-file-anchor"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let tokenURI = try parseURI(try arguments.required("token"), arguments)
@@ -143,7 +143,7 @@ enum WalletCommands {
         }
         let backupSession = try TokenSession(
             token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
-            policy: tokenPolicy(arguments))
+            policy: try tokenPolicy(arguments))
         defer { backupSession.close() }
         let options = Wallet.InitOptions(
             tokenURI: tokenURI, backup: (backupSession, backupURI),
@@ -151,6 +151,8 @@ enum WalletCommands {
             label: arguments.value("label") ?? (isIssuer ? "issuer" : "wallet"), existingKeys: existingKeys,
             isIssuer: isIssuer, tokenAllowances: tokenAllowances(arguments))
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
+        // The signing key's origin as the inception records it, on stderr in both forms (INFO for the module's word).
+        printError("secure: signing key origin: \(wallet.keyEvent.event.origin.description)")
         if arguments.flag("json") {
             printJSON(describe(wallet))
         } else {

@@ -76,6 +76,8 @@ do {
     printError("secure: \(error)")
     exit(ExitCode.failure.rawValue)
 }
+// A key with a touch policy holds its signature until it is touched: say so on stderr, never on stdout.
+TouchPrompt.install { printError("secure: \($0)") }
 let code = run(Array(CommandLine.arguments.dropFirst()))
 TokenLibrary.shared.shutdown()
 exit(code.rawValue)

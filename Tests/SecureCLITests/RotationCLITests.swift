@@ -53,24 +53,43 @@ struct RotationCLITests {
             ] + world.wallet("alice"))
         #expect(again.output == audit.output, "the audit JSON is stable")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout)) as? [String: Any])
-        #expect(Set(document.keys) == ["format", "walletID", "keySequence", "keys"])
-        #expect(document["format"] as? String == "secure-key-audit-v1")
+        #expect(Set(document.keys) == ["format", "walletID", "keySequence", "tokens", "keys"])
+        #expect(document["format"] as? String == "secure-key-audit-v2")
+        let tokens = try #require(document["tokens"] as? [[String: Any]])
+        #expect(tokens.count == 2, "the wallet's token and the backup")
+        for token in tokens {
+            #expect(
+                Set(token.keys) == [
+                    "label", "manufacturer", "model", "serial", "firmwareVersion", "hardwareVersion", "piv",
+                    "pinState", "pinTriesLeft", "severity", "findings",
+                ])
+        }
         let keys = try #require(document["keys"] as? [[String: Any]])
         #expect(keys.count == 6, "signing, two retired, next, two key-agreement keys")
         for key in keys {
             #expect(
                 Set(key.keys) == [
-                    "token", "label", "id", "fingerprint", "role", "inKeyEventLog", "keySequence", "severity",
-                    "findings", "attributes", "attestation",
+                    "token", "label", "id", "fingerprint", "role", "inForce", "inKeyEventLog", "keySequence",
+                    "origin", "pinPolicy", "touchPolicy", "severity", "findings", "attributes", "attestation",
                 ])
-            #expect(key["severity"] as? String != "critical")
+            // SoftHSM: every wallet key passes; its origin is the module's word, at INFO.
+            #expect(key["severity"] as? String == "info" && key["origin"] as? String == "module's word")
         }
         #expect(
             keys.map { $0["role"] as? String }.sorted { ($0 ?? "") < ($1 ?? "") }
                 == ["agreement", "agreement", "next", "retired", "retired", "signing"])
+        // keys list marks the key in force: after the rotation, the audit's signing key and no other.
+        let list = try world.run(
+            ["keys", "list", "--json", "--wallet", "alice", "--token", "pkcs11:token=alice?module-name=softhsm2"])
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]])
+        let signing = try #require(keys.first { $0["role"] as? String == "signing" })
+        #expect(
+            listed.filter { $0["inForce"] as? Bool == true }.map { $0["fingerprint"] as? String }
+                == [signing["fingerprint"] as? String], "\(list.output) \(list.stderr)")
         let text = try world.run(["keys", "audit"] + world.wallet("alice"))
         #expect(
-            text.status == 0 && text.output.split(separator: "\n").count == 3, "one line per key on the wallet's token")
+            text.status == 0 && text.output.split(separator: "\n").count == 4,
+            "one line for the token, then one per key on the wallet's token")
 
         // The bundle, whole and for a range across the rotation, verified by us and by the Python oracle.
         for (name, range) in [("all", [String]()), ("part", ["--from", "1", "--to", "6"])] {

@@ -2,10 +2,10 @@ import Foundation
 import SecureCore
 import SecureCrypto
 import SecureTestSupport
-import SecureToken
 import Testing
 
 @testable import SecurePeer
+@testable import SecureToken
 @testable import SecureWallet
 
 /// `keys audit` on a wallet's real SoftHSM token, with bad keys made on purpose by pkcs11-tool (OpenSC).
@@ -59,19 +59,53 @@ struct KeyAuditTests {
         let session = test.wallet!.token as! TokenSession
         let rows = try KeyAudit.audit(tokens: [session], log: test.wallet!.keyLog)
         let byLabel = Dictionary(uniqueKeysWithValues: rows.map { ($0.label, $0) })
+        // Neither is a wallet key: each is reported with what is wrong, never above INFO.
         let extractable = try #require(byLabel["extractable"])
-        #expect(extractable.severity == .critical)
-        #expect(extractable.findings.contains { $0.check == "extractable" && $0.severity == .critical })
-        #expect(!extractable.inKeyEventLog && extractable.role == .unknown)
+        #expect(extractable.severity == .info)
+        #expect(extractable.findings.contains { $0.check == "extractable" && $0.detail.contains("CKA_EXTRACTABLE") })
+        #expect(!extractable.inKeyEventLog && extractable.role == .unknown && !extractable.inForce)
         let imported = try #require(byLabel["imported"])
-        #expect(imported.severity == .critical)
-        #expect(imported.findings.contains { $0.check == "local" && $0.severity == .critical })
-        // The wallet's own keys pass every attribute check.
+        #expect(imported.severity == .info && imported.origin == "unproven")
+        #expect(imported.findings.contains { $0.check == "origin" && $0.detail.hasPrefix("origin unproven") })
+        #expect(!imported.findings.contains { $0.detail.contains("imported") }, "CKA_LOCAL false only means unproven")
+        // The wallet's own keys pass every check; SoftHSM's origin is the module's word, at INFO.
         let signing = try #require(rows.first { $0.role == .signing })
-        #expect(signing.severity == .ok, "\(signing.findings.filter { $0.severity != .ok })")
-        #expect(signing.keySequence == 0)
+        #expect(signing.severity == .info, "\(signing.findings.filter { $0.severity != .ok })")
+        #expect(signing.inForce && signing.keySequence == 0 && signing.origin == "module's word")
+        #expect(
+            signing.findings.contains {
+                $0.check == "origin" && $0.severity == .info && $0.detail.contains("module's word, unattested")
+            })
+        #expect(signing.attestation.status == "not-offered")
         let agreement = try #require(rows.first { $0.role == .agreement })
-        #expect(agreement.severity == .ok, "\(agreement.findings.filter { $0.severity != .ok })")
+        #expect(agreement.severity == .info, "\(agreement.findings.filter { $0.severity != .info })")
+        // The token: SoftHSM is not a PIV token; its PIN state comes from its flags.
+        let report = try #require(KeyAudit.tokenReports(tokens: [session]).first)
+        #expect(!report.piv && report.severity == .ok && report.pinState == "ok" && !report.firmwareVersion.isEmpty)
+    }
+
+    /// A wallet key with the same defects is flagged: critical when it was ever extractable, a warning when its
+    /// origin is unproven, and a PIV card's fixed usages are INFO, not a warning.
+    @Test func walletKeyFindingsKeepTheirSeverity() {
+        let weak = PrivateKeyAttributes(
+            sensitive: true, extractable: true, neverExtractable: false, alwaysSensitive: true, local: false,
+            alwaysAuthenticate: true, sign: true, decrypt: true)
+        let findings = KeyAudit.attributeFindings(weak, role: .signing, piv: false)
+        #expect(findings.contains { $0.check == "extractable" && $0.severity == .critical })
+        #expect(findings.contains { $0.check == "usage" && $0.severity == .warning })
+        #expect(
+            KeyAudit.attributeFindings(weak, role: .signing, piv: true).contains {
+                $0.check == "usage" && $0.severity == .info
+            })
+        let none = KeyAudit.Attestation(status: "not-offered", detail: "", verified: nil)
+        #expect(KeyAudit.originFinding(weak, piv: false, attestation: none).finding.severity == .warning)
+        var good = weak
+        (good.local, good.neverExtractable) = (true, true)
+        #expect(KeyAudit.originFinding(good, piv: false, attestation: none).finding.severity == .info)
+        // On a PIV token CKA_LOCAL true is not evidence: without an attestation the origin is unproven.
+        let missing = KeyAudit.Attestation(status: "missing", detail: "no attestation", verified: nil)
+        let piv = KeyAudit.originFinding(good, piv: true, attestation: missing)
+        #expect(piv.name == "unproven" && piv.finding.severity == .warning)
     }
 
     @Test func rotationRolesAreReported() throws {
@@ -87,5 +121,9 @@ struct KeyAuditTests {
         #expect(Set(rows.filter { $0.role == .retired }.compactMap(\.keySequence)) == [0, 1])
         #expect(rows.filter { $0.role == .agreement }.count == 2, "the wallet's and the backup's key-agreement keys")
         #expect(rows.allSatisfy { $0.role != .unknown })
+        // Inception and both rotation events record the origin of the key they put in force: SoftHSM's word.
+        let log = test.wallet!.keyLog.events
+        #expect(log.count == 3 && log.allSatisfy { $0.event.origin == .modulesWord && $0.event.version == 2 })
+        #expect(log.allSatisfy { $0.event.recoveryCommitment == KeyEvent.noRecoveryCommitment })
     }
 }

@@ -76,6 +76,13 @@ def parse_signed_event(data):
     e = Reader(body)
     event = {"version": e.u8(), "kind": e.u8(), "sequence": e.u64(), "previous": e.take(32), "key": e.take(65),
              "next": e.take(32), "agreement": e.take(65), "position": e.u64()}
+    if event["version"] == 2:  # version 2 adds the key's origin (code, evidence) and the recovery commitment
+        event.update(origin=e.u8(), originEvidence=e.take(32), recoveryCommitment=e.take(32))
+        zero = event["originEvidence"] == bytes(32)
+        if event["origin"] not in (0, 1, 2) or zero != (event["origin"] != 2):
+            raise ValueError("key event origin %d with the wrong evidence" % event["origin"])
+    elif event["version"] != 1:
+        raise ValueError("key event version %d" % event["version"])
     if not e.at_end():
         raise ValueError("trailing bytes after a key event")
     event.update(body=body, signature=signature, countersignature=countersignature, digest=sha256(body))

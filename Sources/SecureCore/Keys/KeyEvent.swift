@@ -9,7 +9,11 @@ public struct KeyEvent: Hashable, Sendable {
     public static let label = SignatureLabel("secure-key-event-v1")
     /// The label of the previous key's countersignature on a rotation.
     public static let countersignatureLabel = SignatureLabel("secure-key-event-countersignature-v1")
-    static let encodingVersion: UInt8 = 1
+    /// The version new events are written in. Version 1 (no origin, no recovery commitment) still decodes,
+    /// and re-encodes byte for byte, because wallets made before version 2 keep their logs.
+    public static let encodingVersion: UInt8 = 2
+    /// The versions that decode.
+    static let decodableVersions: ClosedRange<UInt8> = 1...2
 
     /// Inception or rotation. An issuer's wallet is incepted as one, and stays one: its ledger records the
     /// vouchers it mints as liabilities and never holds spendable money.
@@ -35,15 +39,47 @@ public struct KeyEvent: Hashable, Sendable {
     public let agreementKey: P256.PublicKey
     /// The ledger position from which this event's key signs.
     public let ledgerPosition: UInt64
+    /// The encoding version: 2 for new events, 1 for events of logs written before origins were recorded.
+    public let version: UInt8
+    /// Where `signingKey` came from, as proven when the event was made (version 2; `.notRecorded` in 1).
+    public let origin: KeyOrigin
+    /// A commitment to the recovery key (version 2): all zero means none. Reserved for recovery words, which
+    /// fill it; today every event carries zero.
+    public let recoveryCommitment: Digest32
+
+    /// The "no recovery key" commitment: 32 zero bytes.
+    public static let noRecoveryCommitment = Digest32.zero
+
+    init(
+        kind: Kind, sequence: UInt64, previousEvent: KeyEventDigest, signingKey: P256.PublicKey,
+        nextKeyDigest: Digest32, agreementKey: P256.PublicKey, ledgerPosition: UInt64,
+        version: UInt8 = KeyEvent.encodingVersion, origin: KeyOrigin = .unproven,
+        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment
+    ) {
+        precondition(version == 2 || (origin == .notRecorded && recoveryCommitment == Self.noRecoveryCommitment))
+        precondition(version == 1 || origin != .notRecorded, "a version 2 event records its key's origin")
+        self.kind = kind
+        self.sequence = sequence
+        self.previousEvent = previousEvent
+        self.signingKey = signingKey
+        self.nextKeyDigest = nextKeyDigest
+        self.agreementKey = agreementKey
+        self.ledgerPosition = ledgerPosition
+        self.version = version
+        self.origin = origin
+        self.recoveryCommitment = recoveryCommitment
+    }
 
     /// The inception event of a new wallet, or of a new issuer when `issuer` is set.
+    /// `origin` is where the signing key came from.
     public static func inception(
-        signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey, issuer: Bool = false
+        signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey, issuer: Bool = false,
+        origin: KeyOrigin = .unproven
     ) -> KeyEvent {
         KeyEvent(
             kind: issuer ? .issuerInception : .inception, sequence: 0, previousEvent: .beforeInception,
             signingKey: signingKey,
-            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0)
+            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0, origin: origin)
     }
 
     /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
@@ -51,17 +87,19 @@ public struct KeyEvent: Hashable, Sendable {
     /// records this event: that entry's checkpoint is the first the new key signs.
     public static func rotation(
         after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
-        agreementKey: P256.PublicKey, ledgerPosition: UInt64
+        agreementKey: P256.PublicKey, ledgerPosition: UInt64, origin: KeyOrigin = .unproven
     ) -> KeyEvent {
         KeyEvent(
             kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
-            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition)
+            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
+            origin: origin)
     }
 
-    /// The canonical encoding that is hashed and signed.
+    /// The canonical encoding that is hashed and signed (docs/PROTOCOL.md, "Key events"): version 1 is 212
+    /// bytes, version 2 adds the origin (u8 code ‖ 32 bytes) and the recovery commitment (32 bytes), 277.
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 256)
-        writer.write(Self.encodingVersion)
+        var writer = ByteWriter(capacity: 288)
+        writer.write(version)
         writer.write(kind.rawValue)
         writer.write(sequence)
         writer.write(previousEvent)
@@ -69,6 +107,11 @@ public struct KeyEvent: Hashable, Sendable {
         writer.write(nextKeyDigest)
         writer.write(fixed: agreementKey.x963, count: P256.uncompressedPointByteCount)
         writer.write(ledgerPosition)
+        if version >= 2 {
+            writer.write(origin.code)
+            writer.write(origin.evidenceDigest)
+            writer.write(recoveryCommitment)
+        }
         return writer.bytes
     }
 
@@ -78,7 +121,13 @@ public struct KeyEvent: Hashable, Sendable {
     /// Decodes an event: nil on short input, a thrown error on malformed input.
     public static func decode(_ bytes: [UInt8]) throws -> KeyEvent? {
         var reader = ByteReader(bytes)
-        guard try reader.readVersion(encodingVersion, of: "key event") else { return nil }
+        guard let version = reader.readUInt8() else { return nil }
+        guard decodableVersions.contains(version) else {
+            throw FormatError(
+                .unsupportedVersion,
+                "key event version \(version) is not supported (expected \(decodableVersions.lowerBound)…"
+                    + "\(decodableVersions.upperBound))")
+        }
         guard let kindByte = reader.readUInt8() else { return nil }
         guard let kind = Kind(rawValue: kindByte) else {
             throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown")
@@ -89,6 +138,15 @@ public struct KeyEvent: Hashable, Sendable {
         else {
             return nil
         }
+        var origin = KeyOrigin.notRecorded
+        var recoveryCommitment = noRecoveryCommitment
+        if version >= 2 {
+            guard let code = reader.readUInt8(), let evidence = reader.read(Digest32.self),
+                let recovery = reader.read(Digest32.self)
+            else { return nil }
+            origin = try KeyOrigin(code: code, evidenceDigest: evidence)
+            recoveryCommitment = recovery
+        }
         try reader.expectEnd("key event")
         guard kind.isInception == (sequence == 0) else {
             throw FormatError(.invalidValue, "a key event's kind does not match its sequence number")
@@ -96,9 +154,65 @@ public struct KeyEvent: Hashable, Sendable {
         do {
             return KeyEvent(
                 kind: kind, sequence: sequence, previousEvent: previous, signingKey: try P256.PublicKey(x963: signing),
-                nextKeyDigest: next, agreementKey: try P256.PublicKey(x963: agreement), ledgerPosition: position)
+                nextKeyDigest: next, agreementKey: try P256.PublicKey(x963: agreement), ledgerPosition: position,
+                version: version, origin: origin, recoveryCommitment: recoveryCommitment)
         } catch {
             throw FormatError(.invalidValue, "a key event names a key that is not a valid P-256 point")
+        }
+    }
+}
+
+/// Where the signing key a key event puts in force came from, as proven when the event was made. Version 2
+/// events record it as a code and a 32-byte field (docs/PROTOCOL.md, "Key events"); version 1 events have none.
+public enum KeyOrigin: Hashable, Sendable {
+    /// Nothing proves where the key was made (a PIV key without attestation, or a token that does not report
+    /// CKA_LOCAL; accepted only with `--allow-unproven-origin`). Code 0.
+    case unproven
+    /// The module reports the key as generated on the token and never extractable (CKA_LOCAL,
+    /// CKA_NEVER_EXTRACTABLE); nothing else backs it (SoftHSM, NSS, a TPM). Code 1.
+    case modulesWord
+    /// A PIV attestation chain to a trusted root attests this very key; the digest is SHA-256 of u16 length ‖
+    /// slot attestation certificate DER ‖ u16 length ‖ F9 certificate DER, so anyone holding the two
+    /// certificates can check them against the event. Code 2.
+    case attested(Digest32)
+    /// A version 1 event: no origin was recorded. Never encoded.
+    case notRecorded
+
+    /// The codes a version 2 event may carry. 3 is reserved for keys put in force by recovery words.
+    var code: UInt8 {
+        switch self {
+        case .unproven: 0
+        case .modulesWord: 1
+        case .attested: 2
+        case .notRecorded: preconditionFailure("a version 1 event's origin is never encoded")
+        }
+    }
+
+    /// The 32 bytes after the code: the attestation digest, or zero.
+    var evidenceDigest: Digest32 {
+        if case .attested(let digest) = self { return digest }
+        return KeyEvent.noRecoveryCommitment
+    }
+
+    init(code: UInt8, evidenceDigest: Digest32) throws {
+        let zero = evidenceDigest == KeyEvent.noRecoveryCommitment
+        switch code {
+        case 0 where zero: self = .unproven
+        case 1 where zero: self = .modulesWord
+        case 2 where !zero: self = .attested(evidenceDigest)
+        case 0, 1, 2: throw FormatError(.invalidValue, "a key event's origin \(code) carries the wrong evidence digest")
+        default: throw FormatError(.invalidValue, "key event origin \(code) is unknown")
+        }
+    }
+
+    /// A phrase for people: "attested (evidence SHA-256 …)", "module's word, unattested", "unproven",
+    /// "not recorded (version 1 event)".
+    public var description: String {
+        switch self {
+        case .unproven: "unproven"
+        case .modulesWord: "module's word, unattested"
+        case .attested(let digest): "attested (evidence SHA-256 \(digest))"
+        case .notRecorded: "not recorded (version 1 event)"
         }
     }
 }
