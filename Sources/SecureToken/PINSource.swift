@@ -75,6 +75,12 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
             }
             return try PIN(value)
         case .file(let path):
+            // A FIFO is checked before the open, which waits for a writer: a FIFO others may use is refused
+            // without waiting. The descriptor is checked again once open.
+            var before = stat()
+            if stat(path, &before) == 0, before.st_mode & S_IFMT == S_IFIFO {
+                try Self.checkPINFile(before, path: path)
+            }
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
                 throw TokenError(
@@ -88,18 +94,22 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A PIN file is refused the way ssh refuses a private key: a regular file must belong to the caller (or
-    /// root) and be readable by no one else (no 077 mode bit). A FIFO is allowed: a password manager or a
-    /// script pipes the PIN through one, and nothing stays on disk.
+    /// A PIN file is refused the way ssh refuses a private key: it must belong to the caller (or root) and be
+    /// open to no one else (no 077 mode bit). A FIFO is allowed on the same terms: a password manager or a
+    /// script pipes the PIN through one and nothing stays on disk, but a FIFO others may write to (or read
+    /// from) would let them feed or take the PIN.
     static func checkPINFile(_ descriptor: Int32, path: String) throws {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             throw TokenError(
                 .pinUnavailable, "cannot inspect the PIN file \(path): \(String(cString: strerror(errno)))")
         }
+        try checkPINFile(status, path: path)
+    }
+
+    static func checkPINFile(_ status: stat, path: String) throws {
         let kind = status.st_mode & S_IFMT
-        if kind == S_IFIFO { return }
-        guard kind == S_IFREG else {
+        guard kind == S_IFREG || kind == S_IFIFO else {
             throw TokenError(.pinUnavailable, "the PIN file \(path) is not a regular file or a FIFO")
         }
         guard status.st_uid == getuid() || status.st_uid == 0 else {

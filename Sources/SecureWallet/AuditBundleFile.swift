@@ -186,13 +186,31 @@ public enum AuditBundleFile {
         }
     }
 
+    /// A JSON decoding failure in a sentence: the field's path and what was wrong, never Swift's dump.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let names = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return names.isEmpty ? "the document" : names.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return "\(path(context)) is not a \(type)"
+        case .valueNotFound(let type, let context): return "\(path(context)) is missing (a \(type))"
+        case .keyNotFound(let key, let context):
+            return "\(context.codingPath.isEmpty ? "" : path(context) + ": ")the field \(key.stringValue) is missing"
+        case .dataCorrupted(let context): return "\(path(context)) is malformed (not valid JSON, or out of range)"
+        @unknown default: return "the document is malformed"
+        }
+    }
+
     /// Parses and checks a bundle; returns the problems (empty when it verifies) and the bundle.
     public static func verify(_ file: [UInt8]) throws -> (problems: [String], bundle: AuditBundle) {
         let document: Document
         do {
             document = try JSONDecoder().decode(Document.self, from: Data(file))
+        } catch let error as DecodingError {
+            throw WalletError(.invalidInput, "not an audit bundle: \(Self.describe(error))")
         } catch {
-            throw WalletError(.invalidInput, "not an audit bundle: \(error)")
+            throw WalletError(.invalidInput, "not an audit bundle: the file is not JSON")
         }
         guard document.format == format else {
             throw WalletError(.invalidInput, "audit bundle format \(document.format) is unknown")

@@ -154,15 +154,36 @@ final class TerminalPerson: PeerInterface {
             throw WalletError(.refused, "busy: another session kept the prompt for the whole PIN wait; declined")
         }
         defer { Self.promptQueue.unlock() }
-        Self.output.withLock {
-            Self.endLiveLine()
-            fflush(nil)
-        }
+        Self.setPromptOpen(true)
+        defer { Self.setPromptOpen(false) }
         return try source.read(prompt: "PIN for token \"\(tokenLabel)\": ")
     }
 
     /// Whether the last thing written to the terminal is the live distance line, without its newline.
     nonisolated(unsafe) private static var liveLineOpen = false
+    /// While a question or PIN read is open, other sessions' event lines wait here (when they would go to the
+    /// same terminal), so nothing lands between the question and the answer: a peer that connects while the
+    /// person reads a prompt cannot put its own code or fingerprint under the question.
+    nonisolated(unsafe) private static var promptOpen = false
+    nonisolated(unsafe) private static var deferred: [String] = []
+    /// The most lines kept back during one prompt; later ones are counted, not kept.
+    static let deferredLineCountMax = 200
+    nonisolated(unsafe) private static var deferredDropped = 0
+
+    /// Marks a prompt open (events to the terminal wait) or closed (they are written, in order).
+    private static func setPromptOpen(_ open: Bool) {
+        output.withLock {
+            endLiveLine()
+            promptOpen = open
+            if !open {
+                deferred.forEach { print($0) }
+                if deferredDropped > 0 { print("(\(deferredDropped) more lines while the prompt was open)") }
+                deferred = []
+                deferredDropped = 0
+            }
+            fflush(nil)
+        }
+    }
 
     func event(_ name: String, _ fields: [String: String], _ text: String) {
         // On a terminal, the distance is one line redrawn in place, never while a prompt is open (a prompt
@@ -178,6 +199,22 @@ final class TerminalPerson: PeerInterface {
             return
         }
         Self.output.withLock {
+            if Self.promptOpen, isatty(STDOUT_FILENO) == 1 {
+                var line = text
+                if json {
+                    var object: [String: Any] = ["event": name, "text": text]
+                    for (key, value) in fields { object[key] = value }
+                    line =
+                        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+                        .map { String(decoding: $0, as: UTF8.self) } ?? text
+                }
+                if Self.deferred.count < Self.deferredLineCountMax {
+                    Self.deferred.append(line)
+                } else {
+                    Self.deferredDropped += 1
+                }
+                return
+            }
             Self.endLiveLine()
             if json {
                 var object: [String: Any] = ["event": name, "text": text]
@@ -205,10 +242,8 @@ final class TerminalPerson: PeerInterface {
         let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         guard promptQueue.lock(before: deadline) else { return nil }
         defer { promptQueue.unlock() }
-        output.withLock {
-            endLiveLine()
-            fflush(nil)
-        }
+        setPromptOpen(true)
+        defer { setPromptOpen(false) }
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard terminal >= 0 else { return nil }
         defer { close(terminal) }
@@ -232,6 +267,9 @@ func plainText(_ arguments: Arguments, _ option: String) throws -> String? {
         throw UsageError(
             "--\(option) holds a control or format character (\(PeerText.escaped(text, limit: 40))); "
                 + "use plain text on one line")
+    }
+    guard text.utf8.count <= LedgerEntry.noteByteCountMax else {
+        throw UsageError("--\(option) is \(text.utf8.count) bytes; at most \(LedgerEntry.noteByteCountMax)")
     }
     return text
 }
@@ -276,6 +314,17 @@ enum PeerCommands {
     {
         let allow = arguments.flag("allow-simulated-ranging")
         if let path = arguments.value("ranging-file") {
+            // Checked before anything else, so a typo is a usage error and not a failed payment after both
+            // approvals. A FIFO or a character device (a UWB board's serial port) is opened only when ranging.
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                throw UsageError("cannot use --ranging-file \(path): \(String(cString: strerror(errno)))")
+            }
+            let kind = info.st_mode & S_IFMT
+            guard kind == S_IFREG || kind == S_IFIFO || kind == S_IFCHR, access(path, R_OK) == 0 else {
+                throw UsageError(
+                    "cannot use --ranging-file \(path): not a readable file, FIFO or serial device")
+            }
             return (.external(path: path), RangingPolicy(allowsSimulated: allow))
         }
         guard allow else {

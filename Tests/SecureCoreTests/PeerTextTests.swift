@@ -5,6 +5,14 @@ import Testing
 /// and the cut is marked.
 @Suite("Peer text is data")
 struct PeerTextTests {
+    /// Invisible, default-ignorable characters (found by the attack on issue 13: Hangul fillers, the grapheme
+    /// joiner, variation selectors, Khmer inherent vowels) are escaped and refused like format characters.
+    @Test func defaultIgnorableCharactersAreEscaped() {
+        let text = "\u{3164}\u{115F}\u{1160}\u{FFA0}\u{034F}\u{17B4}\u{17B5}\u{FE0F}"
+        #expect(PeerText.hasUnsafeCharacters(text))
+        #expect(PeerText.escaped(text) == "\\u{3164}\\u{115F}\\u{1160}\\u{FFA0}\\u{34F}\\u{17B4}\\u{17B5}\\u{FE0F}")
+    }
+
     @Test(arguments: [
         ("\r\u{1B}[2KPay", "\\u{D}\\u{1B}[2KPay"),
         ("\u{9B}2K", "\\u{9B}2K"),

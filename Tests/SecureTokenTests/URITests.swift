@@ -134,11 +134,18 @@ struct PINSourceTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: path)
         #expect(try PINSource.file(path).read().withBytes { $1 } == 4)
         #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(TestTokens.layout.directory).read() }
+        // A FIFO others could write the PIN into (or read it from) is refused before waiting for a writer; the
+        // caller's own 0600 FIFO is read.
+        let open = path + "-open-fifo"
+        #expect(mkfifo(open, 0o666) == 0)
+        chmod(open, 0o666)
+        #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(open).read() }
+        unlink(open)
         let fifo = path + "-fifo"
-        #expect(mkfifo(fifo, 0o644) == 0)
+        #expect(mkfifo(fifo, 0o600) == 0)
         let writer = Thread { try? "5678\n".write(toFile: fifo, atomically: false, encoding: .utf8) }
         writer.start()
-        #expect(try PINSource.file(fifo).read().withBytes { $1 } == 4, "a FIFO of any mode is read")
+        #expect(try PINSource.file(fifo).read().withBytes { $1 } == 4, "the caller's own FIFO is read")
         unlink(fifo)
         #expect(throws: TokenError(.pinUnavailable, "")) { try PINSource.file(path + "-missing").read() }
         #expect(throws: TokenError(.pinUnavailable, "")) {

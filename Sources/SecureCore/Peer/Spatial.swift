@@ -312,7 +312,15 @@ public struct MeasurementContext: Hashable, Sendable {
 }
 
 /// Why a measurement or spatial proof is refused.
-public enum SpatialRefusal: Hashable, Sendable {
+public enum SpatialRefusal: Hashable, Sendable, CustomStringConvertible {
+    /// "simulatedNotAllowed (payee)": the case and whose measurement, never a Swift type dump.
+    public var description: String {
+        guard let child = Mirror(reflecting: self).children.first, let label = child.label else {
+            return String(describing: Mirror(reflecting: self).subjectType)
+        }
+        return "\(label) (\(child.value))"
+    }
+
     /// A measurement's signature does not verify under the key of its role.
     case badSignature(PeerRole)
     /// A measurement is for another session nonce (e.g. replayed from an older session).

@@ -18,7 +18,10 @@ public enum PeerText {
         case 0x2028, 0x2029, 0x0085: return true // line and paragraph separators, NEL
         case 0xFFF9...0xFFFB, 0xE0001, 0xE0020...0xE007F: return true // interlinear annotation, tags
         default:
-            return scalar.properties.generalCategory == .format || scalar.properties.generalCategory == .control
+            // Default-ignorable code points draw nothing (Hangul fillers U+115F, U+3164, U+FFA0, the grapheme
+            // joiner U+034F, variation selectors, Khmer vowel inherents): a note made of them looks empty.
+            return scalar.properties.isDefaultIgnorableCodePoint
+                || scalar.properties.generalCategory == .format || scalar.properties.generalCategory == .control
                 || scalar.properties.generalCategory == .lineSeparator
                 || scalar.properties.generalCategory == .paragraphSeparator
         }
