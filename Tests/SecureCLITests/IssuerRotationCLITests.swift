@@ -63,7 +63,19 @@ struct IssuerRotationCLITests {
         let bobDeposit = try world.run(["deposit", "bob-new"] + world.wallet("bob"))
         #expect(bobDeposit.status == 0, "\(bobDeposit.stderr)")
 
-        // Alice pays bob the issuer's money across its rotation; every ledger verifies.
+        // A second rotation deletes the retired keys from the issuer's tokens; alice follows it from the next
+        // voucher, and the first rotation's old key stays refused.
+        let destroy = try world.run(
+            ["keys", "rotate", "--destroy-old", "--yes", "--backup-pin-source", "file:toks/issuer-bk.pin"]
+                + world.wallet("issuer"))
+        #expect(destroy.status == 0, "\(destroy.stderr)")
+        try world.mint("2.00 EUR", to: "alice", file: "newer")
+        let newer = try world.run(["deposit", "newer"] + world.wallet("alice"))
+        #expect(newer.status == 0 && newer.output.contains("2.00 EUR"), "\(newer.stderr)")
+        #expect(try world.run(["deposit", "late"] + world.wallet("alice")).status == 11)
+        #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("57.00 EUR"))
+
+        // Alice pays bob the issuer's money across its rotations; every ledger verifies.
         let spend = try world.run(
             ["spend", "--to", "bob.card", "--amount", "2.00 EUR", "--category", "x", "--out", "t1"]
                 + world.wallet("alice"))
