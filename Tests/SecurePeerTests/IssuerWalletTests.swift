@@ -247,4 +247,32 @@ struct IssuerWalletTests {
             #expect(report.isValid, "\(report.problems)")
         }
     }
+
+    /// A holder can learn of the issuer's rotation in a session with the issuer (paying it back): the log
+    /// it follows from then on is the same, so a voucher of the retired key it had not recorded is refused.
+    @Test func aSessionWithTheRotatedIssuerTeachesItsRotation() throws {
+        let issuer = try TestWallet("rot-ses", isIssuer: true)
+        let alice = try TestWallet("rot-ses-a")
+        try alice.wallet!.trust(issuer: WalletCard(log: issuer.wallet!.keyLog))
+        let aliceCard = WalletCard(log: alice.wallet!.keyLog)
+        guard
+            case .recorded = try alice.wallet!.deposit(
+                try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("10.00")))
+        else { Issue.record("deposit"); return }
+        let late = try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("1.00"))
+        _ = try RotationTests.rotate(issuer)
+        try issuer.wallet!.setOfflineLimit(OfflineLimit(amount: try Self.euros("5.00"), window: .day))
+        for test in [issuer, alice] { test.wallet!.token.lock() }
+        let paid = try PeerHarness.run(
+            payer: alice, payerRole: .pay(try PeerSessionTests.intent(alice, "3.00 EUR")),
+            payerPerson: ScriptedPerson(pinPath: alice.main.pinPath), payerRanging: PeerSessionTests.near,
+            payee: issuer, payeeRole: .receive(request: nil), payeePerson: ScriptedPerson(pinPath: issuer.main.pinPath),
+            payeeRanging: PeerSessionTests.nearToo)
+        guard case .paid = paid.payer else { Issue.record("\(String(describing: paid))"); return }
+        #expect(try alice.wallet!.peerKeyLog(of: issuer.wallet!.walletID)?.head == issuer.wallet!.keyLog.head)
+        try alice.wallet!.token.unlock(pin: try alice.main.pin(), confirmFinalTry: false)
+        guard case .refused(.retiredIssuerKey, _, _) = try alice.wallet!.deposit(late) else {
+            Issue.record("a retired key's voucher was taken after a session showed the rotation"); return
+        }
+    }
 }
