@@ -13,7 +13,9 @@ extension Wallet {
 
     /// Trusts the issuer a card names: its log must be an issuer's, and is kept (and followed from then on);
     /// the signed entry records the log head this wallet verified. Trusting an issuer trusted already
-    /// appends nothing and returns nil.
+    /// appends nothing and returns nil, but a newer card (a longer log, after the issuer rotated) is
+    /// followed: the trust names the issuer's wallet id, so its new key is trusted without a new entry. A
+    /// card whose log neither extends nor is part of the log this wallet follows is refused.
     @discardableResult
     public func trust(issuer card: WalletCard) throws -> LedgerEntry? {
         guard !isIssuer else {
@@ -26,9 +28,19 @@ extension Wallet {
                     + "can be trusted for deposits")
         }
         guard card.walletID != walletID else { throw WalletError(.invalidInput, "a wallet cannot trust itself") }
-        if case .conflict = try followKeyEvents(of: card.walletID, events: card.log.events) {
+        switch try followKeyEvents(of: card.walletID, events: card.log.events) {
+        case .followed: break
+        case .conflict:
             throw WalletError(
                 .refused, "the card's key-event log conflicts with the one this wallet follows; kept as fork evidence")
+        case .refused(let error):
+            // An older card (its head is an event of the known log) teaches nothing new and is no error.
+            if let known = try peerKeyLog(of: card.walletID), !known.contains(card.log.head) {
+                throw WalletError(
+                    .refused,
+                    "the card's key-event log does not extend the one this wallet follows for issuer "
+                        + "\(card.walletID.hex): \(error.message)")
+            }
         }
         guard try !trustedIssuers().contains(card.walletID) else { return nil }
         let log = try peerKeyLog(of: card.walletID) ?? card.log

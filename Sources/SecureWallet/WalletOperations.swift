@@ -29,16 +29,28 @@ extension Wallet {
     /// Deposits an issuer's voucher, once: checks the signature, that the issuer is trusted and that the
     /// voucher names this wallet. A voucher refused before is refused again, for the same reason: a script
     /// that retries must not read the second answer as a success.
+    ///
+    /// The issuer's log (`offered`, merged with the one this wallet follows) decides which key may sign for
+    /// it; a longer one is followed, as peers' logs are. Once that log shows the issuer rotated, a voucher by
+    /// a retired key that this wallet had not recorded before is refused and kept in its `statementRefused`
+    /// entry (a stolen retired key could date it before the rotation); one dated after the rotation is
+    /// dropped and kept as fork evidence.
     public func deposit(_ voucher: SignedVoucher, issuerLog offered: KeyEventLog) throws -> StatementOutcome {
         guard !isIssuer else { throw WalletError(.invalidInput, "an issuer's wallet deposits no vouchers") }
         let issuer = voucher.payload.issuerWalletID
         guard let log = try provenLog(of: issuer, offered: offered) else { return .dropped(.unknownSigner) }
         let verdict = VoucherCheck.evaluate(
-            voucher, issuerLog: log, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state)
-        if case .accept = verdict { try keepProvenLog(log) }
+            voucher, issuerLog: log, walletID: walletID, trustedIssuers: try trustedIssuers(), state: state,
+            refusingRetiredKeys: true)
+        switch verdict {
+        case .drop(.retiredSigner(let evidence)): try keep(evidence)
+        case .drop, .policyRefusal: break
+        // The voucher is proven the issuer's and the issuer trusted: its log is followed from now on.
+        case .accept, .duplicate, .conflict, .refuse: try keepProvenLog(log)
+        }
         let outcome = try settle(verdict, refusal: nil)
         if case .duplicate(let entry) = outcome, entry.kind == .statementRefused,
-            let reason = VoucherCheck.failure(of: voucher.payload, walletID: walletID)
+            let reason = VoucherCheck.failure(of: voucher.payload, walletID: walletID, issuerLog: log)
         {
             return .refused(reason, entry, refusal: nil)
         }

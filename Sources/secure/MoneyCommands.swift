@@ -66,6 +66,13 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
             "\(what) reuses an id already recorded with another payload; kept as evidence in entry \(entry.position), "
                 + "no money moved", .refused
         )
+    case .refused(.retiredIssuerKey, let entry, _):
+        return (
+            "\(what) refused (retiredIssuerKey): it is signed by a key its issuer has rotated away from, and this "
+                + "wallet had not recorded it before it learned of the rotation (a stolen retired key would look like "
+                + "this); kept as entry \(entry.position) for the issuer, who can mint it again with its current key",
+            .refused
+        )
     case .refused(let reason, let entry, _):
         return ("\(what) refused (\(reason)); recorded as entry \(entry.position)", .refused)
     case .policyRefusal(let reason):
@@ -152,8 +159,16 @@ enum MoneyCommands {
         let arguments = try Arguments(words, options: walletOptions, flags: appendingFlags)
         let card = try readWalletCard(try arguments.positionals(1, "one issuer CARD file")[0])
         let wallet = try openWallet(arguments, .appending)
+        let before = try wallet.peerKeyLog(of: card.walletID)?.head
         if try wallet.trust(issuer: card) == nil {
-            print("already trusting issuer \(card.walletID.hex); nothing changed")
+            let after = try wallet.peerKeyLog(of: card.walletID)?.head
+            if let after, let before, after != before {
+                print(
+                    "already trusting issuer \(card.walletID.hex); now following its key-event log to event "
+                        + "\(after.sequence) (it rotated since event \(before.sequence))")
+            } else {
+                print("already trusting issuer \(card.walletID.hex); nothing changed")
+            }
         } else {
             print(
                 "trusting issuer \(card.walletID.hex) (its assets are shown as issued by \(Asset.shortID(card.walletID)))"

@@ -107,6 +107,58 @@ import Testing
         }
     }
 
+    /// An issuer's voucher carries its key date (the issuer's size with its mint entry). By its issuer's log,
+    /// a retired key's voucher dated after the rotation is dropped as fork evidence of type 5 (statement kind
+    /// 4); one dated before it shows the key in force, and only a deposit that refuses retired keys (what
+    /// `secure deposit` does once its holder knows the rotation) refuses it: `ledger verify` replays without.
+    @Test func aVoucherByARetiredIssuerKey() throws {
+        let keys = try KeyChain(count: 3)
+        var log = try KeyEventLog(
+            inception: try SignedKeyEvent(
+                .inception(
+                    signingKey: keys.signers[0].publicKey, nextKey: keys.signers[1].publicKey,
+                    agreementKey: keys.agreement.publicKey, issuer: true), signer: keys.signers[0]))
+        try log.append(try keys.rotation(1, after: log.current, position: 7))
+        let holder: WalletID = Fixture.id(0x40)
+        func voucher(_ sequence: Int, size: UInt64) throws -> SignedVoucher {
+            let event = log.events[sequence].event
+            return try Voucher(
+                issuerWalletID: log.walletID, issuerKey: event.signingKey,
+                keyDate: try KeyDate(
+                    keySequence: event.sequence, keyEventPosition: event.ledgerPosition, ledgerSize: size),
+                recipientWalletID: holder, amount: try Money(minorUnits: 100, currency: .eur), voucherID: .random()
+            ).sign(with: keys.signers[sequence])
+        }
+        func verdict(_ voucher: SignedVoucher, refusing: Bool) -> StatementVerdict {
+            VoucherCheck.evaluate(
+                voucher, issuerLog: log, walletID: holder, trustedIssuers: [log.walletID], state: LedgerState(),
+                refusingRetiredKeys: refusing)
+        }
+        let before = try voucher(0, size: 7)
+        guard case .accept = verdict(before, refusing: false) else {
+            Issue.record("a recorded voucher of the key then in force does not replay"); return
+        }
+        guard case .refuse(.retiredIssuerKey, let record) = verdict(before, refusing: true) else {
+            Issue.record("a retired key's voucher was not refused at deposit"); return
+        }
+        #expect(record.kind == .statementRefused && record.payload == before.encoded)
+        let current = try voucher(1, size: 8)
+        for refusing in [false, true] {
+            guard case .accept = verdict(current, refusing: refusing) else {
+                Issue.record("the key in force did not mint (refusing retired keys: \(refusing))"); return
+            }
+        }
+        let late = try voucher(0, size: 8)
+        guard case .drop(.retiredSigner(let evidence)) = verdict(late, refusing: true) else {
+            Issue.record("a voucher by a retired key after its retirement was not dropped as evidence"); return
+        }
+        #expect(try Self.provenAfterRoundTrip(evidence))
+        #expect(log.retiredKeyEvidence(.voucher(before)) == nil, "no evidence up to the rotation")
+        // A wallet's (not an issuer's) log proves no voucher, whatever its keys.
+        let walletLog = try KeyEventLog(inception: try keys.inception())
+        #expect(VoucherCheck.signerFailure(try voucher(0, size: 2), issuerLog: walletLog) == .unknownSigner)
+    }
+
     @Test func aMeasurementCarriesItsSignersHelloDate() throws {
         let payee = try RotatedPayee()
         let payer = try TestWallet(seed: 53)

@@ -163,4 +163,116 @@ struct IssuerWalletTests {
         #expect(problems.count == 1 && problems[0].hasPrefix("entry 1 (deposit)"), "\(problems)")
         #expect(problems.first?.contains("untrustedIssuer") == true, "\(problems)")
     }
+
+    /// An issuer rotates with `keys rotate`'s machinery and mints on with its new key: a holder takes the new
+    /// voucher without trusting again, and follows the issuer's log from it. Once the holder holds a log that
+    /// shows the rotation, the retired key mints nothing: a voucher it signs dated before the rotation (a
+    /// backdated one, or an honest one delivered late) is refused and kept in a `statementRefused` entry, one
+    /// dated after it is dropped and kept as fork evidence (type 5). A voucher recorded before stays recorded.
+    @Test func anIssuerRotatesAndItsRetiredKeyMintsNothingNew() throws {
+        let issuer = try TestWallet("rot-iss", isIssuer: true)
+        let alice = try TestWallet("rot-iss-a"), bob = try TestWallet("rot-iss-b")
+        let issuerID = issuer.wallet!.walletID
+        let asset = Asset(issuer: issuerID, currency: .eur)
+        let oldCard = WalletCard(log: issuer.wallet!.keyLog)
+        try alice.wallet!.trust(issuer: oldCard)
+        try bob.wallet!.trust(issuer: oldCard)
+        let aliceCard = WalletCard(log: alice.wallet!.keyLog)
+        let old = try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("10.00"))
+        let late = try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("1.00"))
+        let oldSigner = try issuer.wallet!.signer
+        let oldKey = issuer.wallet!.signingKey
+        guard case .recorded = try alice.wallet!.deposit(old) else { Issue.record("old deposit"); return }
+
+        let rotation = try RotationTests.rotate(issuer)
+        #expect(rotation.events.map(\.event.sequence) == [1, 2] && issuer.wallet!.signingKey != oldKey)
+        #expect(issuer.wallet!.isIssuer && issuer.wallet!.keyLog.isIssuer)
+        let new = try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("5.00"))
+        let (newVoucher, newLog) = try new.voucher()
+        #expect(
+            newVoucher.payload.issuerKey == issuer.wallet!.signingKey && newVoucher.payload.keyDate.keySequence == 2)
+        #expect(newLog.head == issuer.wallet!.keyLog.head)
+        // The new key's voucher is taken without a new trust entry, and its log is followed from it.
+        let trustEntries = try alice.wallet!.ledger.entries(kind: .settings).count
+        guard case .recorded = try alice.wallet!.deposit(new) else { Issue.record("new deposit"); return }
+        #expect(try alice.wallet!.ledger.entries(kind: .settings).count == trustEntries)
+        #expect(try alice.wallet!.peerKeyLog(of: issuerID)?.head == issuer.wallet!.keyLog.head)
+        // Recorded before the holder learned of the rotation: still a duplicate.
+        guard case .duplicate = try alice.wallet!.deposit(old) else { Issue.record("old again"); return }
+
+        // An honest voucher of the retired key delivered after the holder learned of the rotation is refused,
+        // and kept; delivered again it gets the same answer.
+        guard case .refused(.retiredIssuerKey, let kept, _) = try alice.wallet!.deposit(late) else {
+            Issue.record("a retired key's voucher was not refused"); return
+        }
+        let lateBytes = try late.voucher().0.encoded
+        #expect(kept.kind == .statementRefused && kept.payload == lateBytes)
+        guard case .refused(.retiredIssuerKey, let again, _) = try alice.wallet!.deposit(late), again == kept else {
+            Issue.record("the refusal changed on re-delivery"); return
+        }
+        // A thief with the retired key backdates a voucher to before the rotation: refused, kept, no money.
+        let backdated = try Voucher(
+            issuerWalletID: issuerID, issuerKey: oldKey,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: 2),
+            recipientWalletID: alice.wallet!.walletID, amount: Self.euros("900.00"), voucherID: .random()
+        ).sign(with: oldSigner)
+        guard case .refused(.retiredIssuerKey, _, _) = try alice.wallet!.deposit(backdated, issuerLog: oldCard.log)
+        else { Issue.record("a backdated voucher of the retired key was not refused"); return }
+        // Dated after the rotation it proves the key signed after its retirement: dropped, fork evidence kept.
+        let evidenceBefore = try alice.wallet!.ledger.evidence().count
+        let afterRotation = try Voucher(
+            issuerWalletID: issuerID, issuerKey: oldKey,
+            keyDate: try KeyDate(keySequence: 0, keyEventPosition: 0, ledgerSize: issuer.wallet!.size + 1),
+            recipientWalletID: alice.wallet!.walletID, amount: Self.euros("900.00"), voucherID: .random()
+        ).sign(with: oldSigner)
+        guard
+            case .dropped(.retiredSigner(let evidence)) = try alice.wallet!.deposit(
+                afterRotation, issuerLog: oldCard.log)
+        else { Issue.record("a voucher signed after the key's retirement was not dropped as evidence"); return }
+        #expect(evidence.kind.typeByte == 5 && evidence.verify().isProven)
+        #expect(try alice.wallet!.ledger.evidence().count == evidenceBefore + 1)
+        let decoded = try ForkEvidence.decode(evidence.encoded)
+        #expect(decoded == evidence, "a voucher in type 5 evidence survives its encoding")
+        #expect(alice.wallet!.state.balance(asset) == (try Self.euros("15.00")))
+
+        // Bob has not seen the rotation: the issuer's newer card moves his trust along, with no new entry.
+        let bobSettings = try bob.wallet!.ledger.entries(kind: .settings).count
+        #expect(try bob.wallet!.trust(issuer: WalletCard(log: issuer.wallet!.keyLog)) == nil)
+        #expect(try bob.wallet!.ledger.entries(kind: .settings).count == bobSettings)
+        #expect(try bob.wallet!.peerKeyLog(of: issuerID)?.head == issuer.wallet!.keyLog.head)
+        // The old card is older, not wrong: trusting it again changes nothing.
+        #expect(try bob.wallet!.trust(issuer: oldCard) == nil)
+        for test in [issuer, alice, bob] {
+            let report = try test.wallet!.verifyLedger()
+            #expect(report.isValid, "\(report.problems)")
+        }
+    }
+
+    /// A holder can learn of the issuer's rotation in a session with the issuer (paying it back): the log
+    /// it follows from then on is the same, so a voucher of the retired key it had not recorded is refused.
+    @Test func aSessionWithTheRotatedIssuerTeachesItsRotation() throws {
+        let issuer = try TestWallet("rot-ses", isIssuer: true)
+        let alice = try TestWallet("rot-ses-a")
+        try alice.wallet!.trust(issuer: WalletCard(log: issuer.wallet!.keyLog))
+        let aliceCard = WalletCard(log: alice.wallet!.keyLog)
+        guard
+            case .recorded = try alice.wallet!.deposit(
+                try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("10.00")))
+        else { Issue.record("deposit"); return }
+        let late = try issuer.wallet!.mint(to: aliceCard, amount: Self.euros("1.00"))
+        _ = try RotationTests.rotate(issuer)
+        try issuer.wallet!.setOfflineLimit(OfflineLimit(amount: try Self.euros("5.00"), window: .day))
+        for test in [issuer, alice] { test.wallet!.token.lock() }
+        let paid = try PeerHarness.run(
+            payer: alice, payerRole: .pay(try PeerSessionTests.intent(alice, "3.00 EUR")),
+            payerPerson: ScriptedPerson(pinPath: alice.main.pinPath), payerRanging: PeerSessionTests.near,
+            payee: issuer, payeeRole: .receive(request: nil), payeePerson: ScriptedPerson(pinPath: issuer.main.pinPath),
+            payeeRanging: PeerSessionTests.nearToo)
+        guard case .paid = paid.payer else { Issue.record("\(String(describing: paid))"); return }
+        #expect(try alice.wallet!.peerKeyLog(of: issuer.wallet!.walletID)?.head == issuer.wallet!.keyLog.head)
+        try alice.wallet!.token.unlock(pin: try alice.main.pin(), confirmFinalTry: false)
+        guard case .refused(.retiredIssuerKey, _, _) = try alice.wallet!.deposit(late) else {
+            Issue.record("a retired key's voucher was taken after a session showed the rotation"); return
+        }
+    }
 }

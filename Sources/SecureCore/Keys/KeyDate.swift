@@ -94,6 +94,8 @@ public enum DatedStatement: Hashable, Sendable {
     case receipt(SignedReceipt)
     case refusal(SignedRefusal)
     case measurement(SignedMeasurement)
+    /// An issuer's voucher: its key date is the issuer's ledger size at the `mint` entry.
+    case voucher(SignedVoucher)
 
     /// The key that signed it.
     public var signerKey: P256.PublicKey {
@@ -101,6 +103,7 @@ public enum DatedStatement: Hashable, Sendable {
         case .receipt(let signed): signed.payload.signerKey
         case .refusal(let signed): signed.payload.signerKey
         case .measurement(let signed): signed.payload.signerKey
+        case .voucher(let signed): signed.payload.signerKey
         }
     }
 
@@ -110,6 +113,7 @@ public enum DatedStatement: Hashable, Sendable {
         case .receipt(let signed): signed.payload.keyDate
         case .refusal(let signed): signed.payload.keyDate
         case .measurement(let signed): signed.payload.keyDate
+        case .voucher(let signed): signed.payload.keyDate
         }
     }
 
@@ -119,10 +123,11 @@ public enum DatedStatement: Hashable, Sendable {
         case .receipt(let signed): signed.isSignatureValid
         case .refusal(let signed): signed.isSignatureValid
         case .measurement(let signed): signed.isSignatureValid
+        case .voucher(let signed): signed.isSignatureValid
         }
     }
 
-    /// kind u8 (1 receipt, 2 refusal, 3 measurement) ‖ the signed statement.
+    /// kind u8 (1 receipt, 2 refusal, 3 measurement, 4 voucher) ‖ the signed statement.
     func encode(into writer: inout ByteWriter) {
         switch self {
         case .receipt(let signed):
@@ -134,6 +139,9 @@ public enum DatedStatement: Hashable, Sendable {
         case .measurement(let signed):
             writer.write(UInt8(3))
             signed.encode(into: &writer)
+        case .voucher(let signed):
+            writer.write(UInt8(4))
+            signed.encode(into: &writer)
         }
     }
 
@@ -143,13 +151,14 @@ public enum DatedStatement: Hashable, Sendable {
         case 1: return try SignedReceipt.decode(from: &reader).map { .receipt($0) }
         case 2: return try SignedRefusal.decode(from: &reader).map { .refusal($0) }
         case 3: return try SignedMeasurement.decode(from: &reader).map { .measurement($0) }
+        case 4: return try SignedVoucher.decode(from: &reader).map { .voucher($0) }
         default: throw FormatError(.invalidValue, "dated statement kind \(kind) is not known")
         }
     }
 }
 
-/// A receipt, refusal or measurement signed by a retired key after its retirement, with the rotation
-/// that retired it: fork evidence of type 5, checkable alone like type 4.
+/// A receipt, refusal, measurement or voucher signed by a retired key after its retirement, with the
+/// rotation that retired it: fork evidence of type 5, checkable alone like type 4.
 public struct RetiredKeyStatement: Hashable, Sendable, RetiredKeyEvidence {
     /// The event that put the retired key in force.
     public let retiredEvent: SignedKeyEvent

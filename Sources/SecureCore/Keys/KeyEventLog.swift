@@ -92,6 +92,11 @@ public struct KeyEventLog: Hashable, Sendable {
         events.append(next)
     }
 
+    /// Whether `head` names an event of this log: the head of this log or of an older copy of it.
+    public func contains(_ head: KeyEventHead) -> Bool {
+        head.sequence < UInt64(events.count) && events[Int(head.sequence)].event.digest == head.digest
+    }
+
     /// The event that put `key` in force, if it ever was.
     public func event(for key: P256.PublicKey) -> KeyEvent? { events.first { $0.event.signingKey == key }?.event }
 

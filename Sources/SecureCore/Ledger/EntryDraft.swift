@@ -172,6 +172,11 @@ public enum RefusalReason: UInt8, Hashable, Sendable, CaseIterable {
     /// (Int64.max minor units). The payee cannot credit it, so it refuses with a signature and the payer
     /// reverses its debit instead of waiting forever for an answer.
     case balanceOverflow = 9
+    /// A voucher signed by an issuer key that the issuer's log, as this wallet holds it, shows retired, and
+    /// that this wallet had not recorded before it learned of the rotation: a stolen retired key could sign
+    /// it with any date before the rotation. Vouchers are never answered with a signed refusal; the value
+    /// names the reason of the `statementRefused` entry that keeps the voucher.
+    case retiredIssuerKey = 10
 }
 
 /// Why the wallet's own policy refused a statement without recording it.

@@ -87,20 +87,27 @@ extension SignedStatement where Payload == Voucher {
     }
 }
 
-/// The checks `secure deposit` makes, in order: the signature and the issuer's log (else dropped), a
-/// trusted issuer (else a policy refusal that records nothing, so the voucher can be deposited after
-/// `secure issuer trust`), a re-delivery (duplicate or conflict), the recipient (else refused finally),
-/// and room in the balance (else refused without a record, so it can be deposited once the balance is
-/// lower).
+/// The checks `secure deposit` makes, in order: the signature and the issuer's log (else dropped; a voucher
+/// signed by a key after its retirement is dropped with the fork evidence that proves it), a trusted issuer
+/// (else a policy refusal that records nothing, so the voucher can be deposited after `secure issuer
+/// trust`), a re-delivery (duplicate or conflict), the recipient and, at deposit, the issuer's key in force
+/// (else refused finally), and room in the balance (else refused without a record, so it can be deposited
+/// once the balance is lower).
 public enum VoucherCheck {
     /// The verdict for depositing `voucher`, whose issuer's log is `issuerLog`, into the wallet `walletID`
     /// whose ledger is at `state` and which trusts the issuers `trustedIssuers`.
+    ///
+    /// With `refusingRetiredKeys` (what `secure deposit` does) a voucher signed by a key the log shows
+    /// retired is refused finally, even one dated before the rotation that retired it: a voucher recorded
+    /// before this wallet learned of the rotation is a duplicate by then, so only one it never recorded is
+    /// refused, and a stolen retired key cannot mint by backdating. `ledger verify` checks recorded deposits
+    /// without it, since each was recorded while its key was the last one the wallet knew.
     ///
     /// An accepted deposit is a `deposit` entry: the asset amount, counterparty = issuer wallet id,
     /// statement = (issuer wallet id, voucher id, payload digest), payload = the signed voucher.
     public static func evaluate(
         _ voucher: SignedVoucher, issuerLog: KeyEventLog, walletID: WalletID, trustedIssuers: Set<WalletID>,
-        state: LedgerState
+        state: LedgerState, refusingRetiredKeys: Bool = false
     ) -> StatementVerdict {
         guard voucher.isSignatureValid else { return .drop(.badSignature) }
         if let reason = signerFailure(voucher, issuerLog: issuerLog) { return .drop(reason) }
@@ -111,7 +118,7 @@ public enum VoucherCheck {
         let issuer = payload.issuerWalletID.bytes
         return StatementVerdict.resolve(
             reference: reference, payload: bytes, counterparty: issuer, state: state,
-            failure: failure(of: payload, walletID: walletID)
+            failure: failure(of: payload, walletID: walletID, issuerLog: refusingRetiredKeys ? issuerLog : nil)
         ) {
             guard state.canCredit(payload.assetAmount) else { return .policyRefusal(.balanceOverflow) }
             return .accept(
@@ -122,20 +129,28 @@ public enum VoucherCheck {
     }
 
     /// Why the signer of a validly signed voucher is not proven, or nil: the log must be the named issuer's,
-    /// incepted as an issuer, and show the voucher's key in force at its date.
+    /// incepted as an issuer, and show the voucher's key in force at its date. A key dated after the
+    /// rotation that retired it gives the fork evidence (type 5) that proves it.
     public static func signerFailure(_ voucher: SignedVoucher, issuerLog: KeyEventLog) -> DropReason? {
         let payload = voucher.payload
         guard issuerLog.walletID == payload.issuerWalletID, issuerLog.isIssuer else { return .unknownSigner }
         switch issuerLog.check(key: payload.issuerKey, date: payload.keyDate) {
         case .inForce: return nil
-        case .unknown, .beforeInForce, .retired: return .unknownSigner
+        case .retired:
+            return issuerLog.retiredKeyEvidence(.voucher(voucher)).map { .retiredSigner($0) } ?? .unknownSigner
+        case .unknown, .beforeInForce: return .unknownSigner
         }
     }
 
-    /// Why a validly signed voucher is refused finally, or nil. It depends on the voucher and the wallet id
-    /// alone, so a voucher refused once is refused for the same reason whenever it is delivered again.
-    public static func failure(of voucher: Voucher, walletID: WalletID) -> RefusalReason? {
-        voucher.recipientWalletID == walletID ? nil : .wrongRecipient
+    /// Why a validly signed voucher is refused finally, or nil: another recipient, or, when `issuerLog` is
+    /// given, a key the log shows retired. It depends on the voucher, the wallet id and the log alone; a log
+    /// only grows, so a voucher refused once is refused for the same reason whenever it is delivered again.
+    public static func failure(of voucher: Voucher, walletID: WalletID, issuerLog: KeyEventLog? = nil)
+        -> RefusalReason?
+    {
+        guard voucher.recipientWalletID == walletID else { return .wrongRecipient }
+        if let issuerLog, voucher.keyDate.keySequence < issuerLog.current.sequence { return .retiredIssuerKey }
+        return nil
     }
 }
 
