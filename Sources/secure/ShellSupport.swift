@@ -212,7 +212,7 @@ extension CommandTable {
 /// `secure completion SHELL` and `secure manual`.
 enum ShellCommands {
     static let completionHelp = """
-        secure completion bash|zsh|fish
+        Usage: secure completion bash|zsh|fish
           Prints the shell's completion for secure, generated from the command table and each command's parser.
           bash:  secure completion bash > /etc/bash_completion.d/secure   (or source it)
           zsh:   secure completion zsh > "${fpath[1]}/_secure"
@@ -221,7 +221,7 @@ enum ShellCommands {
         """
 
     static let manualHelp = """
-        secure manual
+        Usage: secure manual
           Prints the man page (roff) generated from the command table: `secure manual | man -l -`.
           scripts/install installs it as secure(1).
         """
