@@ -1,3 +1,4 @@
+import CProcessSafety
 import Foundation
 
 #if canImport(Glibc)
@@ -164,9 +165,12 @@ public enum PINSource: Equatable, Sendable, CustomStringConvertible {
         }
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
+        // A signal that ends the process during the prompt gives the terminal its echo back first.
+        secure_tty_guard(terminal, &saved)
         _ = tcsetattr(terminal, TCSAFLUSH, &silent)
         defer {
             _ = tcsetattr(terminal, TCSAFLUSH, &saved)
+            secure_tty_unguard()
             _ = Glibc.write(terminal, "\n", 1)
         }
         _ = text.withCString { Glibc.write(terminal, $0, strlen($0)) }

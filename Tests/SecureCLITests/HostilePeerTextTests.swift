@@ -112,4 +112,15 @@ struct HostilePeerTextTests {
         #expect(distanceLines == ["distance 0.46 m"], "one line, showing the last reading:\n\(result.output)")
         #expect(lines.contains { $0.hasPrefix("measured ") }, "\(result.output)")
     }
+
+    /// Ctrl-C at the PIN prompt ends the command with the terminal's echo back on (found by the attack on
+    /// issue 13: the terminal was left without echo).
+    @Test func ctrlCAtThePINPromptGivesTheEchoBack() throws {
+        let world = try World()
+        let result = try Run.program(
+            RotationCLITests.python,
+            [Run.projectRoot + "/scripts/oracles/sigint_pin.py", Run.secure, "alice"],
+            environment: world.environment, directory: world.directory)
+        #expect(result.output.contains("prompt echo-during False echo-after True signaled True"), "\(result.output)")
+    }
 }

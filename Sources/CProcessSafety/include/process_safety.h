@@ -24,4 +24,12 @@ static inline int secure_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0,
 static inline int secure_exclude_from_dumps(void *pointer, size_t count) {
     return madvise(pointer, count, MADV_DONTDUMP);
 }
+// While a PIN is read with echo off, a signal that ends the process (Ctrl-C, a hang-up, kill) must first give
+// the terminal its echo back. `secure_tty_guard` arms handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT (one
+// PIN prompt at a time per process; a signal the process ignores stays ignored) that restore the terminal
+// `fd` to `saved`, put the previous action back and raise the signal again; `secure_tty_unguard` puts the
+// previous handlers back. In shim.c, since the handler needs state of its own.
+#include <termios.h>
+void secure_tty_guard(int fd, const struct termios *saved);
+void secure_tty_unguard(void);
 #endif
