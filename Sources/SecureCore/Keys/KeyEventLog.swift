@@ -236,9 +236,10 @@ public enum KeyEventFollow: Hashable, Sendable {
 }
 
 /// Two events with the same sequence, both validly signed by the same key: the committed key signed two
-/// histories. Because each event's key must match the digest its predecessor committed to, two events
-/// that both follow the same predecessor are always signed by the same key, so this pair is checkable
-/// with nothing but its own bytes.
+/// histories. Because each ordinary rotation's key must match the digest its predecessor committed to, two
+/// such events that follow the same predecessor are signed by the same key, so this pair is checkable with
+/// nothing but its own bytes. (A recovery rotation puts another key in force; it and an ordinary rotation
+/// after the same event are not this evidence, and a log holding the other is refused as a broken chain.)
 public struct KeyEventConflict: Hashable, Sendable {
     public let first: SignedKeyEvent
     public let second: SignedKeyEvent
