@@ -109,6 +109,23 @@ struct RecoveryWordsCLITests {
         // The words were used once; a second recovery with them signs with the next sequence's key and works too.
         let again = try Self.recover(world, file: "carol.words")
         #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.output.contains("key event 2"), "\(again.output)")
+        // A new backup token, and an ordinary rotation moves the committed next key onto it; carol pays again.
+        let made = try Run.program(
+            Run.secure, ["token", "init-demo", "--dir", world.directory + "/toks", "--label", "carol-bk2"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let rotate = try world.run(
+            [
+                "keys", "rotate", "--backup-token", "pkcs11:token=carol-bk2?module-name=softhsm2",
+                "--backup-pin-source", "file:toks/carol-bk2.pin",
+            ] + carol)
+        #expect(rotate.status == 0, "\(rotate.stderr)")
+        let third = try world.run(
+            ["spend", "--to", "alice.card", "--amount", "1.00 EUR", "--category", "food", "--out", "t3"] + carol)
+        #expect(third.status == 0, "\(third.stderr)")
+        let acceptThird = try world.run(["accept", "t3", "--no-proximity"] + world.wallet("alice"))
+        #expect(acceptThird.status == 0, "\(acceptThird.stderr)")
+        #expect(try world.run(["ledger", "verify"] + carol).status == 0)
     }
 
     @Test func aWalletWithoutWordsRefusesRecoveryByWords() throws {
