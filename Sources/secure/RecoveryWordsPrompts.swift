@@ -37,8 +37,7 @@ enum RecoveryWordsPrompts {
                         + words[index].padding(toLength: 10, withPad: " ", startingAt: 0)
                 }.joined() + "\n"
         }
-        write(terminal, text + "\nPress Enter when they are written down. ")
-        _ = readLine(terminal, echo: true)
+        _ = readLine(terminal, prompt: text + "\nPress Enter when they are written down. ", echo: true)
         // The words leave the screen (and, where the terminal keeps one, its scrollback) before the check.
         write(terminal, "\u{1B}[2J\u{1B}[3J\u{1B}[H")
         var positions = Set<Int>()
@@ -51,8 +50,7 @@ enum RecoveryWordsPrompts {
 
     private static func confirm(_ word: String, position: Int, terminal: Int32) throws {
         for _ in 0..<confirmationTriesMax {
-            write(terminal, "Type word \(position + 1): ")
-            let typed = (readLine(terminal, echo: false) ?? "").lowercased()
+            let typed = (readLine(terminal, prompt: "Type word \(position + 1): ", echo: false) ?? "").lowercased()
             write(terminal, "\n")
             if typed == word { return }
             write(terminal, RecoveryWords.index(of: typed) == nil ? "That is not a word of the list.\n" : "No.\n")
@@ -79,8 +77,10 @@ enum RecoveryWordsPrompts {
         }
         let terminal = try openTerminal("to type the recovery words")
         defer { close(terminal) }
-        write(terminal, "Type the 24 recovery words, separated by spaces (they are not shown): ")
-        let typed = readLine(terminal, echo: false) ?? ""
+        let typed =
+            readLine(
+                terminal, prompt: "Type the 24 recovery words, separated by spaces (they are not shown): ", echo: false)
+            ?? ""
         write(terminal, "\n")
         return try RecoveryWords.secret(of: typed)
     }
@@ -119,9 +119,10 @@ enum RecoveryWordsPrompts {
         _ = text.withCString { Glibc.write(terminal, $0, strlen($0)) }
     }
 
-    /// One line from the terminal, at most 512 bytes (24 words and their spaces fit in 216), with echo off
-    /// unless `echo`.
-    private static func readLine(_ terminal: Int32, echo: Bool) -> String? {
+    /// Shows `prompt` and reads one line from the terminal, at most 512 bytes (24 words and their spaces fit
+    /// in 216), with echo off unless `echo`. Echo goes off before the prompt is shown: switching it discards
+    /// what was typed ahead (TCSAFLUSH), which must never be the answer to this prompt.
+    private static func readLine(_ terminal: Int32, prompt: String, echo: Bool) -> String? {
         var saved = termios()
         let canSilence = !echo && tcgetattr(terminal, &saved) == 0
         if canSilence {
@@ -129,7 +130,8 @@ enum RecoveryWordsPrompts {
             silent.c_lflag &= ~tcflag_t(ECHO)
             _ = tcsetattr(terminal, TCSAFLUSH, &silent)
         }
-        defer { if canSilence { _ = tcsetattr(terminal, TCSAFLUSH, &saved) } }
+        defer { if canSilence { _ = tcsetattr(terminal, TCSANOW, &saved) } }
+        write(terminal, prompt)
         var buffer = [UInt8](repeating: 0, count: 512)
         defer { for index in buffer.indices { buffer[index] = 0 } }
         let count = Glibc.read(terminal, &buffer, buffer.count)

@@ -128,6 +128,58 @@ struct RecoveryWordsCLITests {
         #expect(try world.run(["ledger", "verify"] + carol).status == 0)
     }
 
+    static var terminal: String { Run.projectRoot + "/scripts/oracles/recovery_words_terminal.py" }
+
+    /// The interactive path on a pseudo-terminal (scripts/oracles/recovery_words_terminal.py plays the person):
+    /// the words appear on the terminal and in neither stdout nor stderr; wrong answers make no wallet; the
+    /// right ones make one whose words, typed back at `wallet recover`, recover it.
+    @Test func theWordsAreShownOnTheTerminalOnlyAndTypedBack() throws {
+        let world = try World(wallets: ["alice"])
+        for label in ["dave", "dave-bk", "dave-new"] {
+            let made = try Run.program(
+                Run.secure, ["token", "init-demo", "--dir", world.directory + "/toks", "--label", label])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        let initialize = [
+            Run.secure, "wallet", "init", "--token", "pkcs11:token=dave?module-name=softhsm2",
+            "--backup-token", "pkcs11:token=dave-bk?module-name=softhsm2", "--backup-pin-source",
+            "file:toks/dave-bk.pin", "--recovery-words", "--wallet", "dave", "--pin-source", "file:toks/dave.pin",
+        ]
+        func play(_ mode: String, _ name: String, words: [String] = [], _ command: [String]) throws -> ProcessResult {
+            try Run.program(
+                RotationCLITests.python,
+                [Self.terminal, mode, "--stdout", name + ".out", "--stderr", name + ".err"]
+                    + (words.isEmpty ? [] : ["--words"] + words) + ["--"] + command,
+                environment: world.environment, directory: world.directory)
+        }
+        let wrong = try play("init-wrong", "wrong", initialize)
+        #expect(wrong.output.contains("exit 2"), "\(wrong.output)")
+        let wrongError = try String(contentsOfFile: world.directory + "/wrong.err", encoding: .utf8)
+        #expect(wrongError.contains("no wallet was made"), "\(wrongError)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/dave/wallet.json"))
+
+        let made = try play("init", "made", initialize)
+        #expect(made.output.contains("exit 0"), "\(made.output)")
+        let line = try #require(made.output.split(separator: "\n").first { $0.hasPrefix("words: ") })
+        let words = line.dropFirst(7).split(separator: " ").map(String.init)
+        #expect(words.count == 24)
+        for stream in ["made.out", "made.err"] {
+            let text = try String(contentsOfFile: world.directory + "/" + stream, encoding: .utf8)
+            let tokens = Set(text.split { !$0.isLetter }.map(String.init))
+            #expect(tokens.isDisjoint(with: words), "\(stream) shows recovery words: \(text)")
+        }
+        let recovered = try play(
+            "recover", "recovered", words: words,
+            [
+                Run.secure, "wallet", "recover", "--recovery-words", "--token",
+                "pkcs11:token=dave-new?module-name=softhsm2", "--wallet", "dave", "--pin-source",
+                "file:toks/dave-new.pin",
+            ])
+        #expect(recovered.output.contains("exit 0"), "\(recovered.output)")
+        let output = try String(contentsOfFile: world.directory + "/recovered.out", encoding: .utf8)
+        #expect(output.contains("recovered: key event 1"), "\(output)")
+    }
+
     @Test func aWalletWithoutWordsRefusesRecoveryByWords() throws {
         let world = try World(wallets: ["carol"])
         try Run.program(Run.secure, ["token", "init-demo", "--dir", world.directory + "/toks", "--label", "carol-new"])
