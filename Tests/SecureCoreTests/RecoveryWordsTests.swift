@@ -161,6 +161,23 @@ import Testing
         #expect(chain.log.current.sequence == 2)
     }
 
+    /// Every truncation of a signed recovery rotation is short input or an error, never a trap, and an extra
+    /// byte is an error. A key retired by a recovery still signing after it is provable evidence.
+    @Test func recoveryRotationsDecodeStrictlyAndRetireTheLostKey() throws {
+        var chain = try RecoveringChain()
+        let recovery = try chain.recovery(newKey: try SoftwareSigner())
+        let bytes = recovery.encoded
+        for length in 0..<bytes.count {
+            let decoded = try? SignedKeyEvent.decode(Array(bytes.prefix(length)))
+            #expect(decoded == nil, "truncated to \(length)")
+        }
+        #expect(throws: FormatError.self) { try SignedKeyEvent.decode(bytes + [0]) }
+        try chain.log.append(recovery)
+        let late = try chain.keys.checkpoint(chain.log, sequence: 0, size: 9)
+        #expect(chain.log.check(late) == .retired(recovery))
+        #expect(RetiredKeySignature(retiredEvent: chain.log.events[0], rotation: recovery, checkpoint: late).isProven)
+    }
+
     @Test func onlyTheCommittedRecoveryKeyMayRecover() throws {
         let chain = try RecoveringChain()
         // Another secret's key: refused as uncommitted, by the log and already by the decoder's own check.
