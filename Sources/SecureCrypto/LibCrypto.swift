@@ -354,3 +354,46 @@ extension EVPPublicKey {
     /// The modulus size in bits.
     var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
 }
+
+// MARK: - The recovery key (the one software P-256 signing key)
+
+extension EVPPrivateKey {
+    /// A P-256 key from its private scalar (1 ≤ d < n, checked by the caller), through a SEC 1 ECPrivateKey
+    /// DER built in wiped memory: SEQUENCE { version 1, OCTET STRING d, [0] namedCurve prime256v1 }. OpenSSL
+    /// computes the public point.
+    static func p256(scalar: SecretBytes) throws -> EVPPrivateKey {
+        precondition(scalar.count == P256.scalarByteCount)
+        let prefix: [UInt8] = [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20]
+        let suffix: [UInt8] = [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+        let der = SecretBytes(zeroedCount: prefix.count + 32 + suffix.count)
+        der.storage.withUnsafeMutableBytes { buffer in
+            buffer.copyBytes(from: prefix)
+            scalar.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: buffer[prefix.count...]).copyMemory(from: $0)
+            }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[(prefix.count + 32)...]).copyBytes(from: suffix)
+        }
+        let parsed = der.withUnsafeBytes { buffer -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return d2i_PrivateKey(EVP_PKEY_EC, nil, &cursor, buffer.count)
+        }
+        guard let parsed else { throw CryptoError.openSSL("not a valid P-256 private key", code: .invalidKey) }
+        return EVPPrivateKey(pointer: parsed)
+    }
+
+    /// An ECDSA signature (DER) over a 32-byte digest.
+    func signDigest(_ digest: [UInt8]) throws -> [UInt8] {
+        guard let context = EVP_PKEY_CTX_new(pointer, nil) else { throw CryptoError.openSSL("EVP_PKEY_CTX_new failed") }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_sign_init(context) == 1 else { throw CryptoError.openSSL("EVP_PKEY_sign_init failed") }
+        var length = 0
+        guard EVP_PKEY_sign(context, nil, &length, digest, digest.count) == 1 else {
+            throw CryptoError.openSSL("EVP_PKEY_sign failed")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_PKEY_sign(context, &signature, &length, digest, digest.count) == 1 else {
+            throw CryptoError.openSSL("EVP_PKEY_sign failed")
+        }
+        return Array(signature.prefix(length))
+    }
+}

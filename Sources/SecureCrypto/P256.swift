@@ -1,7 +1,7 @@
 internal import CLibCrypto
 
-/// NIST P-256 public keys and ECDSA verification. Private P-256 signing keys never exist in this
-/// module: they live on tokens.
+/// NIST P-256 public keys and ECDSA verification. Private P-256 signing keys live on tokens; the one
+/// exception is `RecoveryKey`, derived from recovery words for a single signature.
 public enum P256 {
     /// Bytes in one field element or scalar.
     public static let scalarByteCount = 32

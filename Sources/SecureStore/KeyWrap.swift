@@ -37,6 +37,15 @@ public struct WrappedKeyFile: Equatable, Sendable {
     public enum RecipientType: UInt8, Sendable {
         case p256ECDH = 1
         case rsaOAEP = 2
+        case recoverySecret = 3
+    }
+
+    /// The copy the recovery words open (type 3): HKDF-SHA256 of the 32-byte recovery secret gives the key
+    /// that seals the database key with AES-256-GCM. At most one per file.
+    public struct RecoverySecretRecipient: Equatable, Sendable {
+        public let nonce: [UInt8]
+        /// AES-256-GCM ciphertext of the 32-byte key, with its tag.
+        public let sealed: [UInt8]
     }
 
     /// One copy wrapped to an RSA key (type 2): a random 32-byte seed encrypted with RSA-OAEP, from which
@@ -71,6 +80,12 @@ public struct WrappedKeyFile: Equatable, Sendable {
     public var recipients: [Recipient]
     /// Copies wrapped to RSA keys (type 2); encoded after the P-256 ones, under the same count.
     public var rsaRecipients: [RSARecipient]
+    /// The copy the recovery words open (type 3), encoded last; nil for a wallet made without words.
+    public var recoverySecretRecipient: RecoverySecretRecipient?
+
+    private var recipientCount: Int {
+        recipients.count + rsaRecipients.count + (recoverySecretRecipient == nil ? 0 : 1)
+    }
 
     /// The key-check value of a database key.
     public static func keyCheck(of key: SecretBytes) -> [UInt8] {
@@ -87,12 +102,13 @@ public struct WrappedKeyFile: Equatable, Sendable {
         self.databaseSalt = databaseSalt
         recipients = []
         rsaRecipients = []
+        recoverySecretRecipient = nil
     }
 
     /// Wraps the key to a recipient's public key, ECIES style: an ephemeral P-256 key, ECDH, HKDF-SHA256
     /// and AES-256-GCM. It needs only the public key.
     public mutating func wrap(_ key: SecretBytes, to recipientKey: P256.PublicKey) throws {
-        guard recipients.count + rsaRecipients.count < Self.recipientCountMax else {
+        guard recipientCount < Self.recipientCountMax else {
             throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
         }
         let ephemeral = P256.KeyAgreementPrivateKey.generate()
@@ -115,7 +131,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
     /// Wraps the key to an RSA public key (type 2): a random seed goes to the key with RSA-OAEP, and the
     /// seed's HKDF output seals the key with AES-256-GCM under the wallet id and the recipient's digest.
     public mutating func wrap(_ key: SecretBytes, to recipientKey: RSAPublicKey) throws {
-        guard recipients.count + rsaRecipients.count < Self.recipientCountMax else {
+        guard recipientCount < Self.recipientCountMax else {
             throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
         }
         let seed = SecretBytes(randomCount: 32)
@@ -129,6 +145,51 @@ public struct WrappedKeyFile: Equatable, Sendable {
         }
         rsaRecipients.append(
             RSARecipient(recipientKey: recipientKey, encryptedSeed: encryptedSeed, nonce: nonce, sealed: sealed))
+    }
+
+    /// Wraps the key to the recovery secret (type 3), replacing any earlier such copy.
+    public mutating func wrap(_ key: SecretBytes, toRecoverySecret secret: SecretBytes) throws {
+        if recoverySecretRecipient == nil, recipientCount >= Self.recipientCountMax {
+            throw StoreError(.malformed, "a wallet key can have at most \(Self.recipientCountMax) recipients")
+        }
+        let kek = try Self.keyEncryptionKey(recoverySecret: secret, walletID: walletID)
+        let nonce = SystemRandom.bytes(AES256GCM.nonceByteCount)
+        let sealed = try key.withUnsafeBytes { bytes in
+            try AES256GCM.seal(
+                Array(bytes), key: kek, nonce: nonce, associatedData: Self.recoveryAssociatedData(walletID: walletID))
+        }
+        recoverySecretRecipient = RecoverySecretRecipient(nonce: nonce, sealed: sealed)
+    }
+
+    /// Unwraps the key with the recovery secret. Throws `.wrongKey` when the file holds no copy for recovery
+    /// words, or when these words do not open it (another wallet's words, or a key file replaced).
+    public func unwrap(recoverySecret secret: SecretBytes) throws -> SecretBytes {
+        guard let recipient = recoverySecretRecipient else {
+            throw StoreError(
+                .wrongKey,
+                "the database key is not wrapped to recovery words; this wallet was made without --recovery-words")
+        }
+        let kek = try Self.keyEncryptionKey(recoverySecret: secret, walletID: walletID)
+        do {
+            return try openChecked(
+                recipient.sealed, kek: kek, nonce: recipient.nonce,
+                associatedData: Self.recoveryAssociatedData(walletID: walletID))
+        } catch {
+            throw StoreError(
+                .wrongKey,
+                "these recovery words do not open this wallet's database key: they are another wallet's, or a word "
+                    + "was replaced by one that still passes the checksum")
+        }
+    }
+
+    static func keyEncryptionKey(recoverySecret secret: SecretBytes, walletID: WalletID) throws -> SecretBytes {
+        let info = DomainLabel.bytes("secure-wrap-recovery-v1") + [version] + walletID.bytes
+        return SecretBytes(
+            try HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: [], info: info, outputByteCount: 32))
+    }
+
+    static func recoveryAssociatedData(walletID: WalletID) -> [UInt8] {
+        DomainLabel.bytes("secure-wrap-v1") + [version, RecipientType.recoverySecret.rawValue] + walletID.bytes
     }
 
     /// Unwraps the key with the RSA recipient the unwrapper holds, and checks it against the key-check value.
@@ -222,7 +283,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
         writer.write(walletID)
         writer.write(fixed: keyCheck, count: Self.keyCheckByteCount)
         writer.write(fixed: databaseSalt, count: Self.saltByteCount)
-        writer.write(UInt8(recipients.count + rsaRecipients.count))
+        writer.write(UInt8(recipientCount))
         func append(_ type: RecipientType, _ body: [UInt8]) {
             writer.write(type.rawValue)
             writer.write(prefixed16: body, max: Int(UInt16.max))
@@ -240,6 +301,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
             body.write(raw: recipient.encryptedSeed + recipient.nonce + recipient.sealed)
             append(.rsaOAEP, body.bytes)
         }
+        if let recipient = recoverySecretRecipient { append(.recoverySecret, recipient.nonce + recipient.sealed) }
         return writer.bytes
     }
 
@@ -259,6 +321,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
         guard count >= 1, Int(count) <= Self.recipientCountMax else { throw malformed("bad recipient count") }
         var recipients: [Recipient] = []
         var rsaRecipients: [RSARecipient] = []
+        var recoverySecretRecipient: RecoverySecretRecipient?
         for _ in 0..<Int(count) {
             guard let typeByte = reader.readUInt8(), let length = reader.readUInt16().map(Int.init) else {
                 throw malformed("truncated recipient")
@@ -269,6 +332,16 @@ public struct WrappedKeyFile: Equatable, Sendable {
             if type == .rsaOAEP {
                 guard let body = reader.readFixed(length) else { throw malformed("truncated recipient") }
                 rsaRecipients.append(try Self.decodeRSARecipient(body))
+                continue
+            }
+            if type == .recoverySecret {
+                guard recoverySecretRecipient == nil else { throw malformed("two recovery-words recipients") }
+                guard length == AES256GCM.nonceByteCount + 48, let body = reader.readFixed(length) else {
+                    throw malformed("bad recovery-words recipient length")
+                }
+                recoverySecretRecipient = RecoverySecretRecipient(
+                    nonce: Array(body.prefix(AES256GCM.nonceByteCount)),
+                    sealed: Array(body.dropFirst(AES256GCM.nonceByteCount)))
                 continue
             }
             guard length == 65 + 65 + 12 + 48, let body = reader.readFixed(length) else {
@@ -290,6 +363,7 @@ public struct WrappedKeyFile: Equatable, Sendable {
         databaseSalt = salt
         self.recipients = recipients
         self.rsaRecipients = rsaRecipients
+        self.recoverySecretRecipient = recoverySecretRecipient
     }
 
     /// A type 2 body: modulus length (2 bytes) and modulus, exponent length (1 byte) and exponent, the

@@ -170,15 +170,20 @@ public final class Wallet {
         /// The token safeguards given up at init (`--allow-unenforced-pin`, `--allow-unproven-origin`), each
         /// recorded by a signed `settings` entry so that later commands need not repeat the flag.
         public var tokenAllowances: Set<TokenAllowance>
+        /// The 32-byte secret of `--recovery-words`: every key event then commits to its recovery key, and
+        /// the database key is also wrapped to it. Nil makes a wallet without recovery words.
+        public var recoverySecret: SecretBytes?
 
         public init(
             tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool,
             label: String = "wallet",
             existingKeys: ExistingKeys = ExistingKeys(), isIssuer: Bool = false,
-            tokenAllowances: Set<TokenAllowance> = []
+            tokenAllowances: Set<TokenAllowance> = [], recoverySecret: SecretBytes? = nil
         ) {
+            precondition(recoverySecret.map { $0.count == RecoveryWords.secretByteCount } ?? true)
             self.isIssuer = isIssuer
             self.tokenAllowances = tokenAllowances
+            self.recoverySecret = recoverySecret
             self.tokenURI = tokenURI
             self.backup = backup
             self.allowFileAnchor = allowFileAnchor
@@ -263,10 +268,15 @@ public final class Wallet {
                 of: key, on: options.backup.token, what: "the backup key-agreement key", paths: paths)
         }
         let signer = TokenSigner(token: session, key: signingKey)
+        // Every sequence a log can reach gets its recovery commitment now, while the secret is at hand.
+        let commitments = try options.recoverySecret.map {
+            try Wallet.recoveryCommitments(secret: $0, count: KeyEventLog.eventCountMax)
+        }
         let inception = try SignedKeyEvent(
             .inception(
                 signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
-                agreementKey: agreementKey.publicKey, issuer: options.isIssuer, origin: signingOrigin.recorded),
+                agreementKey: agreementKey.publicKey, issuer: options.isIssuer, origin: signingOrigin.recorded,
+                recoveryCommitment: commitments?[0] ?? KeyEvent.noRecoveryCommitment),
             signer: signer)
         let walletID = WalletID(inception: inception.event)
         let metadata = WalletMetadata(
@@ -276,6 +286,9 @@ public final class Wallet {
             anchor: anchorKind, backupToken: options.backup.uri.withoutPIN.tokenOnly.description)
         let databaseKey = SecretBytes(randomCount: 32)
         let store = try LedgerStore.create(path: paths.database, key: databaseKey, walletID: walletID)
+        if let commitments {
+            try store.setMeta(recoveryCommitmentsMeta, commitments.flatMap { $0.bytes })
+        }
         let anchor = makeAnchor(kind: anchorKind, session: session, walletID: walletID)
         let wallet = Wallet(
             paths: paths, metadata: metadata, keyLog: try KeyEventLog(inception: inception), token: session, lock: lock,
@@ -305,6 +318,12 @@ public final class Wallet {
             walletID: walletID, key: databaseKey, databaseSalt: try LedgerStore.fileSalt(paths.database))
         try wrapped.wrap(databaseKey, to: agreementKey.publicKey)
         try backupAgreement.wrap(databaseKey, into: &wrapped)
+        if let secret = options.recoverySecret {
+            try wrapped.wrap(databaseKey, toRecoverySecret: secret)
+            guard try wrapped.unwrap(recoverySecret: secret) == databaseKey else {
+                preconditionFailure("the recovery words' copy of the database key does not open")
+            }
+        }
         // Each token proves it can unwrap its copy before the wallet exists: a token whose ECDH or RSA-OAEP
         // fails, or gives something else, is found now and not when the money is needed.
         for (tokenSession, key) in [

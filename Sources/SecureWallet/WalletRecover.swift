@@ -38,15 +38,11 @@ extension Wallet {
             walletID: try metadata.parsedWalletID(), key: databaseKey, databaseSalt: wrapped.databaseSalt)
         try rewrapped.wrap(databaseKey, to: agreement.publicKey)
         try backupKey.wrap(databaseKey, into: &rewrapped)
+        // The recovery words' copy, when the wallet has words, stays: they are still the wallet's.
+        rewrapped.recoverySecretRecipient = wrapped.recoverySecretRecipient
         try DurableFile.write(rewrapped.encoded, to: paths.wrappedKey)
-        metadata.token = newTokenURI.withoutPIN.tokenOnly.description
         metadata.agreementKeyID = Hex.encode(agreement.id)
-        metadata.signingKeyID = ""
-        // The ledger's signed settings name the anchor's kind; wallet.json only repeats it.
-        let kind = try WalletSettings.replay(try store.entries(kind: .settings)).anchorKind
-        metadata.anchor = kind.description
-        let anchor = makeAnchor(kind: kind.description, session: newToken, walletID: try metadata.parsedWalletID())
-        if let (_, latest) = try store.latestCheckpoint() { try anchor.store(latest) }
+        try restartOnNewToken(&metadata, store: store, newToken: newToken, newTokenURI: newTokenURI)
         try metadata.save(paths)
     }
 }

@@ -69,7 +69,8 @@ extension Wallet {
             let previousSigner = try signerOfKeyInForce(among: [token, backup])
             let event = KeyEvent.rotation(
                 after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
-                agreementKey: agreement, ledgerPosition: size, origin: origin.recorded)
+                agreementKey: agreement, ledgerPosition: size, origin: origin.recorded,
+                recoveryCommitment: try recoveryCommitment(forSequence: keyEvent.event.sequence + 1))
             let newSigner = TokenSigner(token: holder, key: newKey)
             let signed = try SignedKeyEvent(event, signer: newSigner, previous: previousSigner)
             try stop(crash, homeHop ? .homeEventSigned : .eventSigned)
@@ -95,7 +96,7 @@ extension Wallet {
 
     /// Appends a rotation as its own ledger entry, signing that entry's checkpoint with the new key. The
     /// wallet's key in force changes only if the entry committed.
-    private func recordRotation(_ signed: SignedKeyEvent, signer newSigner: MessageSigner) throws {
+    func recordRotation(_ signed: SignedKeyEvent, signer newSigner: MessageSigner) throws {
         var log = keyLog
         try log.append(signed)
         precondition(signed.event.ledgerPosition == size, "a rotation takes effect at the entry that records it")

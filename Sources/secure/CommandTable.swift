@@ -91,7 +91,7 @@ enum CommandTable {
                     "the wallet id, key, token and anchor; --card for others", WalletCommands.show
                 ),
                 (
-                    "wallet recover", "--backup-token URI --token NEWURI",
+                    "wallet recover", "--backup-token URI | --recovery-words, --token NEWURI",
                     "after losing the token: rewrap the wallet to a new one", WalletCommands.recover
                 ),
                 (

@@ -78,8 +78,15 @@ enum WalletCommands {
               backup token's module. Tokens lacking a safeguard need the flag that names it: --allow-file-anchor,
               --allow-unenforced-pin, --allow-unproven-origin (docs/TOKENS.md). The last two are recorded by
               signed settings entries, so later commands need not repeat them (`secure wallet allow`).
+              --recovery-words also shows 24 recovery words on the terminal, once, and asks for three of them
+              back; every key event then commits to a recovery key they derive. --recovery-words-file FILE
+              writes them to FILE (new, mode 0600) instead, for scripts. Anyone who has the words controls
+              the wallet: keep them like a key.
           secure wallet recover --backup-token URI [--backup-pin-source SPEC] --token NEWURI [--pin-source SPEC]
               After losing the token: open the wallet with the backup token and rewrap its key to a new token.
+          secure wallet recover --recovery-words [--recovery-words-file FILE] --token NEWURI [--pin-source SPEC]
+              After losing every token: the recovery words open the wallet and sign one recovery rotation that
+              puts a key made on the new token in force (docs/PROTOCOL.md, "Recovery words").
           secure wallet anchor token|file
               Moves the anchor (the latest checkpoint kept outside the database) to the token or to a file, by
               a signed settings entry; refused while the wallet is locked. The ledger's entries decide the
@@ -106,9 +113,9 @@ enum WalletCommands {
             words,
             options: walletOptions.union([
                 "backup-token", "backup-pin-source", "label",
-                "backup-module-args",
+                "backup-module-args", "recovery-words-file",
             ]).union(keyOptions).union(attestationOptions),
-            flags: walletFlags.union(["allow-file-anchor"]))
+            flags: walletFlags.union(["allow-file-anchor", "recovery-words"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let tokenURI = try parseURI(try arguments.required("token"), arguments)
         guard let backupText = arguments.value("backup-token") else {
@@ -130,6 +137,9 @@ enum WalletCommands {
             next: try keyURI("backup-next-key"),
             backupAgreement: try keyURI("backup-agreement-key"))
         let paths = WalletPaths(directory: arguments.value("wallet"))
+        guard arguments.flag("recovery-words") || arguments.value("recovery-words-file") == nil else {
+            throw UsageError("--recovery-words-file goes with --recovery-words")
+        }
         let session = try openSession(arguments, uri: tokenURI)
         defer { session.close() }
         let backupToken = try TokenLibrary.shared.token(backupURI)
@@ -145,11 +155,17 @@ enum WalletCommands {
             token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
             policy: try tokenPolicy(arguments))
         defer { backupSession.close() }
+        // The words are shown and confirmed before anything is made: a person who cannot confirm them gets
+        // no wallet that depends on them.
+        let recoverySecret = arguments.flag("recovery-words") ? SecretBytes(randomCount: 32) : nil
+        if let recoverySecret {
+            try RecoveryWordsPrompts.show(recoverySecret, file: arguments.value("recovery-words-file"))
+        }
         let options = Wallet.InitOptions(
             tokenURI: tokenURI, backup: (backupSession, backupURI),
             allowFileAnchor: arguments.flag("allow-file-anchor"),
             label: arguments.value("label") ?? (isIssuer ? "issuer" : "wallet"), existingKeys: existingKeys,
-            isIssuer: isIssuer, tokenAllowances: tokenAllowances(arguments))
+            isIssuer: isIssuer, tokenAllowances: tokenAllowances(arguments), recoverySecret: recoverySecret)
         let wallet = try Wallet.create(paths: paths, token: session, options: options)
         // The signing key's origin as the inception records it, on stderr in both forms (INFO for the module's word).
         printError("secure: signing key origin: \(wallet.keyEvent.event.origin.description)")
@@ -169,12 +185,14 @@ enum WalletCommands {
 
     static func recover(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions.union(["backup-token", "backup-pin-source"]), flags: walletFlags)
+            words, options: walletOptions.union(["backup-token", "backup-pin-source", "recovery-words-file"]),
+            flags: walletFlags.union(["recovery-words"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let paths = WalletPaths(directory: arguments.value("wallet"))
         guard FileManager.default.fileExists(atPath: paths.metadata) else {
             throw StoreError(.walletMissing, "no wallet at \(paths.directory) to recover; pass --wallet DIR")
         }
+        if arguments.flag("recovery-words") { return try recoverFromWords(arguments, paths: paths) }
         let backupURI = try parseURI(try arguments.required("backup-token"), arguments)
         let newURI = try parseURI(try arguments.required("token"), arguments)
         let backupToken = try TokenLibrary.shared.token(backupURI)
@@ -194,6 +212,27 @@ enum WalletCommands {
             "recovered: the wallet now opens with \(newURI.withoutPIN.tokenOnly); the backup still holds a copy of the key"
         )
         printError("secure: reading works now; spending resumes after a rotation to a signing key on the new token")
+        return .success
+    }
+
+    /// `wallet recover --recovery-words`: the words (typed, or from --recovery-words-file) open the database and
+    /// sign one recovery rotation to a key made on the new token.
+    static func recoverFromWords(_ arguments: Arguments, paths: WalletPaths) throws -> ExitCode {
+        guard arguments.value("backup-token") == nil else {
+            throw UsageError("--recovery-words recovers without the backup token; pass one or the other")
+        }
+        let newURI = try parseURI(try arguments.required("token"), arguments)
+        let secret = try RecoveryWordsPrompts.read(file: arguments.value("recovery-words-file"))
+        let newToken = try openSession(arguments, uri: newURI)
+        defer { newToken.close() }
+        let rotation = try Wallet.recover(
+            paths: paths, recoverySecret: secret, newToken: newToken, newTokenURI: newURI)
+        print(
+            "recovered: key event \(rotation.event.sequence), signed with the recovery words, puts a key on "
+                + "\(newURI.withoutPIN.tokenOnly) in force; the wallet reads and pays again")
+        printError(
+            "secure: the next key waits on the new token too; run `secure keys rotate --backup-token URI` with a "
+                + "second token to move it there")
         return .success
     }
 

@@ -170,6 +170,34 @@ struct LedgerStoreTests {
         #expect(again.rsaRecipients[0].encryptedSeed != again.rsaRecipients[1].encryptedSeed)
     }
 
+    /// The recovery words' copy (type 3): it round-trips, refuses every truncation, opens with the secret only,
+    /// and its key-encryption key is the one docs/PROTOCOL.md gives for secret 00 … 1f and wallet id 32 × aa.
+    @Test func recoveryWordsRecipientRoundTripsAndOpensWithTheSecretOnly() throws {
+        let key = SecretBytes(randomCount: 32)
+        let secret = SecretBytes(Array(0..<32))
+        let walletID = WalletID(bytes: [UInt8](repeating: 0xaa, count: 32))!
+        #expect(
+            try WrappedKeyFile.keyEncryptionKey(recoverySecret: secret, walletID: walletID).copyBytes()
+                == Hex.decode("1f3cab93739db3344538a9858e16bef13482a3cd7ab4af9af87c03692a6050c9"))
+        var file = WrappedKeyFile(walletID: walletID, key: key, databaseSalt: [UInt8](repeating: 4, count: 16))
+        try file.wrap(key, to: P256.KeyAgreementPrivateKey.generate().publicKey)
+        #expect(throws: StoreError(.wrongKey, "")) { try file.unwrap(recoverySecret: secret) }
+        try file.wrap(key, toRecoverySecret: secret)
+        let bytes = file.encoded
+        let decoded = try WrappedKeyFile(encoded: bytes)
+        #expect(decoded == file)
+        #expect(try decoded.unwrap(recoverySecret: secret) == key)
+        #expect(throws: StoreError(.wrongKey, "")) { try decoded.unwrap(recoverySecret: SecretBytes(randomCount: 32)) }
+        for length in 0..<bytes.count {
+            #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: Array(bytes.prefix(length))) }
+        }
+        // A second type 3 recipient is malformed: the words have one copy.
+        var doubled = bytes
+        doubled[8 + 1 + 32 + 16 + 16] += 1
+        doubled += bytes.suffix(3 + 60)
+        #expect(throws: StoreError(.malformed, "")) { try WrappedKeyFile(encoded: doubled) }
+    }
+
     @Test func rsaRecipientKeysOutsideTheBoundsAreRefused() {
         #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus1024, publicExponent: [1, 0, 1]) }
         #expect(throws: CryptoError.self) { try RSAPublicKey(modulus: Self.modulus2048, publicExponent: [1]) }

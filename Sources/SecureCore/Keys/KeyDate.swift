@@ -192,14 +192,17 @@ protocol RetiredKeyEvidence {
 
 extension RetiredKeyEvidence {
     /// Whether a signature by `key` dated `date` came after the key's retirement: R and N validly signed
-    /// and chained, N's key the one R committed to, `key` R's key, `date` R's sequence and position, at a
+    /// and chained, N's key the one R committed to (or N a recovery rotation signed by R's recovery key), `key`
+    /// R's key, `date` R's sequence and position, at a
     /// ledger size past N's position. The late signature itself is the caller's to check.
     func provesRetired(_ key: P256.PublicKey, signedAt date: KeyDate) -> Bool {
         let retired = retiredEvent.event
         let next = rotation.event
         return retiredEvent.verify() && rotation.verify() && next.previousEvent == retired.digest
             && retired.sequence < UInt64.max && next.sequence == retired.sequence + 1
-            && next.signingKey.fingerprintDigest == retired.nextKeyDigest
+            && (next.isRecovery
+                ? rotation.verifyRecovery(committedTo: retired.recoveryCommitment)
+                : next.signingKey.fingerprintDigest == retired.nextKeyDigest)
             && key == retired.signingKey && date.keySequence == retired.sequence
             && date.keyEventPosition == retired.ledgerPosition && date.ledgerSize > next.ledgerPosition
     }

@@ -9,6 +9,8 @@ public struct KeyEvent: Hashable, Sendable {
     public static let label = SignatureLabel("secure-key-event-v1")
     /// The label of the previous key's countersignature on a rotation.
     public static let countersignatureLabel = SignatureLabel("secure-key-event-countersignature-v1")
+    /// The label of the recovery key's signature on a recovery rotation.
+    public static let recoveryLabel = SignatureLabel("secure-key-event-recovery-v1")
     /// The version new events are written in. Version 1 (no origin, no recovery commitment) still decodes,
     /// and re-encodes byte for byte, because wallets made before version 2 keep their logs.
     public static let encodingVersion: UInt8 = 2
@@ -43,8 +45,9 @@ public struct KeyEvent: Hashable, Sendable {
     public let version: UInt8
     /// Where `signingKey` came from, as proven when the event was made (version 2; `.notRecorded` in 1).
     public let origin: KeyOrigin
-    /// A commitment to the recovery key (version 2): all zero means none. Reserved for recovery words, which
-    /// fill it; today every event carries zero.
+    /// A commitment to the recovery key (version 2): SHA-256 of the SubjectPublicKeyInfo DER of the key that
+    /// recovery words derive for this event's sequence (`RecoveryKey`); all zero means none (a wallet made
+    /// without `--recovery-words`). Only that key may sign the recovery rotation that follows this event.
     public let recoveryCommitment: Digest32
 
     /// The "no recovery key" commitment: 32 zero bytes.
@@ -71,15 +74,16 @@ public struct KeyEvent: Hashable, Sendable {
     }
 
     /// The inception event of a new wallet, or of a new issuer when `issuer` is set.
-    /// `origin` is where the signing key came from.
+    /// `origin` is where the signing key came from; `recoveryCommitment` commits to recovery key 0.
     public static func inception(
         signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey, issuer: Bool = false,
-        origin: KeyOrigin = .unproven
+        origin: KeyOrigin = .unproven, recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment
     ) -> KeyEvent {
         KeyEvent(
             kind: issuer ? .issuerInception : .inception, sequence: 0, previousEvent: .beforeInception,
             signingKey: signingKey,
-            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0, origin: origin)
+            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0, origin: origin,
+            recoveryCommitment: recoveryCommitment)
     }
 
     /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
@@ -87,12 +91,35 @@ public struct KeyEvent: Hashable, Sendable {
     /// records this event: that entry's checkpoint is the first the new key signs.
     public static func rotation(
         after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
-        agreementKey: P256.PublicKey, ledgerPosition: UInt64, origin: KeyOrigin = .unproven
+        agreementKey: P256.PublicKey, ledgerPosition: UInt64, origin: KeyOrigin = .unproven,
+        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment
     ) -> KeyEvent {
         KeyEvent(
             kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
-            origin: origin)
+            origin: origin, recoveryCommitment: recoveryCommitment)
+    }
+
+    /// A recovery rotation after `previous`, made with recovery words after the keys were lost: it puts in
+    /// force `signingKey` (a key just made on the new token, in place of the committed next key), commits to
+    /// `nextKey`, and records its origin as recovery words, naming the commitment of `previous` that the
+    /// recovery key satisfies. It is signed by `signingKey` and by that recovery key (`SignedKeyEvent`).
+    public static func recoveryRotation(
+        after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
+        agreementKey: P256.PublicKey, ledgerPosition: UInt64, recoveryCommitment: Digest32
+    ) -> KeyEvent {
+        precondition(
+            previous.recoveryCommitment != noRecoveryCommitment, "the previous event commits to no recovery key")
+        return KeyEvent(
+            kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
+            nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
+            origin: .recoveryWords(previous.recoveryCommitment), recoveryCommitment: recoveryCommitment)
+    }
+
+    /// Whether this event was put in force by recovery words (origin code 3).
+    public var isRecovery: Bool {
+        if case .recoveryWords = origin { return true }
+        return false
     }
 
     /// The canonical encoding that is hashed and signed (docs/PROTOCOL.md, "Key events"): version 1 is 212
@@ -175,23 +202,29 @@ public enum KeyOrigin: Hashable, Sendable {
     /// slot attestation certificate DER ‖ u16 length ‖ F9 certificate DER, so anyone holding the two
     /// certificates can check them against the event. Code 2.
     case attested(Digest32)
+    /// The key was made on a new token during recovery, and put in force by the recovery key that the
+    /// previous event committed to; the digest is that commitment. Code 3.
+    case recoveryWords(Digest32)
     /// A version 1 event: no origin was recorded. Never encoded.
     case notRecorded
 
-    /// The codes a version 2 event may carry. 3 is reserved for keys put in force by recovery words.
+    /// The codes a version 2 event may carry.
     var code: UInt8 {
         switch self {
         case .unproven: 0
         case .modulesWord: 1
         case .attested: 2
+        case .recoveryWords: 3
         case .notRecorded: preconditionFailure("a version 1 event's origin is never encoded")
         }
     }
 
-    /// The 32 bytes after the code: the attestation digest, or zero.
+    /// The 32 bytes after the code: the attestation digest, the satisfied recovery commitment, or zero.
     var evidenceDigest: Digest32 {
-        if case .attested(let digest) = self { return digest }
-        return KeyEvent.noRecoveryCommitment
+        switch self {
+        case .attested(let digest), .recoveryWords(let digest): digest
+        case .unproven, .modulesWord, .notRecorded: KeyEvent.noRecoveryCommitment
+        }
     }
 
     init(code: UInt8, evidenceDigest: Digest32) throws {
@@ -200,7 +233,9 @@ public enum KeyOrigin: Hashable, Sendable {
         case 0 where zero: self = .unproven
         case 1 where zero: self = .modulesWord
         case 2 where !zero: self = .attested(evidenceDigest)
-        case 0, 1, 2: throw FormatError(.invalidValue, "a key event's origin \(code) carries the wrong evidence digest")
+        case 3 where !zero: self = .recoveryWords(evidenceDigest)
+        case 0, 1, 2, 3:
+            throw FormatError(.invalidValue, "a key event's origin \(code) carries the wrong evidence digest")
         default: throw FormatError(.invalidValue, "key event origin \(code) is unknown")
         }
     }
@@ -212,35 +247,72 @@ public enum KeyOrigin: Hashable, Sendable {
         case .unproven: "unproven"
         case .modulesWord: "module's word, unattested"
         case .attested(let digest): "attested (evidence SHA-256 \(digest))"
+        case .recoveryWords: "recovery words"
         case .notRecorded: "not recorded (version 1 event)"
         }
     }
 }
 
+/// The recovery key's public key and its signature over a recovery rotation, under `KeyEvent.recoveryLabel`.
+/// The key travels with the event because the previous event commits only to its SHA-256.
+public struct RecoverySignature: Hashable, Sendable {
+    public let key: P256.PublicKey
+    public let signature: ECDSASignature
+
+    public init(key: P256.PublicKey, signature: ECDSASignature) {
+        self.key = key
+        self.signature = signature
+    }
+}
+
 /// A key event with the signature of the key it puts in force (proof of possession) and, for a rotation
-/// made while the previous key was still at hand, that previous key's countersignature.
+/// made while the previous key was still at hand, that previous key's countersignature; a recovery rotation
+/// carries the recovery key's signature instead.
 public struct SignedKeyEvent: Hashable, Sendable {
     public let event: KeyEvent
     public let signature: ECDSASignature
     /// The previous signing key's signature over the same encoding under `KeyEvent.countersignatureLabel`;
     /// nil for inception and for a rotation made after the previous key was lost.
     public let countersignature: ECDSASignature?
+    /// The recovery key's signature: present exactly on recovery rotations.
+    public let recovery: RecoverySignature?
 
     /// Signs an event with the key it names and, when given, countersigns it with the previous key.
     /// Each is a separate token signature (and PIN login for always-authenticate keys).
     public init(_ event: KeyEvent, signer: MessageSigner, previous: MessageSigner? = nil) throws {
         precondition(signer.publicKey == event.signingKey, "a key event is signed by the key it puts in force")
         precondition(previous == nil || event.kind == .rotation, "only a rotation is countersigned")
+        precondition(!event.isRecovery, "a recovery rotation is signed by its recovery key")
         self.event = event
         signature = try signer.sign(event.encoded, label: KeyEvent.label)
         countersignature = try previous?.sign(event.encoded, label: KeyEvent.countersignatureLabel)
+        recovery = nil
+    }
+
+    /// Signs a recovery rotation with the key it puts in force and with the recovery key the previous event
+    /// committed to. This is the one signature a recovery key ever makes.
+    public init(recovery event: KeyEvent, signer: MessageSigner, recoveryKey: MessageSigner) throws {
+        precondition(signer.publicKey == event.signingKey, "a key event is signed by the key it puts in force")
+        guard case .recoveryWords(let commitment) = event.origin else {
+            preconditionFailure("only a recovery rotation is signed by a recovery key")
+        }
+        precondition(recoveryKey.publicKey.fingerprintDigest == commitment, "the recovery key is the committed one")
+        self.event = event
+        signature = try signer.sign(event.encoded, label: KeyEvent.label)
+        countersignature = nil
+        recovery = RecoverySignature(
+            key: recoveryKey.publicKey, signature: try recoveryKey.sign(event.encoded, label: KeyEvent.recoveryLabel))
     }
 
     /// An event and signatures read from storage or a peer; `verify()` must pass before it is trusted.
-    public init(event: KeyEvent, signature: ECDSASignature, countersignature: ECDSASignature? = nil) {
+    public init(
+        event: KeyEvent, signature: ECDSASignature, countersignature: ECDSASignature? = nil,
+        recovery: RecoverySignature? = nil
+    ) {
         self.event = event
         self.signature = signature
         self.countersignature = countersignature
+        self.recovery = recovery
     }
 
     /// Whether the signature is the named key's, over the event. The countersignature needs the previous
@@ -253,12 +325,26 @@ public struct SignedKeyEvent: Hashable, Sendable {
         return KeyEvent.countersignatureLabel.verify(countersignature, of: event.encoded, by: previousKey)
     }
 
-    /// u16 length ‖ event ‖ u8 length ‖ DER signature [‖ u8 length ‖ DER countersignature].
+    /// Whether the recovery signature is by the key `commitment` names, over this event. False when there is
+    /// none, or when the commitment is the zero "none".
+    public func verifyRecovery(committedTo commitment: Digest32) -> Bool {
+        guard let recovery, commitment != KeyEvent.noRecoveryCommitment,
+            recovery.key.fingerprintDigest == commitment
+        else { return false }
+        return KeyEvent.recoveryLabel.verify(recovery.signature, of: event.encoded, by: recovery.key)
+    }
+
+    /// u16 length ‖ event ‖ u8 length ‖ DER signature [‖ u8 length ‖ DER countersignature]; a recovery
+    /// rotation ends instead with u8 length ‖ DER recovery signature ‖ the recovery key's 65-byte point.
     public var encoded: [UInt8] {
         var writer = ByteWriter()
         writer.write(prefixed16: event.encoded, max: 1024)
         writer.write(prefixed8: signature.der, max: 80)
         if let countersignature { writer.write(prefixed8: countersignature.der, max: 80) }
+        if let recovery {
+            writer.write(prefixed8: recovery.signature.der, max: 80)
+            writer.write(fixed: recovery.key.x963, count: P256.uncompressedPointByteCount)
+        }
         return writer.bytes
     }
 
@@ -269,15 +355,16 @@ public struct SignedKeyEvent: Hashable, Sendable {
         guard let eventBytes = try reader.readPrefixed16(max: 1024, field: "key event"),
             let signatureBytes = try reader.readPrefixed8(max: 80, field: "key event signature")
         else { return nil }
+        guard let event = try KeyEvent.decode(eventBytes) else {
+            throw FormatError(.invalidValue, "the key event is truncated")
+        }
+        if event.isRecovery { return try decodeRecovery(event, signatureBytes: signatureBytes, reader: &reader) }
         var counterBytes: [UInt8]?
         if !reader.isAtEnd {
             guard let bytes = try reader.readPrefixed8(max: 80, field: "key event countersignature") else { return nil }
             counterBytes = bytes
         }
         try reader.expectEnd("signed key event")
-        guard let event = try KeyEvent.decode(eventBytes) else {
-            throw FormatError(.invalidValue, "the key event is truncated")
-        }
         guard let signature = try? ECDSASignature(der: signatureBytes) else {
             throw FormatError(.invalidValue, "the key event's signature is not DER")
         }
@@ -293,6 +380,31 @@ public struct SignedKeyEvent: Hashable, Sendable {
         }
         let signed = SignedKeyEvent(event: event, signature: signature, countersignature: countersignature)
         guard signed.verify() else { throw FormatError(.invalidValue, "the key event's signature does not verify") }
+        return signed
+    }
+
+    /// The tail of a recovery rotation: its recovery signature and key, which must be the key its origin names.
+    /// Whether the previous event committed to that key is `KeyEventLog`'s to check.
+    private static func decodeRecovery(_ event: KeyEvent, signatureBytes: [UInt8], reader: inout ByteReader) throws
+        -> SignedKeyEvent?
+    {
+        guard let recoveryBytes = try reader.readPrefixed8(max: 80, field: "key event recovery signature"),
+            let point = reader.readFixed(P256.uncompressedPointByteCount)
+        else { return nil }
+        try reader.expectEnd("signed key event")
+        guard let signature = try? ECDSASignature(der: signatureBytes),
+            let recoverySignature = try? ECDSASignature(der: recoveryBytes)
+        else {
+            throw FormatError(.invalidValue, "a recovery rotation's signatures are not DER")
+        }
+        guard let key = try? P256.PublicKey(x963: point) else {
+            throw FormatError(.invalidValue, "a recovery rotation names a recovery key that is not a P-256 point")
+        }
+        let signed = SignedKeyEvent(
+            event: event, signature: signature, recovery: RecoverySignature(key: key, signature: recoverySignature))
+        guard signed.verify(), signed.verifyRecovery(committedTo: event.origin.evidenceDigest) else {
+            throw FormatError(.invalidValue, "the recovery rotation's signatures do not verify")
+        }
         return signed
     }
 }

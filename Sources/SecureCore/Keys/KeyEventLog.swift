@@ -57,18 +57,8 @@ public struct KeyEventLog: Hashable, Sendable {
             return KeyEventError(
                 .brokenChain, "rotation \(event.sequence) does not name the digest of event \(last.sequence)")
         }
-        guard event.signingKey.fingerprintDigest == last.nextKeyDigest else {
-            return KeyEventError(
-                .uncommittedKey,
-                "rotation \(event.sequence) puts in force a key that event \(last.sequence) "
-                    + "did not commit to (pre-rotation): a stolen current key cannot rotate to a key of its own")
-        }
-        guard next.verify() else {
-            return KeyEventError(.badSignature, "rotation \(event.sequence) is not signed by the key it puts in force")
-        }
-        guard next.verifyCountersignature(by: last.signingKey) else {
-            return KeyEventError(
-                .badSignature, "rotation \(event.sequence)'s countersignature is not the previous key's")
+        if let refusal = event.isRecovery ? recoveryRefusal(of: next) : committedKeyRefusal(of: next) {
+            return refusal
         }
         guard event.ledgerPosition > last.ledgerPosition else {
             return KeyEventError(
@@ -79,6 +69,66 @@ public struct KeyEventLog: Hashable, Sendable {
         guard event.nextKeyDigest != event.signingKey.fingerprintDigest, event.nextKeyDigest != last.nextKeyDigest
         else {
             return KeyEventError(.reusedKey, "rotation \(event.sequence) commits to a next key that is already in use")
+        }
+        guard
+            event.recoveryCommitment == KeyEvent.noRecoveryCommitment
+                || event.recoveryCommitment != last.recoveryCommitment
+        else {
+            return KeyEventError(
+                .reusedKey, "rotation \(event.sequence) commits to the recovery key event \(last.sequence) committed to"
+            )
+        }
+        return nil
+    }
+
+    /// The rules of an ordinary rotation: it puts in force the key the previous event committed to, signed by
+    /// that key and, when countersigned, by the previous key.
+    private func committedKeyRefusal(of next: SignedKeyEvent) -> KeyEventError? {
+        let (last, event) = (current, next.event)
+        guard event.signingKey.fingerprintDigest == last.nextKeyDigest else {
+            return KeyEventError(
+                .uncommittedKey,
+                "rotation \(event.sequence) puts in force a key that event \(last.sequence) "
+                    + "did not commit to (pre-rotation): a stolen current key cannot rotate to a key of its own")
+        }
+        guard next.verify() else {
+            return KeyEventError(.badSignature, "rotation \(event.sequence) is not signed by the key it puts in force")
+        }
+        guard next.recovery == nil else {
+            return KeyEventError(.badSignature, "rotation \(event.sequence) carries a recovery signature it may not")
+        }
+        guard next.verifyCountersignature(by: last.signingKey) else {
+            return KeyEventError(
+                .badSignature, "rotation \(event.sequence)'s countersignature is not the previous key's")
+        }
+        return nil
+    }
+
+    /// The rules of a recovery rotation: the previous event committed to a recovery key, the event names that
+    /// commitment as its origin, the recovery key is the committed one and signed the event, and the key put
+    /// in force signed it too. The recovery key is never put in force itself, so it signs nothing else.
+    private func recoveryRefusal(of next: SignedKeyEvent) -> KeyEventError? {
+        let (last, event) = (current, next.event)
+        guard last.recoveryCommitment != KeyEvent.noRecoveryCommitment else {
+            return KeyEventError(
+                .uncommittedKey,
+                "rotation \(event.sequence) claims recovery words, but event \(last.sequence) commits to no recovery key"
+            )
+        }
+        guard event.origin == .recoveryWords(last.recoveryCommitment),
+            next.verifyRecovery(committedTo: last.recoveryCommitment)
+        else {
+            return KeyEventError(
+                .uncommittedKey,
+                "recovery rotation \(event.sequence) is not signed by the recovery key event \(last.sequence) "
+                    + "committed to")
+        }
+        guard next.verify(), next.countersignature == nil else {
+            return KeyEventError(.badSignature, "rotation \(event.sequence) is not signed by the key it puts in force")
+        }
+        guard event.signingKey.fingerprintDigest != last.recoveryCommitment else {
+            return KeyEventError(
+                .reusedKey, "recovery rotation \(event.sequence) puts the recovery key itself in force")
         }
         return nil
     }
@@ -191,9 +241,10 @@ public enum KeyEventFollow: Hashable, Sendable {
 }
 
 /// Two events with the same sequence, both validly signed by the same key: the committed key signed two
-/// histories. Because each event's key must match the digest its predecessor committed to, two events
-/// that both follow the same predecessor are always signed by the same key, so this pair is checkable
-/// with nothing but its own bytes.
+/// histories. Because each ordinary rotation's key must match the digest its predecessor committed to, two
+/// such events that follow the same predecessor are signed by the same key, so this pair is checkable with
+/// nothing but its own bytes. (A recovery rotation puts another key in force; it and an ordinary rotation
+/// after the same event are not this evidence, and a log holding the other is refused as a broken chain.)
 public struct KeyEventConflict: Hashable, Sendable {
     public let first: SignedKeyEvent
     public let second: SignedKeyEvent
