@@ -142,4 +142,33 @@ struct PeerEvidenceTests {
             Issue.record("the current key was refused by evidence against the retired one")
         }
     }
+
+    /// Issue 14: messages that arrive while the lookup waits for the peer's key events are held, in order, up
+    /// to `PeerLimits.heldMessageCountMax`; a peer that floods past it ends the session (a protocol
+    /// violation) before anything is approved, signed or recorded.
+    @Test func aFloodWhileKeyEventsAreAwaitedEndsTheSessionBeforeAnyDebit() throws {
+        let bob = try TestWallet("held-flood")
+        let (actions, side) = try Self.payeeSide(bob)
+        var payer = try SoftwareWallet(seed: 91)
+        try payer.rotate()
+        let hello = try PeerHello(
+            walletKey: payer.key, displayName: "flooder", rangingToken: SystemRandom.bytes(16),
+            nonceContribution: NonceContribution(exactly: SystemRandom.bytes(NonceContribution.byteCount)),
+            checkpoint: try payer.checkpoint(), keyEventHead: payer.log.head)
+        let entriesBefore = bob.wallet!.size
+        try Self.run(actions, actions.deliver(.hello(hello)))
+        #expect(
+            side.sent.contains { if case .keyEvents(.request) = $0 { true } else { false } },
+            "bob asks for the peer's key events and waits for them")
+        for _ in 0..<PeerLimits.heldMessageCountMax {
+            try Self.run(actions, actions.deliver(PeerMessage.failure(PeerFailure(offerID: nil, reason: .declined))))
+            #expect(actions.outcome == nil, "messages up to the limit are held")
+        }
+        try Self.run(actions, actions.deliver(PeerMessage.failure(PeerFailure(offerID: nil, reason: .declined))))
+        guard case .failed? = actions.outcome else {
+            Issue.record("the session did not end: \(String(describing: actions.outcome))"); return
+        }
+        #expect(bob.wallet!.size == entriesBefore, "nothing was recorded")
+        #expect(try bob.wallet!.ledger.readyRecord(offerID: .random(), payer: payer.walletID) == nil)
+    }
 }
