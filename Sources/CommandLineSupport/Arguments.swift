@@ -59,6 +59,11 @@ public struct Arguments: Sendable {
     public private(set) var positional: [String] = []
     private var values: [String: String] = [:]
     private var present: Set<String> = []
+    /// The options the command declares (a default applies only to those).
+    private var declared: Set<String> = []
+    /// Values for options not given on the command line: `secure` fills this from its environment
+    /// (SECURE_WALLET, SECURE_PIN_SOURCE) and config file before it runs a command. Flags win over both.
+    nonisolated(unsafe) public static var defaults: [String: String] = [:]
 
     /// Parses `words` against the options (which take a value) and flags (which do not) a command declares.
     /// `--name=value` and `--name value` both work; `--` ends options.
@@ -66,6 +71,7 @@ public struct Arguments: Sendable {
         // The option table's probe: the man page and the shell completions ask each command for the options
         // its parser declares, so they cannot drift from it.
         if words == [OptionList.probe] { throw OptionList(options: options, flags: flags) }
+        declared = options
         var index = 0
         var optionsEnded = false
         while index < words.count {
@@ -108,11 +114,13 @@ public struct Arguments: Sendable {
     }
 
     /// An option's value, if given.
-    public func value(_ name: String) -> String? { values[name] }
+    public func value(_ name: String) -> String? {
+        values[name] ?? (declared.contains(name) ? Self.defaults[name] : nil)
+    }
 
     /// An option's value, or a usage error naming it.
     public func required(_ name: String) throws -> String {
-        guard let value = values[name] else { throw UsageError("--\(name) is required") }
+        guard let value = value(name) else { throw UsageError("--\(name) is required") }
         return value
     }
 

@@ -285,6 +285,9 @@ enum CommandTable {
             Keys and tokens are named by RFC 7512 URIs, e.g. pkcs11:token=wallet;object=payments?module-name=softhsm2
             For SoftHSM tokens made by init-demo, export SOFTHSM2_CONF=DIR/softhsm2.conf first.
 
+            SECURE_WALLET and SECURE_PIN_SOURCE (or the same KEY=VALUE lines in $XDG_CONFIG_HOME/secure/config)
+            stand for --wallet and --pin-source; a flag wins over both, the environment over the file.
+
             Wallet commands take --wallet DIR (default $XDG_DATA_HOME/secure/wallet). Commands that change the
             wallet take its lock once the PIN is read, so two of them never run at once (exit code 9); commands
             that only read it (balance, history, pending, budget show, wallet show, ledger verify …) take no

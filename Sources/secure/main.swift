@@ -17,6 +17,7 @@ func run(_ words: [String]) -> ExitCode {
         return .success
     }
     do {
+        try Defaults.load()
         switch CommandTable.lookup(words) {
         case .command(let command, let arguments):
             if arguments.contains("--help") || arguments.contains("-h") {

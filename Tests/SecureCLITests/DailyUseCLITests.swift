@@ -1,0 +1,71 @@
+import Foundation
+import SecureTestSupport
+import Testing
+
+/// Issue 16, first part: less to type (SECURE_WALLET, SECURE_PIN_SOURCE and the config file, flags winning),
+/// `--version`, `-h` and "did you mean".
+@Suite("Daily use: defaults, version and suggestions", .serialized)
+struct DailyUseCLITests {
+    typealias World = WalletCLITests.World
+
+    static func run(_ world: World, _ arguments: [String], _ extra: [String: String]) throws -> ProcessResult {
+        try Run.program(
+            Run.secure, arguments, environment: world.environment.merging(extra) { $1 }, directory: world.directory)
+    }
+
+    @Test func theEnvironmentAndTheConfigFileStandForFlagsAndFlagsWin() throws {
+        let world = try World()
+        try world.fund("alice", "50.00 EUR")
+        let alice = ["SECURE_WALLET": "alice", "SECURE_PIN_SOURCE": "file:toks/alice.pin"]
+        let fromEnvironment = try Self.run(world, ["balance"], alice)
+        #expect(
+            fromEnvironment.status == 0 && fromEnvironment.output.contains("50.00 EUR"), "\(fromEnvironment.stderr)")
+        // A flag wins over the environment.
+        let flagged = try Self.run(world, ["balance"] + world.wallet("bob"), alice)
+        #expect(flagged.status == 0 && !flagged.output.contains("50.00 EUR"), "\(flagged.output)")
+        // The config file, when nothing else says.
+        let config = world.directory + "/config"
+        try FileManager.default.createDirectory(atPath: config + "/secure", withIntermediateDirectories: true)
+        let file = config + "/secure/config"
+        try "# my wallet\nSECURE_WALLET = alice\nSECURE_PIN_SOURCE=file:toks/alice.pin\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        let fromFile = try Self.run(world, ["balance"], ["XDG_CONFIG_HOME": config])
+        #expect(fromFile.status == 0 && fromFile.output.contains("50.00 EUR"), "\(fromFile.stderr)")
+        // The environment wins over the file.
+        let both = try Self.run(
+            world, ["balance"],
+            ["XDG_CONFIG_HOME": config, "SECURE_WALLET": "bob", "SECURE_PIN_SOURCE": "file:toks/bob.pin"])
+        #expect(both.status == 0 && !both.output.contains("50.00 EUR"), "\(both.output)")
+        // A file others may write is refused, and so is a line that is not KEY=VALUE.
+        chmod(file, 0o666)
+        let open = try Self.run(world, ["balance"], ["XDG_CONFIG_HOME": config])
+        #expect(open.status == 2 && open.stderr.contains("chmod go-w"), "\(open.stderr)")
+        try "SECURE_WALET=alice\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        let typo = try Self.run(world, ["balance"], ["XDG_CONFIG_HOME": config])
+        #expect(typo.status == 2 && typo.stderr.contains("line 1"), "\(typo.stderr)")
+    }
+
+    @Test func versionHelpAndSuggestions() throws {
+        let world = try World()
+        let version = try Self.run(world, ["--version"], [:])
+        #expect(version.status == 0 && version.output.hasPrefix("secure "), "\(version.output)")
+        let help = try Self.run(world, ["keys", "list", "-h"], [:])
+        #expect(help.status == 0 && help.output.contains("Usage"))
+        let command = try Self.run(world, ["walet", "show"], [:])
+        #expect(command.status == 2 && command.stderr.contains("did you mean `secure wallet`?"), "\(command.stderr)")
+        let member = try Self.run(world, ["keys", "lst"], [:])
+        #expect(member.status == 2 && member.stderr.contains("did you mean `secure keys list`?"), "\(member.stderr)")
+        let option = try Self.run(world, ["balance", "--jsn"], [:])
+        #expect(option.status == 2 && option.stderr.contains("did you mean --json?"), "\(option.stderr)")
+        // The generators answer for every command (each parser's options), and the man page renders.
+        for shell in ["bash", "zsh", "fish"] {
+            let completion = try Self.run(world, ["completion", shell], [:])
+            #expect(
+                completion.status == 0 && completion.output.contains("expect-payee"), "\(shell): \(completion.stderr)")
+        }
+        let manual = try Self.run(world, ["manual"], [:])
+        #expect(manual.status == 0 && manual.output.contains(".SH \"EXIT STATUS\""))
+    }
+}
