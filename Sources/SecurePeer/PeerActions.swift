@@ -402,7 +402,19 @@ public final class PeerActions {
         case .keepKeyEvents(let walletID, let from, let total, let events):
             return try keepKeyEventPage(walletID: walletID, from: from, total: total, events: events)
         case .finish(let outcome):
-            person.event("finished", ["outcome": Self.name(of: outcome)], describe(outcome))
+            var fields = ["outcome": Self.name(of: outcome)]
+            var text = describe(outcome)
+            // A payment ends with the new balance of the asset it moved.
+            switch outcome {
+            case .paid(let receipt), .received(let receipt):
+                let moved = receipt.payload.amount
+                let balance = walletLock.withLock { wallet.state.balances[moved.asset] } ?? .zero(moved.money.currency)
+                let now = AssetAmount(issuer: moved.issuer, money: balance)
+                fields["balance"] = MoneyText.format(now)
+                text += "\nbalance now \(MoneyText.format(now))"
+            default: break
+            }
+            person.event("finished", fields, text)
             return []
         }
     }

@@ -248,6 +248,8 @@ struct PeerCLITests {
         #expect(receiver.status == 0, "\(receiver.output) \(receiver.stderr)")
         #expect(payer.output.contains("SIMULATED RANGING"))
         #expect(payer.output.contains("Pay 4.50 EUR (issuer "))
+        #expect(payer.output.contains("balance now 15.50 EUR"), "a payment ends with the new balance")
+        #expect(receiver.output.contains("\"balance\":\"4.50 EUR"), "\(receiver.output)")
         #expect(receiver.output.contains("\"event\":\"credit\""))
         #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("15.50 EUR"))
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
