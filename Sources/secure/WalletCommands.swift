@@ -7,7 +7,7 @@ import SecureStore
 import SecureToken
 import SecureWallet
 
-let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args"]
+let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args", "wait"]
 let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-pin", "allow-unproven-origin"]
 /// The flags of a command that appends entries: `--accept-clock` dates an entry by a clock that runs more
 /// than `Wallet.clockJumpMillisecondsMax` past the last entry (see `openWallet`).
@@ -18,6 +18,13 @@ let appendingFlags: Set<String> = walletFlags.union(["accept-clock"])
 /// wallet then takes its lock, after the PIN was read. A command that only reads opens it `.reading`: no
 /// lock, a read-only snapshot, and anything that needs a repair is reported with the command that makes it.
 func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet {
+    if let wait = arguments.value("wait") {
+        // A writer given --wait queues for the wallet's lock instead of failing busy at once.
+        guard let seconds = Double(wait), seconds >= 0, seconds <= 86_400 else {
+            throw UsageError("--wait takes seconds, 0 to 86400")
+        }
+        WalletLock.waitSeconds = seconds
+    }
     let (paths, recorded) = try recordedWallet(arguments)
     guard let tokenText = arguments.value("token") ?? recorded?.token else {
         throw StoreError(
@@ -102,6 +109,8 @@ enum WalletCommands {
         Every wallet command takes --wallet DIR (default $XDG_DATA_HOME/secure/wallet), --pin-source SPEC,
         and --token URI to override the token recorded at init. A command that appends an entry refuses
         when the clock runs more than 31 days past the last entry; --accept-clock says the clock is right.
+        A command that changes the wallet while another holds it fails busy (exit 9) unless given
+        --wait SECONDS, which queues for the wallet's lock that long.
         """
 
     static func initialize(_ words: [String]) throws -> ExitCode { try initialize(words, isIssuer: false) }

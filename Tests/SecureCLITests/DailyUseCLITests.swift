@@ -68,4 +68,27 @@ struct DailyUseCLITests {
         let manual = try Self.run(world, ["manual"], [:])
         #expect(manual.status == 0 && manual.output.contains(".SH \"EXIT STATUS\""))
     }
+
+    /// A writer given --wait queues for the wallet's lock instead of failing busy (exit 9) at once.
+    @Test func aWriterWithWaitQueuesForTheLock() throws {
+        let world = try World()
+        try world.fund("alice", "50.00 EUR")
+        let lockPath = world.directory + "/alice/lock"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT, 0o600)
+        #expect(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0, "the test holds the wallet's lock")
+        let busy = try world.run(["budget", "set", "food", "20.00 EUR"] + world.wallet("alice"))
+        #expect(busy.status == 9 && busy.stderr.contains("--wait"), "\(busy.stderr)")
+        let release = Thread {
+            Thread.sleep(forTimeInterval: 1.5)
+            flock(descriptor, LOCK_UN)
+            close(descriptor)
+        }
+        release.start()
+        let started = Date()
+        let waited = try world.run(["budget", "set", "food", "20.00 EUR", "--wait", "20"] + world.wallet("alice"))
+        #expect(waited.status == 0, "\(waited.stderr)")
+        #expect(Date().timeIntervalSince(started) >= 1.0, "it waited for the lock")
+        let bad = try world.run(["budget", "set", "food", "20.00 EUR", "--wait", "soon"] + world.wallet("alice"))
+        #expect(bad.status == 2)
+    }
 }
