@@ -126,7 +126,10 @@ enum CommandTable {
             .money, help: LedgerCommands.help,
             [
                 ("balance", "[--json]", "balances per currency, from the latest checkpoint", LedgerCommands.balance),
-                ("history", "[--json]", "entries grouped by date", LedgerCommands.history),
+                (
+                    "history", "[--json | --csv] [--since D] [--category C]",
+                    "entries by date, filtered; CSV for accounting", LedgerCommands.history
+                ),
             ]),
         group(
             .money, help: MoneyCommands.help,

@@ -11,7 +11,15 @@ enum LedgerCommands {
     static let help = """
         Usage:
           secure balance [--json]                     balances per asset, from the latest signed checkpoint
-          secure history [--json]                     entries grouped by date
+          secure history [--json | --csv] [--since DATE] [--until DATE] [--utc] [--category C] [--peer ID]
+                         [--kind KIND] [--limit N]
+                                                      entries grouped by date, with the counterparty and the
+                                                      note; dates are ISO 8601 in $TZ (UTC with --utc); --peer
+                                                      takes the start of a wallet id; --limit keeps the most
+                                                      recent N. --csv writes RFC 4180 CSV for accounting tools
+                                                      (date, kind, counterparty, category, note, amount,
+                                                      currency, issuer, entry, transfer_id); a text cell that
+                                                      starts with = + - @ TAB or CR gets a leading '
           secure ledger verify [--json] [--accept-rollback]
                                                       replay every entry; check the chain, the Merkle tree, every
                                                       checkpoint's signature and state, every entry's signed
@@ -64,45 +72,174 @@ enum LedgerCommands {
         return .success
     }
 
+    /// The filters `history` takes: dates in $TZ (or UTC with --utc), category, counterparty, kind, count.
+    struct HistoryFilter {
+        var since: Int64?
+        var until: Int64?
+        var category: String?
+        var peer: String?
+        var kind: String?
+
+        init(_ arguments: Arguments, timeZone: TimeZone) throws {
+            func time(_ name: String, endOfDay: Bool) throws -> Int64? {
+                guard let text = arguments.value(name) else { return nil }
+                let day = DateFormatter()
+                day.timeZone = timeZone
+                day.locale = Locale(identifier: "en_US_POSIX")
+                day.dateFormat = "yyyy-MM-dd"
+                if let date = day.date(from: text), text.count == 10 {
+                    let seconds = date.timeIntervalSince1970 + (endOfDay ? 86_400 : 0)
+                    return Int64(seconds * 1000) - (endOfDay ? 1 : 0)
+                }
+                let full = ISO8601DateFormatter()
+                full.timeZone = timeZone
+                for options: ISO8601DateFormatter.Options in [
+                    [.withInternetDateTime],
+                    [.withFullDate, .withTime, .withColonSeparatorInTime, .withDashSeparatorInDate],
+                ] {
+                    full.formatOptions = options
+                    if let date = full.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+                }
+                throw UsageError("--\(name) takes an ISO 8601 date (2026-12-01) or time (2026-12-01T09:30:00+01:00)")
+            }
+            since = try time("since", endOfDay: false)
+            until = try time("until", endOfDay: true)
+            category = arguments.value("category")
+            peer = arguments.value("peer")?.lowercased()
+            if let peer, peer.isEmpty || !peer.allSatisfy(\.isHexDigit) {
+                throw UsageError("--peer takes the start of a wallet id, in hex")
+            }
+            kind = arguments.value("kind")
+            if let kind, !LedgerCommands.kindNames.values.contains(kind) {
+                throw UsageError(
+                    "--kind is one of: " + LedgerCommands.kindNames.values.sorted().joined(separator: ", "))
+            }
+        }
+
+        func admits(_ entry: LedgerEntry) -> Bool {
+            if let since, entry.time < since { return false }
+            if let until, entry.time > until { return false }
+            if let category, entry.category != category { return false }
+            if let peer, !Hex.encode(entry.counterparty).hasPrefix(peer) { return false }
+            if let kind, LedgerCommands.kindNames[entry.kind] != kind { return false }
+            return true
+        }
+    }
+
+    /// One CSV cell (RFC 4180): quoted when it holds a comma, quote, CR or LF. Text that a spreadsheet would
+    /// run as a formula (starting with = + - @ TAB or CR) gets a leading ' first: notes and names come from
+    /// other wallets.
+    static func csvCell(_ text: String, isText: Bool = true) -> String {
+        var value = text
+        if isText, let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
+            value = "'" + value
+        }
+        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return value }
+        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static let csvHeader = "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id"
+
     static func history(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["since", "until", "category", "peer", "kind", "limit"]),
+            flags: walletFlags.union(["csv", "utc"]))
         _ = try arguments.positionals(0, "no positional arguments")
+        guard !(arguments.flag("csv") && arguments.flag("json")) else {
+            throw UsageError("--csv and --json are two formats; pick one")
+        }
+        let timeZone = arguments.flag("utc") ? TimeZone(identifier: "UTC")! : TimeZone.current
+        let filter = try HistoryFilter(arguments, timeZone: timeZone)
+        let limit = try arguments.value("limit").map { text -> Int in
+            guard let count = Int(text), count > 0 else { throw UsageError("--limit takes a positive count") }
+            return count
+        }
         let wallet = try openWallet(arguments, .reading)
+        var entries: [LedgerEntry] = []
+        try wallet.ledger.forEachEntry { entry in
+            guard filter.admits(entry) else { return }
+            entries.append(entry)
+            // --limit keeps the most recent N.
+            if let limit, entries.count > limit { entries.removeFirst() }
+        }
         let dayFormat = DateFormatter()
+        dayFormat.timeZone = timeZone
         dayFormat.dateFormat = "yyyy-MM-dd"
         let timeFormat = DateFormatter()
+        timeFormat.timeZone = timeZone
         timeFormat.dateFormat = "HH:mm:ss"
-        var rows: [[String: Any]] = []
+        let stamp = ISO8601DateFormatter()
+        stamp.timeZone = timeZone
+        if arguments.flag("json") {
+            printJSON(
+                entries.map { entry in
+                    let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
+                    return describe(entry).merging(["date": dayFormat.string(from: date), "time": entry.time]) { $1 }
+                })
+            return .success
+        }
+        if arguments.flag("csv") {
+            var out = csvHeader + "\r\n"
+            for entry in entries {
+                let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
+                var amount = "", currency = "", issuer = ""
+                if let value = entry.amount {
+                    let text = MoneyText.format(value.money).split(separator: " ")
+                    amount = (entry.kind == .paymentOut ? "-" : "") + String(text[0])
+                    currency = value.money.currency.code
+                    issuer = value.issuer.hex
+                }
+                let cells = [
+                    csvCell(stamp.string(from: date), isText: false), csvCell(kindNames[entry.kind] ?? "?"),
+                    csvCell(Hex.encode(entry.counterparty), isText: false), csvCell(entry.category),
+                    csvCell(entry.note), csvCell(amount, isText: false), csvCell(currency, isText: false),
+                    csvCell(issuer, isText: false), String(entry.position),
+                    csvCell(entry.statement?.id.hex ?? "", isText: false),
+                ]
+                out += cells.joined(separator: ",") + "\r\n"
+            }
+            print(out, terminator: "")
+            return .success
+        }
         var currentDay = ""
-        try wallet.ledger.forEachEntry { entry in
+        for entry in entries {
             let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
             let row = describe(entry)
-            if arguments.flag("json") {
-                rows.append(row.merging(["date": dayFormat.string(from: date), "time": entry.time]) { $1 })
-                return
-            }
             let day = dayFormat.string(from: date)
             if day != currentDay {
                 print(day)
                 currentDay = day
             }
+            // Amounts are never cut: the column is 16 wide and grows for a longer one.
             let amount = (row["amount"] as? String).map { ($0.hasPrefix("-") ? "" : " ") + $0 } ?? ""
+            let padded = amount.count >= 16 ? amount + " " : amount.padding(toLength: 16, withPad: " ", startingAt: 0)
+            let who =
+                entry.counterparty.isEmpty
+                ? "" : "  " + (entry.kind == .paymentOut ? "to " : "from ") + shortWalletID(entry.counterparty)
             print(
                 "  \(timeFormat.string(from: date))  \(String(describing: row["kind"]!).padding(toLength: 15, withPad: " ", startingAt: 0))"
-                    + "\(amount.padding(toLength: 16, withPad: " ", startingAt: 0)) \(row["category"] ?? "")"
+                    + "\(padded) \(row["category"] ?? "")" + who
                     + ((row["note"] as? String).map { "  " + PeerText.quoted($0) } ?? ""))
         }
-        if arguments.flag("json") { printJSON(rows) }
         return .success
     }
 
+    /// A wallet id as people compare it: the first and last four hex digits.
+    static func shortWalletID(_ bytes: [UInt8]) -> String {
+        let hex = Hex.encode(bytes).uppercased()
+        return hex.count <= 8 ? hex : String(hex.prefix(4)) + "…" + String(hex.suffix(4))
+    }
+
+    /// The kinds as `history` names them (and `--kind` takes them).
+    static let kindNames: [EntryKind: String] = [
+        .deposit: "deposit", .paymentOut: "payment out", .paymentIn: "payment in", .reversal: "reversal",
+        .budgetChange: "budget change", .keyEvent: "key event", .rollbackAccepted: "rollback accepted",
+        .statementRefused: "refused", .conflictingStatement: "conflict", .confirmation: "confirmation",
+        .settings: "settings", .mint: "mint", .redemption: "redemption",
+    ]
+
     static func describe(_ entry: LedgerEntry) -> [String: Any] {
-        let kinds: [EntryKind: String] = [
-            .deposit: "deposit", .paymentOut: "payment out", .paymentIn: "payment in", .reversal: "reversal",
-            .budgetChange: "budget change", .keyEvent: "key event", .rollbackAccepted: "rollback accepted",
-            .statementRefused: "refused", .conflictingStatement: "conflict", .confirmation: "confirmation",
-            .settings: "settings", .mint: "mint", .redemption: "redemption",
-        ]
+        let kinds = kindNames
         var row: [String: Any] = [
             "position": entry.position, "id": entry.id.hex, "kind": kinds[entry.kind] ?? "?",
         ]

@@ -91,4 +91,61 @@ struct DailyUseCLITests {
         let bad = try world.run(["budget", "set", "food", "20.00 EUR", "--wait", "soon"] + world.wallet("alice"))
         #expect(bad.status == 2)
     }
+
+    /// History for accounting: filters, RFC 4180 CSV with formula-looking peer text neutralised, counterparty
+    /// and note in text rows.
+    @Test func historyFiltersAndCSV() throws {
+        let world = try World()
+        try world.fund("alice", "50.00 EUR")
+        let notes = ["Coffee, with milk", "say \"hi\"", "=1+1", "<svg onload=alert(1)>", "+49 30 1234"]
+        for (index, note) in notes.enumerated() {
+            let spent = try world.run(
+                [
+                    "spend", "--to", "bob.card", "--amount", "1.0\(index) EUR", "--category",
+                    index < 3 ? "food" : "fun",
+                    "--note", note, "--out", "t\(index).transfer",
+                ] + world.wallet("alice"))
+            #expect(spent.status == 0, "\(spent.stderr)")
+        }
+        let csv = try world.run(["history", "--csv", "--utc"] + world.wallet("alice"))
+        #expect(
+            csv.status == 0
+                && csv.output.hasPrefix(
+                    "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id\r\n"),
+            "\(csv.output)")
+        let script = """
+            import csv, io, json, sys
+            rows = list(csv.DictReader(io.StringIO(sys.stdin.read(), newline="")))
+            print(json.dumps([[r["kind"], r["note"], r["amount"], r["currency"]] for r in rows]))
+            """
+        let parsed = try Run.program(
+            RotationCLITests.python, ["-c", script], environment: world.environment, input: Array(csv.output.utf8),
+            directory: world.directory)
+        let rows = try JSONSerialization.jsonObject(with: Data(parsed.output.utf8)) as? [[String]] ?? []
+        let payments = rows.filter { $0[0] == "payment out" }
+        #expect(payments.count == notes.count, "\(parsed.output) \(parsed.stderr)")
+        for (index, row) in payments.enumerated() {
+            let note = notes[index]
+            let expected = "=+-@".contains(note.first!) ? "'" + note : note
+            #expect(row[1] == expected, "the note round-trips: \(row[1]) for \(note)")
+            #expect(row[2] == "-1.0\(index)" && row[3] == "EUR", "\(row)")
+        }
+        func count(_ extra: [String]) throws -> Int {
+            let result = try world.run(["history", "--csv"] + extra + world.wallet("alice"))
+            #expect(result.status == 0, "\(extra): \(result.stderr)")
+            return result.output.split(separator: "\r\n").count - 1
+        }
+        #expect(try count(["--category", "food"]) == 3)
+        #expect(try count(["--kind", "payment out"]) == 5)
+        #expect(try count(["--kind", "payment out", "--limit", "2"]) == 2)
+        let bob = try SoundMoneyCLITests.card(world, "bob").walletID.hex
+        #expect(try count(["--peer", String(bob.prefix(6))]) == 5)
+        #expect(try count(["--since", "2999-01-01"]) == 0)
+        #expect(try count(["--until", "2000-01-01"]) == 0)
+        let bad = try world.run(["history", "--kind", "payments"] + world.wallet("alice"))
+        #expect(bad.status == 2 && bad.stderr.contains("payment out"))
+        let text = try world.run(["history"] + world.wallet("alice"))
+        #expect(text.output.contains("to " + bob.prefix(4).uppercased() + "…"), "\(text.output)")
+        #expect(text.output.contains("\"Coffee, with milk\""), "\(text.output)")
+    }
 }
