@@ -7,9 +7,10 @@ enum KeySchedule {
     static let transcriptLabel = DomainLabel.bytes("secure-channel-transcript-v1")
     static let keysLabel = DomainLabel.bytes("secure-channel-keys-v1")
     static let confirmLabel = DomainLabel.bytes("secure-channel-confirm-v1")
-    /// The SAS label is the issue's literal "secure-sas-v1" with no zero byte: SAS = SHA-256(label ‖
-    /// commitment ‖ contribution_I ‖ contribution_R), exactly.
-    static let sasLabel = Array("secure-sas-v1".utf8)
+    /// The SAS label is "secure-sas-v2" with no zero byte: SAS = SHA-256(label ‖ commitment ‖
+    /// contribution_I ‖ contribution_R), exactly. v2 (issue 16) changed the label with the word rule and the
+    /// word list; both sides compute the SAS, so there is nothing to negotiate.
+    static let sasLabel = Array("secure-sas-v2".utf8)
 
     /// Bytes HKDF produces: two record keys, two confirmation keys, the session id and the binding.
     static let outputByteCount = 4 * 32 + sessionIdByteCount + channelBindingByteCount
@@ -38,7 +39,7 @@ enum KeySchedule {
         return hasher.finalize()
     }
 
-    /// SHA-256("secure-sas-v1" ‖ commitment ‖ contribution_I ‖ contribution_R).
+    /// SHA-256("secure-sas-v2" ‖ commitment ‖ contribution_I ‖ contribution_R).
     static func shortAuthenticationString(commitment: [UInt8], initiator: [UInt8], responder: [UInt8])
         -> ShortAuthenticationString
     {
@@ -101,7 +102,7 @@ public enum ChannelRole: Sendable, Equatable {
     var byte: UInt8 { self == .initiator ? 0x49 : 0x52 }
 }
 
-/// The short authentication string both people compare: SHA-256("secure-sas-v1" ‖ commitment ‖
+/// The short authentication string both people compare: SHA-256("secure-sas-v2" ‖ commitment ‖
 /// contribution_I ‖ contribution_R), shown as six digits and as three words.
 public struct ShortAuthenticationString: Equatable, Sendable, CustomStringConvertible {
     /// The full 32-byte hash.
@@ -120,8 +121,24 @@ public struct ShortAuthenticationString: Equatable, Sendable, CustomStringConver
         return String(repeating: "0", count: 6 - text.count) + text
     }
 
-    /// The first 24 bits as three words, one byte each, from `SASWords.list`.
-    public var words: [String] { (0..<3).map { SASWords.list[Int(value[$0])] } }
+    /// Three distinct words from `SASWords.list` (secure-sas-v2): the hash's bytes in order, each byte's word
+    /// unless it is already chosen, until there are three. If the 32 bytes held fewer than three distinct
+    /// values (a SHA-256 output essentially never does), the lowest-indexed words not yet chosen complete it.
+    public var words: [String] { Self.wordIndices(value).map { SASWords.list[$0] } }
+
+    /// The indices `words` picks from `bytes`, in order.
+    static func wordIndices(_ bytes: [UInt8]) -> [Int] {
+        var chosen: [Int] = []
+        for byte in bytes where chosen.count < 3 && !chosen.contains(Int(byte)) {
+            chosen.append(Int(byte))
+        }
+        var next = 0
+        while chosen.count < 3 {
+            if !chosen.contains(next) { chosen.append(next) }
+            next += 1
+        }
+        return chosen
+    }
 
     public var description: String { "\(digits) (\(words.joined(separator: " ")))" }
 }
