@@ -145,7 +145,12 @@ extension CommandTable {
     /// `secure manual`: the man page, in roff (man(7)).
     static var manPage: String {
         func escaped(_ text: String) -> String {
-            text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+            // roff input is ASCII: anything else becomes its \[uXXXX] escape.
+            let ascii = text.unicodeScalars.map { scalar in
+                scalar.isASCII ? String(scalar) : "\u{1}[u" + String(format: "%04X", scalar.value) + "]"
+            }.joined()
+            return ascii.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "\u{1}", with: "\\")
+                .replacingOccurrences(of: "-", with: "\\-")
                 .split(separator: "\n", omittingEmptySubsequences: false)
                 .map { $0.hasPrefix(".") || $0.hasPrefix("'") ? "\\&" + $0 : String($0) }.joined(separator: "\n")
         }
@@ -202,7 +207,8 @@ extension CommandTable {
             ".TP", ".B SECURE_PIN_SOURCE", escaped("The PIN source when --pin-source is not given."),
             ".TP", ".B XDG_CONFIG_HOME",
             escaped(
-                "The config file is $XDG_CONFIG_HOME/secure/config: SECURE_WALLET=… and SECURE_PIN_SOURCE=… lines."),
+                "The config file is $XDG_CONFIG_HOME/secure/config: SECURE_WALLET=DIR and SECURE_PIN_SOURCE=SPEC lines."
+            ),
             ".SH FILES",
             ".TP", ".I $XDG_DATA_HOME/secure/wallet", escaped("wallet.json, keys.bin and the SQLCipher ledger."),
             ".TP", ".I $XDG_CONFIG_HOME/secure/config",
