@@ -512,6 +512,11 @@ public enum WalletErrorCode: String, FailureCode, CaseIterable {
 }
 
 extension Wallet {
+    /// The budget's window that contains now (the time the next entry would get).
+    public func currentWindow(of budget: Budget) throws -> BudgetWindow {
+        try budget.window(containing: budgetTime)
+    }
+
     /// What was spent in the budget's window that contains now.
     public func spent(in budget: Budget) throws -> Money {
         let now = budgetTime

@@ -36,13 +36,9 @@ extension KeyCommands {
         // --module-args belongs to the wallet token's module, not the backup's (as at `wallet init`).
         let uri = try PKCS11URI(text)
         let token = try TokenLibrary.shared.token(uri)
-        guard let source = try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: uri)
-        else {
-            throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
-        }
         return try TokenSession(
-            token: token, pin: try source.read(prompt: "PIN for backup token \"\(token.label)\": "),
-            policy: try tokenPolicy(arguments))
+            token: token, pin: try readBackupPIN(arguments, uri: uri, token: token),
+            confirmFinalTry: arguments.flag("confirm-final-try"), policy: try tokenPolicy(arguments))
     }
 
     static func rotate(_ words: [String]) throws -> ExitCode {

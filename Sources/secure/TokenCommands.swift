@@ -7,8 +7,23 @@ import SecureToken
 /// The PIN for a command: --pin-source, else the URI's pin-value or pin-source, else a prompt when
 /// there is a terminal. No default PIN is ever tried.
 func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN {
+    try readPIN(spec: arguments.value("pin-source"), option: "--pin-source", uri: uri, token: token, what: "token")
+}
+
+/// The PIN for a wallet's backup token, read the same way as the main token's: --backup-pin-source, else the
+/// backup URI's, else a prompt on the terminal that names the backup token. SECURE_PIN_SOURCE and the config
+/// file fill --pin-source only: they name the main token's PIN, never the backup's. The backup is checked
+/// for a final PIN try first, as the main token is.
+func readBackupPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN {
+    try token.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"))
+    return try readPIN(
+        spec: arguments.value("backup-pin-source"), option: "--backup-pin-source", uri: uri, token: token,
+        what: "backup token")
+}
+
+private func readPIN(spec: String?, option: String, uri: PKCS11URI, token: Token, what: String) throws -> PIN {
     let source: PINSource
-    if let spec = arguments.value("pin-source") {
+    if let spec {
         source = try PINSource(spec: spec)
     } else if let fromURI = try PINSource(uri: uri) {
         source = fromURI
@@ -16,9 +31,11 @@ func readPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN
         source = .prompt
     } else {
         throw TokenError(
-            .pinUnavailable, "no PIN source and no terminal to ask on; pass --pin-source file:PATH, env:VAR or fd:N")
+            .pinUnavailable,
+            "no PIN source for the \(what) \"\(token.label)\" and no terminal to ask on; "
+                + "pass \(option) file:PATH, env:VAR or fd:N")
     }
-    return try source.read(prompt: "PIN for token \"\(token.label)\": ")
+    return try source.read(prompt: "PIN for \(what) \"\(token.label)\": ")
 }
 
 /// The token policy the flags ask for, with the allowances a wallet's signed settings recorded: each

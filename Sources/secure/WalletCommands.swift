@@ -155,14 +155,9 @@ enum WalletCommands {
         guard backupToken.serial != session.token.serial || backupToken.label != session.token.label else {
             throw UsageError("--backup-token names the same token as --token; the backup must be a second token")
         }
-        let backupSource =
-            try arguments.value("backup-pin-source").map(PINSource.init(spec:)) ?? PINSource(uri: backupURI)
-        guard let backupSource else {
-            throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
-        }
         let backupSession = try TokenSession(
-            token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "),
-            policy: try tokenPolicy(arguments))
+            token: backupToken, pin: try readBackupPIN(arguments, uri: backupURI, token: backupToken),
+            confirmFinalTry: arguments.flag("confirm-final-try"), policy: try tokenPolicy(arguments))
         defer { backupSession.close() }
         // The words are shown and confirmed before anything is made: a person who cannot confirm them gets
         // no wallet that depends on them.
@@ -205,14 +200,9 @@ enum WalletCommands {
         let backupURI = try parseURI(try arguments.required("backup-token"), arguments)
         let newURI = try parseURI(try arguments.required("token"), arguments)
         let backupToken = try TokenLibrary.shared.token(backupURI)
-        guard
-            let backupSource = try arguments.value("backup-pin-source").map(PINSource.init(spec:))
-                ?? PINSource(uri: backupURI)
-        else {
-            throw TokenError(.pinUnavailable, "the backup token needs a PIN: pass --backup-pin-source SPEC")
-        }
         let backup = try TokenSession(
-            token: backupToken, pin: try backupSource.read(prompt: "PIN for backup token \"\(backupToken.label)\": "))
+            token: backupToken, pin: try readBackupPIN(arguments, uri: backupURI, token: backupToken),
+            confirmFinalTry: arguments.flag("confirm-final-try"))
         defer { backup.close() }
         let newToken = try openSession(arguments, uri: newURI)
         defer { newToken.close() }
@@ -292,7 +282,10 @@ enum BudgetCommands {
               local one). Payments above 80% alert; above 100% they need --override-budget, or are refused
               in a hard-cap category. The change is a signed ledger entry.
           secure budget show [--json]
-              Each budget with the open window's spending, as a bar with the 80% and 100% marks.
+              Each budget with the open window's spending, as a bar with the 80% and 100% marks, and the
+              window's first and last day in the budget's time zone. On a terminal the bar is green below
+              80%, yellow from 80% and red above 100%; NO_COLOR (or TERM=dumb, or output that is not a
+              terminal) turns colour off.
         """
 
     static func set(_ words: [String]) throws -> ExitCode {
@@ -334,8 +327,9 @@ enum BudgetCommands {
             ])
             if !arguments.flag("json") {
                 print(
-                    bar(category: budget.category, spent: spent, limit: budget.limit)
+                    bar(category: budget.category, spent: spent, limit: budget.limit, colour: BarColour.wanted)
                         + (budget.isHardCap ? "  hard cap" : ""))
+                print(String(repeating: " ", count: 15) + windowLine(budget, try wallet.currentWindow(of: budget)))
             }
         }
         if arguments.flag("json") {
@@ -346,8 +340,37 @@ enum BudgetCommands {
         return .success
     }
 
-    /// A 40-column bar with marks at 80% (|) and 100% (‖), in integers only.
-    static func bar(category: String, spent: Money, limit: Money) -> String {
+    /// Colour for the bar: only on a terminal, never with NO_COLOR set to anything (no-color.org) or on
+    /// TERM=dumb.
+    enum BarColour {
+        static var wanted: Bool {
+            let environment = ProcessInfo.processInfo.environment
+            return isatty(STDOUT_FILENO) == 1 && (environment["NO_COLOR"] ?? "").isEmpty
+                && environment["TERM"] != "dumb"
+        }
+        static let green = "\u{1B}[32m"
+        static let yellow = "\u{1B}[33m"
+        static let red = "\u{1B}[31m"
+        static let reset = "\u{1B}[0m"
+    }
+
+    /// "month 2026-12-01 to 2026-12-31, Europe/Berlin": the window's first and last day in the budget's zone.
+    static func windowLine(_ budget: Budget, _ window: BudgetWindow) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.calendar = Calendar(identifier: .gregorian)
+        formatter.timeZone = TimeZone(identifier: budget.timeZoneIdentifier)
+        formatter.dateFormat = "yyyy-MM-dd"
+        let first = formatter.string(from: Date(timeIntervalSince1970: Double(window.start) / 1000))
+        // The last day is the one holding the window's last millisecond.
+        let last = formatter.string(from: Date(timeIntervalSince1970: Double(window.end - 1) / 1000))
+        let days = first == last ? first : "\(first) to \(last)"
+        return "\(budget.window) \(days), \(budget.timeZoneIdentifier)"
+    }
+
+    /// A 40-column bar with marks at 80% (|) and 100% (‖), in integers only; with `colour`, the filled
+    /// cells are green below 80%, yellow from 80% and red above 100% (the same thresholds as the verdict).
+    static func bar(category: String, spent: Money, limit: Money, colour: Bool = false) -> String {
         let width = 40
         let limitUnits = max(limit.minorUnits, 1)
         // Filled cells: spent / limit of the 100% mark at cell 40·(100/125) = 32; the bar shows up to 125%.
@@ -358,7 +381,16 @@ enum BudgetCommands {
         cells[full * 4 / 5] = filled > full * 4 / 5 ? "▌" : "|"
         cells[full] = filled > full ? "▐" : "‖"
         let percent = spent.minorUnits.multipliedReportingOverflow(by: 100).partialValue / limitUnits
-        return category.padding(toLength: 14, withPad: " ", startingAt: 0) + " " + cells.joined()
+        var drawn = cells.joined()
+        if colour && filled > 0 {
+            // 5·spent > 4·limit is the alert, spent > limit over budget: the verdict's own integer tests.
+            let (fifths, overflow) = spent.minorUnits.multipliedReportingOverflow(by: 5)
+            let over = spent.minorUnits > limit.minorUnits
+            let alert = overflow || fifths > limit.minorUnits.multipliedReportingOverflow(by: 4).partialValue
+            let tint = over ? BarColour.red : alert ? BarColour.yellow : BarColour.green
+            drawn = tint + cells[..<filled].joined() + BarColour.reset + cells[filled...].joined()
+        }
+        return category.padding(toLength: 14, withPad: " ", startingAt: 0) + " " + drawn
             + "  \(MoneyText.format(spent)) of \(MoneyText.format(limit)) (\(percent)%)"
     }
 }

@@ -148,4 +148,115 @@ struct DailyUseCLITests {
         #expect(text.output.contains("to " + bob.prefix(4).uppercased() + "…"), "\(text.output)")
         #expect(text.output.contains("\"Coffee, with milk\""), "\(text.output)")
     }
+
+    /// Runs `secure` on a pseudo-terminal and returns the raw bytes it wrote (escape sequences kept), with
+    /// `extra` in its environment and no NO_COLOR otherwise (a test runner may set one of its own).
+    static func onATerminal(_ world: World, _ arguments: [String], _ extra: [String: String] = [:]) throws -> String {
+        let script = """
+            import os, pty, sys
+            split = sys.argv.index("--")
+            os.environ.pop("NO_COLOR", None)
+            os.environ.update(pair.split("=", 1) for pair in sys.argv[1:split])
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[split + 1], sys.argv[split + 1:])
+            out = b""
+            while True:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not data:
+                    break
+                out += data
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.write(out.decode("utf-8", "replace") + "\\nexit %d\\n" % os.waitstatus_to_exitcode(status))
+            """
+        return try Run.program(
+            RotationCLITests.python, ["-c", script] + extra.map { "\($0)=\($1)" } + ["--", Run.secure] + arguments,
+            environment: world.environment, directory: world.directory
+        ).output.replacingOccurrences(of: "\r\n", with: "\n")
+    }
+
+    /// `budget show` names each window's first and last day in the budget's zone, and colours the bar by the
+    /// verdict's thresholds on a terminal only: not into a pipe, not with NO_COLOR, not on TERM=dumb.
+    @Test func budgetShowHasWindowDatesAndColourOnATerminalOnly() throws {
+        let world = try World()
+        try world.fund("alice", "50.00 EUR")
+        for (category, limit) in [("food", "10.00 EUR"), ("rent", "100.00 EUR")] {
+            let set = try world.run(
+                ["budget", "set", category, limit, "--window", "month", "--time-zone", "Pacific/Auckland"]
+                    + world.wallet("alice"))
+            #expect(set.status == 0, "\(set.stderr)")
+        }
+        let spend = try world.run(
+            ["spend", "--to", "bob.card", "--amount", "9.00 EUR", "--category", "food", "--out", "t1"]
+                + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.stderr)")
+        // The expected window, computed here from the calendar of the budget's zone.
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "Pacific/Auckland")!
+        let month = try #require(calendar.dateInterval(of: .month, for: Date()))
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = calendar.timeZone
+        formatter.dateFormat = "yyyy-MM-dd"
+        let expected =
+            "month \(formatter.string(from: month.start)) to "
+            + "\(formatter.string(from: month.end.addingTimeInterval(-1))), Pacific/Auckland"
+        let piped = try world.run(["budget", "show"] + world.wallet("alice"))
+        #expect(piped.status == 0 && piped.output.contains(expected), "\(piped.output)\nexpected \(expected)")
+        #expect(!piped.output.contains("\u{1B}["), "no colour into a pipe: \(piped.output)")
+        // 9.00 of 10.00 is past 80%: yellow; 0 of 100 draws no filled cell, so no colour at all on that line.
+        let coloured = try Self.onATerminal(world, ["budget", "show"] + world.wallet("alice"), ["TERM": "xterm"])
+        #expect(coloured.contains("exit 0"), "\(coloured)")
+        let food = try #require(coloured.split(separator: "\n").first { $0.hasPrefix("food") }, "\(coloured)")
+        #expect(food.contains("\u{1B}[33m█") && food.contains("\u{1B}[0m"), "\(food)")
+        let rent = try #require(coloured.split(separator: "\n").first { $0.hasPrefix("rent") }, "\(coloured)")
+        #expect(!rent.contains("\u{1B}["), "\(rent)")
+        for extra in [["NO_COLOR": "1", "TERM": "xterm"], ["TERM": "dumb"]] {
+            let plain = try Self.onATerminal(world, ["budget", "show"] + world.wallet("alice"), extra)
+            #expect(
+                plain.contains("exit 0") && plain.contains("food") && !plain.contains("\u{1B}["), "\(extra): \(plain)")
+        }
+        // Over the limit is red (with --override-budget, as a soft cap asks).
+        let over = try world.run(
+            [
+                "spend", "--to", "bob.card", "--amount", "2.00 EUR", "--category", "food", "--override-budget", "--out",
+                "t2",
+            ]
+                + world.wallet("alice"))
+        #expect(over.status == 0, "\(over.stderr)")
+        let red = try Self.onATerminal(world, ["budget", "show"] + world.wallet("alice"), ["TERM": "xterm"])
+        #expect(red.contains("\u{1B}[31m█"), "\(red)")
+    }
+
+    /// The backup token asks for its PIN on a terminal as the main one does, naming the backup token; with no
+    /// terminal and no source, the error names --backup-pin-source (exit 3); SECURE_PIN_SOURCE is the main
+    /// token's and never fills the backup's.
+    @Test func theBackupTokenPromptsOnATerminalLikeTheMainOne() throws {
+        let world = try World()
+        let pin = try String(contentsOfFile: world.directory + "/toks/alice-bk.pin", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let noTerminal = try world.run(["keys", "rotate"] + world.wallet("alice"))
+        #expect(
+            noTerminal.status == 3 && noTerminal.stderr.contains("--backup-pin-source")
+                && noTerminal.stderr.contains("alice-bk"), "\(noTerminal.stderr)")
+        let fromEnvironment = try Self.run(
+            world, ["keys", "rotate", "--wallet", "alice"], ["SECURE_PIN_SOURCE": "file:toks/alice.pin"])
+        #expect(fromEnvironment.status == 3 && fromEnvironment.stderr.contains("--backup-pin-source"))
+        let screen = try Run.program(
+            RotationCLITests.python,
+            [
+                HostilePeerTextTests.screen, "--until", "PIN for backup token", "--answer", pin, "--timeout", "60",
+                "--", Run.secure, "keys", "rotate",
+            ] + world.wallet("alice"),
+            environment: world.environment, directory: world.directory)
+        #expect(screen.output.contains("PIN for backup token \"alice-bk\":"), "\(screen.output)")
+        #expect(screen.output.contains("exit 0"), "\(screen.output)")
+        #expect(!screen.output.contains(pin), "the PIN is not echoed: \(screen.output)")
+        let audit = try world.run(
+            ["keys", "audit", "--backup-pin-source", "file:toks/alice-bk.pin"] + world.wallet("alice"))
+        #expect(audit.status == 0, "\(audit.stderr)")
+    }
 }
