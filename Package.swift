@@ -17,6 +17,7 @@ let package = Package(
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CP11Kit", pkgConfig: "p11-kit-1", providers: [.apt(["libp11-kit-dev"])]),
         .systemLibrary(name: "CSQLCipher", pkgConfig: "sqlcipher", providers: [.apt(["libsqlcipher-dev"])]),
+        .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
         // The raw PKCS#11 sign and append loops that set the benchmarks' baselines; C is the point here.
         // Only SecureBench links it.
         .target(name: "CPKCS11Baseline", dependencies: ["CP11Kit"]),
@@ -38,6 +39,8 @@ let package = Package(
         .target(name: "SecureToken", dependencies: ["SecureCrypto", "CP11Kit", "CProcessSafety"]),
         .target(name: "SecureStore", dependencies: ["SecureCore", "SecureCrypto", "CSQLCipher"]),
         .target(name: "SecureChannel", dependencies: ["SecureCrypto"]),
+        // DNS-SD announce and browse through the system's Avahi daemon; what an announcement holds is SecureCore's.
+        .target(name: "SecureDiscovery", dependencies: ["SecureCore", "CAvahi"]),
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.
         .target(name: "SecureWallet", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
@@ -67,7 +70,7 @@ let package = Package(
             dependencies: [
                 "CBuildInfo", "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore",
                 "SecureWallet",
-                "SecurePeer", "SecureChannel",
+                "SecurePeer", "SecureChannel", "SecureDiscovery",
             ]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
         // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the

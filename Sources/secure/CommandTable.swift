@@ -166,11 +166,11 @@ enum CommandTable {
             .peers, help: PeerCommands.help,
             [
                 (
-                    "receive", "[--listen ADDR] [--request AMOUNT] [--count N]",
+                    "receive", "[--listen ADDR] [--request AMOUNT] [--count N] [--announce]",
                     "wait for payers on loopback or a LAN, with ranging", PeerCommands.receive
                 ),
                 (
-                    "pay", "--to ADDR [--amount A --category C]",
+                    "pay", "--to ADDR | --near [--amount A --category C]",
                     "pay a receiving wallet, or answer its request", PeerCommands.pay
                 ),
                 ("retry", "[TRANSFER_ID] --to ADDR", "re-send an unconfirmed payment, unchanged", PeerCommands.retry),

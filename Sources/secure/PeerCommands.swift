@@ -278,7 +278,9 @@ enum PeerCommands {
     static let help = """
         Usage:
           secure receive [--listen ADDR] [--request AMOUNT --note TEXT] [--name NAME] [--count N] [--sessions N]
+                         [--for SECONDS] [--announce]
           secure pay --to ADDR --amount AMOUNT --category C [--note TEXT] [--override-budget] [--name NAME]
+          secure pay --near [--pick N] [--near-seconds S] --amount AMOUNT --category C ...
           secure pay --to ADDR [--category C] [--max-amount A]   answer the receiver's request
           secure retry [TRANSFER_ID] --to ADDR            re-send an unconfirmed payment, unchanged
         ADDR is HOST:PORT or PORT (default 127.0.0.1:7464). Both sides show the channel's six-digit code, the
@@ -289,7 +291,11 @@ enum PeerCommands {
         For scripts: --yes with --pin-source; --json prints events as lines. --expect-payee CARD|WALLET-ID
         (pay) and --expect-payer CARD|WALLET-ID (receive) decline any other wallet before the PIN; answering a
         request with --yes needs --max-amount AMOUNT, the most it approves.
+        Nearby: `receive --announce` (with --count or --for) announces _secure-pay._tcp by DNS-SD through the
+        system's Avahi daemon: a random name, no wallet identity; without --listen it listens on every
+        interface. `pay --near` lists the receivers that answer and pays the one picked (--pick N, or asked).
         A receiver serves until SIGINT or SIGTERM (live sessions may finish; a second signal ends them),
+        until --for SECONDS passed,
         until --count N payments were received, or until --sessions N sessions ended, whatever their outcome
         (then it exits with the first failed session's code). A failed connection never ends it.
         """
@@ -297,8 +303,11 @@ enum PeerCommands {
     static let options: Set<String> = walletOptions.union([
         "listen", "to", "amount", "category", "note", "request", "name",
         "distance", "ranging-file", "count", "sessions", "seed", "issuer", "expect-payee", "expect-payer", "max-amount",
+        "for", "pick", "near-seconds",
     ])
-    static let flags: Set<String> = appendingFlags.union(["yes", "allow-simulated-ranging", "override-budget"])
+    static let flags: Set<String> = appendingFlags.union([
+        "yes", "allow-simulated-ranging", "override-budget", "announce", "near",
+    ])
 
     static func address(_ text: String?) throws -> (host: String, port: UInt16) {
         let value = text ?? "127.0.0.1:7464"
@@ -388,7 +397,8 @@ enum PeerCommands {
     /// fails (garbage, silence, a dropped link) is logged and never ends it; see `PeerServer` for the caps.
     static func receive(_ arguments: Arguments) throws -> ExitCode {
         _ = try arguments.positionals(0, "no positional arguments")
-        let (host, port) = try address(arguments.value("listen"))
+        let (host, port) = try address(try announceListenAddress(arguments))
+        let serveSeconds = try serveSeconds(arguments)
         let count = try arguments.value("count").map { _ in try arguments.integer("count", default: 1, max: 1_000_000) }
         let sessionCount = try arguments.value("sessions").map { _ in
             try arguments.integer("sessions", default: 1, max: 1_000_000)
@@ -410,6 +420,11 @@ enum PeerCommands {
         let signals = stopOnSignals(server, person: person)
         defer { signals.forEach { $0.cancel() } }
         person.event("listening", ["address": "\(host):\(listener.port)"], "listening on \(host):\(listener.port)")
+        let announcer = try arguments.flag("announce") ? announce(host: host, port: listener.port, person: person) : nil
+        defer { announcer?.stop() }
+        if let serveSeconds {
+            DispatchQueue.global().asyncAfter(deadline: .now() + serveSeconds) { [server] in server.stop() }
+        }
         let walletLock = NSLock()
         final class Results: @unchecked Sendable {
             var codes: [ExitCode] = []
@@ -488,8 +503,10 @@ enum PeerCommands {
     }
 
     static func pay(_ arguments: Arguments, retrying: String??) throws -> ExitCode {
-        let (host, port) = try address(arguments.value("to") ?? { () -> String? in nil }())
-        guard arguments.value("to") != nil else { throw UsageError("--to ADDR is required (the receiver's HOST:PORT)") }
+        guard arguments.value("to") != nil || arguments.flag("near") else {
+            throw UsageError(
+                "--to ADDR (the receiver's HOST:PORT) or --near (find it on the local network) is required")
+        }
         guard
             retrying != nil || arguments.value("amount") != nil || !arguments.flag("yes")
                 || arguments.value("max-amount") != nil
@@ -519,6 +536,8 @@ enum PeerCommands {
             role = .answerRequest
         }
         let (rangingSource, policy) = try ranging(arguments, person: person)
+        let (host, port) =
+            try arguments.flag("near") ? nearAddress(arguments, person: person) : address(arguments.value("to"))
         let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
         let driver = try PeerDriver(
             wallet: wallet, channel: channel, role: role, interface: try person.session(sas: channel.sas.digits),

@@ -1,0 +1,118 @@
+import CommandLineSupport
+import Foundation
+import SecureCore
+import SecureDiscovery
+
+/// `receive --announce` and `pay --near`: finding a receiver on the local network by DNS-SD through the
+/// system's Avahi daemon, with no wallet identity in what is announced (docs/PROTOCOL.md, "Discovery").
+extension PeerCommands {
+    /// The most seconds `pay --near` browses (`--near-seconds`; default 3).
+    static let nearSecondsDefault = 3.0
+
+    /// `--announce` needs an end (`--count` or `--for`): an announcement that outlives its purpose tells the
+    /// network a wallet is here for longer than a payment needs. Without --listen, it listens on every
+    /// interface on a port the kernel picks.
+    static func announceListenAddress(_ arguments: Arguments) throws -> String? {
+        guard arguments.flag("announce") else { return arguments.value("listen") }
+        guard arguments.value("count") != nil || arguments.value("for") != nil else {
+            throw UsageError(
+                "--announce needs --count N or --for SECONDS: an announcement lasts only as long as it is needed")
+        }
+        return arguments.value("listen") ?? "0.0.0.0:0"
+    }
+
+    /// Announces the receiver listening on `host:port`: a random instance name, a random SRV host name that
+    /// maps to each address it listens on, and a TXT record with a version and a fresh nonce only.
+    static func announce(host: String, port: UInt16, person: TerminalPerson) throws -> Announcer {
+        let addresses = NetworkInterfaces.multicastIPv4(only: host == "0.0.0.0" ? nil : host)
+        guard !addresses.isEmpty else {
+            throw DiscoveryError(
+                .noInterface,
+                host == "0.0.0.0"
+                    ? "no network interface that is up and carries multicast has an IPv4 address to announce"
+                    : "\(host) is not the IPv4 address of an interface that carries multicast; --listen another")
+        }
+        let record = DiscoveryRecord.fresh()
+        let announcer = try Announcer(
+            type: DiscoveryRecord.payServiceType, port: port, txt: record.txt, addresses: addresses,
+            instanceName: DiscoveryRecord.randomInstanceName(), hostLabel: DiscoveryRecord.randomHostLabel())
+        person.event(
+            "announced",
+            [
+                "instance": announcer.instanceName, "host": announcer.hostName, "port": "\(port)",
+                "addresses": addresses.map(\.address).joined(separator: ","),
+            ],
+            "announced on the local network as \(announcer.instanceName) (\(DiscoveryRecord.payServiceType), "
+                + "port \(port), \(addresses.map(\.address).joined(separator: ", "))); the announcement names no wallet"
+        )
+        return announcer
+    }
+
+    /// `pay --near`: browses, lists what answers, and returns the one picked with `--pick N` or at the
+    /// terminal. Instance names come from anyone on the network, so they are shown as peer text; an
+    /// announcement whose TXT record is not a wallet's is listed as such and cannot be picked.
+    static func nearAddress(_ arguments: Arguments, person: TerminalPerson) throws -> (host: String, port: UInt16) {
+        guard arguments.value("to") == nil else { throw UsageError("--near and --to both say where to pay; pick one") }
+        let seconds =
+            try arguments.value("near-seconds").map { text -> Double in
+                guard let value = Double(text), value > 0, value <= Browser.secondsMax else {
+                    throw UsageError("--near-seconds takes 0 to \(Int(Browser.secondsMax)) seconds")
+                }
+                return value
+            } ?? nearSecondsDefault
+        let found = try Browser.browse(type: DiscoveryRecord.payServiceType, seconds: seconds)
+            .sorted { ($0.instanceName, $0.address) < ($1.instanceName, $1.address) }
+        var choices: [FoundService] = []
+        for service in found {
+            let shown = PeerText.escaped(service.instanceName, limit: 40)
+            do {
+                _ = try DiscoveryRecord(txt: service.txtPairs)
+                choices.append(service)
+                person.event(
+                    "found",
+                    [
+                        "choice": "\(choices.count)", "instance": service.instanceName, "address": service.address,
+                        "port": "\(service.port)",
+                    ], "  \(choices.count). \(shown) at \(service.address):\(service.port)")
+            } catch {
+                person.event(
+                    "ignored", ["instance": service.instanceName, "reason": "\(error)"],
+                    "  -  \(shown) at \(service.address):\(service.port): not a wallet this build can pay (\(error))")
+            }
+        }
+        guard !choices.isEmpty else {
+            throw DiscoveryError(
+                .notFound,
+                "no wallet announced \(DiscoveryRecord.payServiceType) within \(seconds) s; the payee runs "
+                    + "`secure receive --announce --count 1`, or give its address with --to HOST:PORT")
+        }
+        let pick: Int
+        if let text = arguments.value("pick") {
+            guard let number = Int(text), number >= 1, number <= choices.count else {
+                throw UsageError("--pick takes a number from 1 to \(choices.count), as listed")
+            }
+            pick = number
+        } else if isatty(STDIN_FILENO) == 1, !arguments.flag("yes") {
+            let answer = TerminalPerson.ask("Pay which? 1-\(choices.count) (anything else: none): ")
+            guard let answer, let number = Int(answer), number >= 1, number <= choices.count else {
+                throw UsageError("no receiver picked; nothing was paid")
+            }
+            pick = number
+        } else {
+            throw UsageError(
+                "\(choices.count) found; pass --pick N (a script must say which, even when one answers)")
+        }
+        let chosen = choices[pick - 1]
+        return (chosen.address, chosen.port)
+    }
+
+    /// `--for SECONDS`: the receiver stops taking connections after this long (live sessions may finish).
+    static func serveSeconds(_ arguments: Arguments) throws -> Double? {
+        try arguments.value("for").map { text in
+            guard let value = Double(text), value > 0, value <= 86_400 else {
+                throw UsageError("--for takes 1 to 86400 seconds")
+            }
+            return value
+        }
+    }
+}
