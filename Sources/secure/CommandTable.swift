@@ -132,6 +132,14 @@ enum CommandTable {
                 ),
             ]),
         group(
+            .money, help: ReportCommands.help,
+            [
+                (
+                    "report", "--html FILE [--since D] [--until D]",
+                    "a self-contained HTML page: charts, payments, keys, verification", ReportCommands.report
+                )
+            ]),
+        group(
             .money, help: MoneyCommands.help,
             [
                 ("pending", "[--json]", "payments out without a receipt or reversal", MoneyCommands.pending),
