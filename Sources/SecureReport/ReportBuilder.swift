@@ -42,7 +42,10 @@ public struct ReportBuilder {
             keyEventTimes[entry.position] = entry.time
         }
         guard replayProblem == nil else { return }
-        let before = state
+        // Only the two small tables the report compares are kept: copying the whole state would copy its
+        // table of every recorded statement at each entry.
+        let balances = state.balances
+        let windowTotals = state.windowTotals
         do {
             try state.apply(entry)
         } catch {
@@ -51,14 +54,14 @@ public struct ReportBuilder {
         }
         let inRange = range.contains(entry.time)
         if inRange { entriesInRange += 1 }
-        recordBalances(before: before, entry: entry, inRange: inRange)
-        recordWindows(before: before)
+        recordBalances(before: balances, entry: entry, inRange: inRange)
+        recordWindows(before: windowTotals)
         if entry.kind == .reversal, let id = entry.statement?.id { reversed.insert(id) }
         if inRange, entry.kind == .paymentOut, let amount = entry.amount { recordPayment(entry, amount) }
     }
 
-    private mutating func recordBalances(before: LedgerState, entry: LedgerEntry, inRange: Bool) {
-        for (asset, money) in state.balances where before.balances[asset] != money {
+    private mutating func recordBalances(before: [Asset: Money], entry: LedgerEntry, inRange: Bool) {
+        for (asset, money) in state.balances where before[asset] != money {
             var line = series[asset] ?? BalanceSeries(asset: asset)
             if let since = range.since, entry.time < since {
                 line.opening = money.minorUnits
@@ -76,8 +79,8 @@ public struct ReportBuilder {
         }
     }
 
-    private mutating func recordWindows(before: LedgerState) {
-        for (category, total) in state.windowTotals where before.windowTotals[category] != total {
+    private mutating func recordWindows(before: [String: WindowTotal]) {
+        for (category, total) in state.windowTotals where before[category] != total {
             guard range.overlaps(start: total.window.start, end: total.window.end),
                 let budget = state.budgets[category]
             else { continue }

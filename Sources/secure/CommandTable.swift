@@ -302,7 +302,7 @@ enum CommandTable {
             Wallet commands take --wallet DIR (default $XDG_DATA_HOME/secure/wallet). Commands that change the
             wallet take its lock once the PIN is read, so two of them never run at once (exit code 9, or give
             --wait SECONDS to queue for it); commands
-            that only read it (balance, history, pending, budget show, wallet show, ledger verify …) take no
+            that only read it (balance, history, report, pending, budget show, wallet show, ledger verify …) take no
             lock and are never kept waiting.
             """, "", "Exit codes:",
         ]

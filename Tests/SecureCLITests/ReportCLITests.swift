@@ -165,5 +165,10 @@ struct ReportCLITests {
         let html = try String(contentsOfFile: world.directory + "/r.html", encoding: .utf8)
         #expect(html.contains("(0 of "), "no entry falls after 2999-01-01")
         #expect(html.contains("10.00 EUR issued by"), "the balance now is still shown")
+        // An issuer's report charts what it has outstanding.
+        let issuer = try world.run(["report", "--html", "issuer.html"] + world.wallet("issuer"))
+        #expect(issuer.status == 0, "\(issuer.stderr)")
+        let issued = try String(contentsOfFile: world.directory + "/issuer.html", encoding: .utf8)
+        #expect(issued.contains("Issuer report") && issued.contains("10.00 EUR outstanding"), "\(issued.prefix(3000))")
     }
 }

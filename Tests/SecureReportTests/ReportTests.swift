@@ -100,4 +100,52 @@ struct ReportTests {
         #expect(html.contains("&lt;svg onload=alert(1)&gt; &quot;=1+1&quot;, &amp;c\\u{A}next"))
         #expect(!html.contains(" style="), "no style attributes: the policy would block them")
     }
+
+    /// A wallet of a deposit of 50.00 and three payments (12.00, 7.50, 3.25), one entry a second.
+    static func paidWallet() throws -> SoftwareWallet {
+        var wallet = try SoftwareWallet(seed: 17)
+        try wallet.fundFromNothing(try Money(minorUnits: 5000, currency: .eur))
+        let payee = try #require(WalletID(bytes: wallet.randomBytes(32)))
+        for (units, note) in [(1200, "a"), (750, "b"), (325, "c")] {
+            try wallet.append(
+                try wallet.order(to: payee, amount: Money(minorUnits: Int64(units), currency: .eur))
+                    .debitDraft(category: "food", note: note))
+        }
+        return wallet
+    }
+
+    @Test("a range keeps the balance it opens with and the changes inside it")
+    func range() throws {
+        let wallet = try Self.paidWallet()
+        // Entries: 0 inception, 1 deposit, 2 to 4 the payments; from the second payment's time to the third's.
+        let times = wallet.entries.map(\.time)
+        var builder = ReportBuilder(range: ReportRange(since: times[3], until: times[4]))
+        for entry in wallet.entries { builder.add(entry) }
+        let line = try #require(builder.balances.first)
+        #expect(line.opening == 3800, "the balance before the range: 50.00 - 12.00")
+        #expect(line.changes.map(\.minorUnits) == [3050, 2725])
+        #expect(builder.entriesInRange == 2 && builder.entryCount == 5)
+        #expect(builder.largestPayments.map(\.note) == ["b", "c"], "only the payments in the range, largest first")
+        #expect(builder.currentBalances.map(\.money.minorUnits) == [2725])
+    }
+
+    @Test("a ledger that does not verify says so at the top, with its problems escaped")
+    func problems() throws {
+        let wallet = try Self.paidWallet()
+        var builder = ReportBuilder(range: ReportRange(since: nil, until: nil))
+        for entry in wallet.entries { builder.add(entry) }
+        let html = ReportPage.html(
+            ReportContent(
+                walletID: wallet.walletID, isIssuer: false, generated: wallet.time, timeZone: .current,
+                range: ReportRange(since: nil, until: nil), entryCount: builder.entryCount,
+                entriesInRange: builder.entriesInRange, balances: builder.balances,
+                budgets: builder.budgets(now: wallet.time), largestPayments: builder.largestPayments,
+                keyEvents: [],
+                verification: VerificationSummary(
+                    entries: 5, checkpoints: 0, anchor: "file", problems: ["row <b>3</b> differs"]),
+                replayProblem: nil, currentBalances: builder.currentBalances))
+        #expect(html.contains("class=\"badge bad\">PROBLEMS") && !html.contains(">Verified<"))
+        #expect(html.contains("<li>row &lt;b&gt;3&lt;/b&gt; differs</li>"))
+        #expect(html.contains("No budget is set."))
+    }
 }
