@@ -73,9 +73,14 @@ enum ReportCharts {
             svg += limitLine(bar, y: bar.limitY, percent: 100, colour: ChartColours.budgetOver)
             svg += limitLine(bar, y: bar.alertY, percent: 80, colour: ChartColours.budgetAlert)
             let centre = SVGNumber.text(bar.x + bar.width / 2)
+            // A narrow slot gets the amount without its currency (the axis names it), so labels do not collide.
+            let crowded = bar.slotRight - bar.slotLeft < 90
+            let value =
+                crowded
+                ? numberText(window.spent.minorUnits, currency) : amountText(window.spent.minorUnits, currency)
             svg += text(
-                centre, SVGNumber.text(max(bar.y - 6, 12)), amountText(window.spent.minorUnits, currency),
-                anchor: "middle", weight: "600")
+                centre, SVGNumber.text(max(bar.y - 6, 12)), value, anchor: "middle", weight: "600",
+                size: crowded ? 11 : 12)
             if index % labelEvery == 0 {
                 svg += text(
                     centre, SVGNumber.text(geometry.amounts.frame.bottom + 20),
@@ -155,9 +160,10 @@ enum ReportCharts {
     }
 
     private static func text(
-        _ x: String, _ y: String, _ content: String, anchor: String, weight: String = "400", extra: String = ""
+        _ x: String, _ y: String, _ content: String, anchor: String, weight: String = "400", size: Int = 12,
+        extra: String = ""
     ) -> String {
-        "<text x=\"\(x)\" y=\"\(y)\" font-size=\"12\" font-weight=\"\(weight)\" fill=\"\(ChartColours.label)\" "
+        "<text x=\"\(x)\" y=\"\(y)\" font-size=\"\(size)\" font-weight=\"\(weight)\" fill=\"\(ChartColours.label)\" "
             + "text-anchor=\"\(anchor)\"\(extra)>\(HTMLText.escaped(content))</text>\n"
     }
 

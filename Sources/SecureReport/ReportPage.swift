@@ -28,7 +28,7 @@ public enum ReportPage {
         dd{margin:0;overflow-wrap:anywhere}
         figure{margin:8px 0 18px}
         .chart{overflow-x:auto}
-        .chart svg{display:block;width:100%;min-width:480px;height:auto;font-family:inherit}
+        .chart svg{display:block;width:100%;min-width:600px;height:auto;font-family:inherit}
         figcaption{color:#4a5568;font-size:.9rem;margin-top:6px}
         .legend{list-style:none;display:flex;flex-wrap:wrap;gap:6px 18px;padding:0;margin:6px 0 0;font-size:.9rem;color:#4a5568}
         .legend svg{vertical-align:-2px;margin-right:6px}
@@ -42,7 +42,7 @@ public enum ReportPage {
         .date{white-space:nowrap}
         .muted{color:#6b7280}
         footer{color:#6b7280;font-size:.85rem;margin-top:24px}
-        @media (max-width:640px){main{padding:12px 8px}section{padding:12px}h1{font-size:1.4rem}.chart svg text{font-size:17px}}
+        @media (max-width:640px){main{padding:12px 8px}section{padding:12px}h1{font-size:1.4rem}}
         """
 
     /// The Content-Security-Policy: nothing may load or run, except the one style sheet above by its hash.
