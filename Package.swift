@@ -41,6 +41,9 @@ let package = Package(
         .target(name: "SecureChannel", dependencies: ["SecureCrypto"]),
         // DNS-SD announce and browse through the system's Avahi daemon; what an announcement holds is SecureCore's.
         .target(name: "SecureDiscovery", dependencies: ["SecureCore", "CAvahi"]),
+        // `secure report`'s pure parts: the figures from the ledger's entries, the charts' geometry, escaping and
+        // the HTML page; no files, tokens or databases.
+        .target(name: "SecureReport", dependencies: ["SecureCore", "SecureCrypto"]),
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.
         .target(name: "SecureWallet", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
@@ -70,7 +73,7 @@ let package = Package(
             dependencies: [
                 "CBuildInfo", "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore",
                 "SecureWallet",
-                "SecurePeer", "SecureChannel", "SecureDiscovery",
+                "SecurePeer", "SecureChannel", "SecureDiscovery", "SecureReport",
             ]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
         // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the
@@ -99,6 +102,7 @@ let package = Package(
 
         .testTarget(name: "SecureCryptoTests", dependencies: ["SecureCrypto", "SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureCoreTests", dependencies: ["SecureCore", "SecureTestSupport"]),
+        .testTarget(name: "SecureReportTests", dependencies: ["SecureReport", "SecureCore", "SecureTestSupport"]),
         .testTarget(name: "SecureTokenTests", dependencies: ["SecureToken", "SecureTestSupport"]),
         .testTarget(name: "SecureStoreTests", dependencies: ["SecureStore", "SecureTestSupport"]),
         .testTarget(

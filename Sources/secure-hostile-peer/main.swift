@@ -16,11 +16,13 @@ import SecureToken
 import SecureWallet
 
 final class Yes: PeerInterface {
-    let pin: PIN
-    init(pin: PIN) { self.pin = pin }
+    // The PIN is read from its source at each approval: a PIN is wiped after its use, so the one that
+    // opened the wallet cannot approve the session too.
+    let pinSource: PINSource
+    init(pinSource: PINSource) { self.pinSource = pinSource }
     func decide(_ approval: Approval) -> PeerDecision { .approve(overridingBudget: false) }
     func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { "hostile" }
-    func readPIN() throws -> PIN { pin }
+    func readPIN() throws -> PIN { try pinSource.read(prompt: "PIN: ") }
     func event(_ name: String, _ fields: [String: String], _ text: String) {
         print("hostile-peer: \(name): \(PeerText.escaped(text, limit: 200))")
         fflush(nil)
@@ -40,7 +42,8 @@ do {
     let metadata = try JSONDecoder().decode(
         WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata)))
     let uri = try PKCS11URI(metadata.token)
-    let pin = try PINSource(spec: try arguments.required("pin-source")).read(prompt: "PIN: ")
+    let pinSource = try PINSource(spec: try arguments.required("pin-source"))
+    let pin = try pinSource.read(prompt: "PIN: ")
     let session = try TokenSession(token: try TokenLibrary.shared.token(uri), pin: pin)
     let wallet = try Wallet.open(paths: paths, token: session)
     let amount = try wallet.requestAsset(for: try MoneyText.parse(try arguments.required("request")), issuer: nil)
@@ -51,7 +54,7 @@ do {
     let transport = try listener.accept(timeoutSeconds: 60)
     let channel = try SecureChannel.respond(over: transport)
     let driver = try PeerDriver(
-        wallet: wallet, channel: channel, role: .receive(request: request), interface: Yes(pin: pin),
+        wallet: wallet, channel: channel, role: .receive(request: request), interface: Yes(pinSource: pinSource),
         ranging: .simulated(seed: 7, distanceMillimetres: 420), policy: RangingPolicy(allowsSimulated: true),
         displayName: text(arguments.value("name-hex")).isEmpty ? "receiver" : text(arguments.value("name-hex")))
     print("hostile-peer: outcome \(driver.run())")

@@ -132,6 +132,14 @@ enum CommandTable {
                 ),
             ]),
         group(
+            .money, help: ReportCommands.help,
+            [
+                (
+                    "report", "--html FILE [--since D] [--until D]",
+                    "a self-contained HTML page: charts, payments, keys, verification", ReportCommands.report
+                )
+            ]),
+        group(
             .money, help: MoneyCommands.help,
             [
                 ("pending", "[--json]", "payments out without a receipt or reversal", MoneyCommands.pending),
@@ -294,7 +302,7 @@ enum CommandTable {
             Wallet commands take --wallet DIR (default $XDG_DATA_HOME/secure/wallet). Commands that change the
             wallet take its lock once the PIN is read, so two of them never run at once (exit code 9, or give
             --wait SECONDS to queue for it); commands
-            that only read it (balance, history, pending, budget show, wallet show, ledger verify …) take no
+            that only read it (balance, history, report, pending, budget show, wallet show, ledger verify …) take no
             lock and are never kept waiting.
             """, "", "Exit codes:",
         ]

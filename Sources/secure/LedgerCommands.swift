@@ -277,8 +277,7 @@ enum LedgerCommands {
             printError(
                 "secure: accepted the rollback (\(lock)); recorded as signed entry \(entry.position) and re-anchored")
         }
-        var problems = report.problems
-        if let lock = wallet.lockReason, !isVerificationLock(lock) { problems.append("anchor: \(lock)") }
+        let problems = verificationProblems(report, wallet)
         if arguments.flag("json") {
             printJSON([
                 "valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
@@ -309,6 +308,13 @@ enum LedgerCommands {
 }
 
 extension LedgerCommands {
+    /// What `ledger verify` (and `report`) call problems: the verification's, and an anchor's lock.
+    static func verificationProblems(_ report: LedgerVerifier.Report, _ wallet: Wallet) -> [String] {
+        var problems = report.problems
+        if let lock = wallet.lockReason, !isVerificationLock(lock) { problems.append("anchor: \(lock)") }
+        return problems
+    }
+
     /// Whether the lock is one this verification decides or reports itself: the one a failed verification
     /// left, or a tampered index (which the report names); the others are the anchor's.
     static func isVerificationLock(_ lock: WalletLockReason) -> Bool {

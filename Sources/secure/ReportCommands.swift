@@ -1,0 +1,80 @@
+import CommandLineSupport
+import Foundation
+import SecureCore
+import SecureCrypto
+import SecureReport
+import SecureStore
+import SecureWallet
+
+/// `secure report`: reads the wallet like `history` does and writes the page SecureReport draws.
+enum ReportCommands {
+    static let help = """
+        Usage:
+          secure report --html FILE [--since DATE] [--until DATE] [--utc]
+                                                      one self-contained HTML page: each asset's balance over
+                                                      time, spending per budget window against its limit (with
+                                                      the 80 % and 100 % lines), the largest payments out, the
+                                                      key-event history, and the ledger's verification (the
+                                                      checks of `secure ledger verify`). It runs no script and
+                                                      loads nothing (Content-Security-Policy default-src
+                                                      'none'); notes and names from other wallets are text.
+                                                      --since and --until take dates as `history` does; dates are
+                                                      shown in $TZ (UTC with --utc). FILE is written 0600 and
+                                                      replaced if it exists. Exit code 10 (after writing FILE)
+                                                      when the ledger does not verify.
+        Common options: --wallet DIR, --pin-source SPEC, --token URI.
+        """
+
+    static func report(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["html", "since", "until"]),
+            flags: walletFlags.subtracting(["json"]).union(["utc"]))
+        _ = try arguments.positionals(0, "no positional arguments")
+        guard let path = arguments.value("html"), !path.isEmpty else {
+            throw UsageError("--html FILE names the page to write (the report's only format)")
+        }
+        let timeZone = arguments.flag("utc") ? TimeZone(identifier: "UTC")! : TimeZone.current
+        let filter = try LedgerCommands.HistoryFilter(arguments, timeZone: timeZone)
+        let wallet = try openWallet(arguments, .reading)
+        var builder = ReportBuilder(range: ReportRange(since: filter.since, until: filter.until))
+        try wallet.ledger.forEachEntry { builder.add($0) }
+        // The same checks as `secure ledger verify`, with the same effect: a failure is recorded on the token
+        // and locks the wallet until a verification succeeds.
+        let verified = try wallet.verifyLedger()
+        let problems = LedgerCommands.verificationProblems(verified, wallet)
+        let now = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        let content = ReportContent(
+            walletID: wallet.walletID, isIssuer: wallet.isIssuer, generated: now, timeZone: timeZone,
+            range: ReportRange(since: filter.since, until: filter.until), entryCount: builder.entryCount,
+            entriesInRange: builder.entriesInRange, balances: builder.balances, budgets: builder.budgets(now: now),
+            largestPayments: builder.largestPayments, keyEvents: keyEventRows(wallet.keyLog, builder),
+            verification: VerificationSummary(
+                entries: verified.entries, checkpoints: verified.checkpoints, anchor: wallet.anchorKind,
+                problems: problems),
+            replayProblem: builder.replayProblem, currentBalances: builder.currentBalances)
+        try DurableFile.write(Array(ReportPage.html(content).utf8), to: path, mode: 0o600)
+        printError("secure: wrote \(path)")
+        guard problems.isEmpty else {
+            printError("secure: the ledger does NOT verify; the report lists the problems (`secure ledger verify`)")
+            return .integrity
+        }
+        return .success
+    }
+
+    /// The key-event log as rows, each dated by the ledger entry that records it.
+    static func keyEventRows(_ log: KeyEventLog, _ builder: ReportBuilder) -> [KeyEventRow] {
+        log.events.map { signed in
+            let event = signed.event
+            let kind: String
+            switch event.kind {
+            case .inception: kind = "inception"
+            case .issuerInception: kind = "issuer inception"
+            case .rotation: kind = event.isRecovery ? "recovery rotation" : "rotation"
+            }
+            return KeyEventRow(
+                sequence: event.sequence, kind: kind, time: builder.keyEventTime(event.ledgerPosition),
+                keyFingerprint: Hex.encode(event.signingKey.fingerprint), origin: event.origin.description,
+                ledgerPosition: event.ledgerPosition)
+        }
+    }
+}
