@@ -187,7 +187,8 @@ final class TerminalPerson: PeerInterface {
 
     /// The keys of each event's JSON line besides `format`, `event` and `text` (format `secure-peer-event-v2`):
     /// each line of one event has all of its event's keys, null when that occurrence has no value. Values are
-    /// strings, except amounts (`amount`, `balance`), which are amount objects. docs/schemas holds the schema.
+    /// strings, except amounts (`amount`, `balance`: amount objects) and `integerKeys`. docs/schemas holds the
+    /// schema.
     static let eventKeys: [String: [String]] = [
         "approval": ["question", "answer"], "cancelled": [], "channel": ["sas", "sasWords"],
         "connection": ["source", "error", "refused", "dropped"], "credit": ["position", "amount"],
@@ -200,13 +201,19 @@ final class TerminalPerson: PeerInterface {
         "timeout": ["wait"], "warning": ["ranging"],
     ]
 
+    /// The keys whose values are counts or positions, printed as JSON integers (SecurePeer passes every field
+    /// as text).
+    static let integerKeys: Set<String> = [
+        "position", "millimetres", "median", "spread", "expired", "keySequence", "signal",
+    ]
+
     /// An event's JSON line.
     static func jsonLine(
         _ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String
     ) -> String {
         var object: [String: Any] = ["event": name, "text": text]
         for key in eventKeys[name] ?? [] { object[key] = NSNull() }
-        for (key, value) in fields { object[key] = value }
+        for (key, value) in fields { object[key] = integerKeys.contains(key) ? Int64(value) ?? value : value }
         for (key, amount) in amounts { object[key] = JSONOutput.amount(amount) }
         return CommandLineSupport.jsonLine(JSONOutput.document(.peerEvent, object))
     }
