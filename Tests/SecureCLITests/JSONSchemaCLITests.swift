@@ -198,7 +198,7 @@ struct JSONSchemaCLITests {
         }
         _ = try Self.json(world, ["audit", "export", "--out", "bundle.json"] + alice)
         try add("audit verify", "secure-audit-verification-v2", ["audit", "verify", "bundle.json", "--json"])
-        try add("keys audit", "secure-key-audit-v2", ["keys", "audit", "--json"] + alice)
+        try add("keys audit", "secure-key-audit-v3", ["keys", "audit", "--json"] + alice)
         try add(
             "keys rotate", "secure-key-rotation-v2",
             ["keys", "rotate", "--backup-pin-source", "file:toks/alice-bk.pin", "--json"] + alice)

@@ -54,7 +54,7 @@ struct RotationCLITests {
         #expect(again.output == audit.output, "the audit JSON is stable")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout)) as? [String: Any])
         #expect(Set(document.keys) == ["format", "walletID", "keySequence", "tokens", "keys"])
-        #expect(document["format"] as? String == "secure-key-audit-v2")
+        #expect(document["format"] as? String == "secure-key-audit-v3")
         let tokens = try #require(document["tokens"] as? [[String: Any]])
         #expect(tokens.count == 2, "the wallet's token and the backup")
         for token in tokens {
