@@ -129,7 +129,7 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
 enum MoneyCommands {
     static let help = """
         Usage:
-          secure issuer init --token URI --backup-token URI [--wallet DIR] [--label L]
+          secure issuer init --token URI --backup-token URI [--wallet DIR] [--label L] [--json]
               Makes an issuer: a wallet incepted as one, whose ledger records each voucher it mints as a
               liability and each payment back to it as a redemption. Its card (`secure wallet show --card`)
               is what other wallets trust.
