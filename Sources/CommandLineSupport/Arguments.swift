@@ -157,18 +157,25 @@ public func writeOut(_ bytes: [UInt8]) {
 
 /// Prints a JSON value with sorted keys, one document per line.
 public func printJSON(_ value: Any) {
-    let data =
-        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-    print(String(decoding: data, as: UTF8.self))
+    print(jsonLine(value))
 }
 
-/// Prints a listing's rows: with `json`, as one JSON array; else one `line` each, or `whenEmpty` when there
-/// are none.
+/// A JSON value as one line: sorted keys, no insignificant whitespace, slashes unescaped.
+public func jsonLine(_ value: Any) -> String {
+    let data =
+        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// Prints a listing's rows: with `json`, one JSON object that holds them in an array (a bare array could not
+/// carry the document's format, so `json` gives the object's other fields, its format among them, and the key
+/// of the array); else one `line` each, or `whenEmpty` when there are none.
 public func printRows(
-    _ rows: [[String: Any]], json: Bool, whenEmpty: () -> Void, line: ([String: Any]) -> String
+    _ rows: [[String: Any]], json: (fields: [String: Any], key: String)?, whenEmpty: () -> Void,
+    line: ([String: Any]) -> String
 ) {
-    if json {
-        printJSON(rows)
+    if let json {
+        printJSON(json.fields.merging([json.key: rows]) { _, new in new })
     } else if rows.isEmpty {
         whenEmpty()
     } else {

@@ -402,7 +402,7 @@ public final class PeerActions {
         case .keepKeyEvents(let walletID, let from, let total, let events):
             return try keepKeyEventPage(walletID: walletID, from: from, total: total, events: events)
         case .finish(let outcome):
-            var fields = ["outcome": Self.name(of: outcome)]
+            var amounts: [String: AssetAmount] = [:]
             var text = describe(outcome)
             // A payment ends with the new balance of the asset it moved.
             switch outcome {
@@ -410,11 +410,11 @@ public final class PeerActions {
                 let moved = receipt.payload.amount
                 let balance = walletLock.withLock { wallet.state.balances[moved.asset] } ?? .zero(moved.money.currency)
                 let now = AssetAmount(issuer: moved.issuer, money: balance)
-                fields["balance"] = MoneyText.format(now)
+                amounts["balance"] = now
                 text += "\nbalance now \(MoneyText.format(now))"
             default: break
             }
-            person.event("finished", fields, text)
+            person.event("finished", ["outcome": Self.name(of: outcome)], amounts: amounts, text)
             return []
         }
     }
@@ -590,10 +590,8 @@ public final class PeerActions {
         }
         environment.person.event(
             "debit",
-            [
-                "position": "\(debit.position)", "transferID": task.order.transferID.hex,
-                "amount": "\(task.order.amount)",
-            ],
+            ["position": "\(debit.position)", "transferID": task.order.transferID.hex],
+            amounts: ["amount": task.order.amount],
             "paid \(MoneyText.format(task.order.amount)): debit committed as entry \(debit.position); sending the signed transfer"
         )
         try environment.crashPoint(.afterDebit, of: action)
@@ -618,7 +616,7 @@ public final class PeerActions {
                 try wallet.receipt(for: task.transfer, creditPosition: entry.position)
             }
             person.event(
-                "credit", ["position": "\(entry.position)", "amount": "\(task.transfer.payload.order.amount)"],
+                "credit", ["position": "\(entry.position)"], amounts: ["amount": task.transfer.payload.order.amount],
                 "received \(MoneyText.format(task.transfer.payload.order.amount)) as entry \(entry.position); receipt sent"
             )
             return payeeOnly { $0.credited(receipt) }

@@ -20,6 +20,17 @@ public protocol PeerInterface: AnyObject {
     func readPIN() throws -> PIN
     /// An event to show: a short name, fields for `--json`, and a sentence for people.
     func event(_ name: String, _ fields: [String: String], _ text: String)
+    /// An event that carries amounts as well (a debit, a credit, the balance a session ends with), so that
+    /// `--json` can print each as integer minor units with its currency and issuer. The default shows each
+    /// amount as a text field.
+    func event(_ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String)
+}
+
+extension PeerInterface {
+    /// Shows each amount as a text field ("4.50 EUR (issuer 3F2A…9C1B)"), for interfaces that print no JSON.
+    public func event(_ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String) {
+        event(name, fields.merging(amounts.mapValues { MoneyText.format($0) }) { _, amount in amount }, text)
+    }
 }
 
 /// Where ranging samples come from for a session.

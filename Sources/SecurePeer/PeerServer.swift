@@ -269,4 +269,8 @@ final class PersonWatch: PeerInterface {
     func readPIN() throws -> PIN { try atPrompt { try person.readPIN() } }
 
     func event(_ name: String, _ fields: [String: String], _ text: String) { person.event(name, fields, text) }
+
+    func event(_ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String) {
+        person.event(name, fields, amounts: amounts, text)
+    }
 }

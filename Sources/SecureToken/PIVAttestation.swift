@@ -84,6 +84,21 @@ public struct VerifiedAttestation: Sendable, Codable, Equatable {
         case digest, subject, serial, firmware, pinPolicy, touchPolicy, root, rootSHA256, chainLength
     }
 
+    /// Every field always present, null when the certificate has no such extension (`keys audit --json`
+    /// keeps one shape, docs/JSON.md); the evidence itself is not written.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(digest, forKey: .digest)
+        try container.encode(subject, forKey: .subject)
+        try container.encode(serial, forKey: .serial)
+        try container.encode(firmware, forKey: .firmware)
+        try container.encode(pinPolicy, forKey: .pinPolicy)
+        try container.encode(touchPolicy, forKey: .touchPolicy)
+        try container.encode(root, forKey: .root)
+        try container.encode(rootSHA256, forKey: .rootSHA256)
+        try container.encode(chainLength, forKey: .chainLength)
+    }
+
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         digest = try container.decode(String.self, forKey: .digest)

@@ -33,6 +33,25 @@ public struct TokenKey: Sendable {
 public struct PrivateKeyAttributes: Sendable, Codable, Equatable {
     public var sensitive, extractable, neverExtractable, alwaysSensitive, local, alwaysAuthenticate: Bool?
     public var sign, derive, decrypt, unwrap, signRecover, isPrivate, token: Bool?
+
+    /// Every attribute always present, null when the token does not report it (`keys audit --json` keeps
+    /// one shape, docs/JSON.md).
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sensitive, forKey: .sensitive)
+        try container.encode(extractable, forKey: .extractable)
+        try container.encode(neverExtractable, forKey: .neverExtractable)
+        try container.encode(alwaysSensitive, forKey: .alwaysSensitive)
+        try container.encode(local, forKey: .local)
+        try container.encode(alwaysAuthenticate, forKey: .alwaysAuthenticate)
+        try container.encode(sign, forKey: .sign)
+        try container.encode(derive, forKey: .derive)
+        try container.encode(decrypt, forKey: .decrypt)
+        try container.encode(unwrap, forKey: .unwrap)
+        try container.encode(signRecover, forKey: .signRecover)
+        try container.encode(isPrivate, forKey: .isPrivate)
+        try container.encode(token, forKey: .token)
+    }
 }
 
 /// What a caller accepts from a token that lacks a safeguard. Every flag is off by default, and each

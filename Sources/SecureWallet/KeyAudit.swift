@@ -7,12 +7,13 @@ import SecureToken
 /// `secure keys audit`: every private key on the wallet's tokens, its attributes as the token reports them,
 /// its origin (a verified PIV attestation, the module's word, or unproven), and its place in the wallet's
 /// key-event log, as findings with a severity; and per token its PIN state, firmware and defaults. The JSON
-/// form is documented in docs/PROTOCOL.md ("Key audit JSON"); fields are only ever added, and the format
-/// name changes when a field's meaning does.
+/// form is documented in docs/PROTOCOL.md ("Key audit JSON") and docs/schemas; its format name changes with
+/// any change of its shape, as every `--json` format's does (docs/JSON.md).
 public enum KeyAudit {
     /// The format name written in the JSON. Version 2: findings scoped to wallet keys, origin instead of
-    /// CKA_LOCAL, verified attestations, PIN and touch policy, per-token facts.
-    public static let format = "secure-key-audit-v2"
+    /// CKA_LOCAL, verified attestations, PIN and touch policy, per-token facts. Version 3: every key of
+    /// `attributes` and of a verified attestation present, null when unreported (docs/JSON.md).
+    public static let format = "secure-key-audit-v3"
 
     /// How bad a finding is. Ordered: the worst finding is a key's severity.
     public enum Severity: String, Codable, Comparable, Sendable, CaseIterable {

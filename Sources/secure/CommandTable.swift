@@ -40,21 +40,24 @@ enum CommandTable {
             [
                 ("token list", "[--token URI] [--json]", "modules, tokens, flags and PIN state", TokenCommands.list),
                 (
-                    "token init-demo", "--dir DIR [--label L]",
+                    "token init-demo", "--dir DIR [--label L] [--json]",
                     "make a SoftHSM token under DIR (demos and tests)", TokenCommands.initDemo
                 ),
             ]),
         group(
             .tokens, help: KeyCommands.help,
             [
-                ("keys generate", "--token URI --label L", "make a P-256 key on the token", KeyCommands.generate),
+                (
+                    "keys generate", "--token URI --label L [--json]", "make a P-256 key on the token",
+                    KeyCommands.generate
+                ),
                 (
                     "keys list", "[--token URI] [--wallet DIR] [--json]", "the P-256 keys on the tokens",
                     KeyCommands.list
                 ),
                 ("keys export", "URI [--pem]", "the key's SubjectPublicKeyInfo on stdout", KeyCommands.export),
                 (
-                    "keys rotate", "[--destroy-old]",
+                    "keys rotate", "[--destroy-old] [--json]",
                     "put the committed next key in force (pre-rotation)", KeyCommands.rotate
                 ),
                 (
@@ -83,7 +86,7 @@ enum CommandTable {
             .wallet, help: WalletCommands.help,
             [
                 (
-                    "wallet init", "--token URI --backup-token URI",
+                    "wallet init", "--token URI --backup-token URI [--json]",
                     "make the wallet: keys on both tokens, the ledger, the anchor", WalletCommands.initialize
                 ),
                 (
@@ -144,7 +147,7 @@ enum CommandTable {
             [
                 ("pending", "[--json]", "payments out without a receipt or reversal", MoneyCommands.pending),
                 (
-                    "issuer init", "--token URI --backup-token URI", "make an issuer's wallet",
+                    "issuer init", "--token URI --backup-token URI [--json]", "make an issuer's wallet",
                     MoneyCommands.issuerInit
                 ),
                 ("issuer show", "[--json]", "an issuer's outstanding total per currency", MoneyCommands.issuerShow),
@@ -174,14 +177,17 @@ enum CommandTable {
             .peers, help: PeerCommands.help,
             [
                 (
-                    "receive", "[--listen ADDR] [--request AMOUNT] [--count N] [--announce]",
+                    "receive", "[--listen ADDR] [--request AMOUNT] [--count N] [--announce] [--json]",
                     "wait for payers on loopback or a LAN, with ranging", PeerCommands.receive
                 ),
                 (
-                    "pay", "--to ADDR | --near [--amount A --category C]",
+                    "pay", "--to ADDR | --near [--amount A --category C] [--json]",
                     "pay a receiving wallet, or answer its request", PeerCommands.pay
                 ),
-                ("retry", "[TRANSFER_ID] --to ADDR", "re-send an unconfirmed payment, unchanged", PeerCommands.retry),
+                (
+                    "retry", "[TRANSFER_ID] --to ADDR [--json]", "re-send an unconfirmed payment, unchanged",
+                    PeerCommands.retry
+                ),
             ]),
         // The ledger, proofs and audits
         group(

@@ -44,17 +44,13 @@ enum LedgerCommands {
         let assets = wallet.state.balances.sorted { $0.key < $1.key }
         let word = wallet.isIssuer ? "outstanding" : "issued by"
         if arguments.flag("json") {
-            printJSON(
+            JSONOutput.print(
+                .balance,
                 [
-                    "balances": assets.map { MoneyText.format($0.value) }, "entries": wallet.size,
-                    "locked": wallet.lockReason != nil, "issuer": wallet.isIssuer,
-                    "assets": assets.map {
-                        [
-                            "amount": MoneyText.format($0.value), "currency": $0.key.currency.code,
-                            "issuer": $0.key.issuer.hex,
-                        ]
-                    },
-                ] as [String: Any])
+                    "walletID": wallet.walletID.hex, "entries": wallet.size, "issuer": wallet.isIssuer,
+                    "balances": assets.map { JSONOutput.amount($0.value, issuer: $0.key.issuer) },
+                    "locked": JSONOutput.nullable(wallet.lockReason?.description),
+                ])
         } else if assets.isEmpty {
             print(
                 wallet.isIssuer
@@ -171,11 +167,17 @@ enum LedgerCommands {
         let stamp = ISO8601DateFormatter()
         stamp.timeZone = timeZone
         if arguments.flag("json") {
-            printJSON(
-                entries.map { entry in
-                    let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
-                    return describe(entry).merging(["date": dayFormat.string(from: date), "time": entry.time]) { $1 }
-                })
+            JSONOutput.print(
+                .history,
+                [
+                    "timeZone": timeZone.identifier,
+                    "entries": entries.map { entry in
+                        let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
+                        return jsonRow(entry).merging([
+                            "date": dayFormat.string(from: date), "timestamp": stamp.string(from: date),
+                        ]) { $1 }
+                    },
+                ])
             return .success
         }
         if arguments.flag("csv") {
@@ -238,6 +240,25 @@ enum LedgerCommands {
         .settings: "settings", .mint: "mint", .redemption: "redemption",
     ]
 
+    /// One entry of `history --json` (format `secure-history-v2`): every key on every row, null when the
+    /// entry has no such value; the amount signed (negative for a payment out).
+    static func jsonRow(_ entry: LedgerEntry) -> [String: Any] {
+        [
+            "position": entry.position, "id": entry.id.hex, "kind": kindNames[entry.kind] ?? "?", "time": entry.time,
+            "amount": JSONOutput.nullable(
+                entry.amount.map { JSONOutput.amount($0, negative: entry.kind == .paymentOut) }),
+            "category": JSONOutput.nullable(entry.category.isEmpty ? nil : entry.category),
+            "note": JSONOutput.nullable(entry.note.isEmpty ? nil : entry.note),
+            "counterparty": JSONOutput.nullable(entry.counterparty.isEmpty ? nil : Hex.encode(entry.counterparty)),
+            // The signed statement's id: the voucher id of a deposit, the transfer id of a payment or reversal
+            // (scripts/crash-test matches the two ledgers by it).
+            "statement": JSONOutput.nullable(entry.statement?.id.hex),
+            "withoutProximity": entry.flags.contains(.withoutProximity),
+            "budgetOverride": entry.flags.contains(.budgetOverride),
+        ]
+    }
+
+    /// One entry as the text listing shows it.
     static func describe(_ entry: LedgerEntry) -> [String: Any] {
         let kinds = kindNames
         var row: [String: Any] = [
@@ -279,11 +300,16 @@ enum LedgerCommands {
         }
         let problems = verificationProblems(report, wallet)
         if arguments.flag("json") {
-            printJSON([
-                "valid": problems.isEmpty, "entries": report.entries, "checkpoints": report.checkpoints,
-                "problems": problems, "anchor": wallet.anchorKind,
-                "balances": report.state.balances.sorted { $0.key < $1.key }.map { MoneyText.format($0.value) },
-            ])
+            JSONOutput.print(
+                .ledgerVerification,
+                [
+                    "walletID": wallet.walletID.hex, "valid": problems.isEmpty, "entries": report.entries,
+                    "checkpoints": report.checkpoints, "problems": problems.map { "\($0)" },
+                    "anchor": "\(wallet.anchorKind)",
+                    "balances": report.state.balances.sorted { $0.key < $1.key }.map {
+                        JSONOutput.amount($0.value, issuer: $0.key.issuer)
+                    },
+                ])
         } else {
             print("wallet      \(wallet.walletID.hex)")
             print("entries     \(report.entries), chained and replayed")

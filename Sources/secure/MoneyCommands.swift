@@ -129,7 +129,7 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
 enum MoneyCommands {
     static let help = """
         Usage:
-          secure issuer init --token URI --backup-token URI [--wallet DIR] [--label L]
+          secure issuer init --token URI --backup-token URI [--wallet DIR] [--label L] [--json]
               Makes an issuer: a wallet incepted as one, whose ledger records each voucher it mints as a
               liability and each payment back to it as a redemption. Its card (`secure wallet show --card`)
               is what other wallets trust.
@@ -202,13 +202,12 @@ enum MoneyCommands {
         }
         let outstanding = wallet.state.balances.sorted { $0.key < $1.key }.filter { !$0.value.isZero }
         if arguments.flag("json") {
-            printJSON(
+            JSONOutput.print(
+                .issuer,
                 [
                     "issuer": wallet.walletID.hex,
-                    "outstanding": outstanding.map {
-                        ["currency": $0.key.currency.code, "amount": MoneyText.format($0.value)]
-                    },
-                ] as [String: Any])
+                    "outstanding": outstanding.map { JSONOutput.amount($0.value, issuer: $0.key.issuer) },
+                ])
         } else {
             print("issuer \(wallet.walletID.hex)")
             if outstanding.isEmpty { print("nothing outstanding") }
@@ -433,17 +432,26 @@ enum MoneyCommands {
             print("payment \(matches[0].transfer.payload.order.transferID.hex) written to \(out)")
             return .success
         }
-        let rows = try wallet.pendingTransfers().map { item -> [String: Any] in
-            [
-                "transferID": item.transfer.payload.order.transferID.hex,
-                "amount": MoneyText.format(item.transfer.payload.order.amount),
-                "payee": item.transfer.payload.order.payeeWalletID.hex, "position": item.entry.position,
+        let pending = try wallet.pendingTransfers()
+        // The text line names the issuer as people compare it; JSON carries the whole id.
+        let amountTexts = Dictionary(
+            pending.map {
+                ($0.transfer.payload.order.transferID.hex, MoneyText.format($0.transfer.payload.order.amount))
+            }
+        ) { first, _ in first }
+        let rows = pending.map { item -> [String: Any] in
+            let order = item.transfer.payload.order
+            return [
+                "transferID": order.transferID.hex, "amount": JSONOutput.amount(order.amount),
+                "payee": order.payeeWalletID.hex, "position": item.entry.position,
             ]
         }
         printRows(
-            rows, json: arguments.flag("json"), whenEmpty: { print("no unconfirmed payments") },
+            rows, json: arguments.flag("json") ? (JSONOutput.document(.pending, [:]), "payments") : nil,
+            whenEmpty: { print("no unconfirmed payments") },
             line: { row in
-                "\(row["transferID"]!)  \(row["amount"]!)  to \(row["payee"]!)  (entry \(row["position"]!))"
+                let id = row["transferID"] as? String ?? ""
+                return "\(id)  \(amountTexts[id] ?? "")  to \(row["payee"]!)  (entry \(row["position"]!))"
             })
         return .success
     }

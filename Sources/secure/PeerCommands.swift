@@ -185,7 +185,44 @@ final class TerminalPerson: PeerInterface {
         }
     }
 
+    /// The keys of each event's JSON line besides `format`, `event` and `text` (format `secure-peer-event-v2`):
+    /// each line of one event has all of its event's keys, null when that occurrence has no value. Values are
+    /// strings, except amounts (`amount`, `balance`: amount objects) and `integerKeys`. docs/schemas holds the
+    /// schema.
+    static let eventKeys: [String: [String]] = [
+        "approval": ["question", "answer"], "cancelled": [], "channel": ["sas", "sasWords"],
+        "connection": ["source", "error", "refused", "dropped"], "credit": ["position", "amount"],
+        "debit": ["position", "transferID", "amount"], "distance": ["millimetres"], "error": ["error"],
+        "finished": ["outcome", "balance"], "keyEvents": ["outcome"], "link": ["error"], "listening": ["address"],
+        "measured": ["median", "spread", "source"],
+        "peer": ["fingerprint", "name", "walletID", "banned", "keySequence"],
+        "pin": ["expired", "error"], "protocol": ["error"], "receipt": ["transferID"],
+        "refused": ["reason", "walletID", "outcome"], "reversal": ["reason", "outcome"], "stopping": ["signal"],
+        "timeout": ["wait"], "warning": ["ranging"],
+    ]
+
+    /// The keys whose values are counts or positions, printed as JSON integers (SecurePeer passes every field
+    /// as text).
+    static let integerKeys: Set<String> = [
+        "position", "millimetres", "median", "spread", "expired", "keySequence", "signal",
+    ]
+
+    /// An event's JSON line.
+    static func jsonLine(
+        _ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String
+    ) -> String {
+        var object: [String: Any] = ["event": name, "text": text]
+        for key in eventKeys[name] ?? [] { object[key] = NSNull() }
+        for (key, value) in fields { object[key] = integerKeys.contains(key) ? Int64(value) ?? value : value }
+        for (key, amount) in amounts { object[key] = JSONOutput.amount(amount) }
+        return CommandLineSupport.jsonLine(JSONOutput.document(.peerEvent, object))
+    }
+
     func event(_ name: String, _ fields: [String: String], _ text: String) {
+        event(name, fields, amounts: [:], text)
+    }
+
+    func event(_ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String) {
         // On a terminal, the distance is one line redrawn in place, never while a prompt is open (a prompt
         // holds the queue; a reading that finds it taken is not drawn). Everywhere else each reading is a line.
         if name == "distance", !json, isatty(STDOUT_FILENO) == 1 {
@@ -200,14 +237,7 @@ final class TerminalPerson: PeerInterface {
         }
         Self.output.withLock {
             if Self.promptOpen, isatty(STDOUT_FILENO) == 1 {
-                var line = text
-                if json {
-                    var object: [String: Any] = ["event": name, "text": text]
-                    for (key, value) in fields { object[key] = value }
-                    line =
-                        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
-                        .map { String(decoding: $0, as: UTF8.self) } ?? text
-                }
+                let line = json ? Self.jsonLine(name, fields, amounts: amounts, text) : text
                 if Self.deferred.count < Self.deferredLineCountMax {
                     Self.deferred.append(line)
                 } else {
@@ -216,13 +246,7 @@ final class TerminalPerson: PeerInterface {
                 return
             }
             Self.endLiveLine()
-            if json {
-                var object: [String: Any] = ["event": name, "text": text]
-                for (key, value) in fields { object[key] = value }
-                printJSON(object)
-            } else {
-                print(text)
-            }
+            print(json ? Self.jsonLine(name, fields, amounts: amounts, text) : text)
             // Each event is a line a script may be waiting for (`listening`), also when stdout is a file or pipe.
             fflush(nil) // nil: every output stream; naming `stdout` is not concurrency-safe in Swift 6
         }

@@ -45,17 +45,19 @@ enum PolicyCommands {
         let settings = wallet.settings
         let limits = settings.offlineLimits.values.sorted { $0.amount.currency.code < $1.amount.currency.code }
         if arguments.flag("json") {
-            printJSON([
-                "offlineLimits": limits.map {
-                    [
-                        "currency": $0.amount.currency.code, "limit": MoneyText.format($0.amount),
-                        "window": "\($0.window)",
-                    ]
-                },
-                "defaultOfflineLimit": ["majorUnits": OfflineLimit.defaultMajorUnits, "window": "day"],
-                "anchor": "\(settings.anchorKind)",
-                "allow": settings.tokenAllowances.map(\.description).sorted(),
-            ])
+            JSONOutput.print(
+                .policy,
+                [
+                    "offlineLimits": limits.map {
+                        [
+                            "currency": $0.amount.currency.code, "limit": JSONOutput.amount($0.amount, issuer: nil),
+                            "window": "\($0.window)",
+                        ]
+                    },
+                    "defaultOfflineLimit": ["majorUnits": OfflineLimit.defaultMajorUnits, "window": "day"],
+                    "anchor": "\(settings.anchorKind)",
+                    "allow": settings.tokenAllowances.map(\.description).sorted(),
+                ])
             return .success
         }
         for limit in limits {

@@ -72,13 +72,16 @@ extension KeyCommands {
         let result = try wallet.rotate(backup: backup, destroyOld: destroyOld)
         let event = wallet.keyEvent.event
         if arguments.flag("json") {
-            printJSON([
-                "sequence": event.sequence, "ledgerPosition": event.ledgerPosition,
-                "fingerprint": Hex.encode(event.signingKey.fingerprint),
-                "nextKeyDigest": event.nextKeyDigest.hex,
-                "events": result.events.map { $0.event.digest.hex },
-                "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed,
-            ])
+            JSONOutput.print(
+                .keyRotation,
+                [
+                    "walletID": wallet.walletID.hex, "sequence": event.sequence,
+                    "ledgerPosition": event.ledgerPosition,
+                    "fingerprint": Hex.encode(event.signingKey.fingerprint),
+                    "nextKeyDigest": event.nextKeyDigest.hex,
+                    "events": result.events.map { $0.event.digest.hex },
+                    "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed,
+                ])
         } else {
             print(
                 "rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
@@ -185,10 +188,13 @@ enum AuditCommands {
         let path = try arguments.positionals(1, "one bundle FILE")[0]
         let (problems, bundle) = try AuditBundleFile.verify(try readFile(path, what: "the audit bundle"))
         if arguments.flag("json") {
-            printJSON([
-                "valid": problems.isEmpty, "problems": problems, "walletID": bundle.walletID.hex,
-                "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size,
-            ])
+            JSONOutput.print(
+                .auditVerification,
+                [
+                    "valid": problems.isEmpty, "problems": problems, "walletID": bundle.walletID.hex,
+                    "keyEvents": bundle.keyEvents.count, "size": bundle.latest.checkpoint.size,
+                    "from": bundle.from, "to": bundle.rangeCheckpoint.checkpoint.size,
+                ])
         } else if problems.isEmpty {
             print(
                 "audit bundle OK: wallet \(bundle.walletID.hex), \(bundle.keyEvents.count) key event(s), "

@@ -94,7 +94,7 @@ enum TokenCommands {
         Usage:
           secure token list [--token URI] [--json] [--module-args ARGS]
               Every p11-kit module (or the one URI names), its tokens, their flags and PIN state.
-          secure token init-demo --dir DIR [--label LABEL]
+          secure token init-demo --dir DIR [--label LABEL] [--json]
               Make a SoftHSM token in DIR (never the system's token folder) with a random user PIN,
               written to DIR/LABEL.pin (mode 0600). Prints the token URI. Then: export SOFTHSM2_CONF=DIR/softhsm2.conf
         """
@@ -105,16 +105,17 @@ enum TokenCommands {
         let uri = try parseURI(arguments.value("token") ?? "pkcs11:", arguments)
         let listings = try TokenLibrary.shared.list(uri)
         if arguments.flag("json") {
-            printJSON(
-                listings.map { listing -> [String: Any] in
-                    var row: [String: Any] = [
-                        "module": listing.moduleName, "path": listing.modulePath,
-                        "description": listing.moduleDescription,
-                        "tokens": listing.tokens.map(describe),
-                    ]
-                    if let error = listing.error { row["error"] = error.description }
-                    return row
-                })
+            JSONOutput.print(
+                .tokenList,
+                [
+                    "modules": listings.map { listing -> [String: Any] in
+                        [
+                            "module": listing.moduleName, "path": listing.modulePath,
+                            "description": listing.moduleDescription, "tokens": listing.tokens.map(describe),
+                            "error": JSONOutput.nullable(listing.error?.description),
+                        ]
+                    }
+                ])
             return .success
         }
         for listing in listings {
@@ -149,9 +150,9 @@ enum TokenCommands {
         let layout = DemoToken.Layout(directory: try arguments.required("dir"))
         let created = try DemoToken.create(layout, label: arguments.value("label") ?? "secure-demo")
         if arguments.flag("json") {
-            printJSON([
-                "uri": created.uri.description, "pinSource": "file:" + created.pinPath, "config": created.configPath,
-            ])
+            JSONOutput.print(
+                .demoToken,
+                ["uri": created.uri.description, "pinSource": "file:" + created.pinPath, "config": created.configPath])
         } else {
             print(created.uri)
             printError(
@@ -198,10 +199,12 @@ enum KeyCommands {
         defer { session.close() }
         let key = try session.generateKey(label: label, usage: usage)
         if arguments.flag("json") {
-            printJSON([
-                "uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint),
-                "publicKeyPEM": key.publicKey.pem,
-            ])
+            JSONOutput.print(
+                .generatedKey,
+                [
+                    "uri": key.uri.description, "fingerprint": Hex.encode(key.publicKey.fingerprint),
+                    "publicKeyPEM": key.publicKey.pem, "usage": usage.rawValue,
+                ])
         } else {
             print(key.uri)
             printError(
@@ -236,7 +239,8 @@ enum KeyCommands {
             }
         }
         printRows(
-            rows, json: arguments.flag("json"), whenEmpty: { printError("secure: no P-256 keys found") },
+            rows, json: arguments.flag("json") ? (JSONOutput.document(.keyList, [:]), "keys") : nil,
+            whenEmpty: { printError("secure: no P-256 keys found") },
             line: { row in
                 "\(row["token"]!)  \(row["label"]!)  \(row["fingerprint"]!)"
                     + (row["inForce"] as? Bool == true ? "  [in force]" : "") + "\n  \(row["uri"]!)"

@@ -235,15 +235,17 @@ enum WalletCommands {
         return .success
     }
 
+    /// `wallet show --json` and `wallet init --json` (format `secure-wallet-v2`).
     static func describe(_ wallet: Wallet) -> [String: Any] {
-        var row: [String: Any] = [
-            "walletID": wallet.walletID.hex, "publicKeyPEM": wallet.signingKey.pem,
-            "fingerprint": Hex.encode(wallet.signingKey.fingerprint), "token": wallet.metadata.token,
-            "anchor": wallet.anchorKind, "entries": wallet.size, "directory": wallet.paths.directory,
-            "allow": wallet.settings.tokenAllowances.map(\.description).sorted(),
-        ]
-        if let lock = wallet.lockReason { row["locked"] = lock.description }
-        return row
+        JSONOutput.document(
+            .wallet,
+            [
+                "walletID": wallet.walletID.hex, "publicKeyPEM": wallet.signingKey.pem,
+                "fingerprint": Hex.encode(wallet.signingKey.fingerprint), "token": wallet.metadata.token,
+                "anchor": "\(wallet.anchorKind)", "entries": wallet.size, "directory": wallet.paths.directory,
+                "allow": wallet.settings.tokenAllowances.map(\.description).sorted(), "issuer": wallet.isIssuer,
+                "locked": JSONOutput.nullable(wallet.lockReason?.description),
+            ])
     }
 
     static func show(_ words: [String]) throws -> ExitCode {
@@ -322,8 +324,9 @@ enum BudgetCommands {
         for budget in budgets {
             let spent = try wallet.spent(in: budget)
             rows.append([
-                "category": budget.category, "limit": MoneyText.format(budget.limit), "spent": MoneyText.format(spent),
-                "window": "\(budget.window)", "hardCap": budget.isHardCap, "timeZone": budget.timeZoneIdentifier,
+                "category": budget.category, "limit": JSONOutput.amount(budget.limit, issuer: nil),
+                "spent": JSONOutput.amount(spent, issuer: nil), "window": "\(budget.window)",
+                "hardCap": budget.isHardCap, "timeZone": budget.timeZoneIdentifier,
             ])
             if !arguments.flag("json") {
                 print(
@@ -333,7 +336,7 @@ enum BudgetCommands {
             }
         }
         if arguments.flag("json") {
-            printJSON(rows)
+            JSONOutput.print(.budgets, ["budgets": rows])
         } else if budgets.isEmpty {
             print("no budgets; set one with `secure budget set`")
         }

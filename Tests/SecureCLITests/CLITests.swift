@@ -100,7 +100,9 @@ struct CLITests {
 
         let list = try demo.run(["keys", "list", "--json"])
         #expect(list.status == 0)
-        let rows = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]]
+        let listing = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any]
+        #expect(listing?["format"] as? String == "secure-key-list-v2")
+        let rows = listing?["keys"] as? [[String: Any]]
         #expect(rows?.count == 1)
         #expect(rows?.first?["label"] as? String == "wallet")
 
@@ -214,7 +216,8 @@ struct CLITests {
         #expect(text.output.contains("token \"listed\""))
         #expect(text.output.contains("PIN state  ok"))
         let json = try demo.run(["token", "list", "--json", "--token", "pkcs11:?module-name=softhsm2"])
-        let modules = try JSONSerialization.jsonObject(with: Data(json.stdout)) as? [[String: Any]]
+        let listing = try JSONSerialization.jsonObject(with: Data(json.stdout)) as? [String: Any]
+        let modules = listing?["modules"] as? [[String: Any]]
         let tokens = modules?.first?["tokens"] as? [[String: Any]]
         #expect(tokens?.first?["label"] as? String == "listed")
         #expect(tokens?.first?["pinState"] as? String == "ok")

@@ -48,7 +48,8 @@ struct IssuerRotationCLITests {
         let lateAgain = try world.run(["deposit", "late"] + world.wallet("alice"))
         #expect(lateAgain.status == 11 && lateAgain.stderr.contains("retiredIssuerKey"), "\(lateAgain.stderr)")
         let history = try world.run(["history", "--json"] + world.wallet("alice"))
-        let rows = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [[String: Any]]
+        let listing = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [String: Any]
+        let rows = listing?["entries"] as? [[String: Any]]
         #expect(rows?.filter { $0["kind"] as? String == "refused" }.count == 1, "\(history.output)")
         #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("55.00 EUR"))
 

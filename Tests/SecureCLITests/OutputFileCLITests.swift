@@ -44,7 +44,8 @@ struct OutputFileCLITests {
         let full = try spend(world, to: "tiny/t1")
         #expect(full.status == 1 && full.stderr.contains("pending --export"), "\(full.stderr)")
         let pending = try world.run(["pending", "--json"] + world.wallet("alice"))
-        let rows = try JSONSerialization.jsonObject(with: Data(pending.stdout)) as? [[String: Any]]
+        let listing = try JSONSerialization.jsonObject(with: Data(pending.stdout)) as? [String: Any]
+        let rows = listing?["payments"] as? [[String: Any]]
         let id = try #require(rows?.first?["transferID"] as? String, "\(pending.output)")
         let export = try world.run(["pending", "--export", id, "--out", "t1"] + world.wallet("alice"))
         #expect(export.status == 0, "\(export.stderr)")

@@ -54,7 +54,7 @@ struct RotationCLITests {
         #expect(again.output == audit.output, "the audit JSON is stable")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout)) as? [String: Any])
         #expect(Set(document.keys) == ["format", "walletID", "keySequence", "tokens", "keys"])
-        #expect(document["format"] as? String == "secure-key-audit-v2")
+        #expect(document["format"] as? String == "secure-key-audit-v3")
         let tokens = try #require(document["tokens"] as? [[String: Any]])
         #expect(tokens.count == 2, "the wallet's token and the backup")
         for token in tokens {
@@ -81,7 +81,8 @@ struct RotationCLITests {
         // keys list marks the key in force: after the rotation, the audit's signing key and no other.
         let list = try world.run(
             ["keys", "list", "--json", "--wallet", "alice", "--token", "pkcs11:token=alice?module-name=softhsm2"])
-        let listed = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]])
+        let listing = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any])
+        let listed = try #require(listing["keys"] as? [[String: Any]])
         let signing = try #require(keys.first { $0["role"] as? String == "signing" })
         #expect(
             listed.filter { $0["inForce"] as? Bool == true }.map { $0["fingerprint"] as? String }

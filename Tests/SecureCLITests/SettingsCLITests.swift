@@ -46,8 +46,8 @@ struct SettingsCLITests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(show.stdout)) as? [String: Any])
         let limits = try #require(json["offlineLimits"] as? [[String: Any]])
         #expect(
-            limits.count == 1 && limits[0]["limit"] as? String == "200.00 EUR"
-                && limits[0]["window"] as? String == "day")
+            limits.count == 1 && (limits[0]["limit"] as? [String: Any])?["minorUnits"] as? Int == 20000
+                && limits[0]["currency"] as? String == "EUR" && limits[0]["window"] as? String == "day")
         #expect(json["anchor"] as? String == "token")
         #expect(try world.run(["policy", "show"] + world.wallet("bob")).output.contains("150 major units"))
         let again = try world.run(["accept", "t2", "--no-proximity"] + world.wallet("bob"))

@@ -129,8 +129,10 @@ struct WalletCLITests {
         #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("45.50 EUR"))
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
         let history = try world.run(["history", "--json"] + world.wallet("alice"))
-        let rows = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [[String: Any]]
-        #expect(rows?.contains { $0["kind"] as? String == "payment out" && $0["note"] as? String == "Kaffee" } == true)
+        let listing = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [String: Any]
+        let rows = listing?["entries"] as? [[String: Any]]
+        let paid = rows?.first { $0["kind"] as? String == "payment out" && $0["note"] as? String == "Kaffee" }
+        #expect((paid?["amount"] as? [String: Any])?["minorUnits"] as? Int == -450, "\(history.output)")
         for name in ["alice", "bob"] {
             let verify = try world.run(["ledger", "verify"] + world.wallet(name))
             #expect(verify.status == 0 && verify.output.contains("ledger OK"), "\(verify.output)")
@@ -249,7 +251,12 @@ struct PeerCLITests {
         #expect(payer.output.contains("SIMULATED RANGING"))
         #expect(payer.output.contains("Pay 4.50 EUR (issuer "))
         #expect(payer.output.contains("balance now 15.50 EUR"), "a payment ends with the new balance")
-        #expect(receiver.output.contains("\"balance\":\"4.50 EUR"), "\(receiver.output)")
+        let finished = receiver.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.first { $0["event"] as? String == "finished" }
+        #expect(
+            (finished?["balance"] as? [String: Any])?["minorUnits"] as? Int == 450,
+            "a payment ends with the new balance")
         #expect(receiver.output.contains("\"event\":\"credit\""))
         #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("15.50 EUR"))
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
@@ -358,14 +365,17 @@ struct PeerCLITests {
             #expect(!reader.stderr.contains("busy"), "\(reader.stderr)")
         }
         let balances = try JSONSerialization.jsonObject(with: Data(balance.stdout)) as? [String: Any]
-        let shown = balances?["balances"] as? [String]
-        #expect(shown == [] || shown == ["4.50 EUR"], "before or after the credit: \(balance.output)")
-        let rows = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [[String: Any]]
+        let shown = (balances?["balances"] as? [[String: Any]])?.map { $0["minorUnits"] as? Int }
+        #expect(shown == [] || shown == [450], "before or after the credit: \(balance.output)")
+        let listing = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [String: Any]
+        let rows = listing?["entries"] as? [[String: Any]]
         #expect(rows?.count == entriesBefore || rows?.count == entriesBefore + 1, "\(history.output)")
-        #expect((try JSONSerialization.jsonObject(with: Data(pending.stdout)) as? [Any])?.isEmpty == true)
-        let budgets = try JSONSerialization.jsonObject(with: Data(budget.stdout)) as? [[String: Any]]
+        let unconfirmed = try JSONSerialization.jsonObject(with: Data(pending.stdout)) as? [String: Any]
+        #expect((unconfirmed?["payments"] as? [Any])?.isEmpty == true)
+        let budgets = (try JSONSerialization.jsonObject(with: Data(budget.stdout)) as? [String: Any])?["budgets"]
+        let food = (budgets as? [[String: Any]])?.first
         #expect(
-            budgets?.first?["category"] as? String == "food" && budgets?.first?["spent"] as? String == "0.00 EUR",
+            food?["category"] as? String == "food" && (food?["spent"] as? [String: Any])?["minorUnits"] as? Int == 0,
             "\(budget.output)")
         // Two appending commands exclude each other; the lock is taken after the PIN is read and checked.
         #expect(busy.status == 9 && busy.stderr.contains("busy"), "\(busy.status) \(busy.stderr)")
@@ -445,7 +455,7 @@ struct PeerCLITests {
         receiverDone.wait()
         for reader in readers { #expect(reader.status == 0 && !reader.stderr.contains("busy"), "\(reader.stderr)") }
         let balances = try JSONSerialization.jsonObject(with: Data(readers[0].stdout)) as? [String: Any]
-        #expect(balances?["balances"] as? [String] == [], "before the credit: \(readers[0].output)")
+        #expect((balances?["balances"] as? [Any])?.isEmpty == true, "before the credit: \(readers[0].output)")
         #expect(stopped.terminationStatus == 0, "the payment completes after the pause")
         #expect(receiver.result?.status == 0, "\(receiver.result?.output ?? "") \(receiver.result?.stderr ?? "")")
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("4.50 EUR"))
@@ -453,6 +463,7 @@ struct PeerCLITests {
 
     static func historyCount(_ world: WalletCLITests.World) throws -> Int {
         let history = try world.run(["history", "--json"] + world.wallet("bob"))
-        return (try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [Any])?.count ?? -1
+        let listing = try JSONSerialization.jsonObject(with: Data(history.stdout)) as? [String: Any]
+        return (listing?["entries"] as? [Any])?.count ?? -1
     }
 }
