@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the shell blocks of README.md in order, as a new user pasting them into one terminal would.
 
-    readme_run.py [--readme README.md] [--keep] [--list]
+    readme_run.py [--readme README.md] [--keep] [--show] [--list]
 
 The fence of each block says what happens to it:
 
@@ -397,7 +397,7 @@ def write_script(block, state, directory):
     return wrapper
 
 
-def run(blocks, pins, repository, keep):
+def run(blocks, pins, repository, keep, show):
     work = tempfile.mkdtemp(prefix="readme-run.")
     home, state = os.path.join(work, "home"), os.path.join(work, "state")
     os.makedirs(home)
@@ -434,9 +434,11 @@ def run(blocks, pins, repository, keep):
             if process.poll() != 0:
                 raise_failed(process, f"exit {process.status}")
             print(f"  {block.where():<20}  {seconds:6.1f} s  ok")
+            if show:
+                print(indent(process.text()))
             # A background block is the other terminal of this block: both are done now.
             for other in background:
-                finish_background(other)
+                finish_background(other, show)
             background = []
     except Failure as failure:
         failed = failure
@@ -464,7 +466,7 @@ def wait_ready(process):
             raise_failed(process, f"did not print {ready.decode()!r} within {backgroundReadySecondsMax} s")
 
 
-def finish_background(process):
+def finish_background(process, show):
     deadline = time.monotonic() + backgroundEndSecondsMax
     while process.pump(0.05) or process.poll() is None:
         if process.fd is None:
@@ -476,6 +478,12 @@ def finish_background(process):
     if process.status != 0:
         raise_failed(process, f"the background block ended with exit {process.status}")
     print(f"  {process.block.where():<20}  {seconds:6.1f} s  ok (background, ended)")
+    if show:
+        print(indent(process.text()))
+
+
+def indent(text):
+    return "".join(f"      | {line}\n" for line in text.rstrip("\n").split("\n"))
 
 
 def raise_failed(process, why):
@@ -487,6 +495,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--readme", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the temporary HOME")
+    parser.add_argument("--show", action="store_true", help="print every block's output, not only a failed one's")
     parser.add_argument("--list", action="store_true", help="list the blocks and check them; run nothing")
     arguments = parser.parse_args()
     repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -503,7 +512,7 @@ def main():
             print(f"{block.where():<20} {block.kind:<10} {block.reason}")
         return 0
     before = git_status(repository)
-    status = run(blocks, pins, repository, arguments.keep)
+    status = run(blocks, pins, repository, arguments.keep, arguments.show)
     after = git_status(repository)
     if before != after:
         print("readme-run: FAILED: the README run changed the repository (`git status --porcelain`):\n"
