@@ -9,6 +9,7 @@ The fence of each block says what happens to it:
     ```sh no-run: REASON           not run. Only blocks of scripts/test and scripts/demo, and hardware examples
                                    (REASON starts with "hardware"), may be no-run; every `secure` command of a
                                    hardware example must also appear in a later block that runs (its twin).
+    ```sh timeout=SECONDS            run, with more time than the default 300 s (a build from scratch).
     ```sh background ready=TEXT: REASON
                                    run in the background, as in a second terminal (the payee's `secure receive`
                                    while the payer runs `secure pay` in the next block). The next block starts
@@ -110,9 +111,10 @@ def parse_blocks(path):
             attributes = {}
             for word in words:
                 key, equals, value = word.partition("=")
-                if not equals:
-                    raise Failure(f"README.md line {index + 1}: unknown fence word {word!r} (```sh, ```sh no-run: "
-                                  "REASON or ```sh background ready=TEXT: REASON)")
+                if key not in ("ready", "timeout") or not equals or key == "timeout" and not value.isdigit():
+                    raise Failure(f"README.md line {index + 1}: unknown fence word {word!r} "
+                                  "(```sh [timeout=SECONDS], "
+                                  "```sh no-run: REASON or ```sh background ready=TEXT: REASON)")
                 attributes[key] = value
             if kind != "run" and not reason.strip():
                 raise Failure(f"README.md line {index + 1}: a {kind} block must say why after a colon")
@@ -410,26 +412,28 @@ def run(blocks, pins, repository, keep, show):
     with open(os.path.join(state, "cwd"), "w", encoding="utf-8") as handle:
         handle.write(repository + "\n")
     print(f"readme-run: HOME={home}")
-    background, failed, total = [], None, time.monotonic()
+    background, running, failed, total = [], [], None, time.monotonic()
     try:
         for block in blocks:
             if block.kind == "no-run":
                 print(f"  {block.where():<20}  skipped (no-run: {block.reason})")
                 continue
             process = Process(block, write_script(block, state, work), environment, pins, home)
+            running = [process]
             if block.kind == "background":
                 wait_ready(process)
                 background.append(process)
                 print(f"  {block.where():<20}  started in the background ({block.reason})")
                 continue
+            limit = float(block.attributes.get("timeout", blockSecondsMax))
             while process.pump(0.05) or process.poll() is None:
                 if process.fd is None:
                     time.sleep(0.05)
                 for other in background:
                     other.pump(0)
-                if time.monotonic() - process.started > blockSecondsMax:
+                if time.monotonic() - process.started > limit:
                     process.kill()
-                    raise_failed(process, f"still running after {blockSecondsMax} s (waiting for input?)")
+                    raise_failed(process, f"still running after {limit} s (waiting for input?)")
             seconds = time.monotonic() - process.started
             if process.poll() != 0:
                 raise_failed(process, f"exit {process.status}")
@@ -442,8 +446,11 @@ def run(blocks, pins, repository, keep, show):
             background = []
     except Failure as failure:
         failed = failure
+        for other in background:
+            print(f"---- output so far of the background block at {other.block.where()} ----\n{other.text()}----",
+                  file=sys.stderr)
     finally:
-        for process in background:
+        for process in background + running:
             process.kill()
         if keep or failed:
             print(f"readme-run: the run's files are kept in {work}")
