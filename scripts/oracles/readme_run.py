@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the shell blocks of README.md in order, as a new user pasting them into one terminal would.
 
-    readme_run.py [--readme README.md] [--keep] [--show] [--list]
+    readme_run.py [--readme README.md] [--keep] [--show] [--list] [--self-test]
 
 The fence of each block says what happens to it:
 
@@ -504,7 +504,10 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the temporary HOME")
     parser.add_argument("--show", action="store_true", help="print every block's output, not only a failed one's")
     parser.add_argument("--list", action="store_true", help="list the blocks and check them; run nothing")
+    parser.add_argument("--self-test", action="store_true", help="check the runner on small READMEs")
     arguments = parser.parse_args()
+    if arguments.self_test:
+        return self_test()
     repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     readme = arguments.readme or os.path.join(repository, "README.md")
     try:
@@ -526,6 +529,46 @@ def main():
               + "\n".join(sorted(set(after.splitlines()) ^ set(before.splitlines()))), file=sys.stderr)
         return 1
     return status
+
+
+# (README text, exit code, text stderr or stdout must hold): the runner's own checks, run by --self-test.
+SELF_TESTS = [
+    ("```sh\nexport X=1\nmkdir -p ~/d\ncd ~/d\necho hi > a.txt\n```\n"
+     "```sh background ready=up: a second terminal\necho up\nsleep 0.5\necho done > ~/bg.txt\n```\n"
+     "```sh\ntest \"$X\" = 1\ntest \"$PWD\" = \"$HOME/d\"\ncat a.txt\n```\n"
+     "```sh\ngrep done ~/bg.txt\n```\n", 0, "every block passed"),
+    ("```sh\ntrue\nfalse\ntrue\n```\n", 1, "exit 1 at README.md line 3"),
+    ("```sh\necho x > made.txt\n```\n```sh\ncat made.txt other.txt\n```\n", 1,
+     "`other.txt` is used before any earlier command makes it"),
+    ("```sh\ntrue && false\n```\n", 1, "`&&` in a block"),
+    ("```sh no-run: slow\nsecure balance\n```\n", 1, "only scripts/test, scripts/demo and hardware examples"),
+    ("```sh no-run: hardware: a board\nsecure pay --to 1\n```\n```sh\ntrue\n```\n", 1, "no runnable twin"),
+    ("```sh background ready=never: a second terminal\nexit 3\n```\n```sh\ntrue\n```\n", 1,
+     "ended (exit 3) before printing 'never'"),
+    ("```sh\nunset HOME_X\necho $HOME_X\n```\n", 1, "HOME_X: unbound variable"),
+]
+
+
+def self_test():
+    """Runs the runner on small READMEs that must pass or fail; 0 when each did as expected."""
+    failures = 0
+    with tempfile.TemporaryDirectory() as directory:
+        for number, (text, expected_status, expected_text) in enumerate(SELF_TESTS):
+            readme = os.path.join(directory, f"case-{number}.md")
+            with open(readme, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            result = subprocess.run([sys.executable, os.path.abspath(__file__), "--readme", readme],
+                                    capture_output=True, text=True, timeout=60)
+            output = result.stdout + result.stderr
+            if result.returncode != expected_status or expected_text not in output:
+                failures += 1
+                print(f"readme-run self-test {number}: expected exit {expected_status} and {expected_text!r}, got "
+                      f"exit {result.returncode}:\n{output}", file=sys.stderr)
+            for line in output.splitlines():
+                if line.startswith("readme-run: the run's files are kept in "):
+                    shutil.rmtree(line.split(" in ", 1)[1], ignore_errors=True)
+    print(f"readme-run: self-test {'passed' if failures == 0 else 'FAILED'} ({len(SELF_TESTS)} cases)")
+    return 1 if failures else 0
 
 
 def git_status(repository):
