@@ -9,7 +9,7 @@ The fence of each block says what happens to it:
     ```sh no-run: REASON           not run. Only blocks of scripts/test and scripts/demo, and hardware examples
                                    (REASON starts with "hardware"), may be no-run; every `secure` command of a
                                    hardware example must also appear in a later block that runs (its twin).
-    ```sh timeout=SECONDS            run, with more time than the default 300 s (a build from scratch).
+    ```sh timeout=SECONDS          run, with more time than the default 300 s (a build from scratch).
     ```sh background ready=TEXT: REASON
                                    run in the background, as in a second terminal (the payee's `secure receive`
                                    while the payer runs `secure pay` in the next block). The next block starts
@@ -33,7 +33,8 @@ How a block runs:
 - Each block's time is printed; a failed block prints its output with its line in README.md.
 - The repository must be left as it was found (`git status --porcelain`): blocks work in HOME.
 
-Uses only the standard library. Exit code 0 when every block ran and passed, 1 otherwise.
+--self-test runs the runner on small READMEs that must pass or fail (SELF_TESTS), so a runner that cannot
+fail is caught. Uses only the standard library. Exit code 0 when every block ran and passed, 1 otherwise.
 """
 import argparse
 import os
