@@ -199,12 +199,14 @@ final class TerminalPerson: PeerInterface {
         "pin": ["expired", "error"], "protocol": ["error"], "receipt": ["transferID"],
         "refused": ["reason", "walletID", "outcome"], "reversal": ["reason", "outcome"], "stopping": ["signal"],
         "timeout": ["wait"], "warning": ["ranging"],
+        "announced": ["instance", "host", "port", "addresses"], "found": ["choice", "instance", "address", "port"],
+        "ignored": ["instance", "reason"],
     ]
 
     /// The keys whose values are counts or positions, printed as JSON integers (SecurePeer passes every field
     /// as text).
     static let integerKeys: Set<String> = [
-        "position", "millimetres", "median", "spread", "expired", "keySequence", "signal",
+        "position", "millimetres", "median", "spread", "expired", "keySequence", "signal", "port", "choice",
     ]
 
     /// An event's JSON line.

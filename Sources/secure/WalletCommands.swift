@@ -323,16 +323,19 @@ enum BudgetCommands {
         var rows: [[String: Any]] = []
         for budget in budgets {
             let spent = try wallet.spent(in: budget)
+            let days = windowDays(budget, try wallet.currentWindow(of: budget))
             rows.append([
                 "category": budget.category, "limit": JSONOutput.amount(budget.limit, issuer: nil),
                 "spent": JSONOutput.amount(spent, issuer: nil), "window": "\(budget.window)",
                 "hardCap": budget.isHardCap, "timeZone": budget.timeZoneIdentifier,
+                "windowFirstDay": days.first, "windowLastDay": days.last,
             ])
             if !arguments.flag("json") {
                 print(
                     bar(category: budget.category, spent: spent, limit: budget.limit, colour: BarColour.wanted)
                         + (budget.isHardCap ? "  hard cap" : ""))
-                print(String(repeating: " ", count: 15) + windowLine(budget, try wallet.currentWindow(of: budget)))
+                let span = days.first == days.last ? days.first : "\(days.first) to \(days.last)"
+                print(String(repeating: " ", count: 15) + "\(budget.window) \(span), \(budget.timeZoneIdentifier)")
             }
         }
         if arguments.flag("json") {
@@ -357,8 +360,9 @@ enum BudgetCommands {
         static let reset = "\u{1B}[0m"
     }
 
-    /// "month 2026-12-01 to 2026-12-31, Europe/Berlin": the window's first and last day in the budget's zone.
-    static func windowLine(_ budget: Budget, _ window: BudgetWindow) -> String {
+    /// The window's first and last day (YYYY-MM-DD) in the budget's zone: the text shows them as
+    /// "month 2026-12-01 to 2026-12-31, Europe/Berlin", JSON as windowFirstDay and windowLastDay.
+    static func windowDays(_ budget: Budget, _ window: BudgetWindow) -> (first: String, last: String) {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.calendar = Calendar(identifier: .gregorian)
@@ -367,8 +371,7 @@ enum BudgetCommands {
         let first = formatter.string(from: Date(timeIntervalSince1970: Double(window.start) / 1000))
         // The last day is the one holding the window's last millisecond.
         let last = formatter.string(from: Date(timeIntervalSince1970: Double(window.end - 1) / 1000))
-        let days = first == last ? first : "\(first) to \(last)"
-        return "\(budget.window) \(days), \(budget.timeZoneIdentifier)"
+        return (first, last)
     }
 
     /// A 40-column bar with marks at 80% (|) and 100% (‖), in integers only; with `colour`, the filled

@@ -88,13 +88,33 @@ struct DiscoveryCLITests {
             "b",
             [
                 Run.secure, "pay", "--near", "--pick", "1", "--amount", "5.00 EUR", "--category", "food", "--yes",
-                "--allow-simulated-ranging", "--distance", "120",
+                "--allow-simulated-ranging", "--distance", "120", "--json",
             ] + world.wallet("alice"), world: world)
         #expect(pay.status == 0, "\(pay.output)\n\(pay.stderr)")
-        #expect(pay.output.contains("1. secure-") && pay.output.contains("10.77.0.1:"), "\(pay.output)")
+        #expect(
+            pay.output.contains("\"event\":\"found\"") && pay.output.contains("\"address\":\"10.77.0.1\""),
+            "\(pay.output)")
         receiver.waitUntilExit()
         let rest = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(receiver.terminationStatus == 0, "\(announced)\(rest)")
+        // Both sides' event lines, the discovery events included, match the peer-event schema.
+        let lines = (announced + rest + pay.output).split(separator: "\n").filter { $0.hasPrefix("{") }
+        let validated = try Run.program(
+            RotationCLITests.python,
+            [
+                "-c",
+                """
+                import json, sys
+                from jsonschema import Draft202012Validator
+                schema = json.load(open(sys.argv[1]))
+                errors = [f"{line[:80]}: {e.message}" for line in sys.stdin.read().splitlines()
+                          for e in Draft202012Validator(schema).iter_errors(json.loads(line))]
+                print("\\n".join(errors) or "valid")
+                sys.exit(1 if errors else 0)
+                """, Run.projectRoot + "/docs/schemas/peer-event.v2.schema.json",
+            ], input: Array(lines.joined(separator: "\n").utf8))
+        #expect(validated.status == 0, "\(validated.output)\(validated.stderr)")
+        #expect(lines.contains { $0.contains("\"event\":\"announced\"") })
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("5.00 EUR"))
         // Once the receiver is gone, so is its announcement (withdrawn with goodbye packets; the other
         // side's daemon drops it from its cache within a second or so).
