@@ -38,7 +38,7 @@ enum LedgerCommands {
         """
 
     static func balance(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         let assets = wallet.state.balances.sorted { $0.key < $1.key }
@@ -139,7 +139,7 @@ enum LedgerCommands {
     static func history(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["since", "until", "category", "peer", "kind", "limit"]),
-            flags: walletFlags.union(["csv", "utc"]))
+            flags: walletFlags.union(jsonFlag).union(["csv", "utc"]))
         _ = try arguments.positionals(0, "no positional arguments")
         guard !(arguments.flag("csv") && arguments.flag("json")) else {
             throw UsageError("--csv and --json are two formats; pick one")
@@ -281,7 +281,7 @@ enum LedgerCommands {
 
     static func verify(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
-            words, options: walletOptions, flags: appendingFlags.union(["accept-rollback"]))
+            words, options: walletOptions, flags: appendingFlags.union(jsonFlag).union(["accept-rollback"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, arguments.flag("accept-rollback") ? .appending : .reading)
         // Checks every statement and every row, and records the outcome on the token: a failure locks the

@@ -193,7 +193,7 @@ enum MoneyCommands {
     }
 
     static func issuerShow(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         guard wallet.isIssuer else {
@@ -412,7 +412,8 @@ enum MoneyCommands {
     }
 
     static func pending(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions.union(["export", "out"]), flags: walletFlags)
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["export", "out"]), flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         if let id = arguments.value("export") {

@@ -331,7 +331,7 @@ enum PeerCommands {
         "distance", "ranging-file", "count", "sessions", "seed", "issuer", "expect-payee", "expect-payer", "max-amount",
         "for", "pick", "near-seconds",
     ])
-    static let flags: Set<String> = appendingFlags.union([
+    static let flags: Set<String> = appendingFlags.union(jsonFlag).union([
         "yes", "allow-simulated-ranging", "override-budget", "announce", "near",
     ])
 

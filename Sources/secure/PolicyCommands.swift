@@ -39,7 +39,7 @@ enum PolicyCommands {
     }
 
     static func show(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         let settings = wallet.settings

@@ -28,7 +28,7 @@ enum ReportCommands {
     static func report(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["html", "since", "until"]),
-            flags: walletFlags.subtracting(["json"]).union(["utc"]))
+            flags: walletFlags.union(["utc"]))
         _ = try arguments.positionals(0, "no positional arguments")
         guard let path = arguments.value("html"), !path.isEmpty else {
             throw UsageError("--html FILE names the page to write (the report's only format)")

@@ -44,7 +44,7 @@ extension KeyCommands {
     static func rotate(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["backup-token", "backup-pin-source"]).union(attestationOptions),
-            flags: appendingFlags.union(["destroy-old", "yes"]))
+            flags: appendingFlags.union(jsonFlag).union(["destroy-old", "yes"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let destroyOld = arguments.flag("destroy-old")
         if destroyOld && !arguments.flag("yes") {
@@ -95,7 +95,7 @@ extension KeyCommands {
     static func audit(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
             words, options: walletOptions.union(["backup-token", "backup-pin-source"]).union(attestationOptions),
-            flags: walletFlags)
+            flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         defer { (wallet.token as? TokenSession)?.close() }

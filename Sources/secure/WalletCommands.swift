@@ -8,7 +8,10 @@ import SecureToken
 import SecureWallet
 
 let walletOptions: Set<String> = ["wallet", "token", "pin-source", "module-args", "wait"]
-let walletFlags: Set<String> = ["confirm-final-try", "json", "allow-unenforced-pin", "allow-unproven-origin"]
+let walletFlags: Set<String> = ["confirm-final-try", "allow-unenforced-pin", "allow-unproven-origin"]
+/// `--json`, only on the commands that print JSON: a flag a command accepts and ignores would print text to a
+/// script that asked for JSON.
+let jsonFlag: Set<String> = ["json"]
 /// The flags of a command that appends entries: `--accept-clock` dates an entry by a clock that runs more
 /// than `Wallet.clockJumpMillisecondsMax` past the last entry (see `openWallet`).
 let appendingFlags: Set<String> = walletFlags.union(["accept-clock"])
@@ -124,7 +127,7 @@ enum WalletCommands {
                 "backup-token", "backup-pin-source", "label",
                 "backup-module-args", "recovery-words-file",
             ]).union(keyOptions).union(attestationOptions),
-            flags: walletFlags.union(["allow-file-anchor", "recovery-words"]))
+            flags: walletFlags.union(jsonFlag).union(["allow-file-anchor", "recovery-words"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let tokenURI = try parseURI(try arguments.required("token"), arguments)
         guard let backupText = arguments.value("backup-token") else {
@@ -249,7 +252,7 @@ enum WalletCommands {
     }
 
     static func show(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(["card"]))
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag).union(["card"]))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         if arguments.flag("json") {
@@ -316,7 +319,7 @@ enum BudgetCommands {
     }
 
     static func show(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags)
+        let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
         let budgets = wallet.state.budgets.values.sorted { $0.category < $1.category }

@@ -59,6 +59,11 @@ struct DailyUseCLITests {
         #expect(member.status == 2 && member.stderr.contains("did you mean `secure keys list`?"), "\(member.stderr)")
         let option = try Self.run(world, ["balance", "--jsn"], [:])
         #expect(option.status == 2 && option.stderr.contains("did you mean --json?"), "\(option.stderr)")
+        // A command that prints no JSON does not take --json: a script asking for JSON never gets text.
+        for command in [["budget", "set", "food", "1.00 EUR"], ["deposit", "voucher.bin"], ["ledger", "repair"]] {
+            let refused = try Self.run(world, command + ["--json"], [:])
+            #expect(refused.status == 2 && refused.stderr.contains("--json"), "\(command): \(refused.stderr)")
+        }
         // The generators answer for every command (each parser's options), and the man page renders.
         for shell in ["bash", "zsh", "fish"] {
             let completion = try Self.run(world, ["completion", shell], [:])
