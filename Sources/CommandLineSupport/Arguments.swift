@@ -118,6 +118,9 @@ public struct Arguments: Sendable {
         values[name] ?? (declared.contains(name) ? Self.defaults[name] : nil)
     }
 
+    /// Whether the option was given on the command line (not filled from `defaults`).
+    public func isGiven(_ name: String) -> Bool { values[name] != nil }
+
     /// An option's value, or a usage error naming it.
     public func required(_ name: String) throws -> String {
         guard let value = value(name) else { throw UsageError("--\(name) is required") }

@@ -24,6 +24,9 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
     case readyRecordExists = "ready-record-exists"
     /// An output file exists, or appeared while it was written: files are never overwritten.
     case exists = "file-exists"
+    /// The wallet's folder or wallet.json belongs to another user or others may write it: wallet.json names
+    /// the PKCS#11 module to load, so whoever can write it can run code as you.
+    case unsafePermissions = "unsafe-permissions"
 
     /// The documented exit code's kind for each code.
     public var kind: FailureKind {
@@ -33,7 +36,7 @@ public enum StoreErrorCode: String, FailureCode, CaseIterable {
         case .wrongKey, .corrupted, .foreignDatabase, .malformed, .schemaTooNew, .schemaOutdated: .integrity
         case .io, .sqlite, .anchorUnavailable: .failure
         case .readyRecordExists: .refused
-        case .exists: .usage
+        case .exists, .unsafePermissions: .usage
         }
     }
 }

@@ -127,7 +127,9 @@ enum ReturnValue {
         (CKR_USER_NOT_LOGGED_IN, "CKR_USER_NOT_LOGGED_IN", "the token needs a PIN login for this"),
         (
             CKR_USER_PIN_NOT_INITIALIZED, "CKR_USER_PIN_NOT_INITIALIZED",
-            "the token has no user PIN yet; initialize it first"
+            "the token reports no user PIN set; if it has one (it holds keys), try again: a software token "
+                + "being written by another process can answer this for a moment. Never re-initialize a token that "
+                + "holds keys: that erases them"
         ),
         (CKR_USER_TYPE_INVALID, "CKR_USER_TYPE_INVALID", "the token refused the login type"),
         (

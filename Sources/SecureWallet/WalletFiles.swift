@@ -23,6 +23,35 @@ public struct WalletPaths: Sendable {
         }
     }
 
+    /// Refuses a wallet whose folder or wallet.json another user owns or others may write (group or world
+    /// write): wallet.json names the PKCS#11 module `secure` loads, so whoever can write it, or replace it
+    /// in the folder, runs code as the person who opens the wallet, before any PIN. The same rule ssh applies
+    /// to ~/.ssh and `secure` to its config file. Root's files are trusted (root can do anything anyway).
+    public func checkPermissions() throws {
+        for (path, what) in [(directory, "wallet folder"), (metadata, "wallet.json")] {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { continue }
+            if status.st_mode & S_IFMT == S_IFLNK {
+                // A symlinked wallet folder is fine when its target passes; wallet.json must be a plain file.
+                guard path == directory, stat(path, &status) == 0 else {
+                    throw StoreError(.unsafePermissions, "\(path) is a symbolic link; the \(what) must be a plain file")
+                }
+            }
+            guard status.st_uid == getuid() || status.st_uid == 0 else {
+                throw StoreError(
+                    .unsafePermissions,
+                    "the \(what) \(path) belongs to user \(status.st_uid), not to you; a wallet is opened only "
+                        + "from your own files (wallet.json names the module that is loaded)")
+            }
+            guard status.st_mode & 0o022 == 0 else {
+                throw StoreError(
+                    .unsafePermissions,
+                    "others may write the \(what) \(path); run `chmod go-w \(path)` (wallet.json names the module "
+                        + "that is loaded)")
+            }
+        }
+    }
+
     /// The file anchor's path for a wallet id.
     public static func fileAnchor(walletID: WalletID) -> String {
         xdg("XDG_STATE_HOME", fallback: ".local/state") + "/secure/\(walletID.hex)/anchor"
@@ -64,6 +93,7 @@ public struct WalletMetadata: Codable, Equatable, Sendable {
     }
 
     static func load(_ paths: WalletPaths) throws -> WalletMetadata {
+        try paths.checkPermissions()
         guard let data = FileManager.default.contents(atPath: paths.metadata) else {
             throw StoreError(
                 .walletMissing,

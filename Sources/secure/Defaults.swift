@@ -18,6 +18,27 @@ enum Defaults {
         return base + "/secure/config"
     }
 
+    /// The local time zone for dates shown and read: $TZ when set (an IANA name, with or without a leading
+    /// ":", or a path into a zoneinfo folder), else the system's. A TZ that names no zone this machine knows
+    /// is refused rather than read as UTC, and a POSIX rule such as "UTC+5" is refused because Foundation reads
+    /// its sign backwards (POSIX "UTC+5" is five hours west of UTC; Foundation makes it GMT+05:00).
+    static func localTimeZone() throws -> TimeZone {
+        guard let value = ProcessInfo.processInfo.environment["TZ"], !value.isEmpty else { return TimeZone.current }
+        var name = value.hasPrefix(":") ? String(value.dropFirst()) : value
+        if name.hasPrefix("/"), let folder = name.range(of: "zoneinfo/") { name = String(name[folder.upperBound...]) }
+        // Known to Foundation, or a file of the system's tz database (Etc/UTC, EST5EDT): never a POSIX rule.
+        let inDatabase =
+            !name.contains("..") && !name.hasPrefix("/")
+            && FileManager.default.fileExists(atPath: "/usr/share/zoneinfo/" + name)
+        guard TimeZone.knownTimeZoneIdentifiers.contains(name) || inDatabase, let zone = TimeZone(identifier: name)
+        else {
+            throw UsageError(
+                "TZ=\(value) is not an IANA time zone this machine knows; set TZ to one (e.g. Europe/Berlin, or "
+                    + "Etc/GMT-5 for five hours east of UTC), or pass --utc where a command takes it")
+        }
+        return zone
+    }
+
     /// Fills `Arguments.defaults`; a malformed or unsafe config file is a usage error naming it.
     static func load() throws {
         var values: [String: String] = [:]

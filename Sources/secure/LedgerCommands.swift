@@ -124,14 +124,37 @@ enum LedgerCommands {
 
     /// One CSV cell (RFC 4180): quoted when it holds a comma, quote, CR or LF. Text that a spreadsheet would
     /// run as a formula (starting with = + - @ TAB or CR) gets a leading ' first: notes and names come from
-    /// other wallets.
+    /// other wallets. Every test is on Unicode scalars, never on Characters: "\r\n" is one Character, equal
+    /// to neither "\r" nor "\n", and "=" followed by a combining mark is one Character that is not "=".
+    /// Controls other than TAB, CR and LF (ESC, BEL, DEL, C1) and the bidirectional overrides and isolates
+    /// are written as \u{…}, as on the terminal: `cat history.csv` must not run a peer's escape sequences.
     static func csvCell(_ text: String, isText: Bool = true) -> String {
-        var value = text
-        if isText, let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
-            value = "'" + value
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            let control =
+                (value < 0x20 && value != 0x09 && value != 0x0a && value != 0x0d) || (0x7f...0x9f).contains(value)
+            let bidi = (0x202a...0x202e).contains(value) || (0x2066...0x2069).contains(value)
+            if control || bidi {
+                scalars.append(contentsOf: "\\u{\(String(value, radix: 16, uppercase: true))}".unicodeScalars)
+            } else {
+                scalars.append(scalar)
+            }
         }
-        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else { return value }
-        return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        if isText, let first = scalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
+            scalars.insert("'", at: scalars.startIndex)
+        }
+        guard scalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else {
+            return String(scalars)
+        }
+        var quoted = String.UnicodeScalarView()
+        quoted.append("\"")
+        for scalar in scalars {
+            if scalar == "\"" { quoted.append("\"") }
+            quoted.append(scalar)
+        }
+        quoted.append("\"")
+        return String(quoted)
     }
 
     static let csvHeader = "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id"
@@ -144,7 +167,7 @@ enum LedgerCommands {
         guard !(arguments.flag("csv") && arguments.flag("json")) else {
             throw UsageError("--csv and --json are two formats; pick one")
         }
-        let timeZone = arguments.flag("utc") ? TimeZone(identifier: "UTC")! : TimeZone.current
+        let timeZone = arguments.flag("utc") ? TimeZone(identifier: "UTC")! : try Defaults.localTimeZone()
         let filter = try HistoryFilter(arguments, timeZone: timeZone)
         let limit = try arguments.value("limit").map { text -> Int in
             guard let count = Int(text), count > 0 else { throw UsageError("--limit takes a positive count") }

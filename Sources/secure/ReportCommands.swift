@@ -20,8 +20,9 @@ enum ReportCommands {
                                                       'none'); notes and names from other wallets are text.
                                                       --since and --until take dates as `history` does; dates are
                                                       shown in $TZ (UTC with --utc). FILE is written 0600 and
-                                                      replaced if it exists. Exit code 10 (after writing FILE)
-                                                      when the ledger does not verify.
+                                                      replaced if it is a file; its folder must exist; - writes
+                                                      to stdout. Exit code 10 (after writing FILE) when the
+                                                      ledger does not verify.
         Common options: --wallet DIR, --pin-source SPEC, --token URI.
         """
 
@@ -33,7 +34,8 @@ enum ReportCommands {
         guard let path = arguments.value("html"), !path.isEmpty else {
             throw UsageError("--html FILE names the page to write (the report's only format)")
         }
-        let timeZone = arguments.flag("utc") ? TimeZone(identifier: "UTC")! : TimeZone.current
+        try checkOutput(path)
+        let timeZone = arguments.flag("utc") ? TimeZone(identifier: "UTC")! : try Defaults.localTimeZone()
         let filter = try LedgerCommands.HistoryFilter(arguments, timeZone: timeZone)
         let wallet = try openWallet(arguments, .reading)
         var builder = ReportBuilder(range: ReportRange(since: filter.since, until: filter.until))
@@ -52,13 +54,41 @@ enum ReportCommands {
                 entries: verified.entries, checkpoints: verified.checkpoints, anchor: wallet.anchorKind,
                 problems: problems),
             replayProblem: builder.replayProblem, currentBalances: builder.currentBalances)
-        try DurableFile.write(Array(ReportPage.html(content).utf8), to: path, mode: 0o600)
-        printError("secure: wrote \(path)")
+        if path == "-" {
+            print(ReportPage.html(content), terminator: "")
+        } else {
+            try DurableFile.write(Array(ReportPage.html(content).utf8), to: path, mode: 0o600)
+            printError("secure: wrote \(path)")
+        }
         guard problems.isEmpty else {
             printError("secure: the ledger does NOT verify; the report lists the problems (`secure ledger verify`)")
             return .integrity
         }
         return .success
+    }
+
+    /// Where the page may go, checked before the wallet is opened: `-` is stdout; otherwise the folder must
+    /// exist (no folders are made) and FILE, if it exists, must be a regular file (replaced). A symbolic link,
+    /// a device, a FIFO or a folder is refused: the page is written by rename, which would replace the link
+    /// or node itself (/dev/stdout is a link), not write through it.
+    static func checkOutput(_ path: String) throws {
+        guard path != "-" else { return }
+        let folder = (path as NSString).deletingLastPathComponent
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder.isEmpty ? "." : folder, isDirectory: &isFolder),
+            isFolder.boolValue
+        else {
+            throw UsageError("cannot write the report to \(path): the folder \(folder) does not exist")
+        }
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }
+        let kind = status.st_mode & S_IFMT
+        guard kind == S_IFREG else {
+            throw UsageError(
+                "cannot write the report to \(path): it is not a regular file"
+                    + (kind == S_IFLNK ? " but a symbolic link; name the file itself" : "")
+                    + " (--html - writes to stdout)")
+        }
     }
 
     /// The key-event log as rows, each dated by the ledger entry that records it.

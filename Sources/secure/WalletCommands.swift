@@ -29,6 +29,7 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
         WalletLock.waitSeconds = seconds
     }
     let (paths, recorded) = try recordedWallet(arguments)
+    try checkDefaultedPINSource(arguments, paths: paths)
     guard let tokenText = arguments.value("token") ?? recorded?.token else {
         throw StoreError(
             .walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
@@ -58,6 +59,23 @@ func openWallet(_ arguments: Arguments, _ access: WalletAccess) throws -> Wallet
     return wallet
 }
 
+/// SECURE_PIN_SOURCE and the config file's PIN source are the PIN of the wallet they go with (SECURE_WALLET,
+/// the config's, or the default wallet). Sent to another wallet's token, that PIN is a wrong try on it; three
+/// such slips lock a real token. So a PIN source that was not typed is used only for that wallet: a command
+/// whose --wallet names another must give its own --pin-source.
+func checkDefaultedPINSource(_ arguments: Arguments, paths: WalletPaths) throws {
+    guard !arguments.isGiven("pin-source"), arguments.value("pin-source") != nil, arguments.isGiven("wallet") else {
+        return
+    }
+    let resolved = { (path: String) in URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path }
+    let defaultWallet = WalletPaths(directory: Arguments.defaults["wallet"]).directory
+    guard resolved(paths.directory) == resolved(defaultWallet) else {
+        throw UsageError(
+            "the PIN source from SECURE_PIN_SOURCE (or the config file) is the PIN of the wallet at \(defaultWallet); "
+                + "--wallet names \(paths.directory): give its own --pin-source, so no token is sent another's PIN")
+    }
+}
+
 /// The wallet folder a command names and its recorded metadata (nil when unreadable), or "no wallet".
 func recordedWallet(_ arguments: Arguments) throws -> (WalletPaths, WalletMetadata?) {
     let paths = WalletPaths(directory: arguments.value("wallet"))
@@ -65,6 +83,7 @@ func recordedWallet(_ arguments: Arguments) throws -> (WalletPaths, WalletMetada
         throw StoreError(
             .walletMissing, "no wallet at \(paths.directory); make one with `secure wallet init`, or pass --wallet DIR")
     }
+    try paths.checkPermissions()
     return (
         paths,
         try? JSONDecoder().decode(WalletMetadata.self, from: Data(contentsOf: URL(fileURLWithPath: paths.metadata)))
@@ -302,7 +321,7 @@ enum BudgetCommands {
         guard let window = windowNames[arguments.value("window") ?? "month"] else {
             throw UsageError("--window must be day, week or month")
         }
-        let zone = arguments.value("time-zone") ?? TimeZone.current.identifier
+        let zone = try arguments.value("time-zone") ?? Defaults.localTimeZone().identifier
         let budget = try Budget(
             category: positional[0], limit: limit, window: window, isHardCap: arguments.flag("hard-cap"),
             timeZoneIdentifier: zone)

@@ -248,8 +248,16 @@ struct DailyUseCLITests {
             noTerminal.status == 3 && noTerminal.stderr.contains("--backup-pin-source")
                 && noTerminal.stderr.contains("alice-bk"), "\(noTerminal.stderr)")
         let fromEnvironment = try Self.run(
-            world, ["keys", "rotate", "--wallet", "alice"], ["SECURE_PIN_SOURCE": "file:toks/alice.pin"])
+            world, ["keys", "rotate"], ["SECURE_WALLET": "alice", "SECURE_PIN_SOURCE": "file:toks/alice.pin"])
         #expect(fromEnvironment.status == 3 && fromEnvironment.stderr.contains("--backup-pin-source"))
+        // SECURE_PIN_SOURCE is the PIN of SECURE_WALLET's wallet: another --wallet must give its own, and bob's
+        // token is not sent alice's PIN (its PIN state stays ok).
+        let other = try Self.run(
+            world, ["balance", "--wallet", "bob"],
+            ["SECURE_WALLET": "alice", "SECURE_PIN_SOURCE": "file:toks/alice.pin"])
+        #expect(other.status == 2 && other.stderr.contains("give its own --pin-source"), "\(other.stderr)")
+        let tokens = try world.run(["token", "list", "--token", "pkcs11:token=bob?module-name=softhsm2"])
+        #expect(!tokens.output.contains("count-low") && !tokens.output.contains("final"), "\(tokens.output)")
         let screen = try Run.program(
             RotationCLITests.python,
             [
@@ -263,5 +271,48 @@ struct DailyUseCLITests {
         let audit = try world.run(
             ["keys", "audit", "--backup-pin-source", "file:toks/alice-bk.pin"] + world.wallet("alice"))
         #expect(audit.status == 0, "\(audit.stderr)")
+    }
+
+    /// What a hostile tester found, refused with a clear error: a wallet folder or wallet.json that others
+    /// may write or another user owns (wallet.json names the module loaded: code as you, before any PIN); a
+    /// report written over a device, a link or into a folder that does not exist; a TZ that is a POSIX rule
+    /// Foundation reads backwards, or no zone at all.
+    @Test func unsafeFilesOutputsAndTimeZonesAreRefused() throws {
+        let world = try World()
+        let alice = world.directory + "/alice"
+        for (path, mode) in [(alice, mode_t(0o777)), (alice + "/wallet.json", mode_t(0o666))] {
+            let original = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! Int
+            chmod(path, mode)
+            let open = try world.run(["balance"] + world.wallet("alice"))
+            #expect(open.status == 2 && open.stderr.contains("chmod go-w"), "\(path): \(open.stderr)")
+            chmod(path, mode_t(original))
+        }
+        chown(alice + "/wallet.json", 65534, 65534)
+        let foreign = try world.run(["balance"] + world.wallet("alice"))
+        #expect(foreign.status == 2 && foreign.stderr.contains("belongs to user 65534"), "\(foreign.stderr)")
+        chown(alice + "/wallet.json", getuid(), getgid())
+        #expect(try world.run(["balance"] + world.wallet("alice")).status == 0)
+
+        let device = try world.run(["report", "--html", "/dev/null"] + world.wallet("alice"))
+        #expect(device.status == 2 && device.stderr.contains("not a regular file"), "\(device.stderr)")
+        try FileManager.default.createSymbolicLink(
+            atPath: world.directory + "/link.html", withDestinationPath: "/dev/null")
+        let link = try world.run(["report", "--html", "link.html"] + world.wallet("alice"))
+        #expect(link.status == 2 && link.stderr.contains("symbolic link"), "\(link.stderr)")
+        let folder = try world.run(["report", "--html", "missing/r.html"] + world.wallet("alice"))
+        #expect(folder.status == 2 && folder.stderr.contains("does not exist"), "\(folder.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/missing"), "no folder was made")
+        let stdout = try world.run(["report", "--html", "-"] + world.wallet("alice"))
+        #expect(stdout.status == 0 && stdout.output.hasPrefix("<!DOCTYPE html>"), "\(stdout.stderr)")
+
+        for zone in ["UTC+5", "Bogus/Zone", "<+0330>-3:30"] {
+            let refused = try Self.run(world, ["history"] + world.wallet("alice"), ["TZ": zone])
+            #expect(
+                refused.status == 2 && refused.stderr.contains("not an IANA time zone"), "\(zone): \(refused.stderr)")
+        }
+        for zone in ["Etc/GMT-5", ":Europe/Berlin", "/usr/share/zoneinfo/Asia/Tokyo", "Etc/UTC"] {
+            let read = try Self.run(world, ["history"] + world.wallet("alice"), ["TZ": zone])
+            #expect(read.status == 0, "\(zone): \(read.stderr)")
+        }
     }
 }

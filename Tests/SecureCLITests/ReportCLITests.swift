@@ -28,8 +28,10 @@ struct ReportCLITests {
         Spend(cents: 325, category: "fun", note: "=1+1"),
         Spend(cents: 400, category: "fun", note: "<svg onload=alert(1)>"),
     ]
-    /// The hostile receiver's request: its note holds what `--note` refuses (a newline) and markup.
-    static let requested = Spend(cents: 200, category: "food", note: "first line\n<b>second</b> line")
+    /// The hostile receiver's request: its note holds what `--note` refuses (a newline, a CR LF pair that
+    /// starts a would-be formula row, an escape sequence) and markup.
+    static let requested = Spend(
+        cents: 200, category: "food", note: "first line\n<b>second</b> line\r\n-cmd|' /c calc'!A0\u{1B}[2J")
 
     static func euros(_ cents: Int) -> String { String(format: "%d.%02d EUR", cents / 100, cents % 100) }
 

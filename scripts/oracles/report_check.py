@@ -282,6 +282,18 @@ def pixels(screenshot):
         print(f"ok pixels {name}: box {right - left}x{bottom - top} at ({left},{top}), {inside} pixels in its colours")
 
 
+def csv_visible(note):
+    """A note as `history --csv` writes it: controls other than TAB, CR and LF, and the bidirectional overrides
+    and isolates, as \\u{HEX}; everything else exactly."""
+    out = []
+    for character in note:
+        code = ord(character)
+        control = (code < 0x20 and character not in "\t\n\r") or 0x7F <= code <= 0x9F
+        bidi = 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069
+        out.append(f"\\u{{{code:X}}}" if control or bidi else character)
+    return "".join(out)
+
+
 def history_csv(fixture_path):
     with open(fixture_path) as handle:
         fixture = json.load(handle)
@@ -292,7 +304,7 @@ def history_csv(fixture_path):
     if len(payments) != len(spends):
         fail(f"{len(payments)} payments out in the CSV for {len(spends)} spends")
     for row, spend in zip(payments, spends):
-        note = spend["note"]
+        note = csv_visible(spend["note"])
         guarded = "'" + note if note[:1] in ("=", "+", "-", "@", "\t", "\r") else note
         if row["note"] != guarded:
             fail(f"the note {note!r} came back as {row['note']!r}")
