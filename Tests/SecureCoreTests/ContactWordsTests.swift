@@ -17,6 +17,7 @@ struct ContactWordsTests {
 
     /// Debian's diceware 0.10 ships the EFF large list here, one "dice number<TAB>word" a line.
     static let debianList = "/usr/lib/python3/dist-packages/diceware/wordlists/wordlist_en_eff.txt"
+    static let debianListInstalled = FileManager.default.fileExists(atPath: debianList)
     /// SHA-256 of that file as Debian ships it (with the dice numbers).
     static let debianFileSHA256 = "addd35536511597a02fa0a9ff1e5284677b8883b83e986e43f15a3db996b903e"
     /// SHA-256 of the words alone, one a line: the same value as `ContactWords.listSHA256`, written out again
@@ -38,7 +39,7 @@ struct ContactWordsTests {
 
     /// Word by word and dice number by dice number against Debian's file, and by the file's own SHA-256.
     /// Skipped (and shown as skipped) where the diceware package is not installed.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: debianList), "needs Debian's diceware package"))
+    @Test(.enabled(if: ContactWordsTests.debianListInstalled, "needs Debian's diceware package"))
     func theListIsDebiansWordForWord() throws {
         let data = try #require(FileManager.default.contents(atPath: Self.debianList))
         #expect(Hex.encode(SHA256.hash(Array(data))) == Self.debianFileSHA256)
