@@ -7,6 +7,9 @@ import SecureCrypto
 ///
 /// A mistyped word is caught first by list membership, then by the checksum, and last (in the wallet) by the
 /// derived recovery key not matching the commitment in the key-event log.
+///
+/// Recovery words are a secret and are never read aloud. The words people do read aloud to each other are
+/// `ContactWords` (the EFF's list); the two share no list and no code, so neither can stand in for the other.
 public enum RecoveryWords {
     /// Bytes of the secret: 256 bits, the strongest BIP-39 size.
     public static let secretByteCount = 32
