@@ -304,7 +304,9 @@ enum BudgetCommands {
           secure budget set CATEGORY LIMIT [--window day|week|month] [--hard-cap] [--time-zone ZONE]
               Sets a category's limit per window (default month), counted in an IANA time zone (default the
               local one). Payments above 80% alert; above 100% they need --override-budget, or are refused
-              in a hard-cap category. The change is a signed ledger entry.
+              in a hard-cap category. The change is a signed ledger entry. A budget counts the payments made
+              after it is set: a new budget, or a new window, zone or currency, starts its window at zero
+              (a new limit alone keeps what the window has spent).
           secure budget show [--json]
               Each budget with the open window's spending, as a bar with the 80% and 100% marks, and the
               window's first and last day in the budget's time zone. On a terminal the bar is green below
