@@ -129,7 +129,7 @@ def text_width(text, size):
 
 def check_labels_fit(tree, svg, name):
     """Every text of the chart lies inside its viewBox, horizontally, as drawn by its anchor."""
-    width = float(svg["attrs"]["viewBox"].split()[2])
+    width = float(svg["attrs"]["viewbox"].split()[2])  # the parser lowercases attribute names
     for element in tree.elements:
         if element["tag"] != "text" or not tree.inside(element, svg):
             continue
