@@ -347,7 +347,9 @@ enum CommandTable {
             lines.append("  " + String(code.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0) + code.meaning)
         }
         lines += [
-            "", "Run `secure COMMAND --help` (or -h) for a command's options; `secure --version` for the version.",
+            "",
+            "Run `secure COMMAND --help` (or -h, or `secure help COMMAND`) for a command's options; `secure --version`"
+                + " for the version.",
         ]
         return lines.joined(separator: "\n")
     }

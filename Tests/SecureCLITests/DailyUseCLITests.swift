@@ -58,6 +58,7 @@ struct DailyUseCLITests {
         #expect(helpHistory.status == 0 && helpHistory.output.contains("  secure history ["), "\(helpHistory.output)")
         #expect(helpHistory.output == (try Self.run(world, ["history", "-h"], [:])).output)
         #expect(!helpHistory.output.contains("  secure ledger verify"), "only history's lines: \(helpHistory.output)")
+        #expect(try Self.run(world, ["--help"], [:]).output.contains("`secure help COMMAND`"))
         let nonsense = try Self.run(world, ["help", "nonsense"], [:])
         #expect(nonsense.status == 2 && nonsense.stderr.contains("unknown command \"nonsense\""), "\(nonsense.stderr)")
         let typoHelp = try Self.run(world, ["help", "histroy"], [:])
