@@ -20,9 +20,26 @@ public struct PlotFrame: Hashable, Sendable {
     /// The plot's bottom edge: where zero lands (the time or window axis).
     public let bottom: Double
 
-    /// The frame every chart of the report uses: 720 by 260 units, with room for amount labels on the left
-    /// and date labels below. The SVG scales to the page's width; the proportions stay.
-    public static let standard = PlotFrame(width: 720, height: 260, left: 76, right: 700, top: 20, bottom: 214)
+    /// The frame every chart of the report starts from: 720 by 260 units, with room for amount labels of up
+    /// to six characters on the left, the unit's name above the top label, and date labels below. The SVG
+    /// scales to the page's width; the proportions stay.
+    public static let standard = PlotFrame(width: 720, height: 260, left: 76, right: 700, top: 28, bottom: 214)
+
+    /// The width of one character of a 12-unit tick label, at most: digits are 0.64 em in DejaVu Sans and
+    /// narrower in the other common sans-serif faces, so 0.7 em leaves a margin.
+    public static let labelCharacterWidth = 12 * 0.7
+    /// The gap between a tick label's right end and the plot, and the margin kept left of the longest label.
+    public static let labelGap = 8.0
+
+    /// The standard frame with its left edge moved right, when needed, so a tick label of `characters`
+    /// characters (right-aligned `labelGap` left of the plot) starts inside the SVG, `labelGap` from its edge.
+    public static func fitting(labelCharacters characters: Int) -> PlotFrame {
+        let needed = labelGap * 2 + Double(characters) * labelCharacterWidth
+        let frame = standard
+        return PlotFrame(
+            width: frame.width, height: frame.height, left: max(frame.left, needed.rounded(.up)), right: frame.right,
+            top: frame.top, bottom: frame.bottom)
+    }
 }
 
 /// The vertical axis of a chart of amounts: zero at the plot's bottom, `maximum` (minor units) at its top,
@@ -147,10 +164,13 @@ public struct StepChartGeometry: Hashable, Sendable {
 
     /// The chart of a balance that was `opening` minor units at `start` and changed to each of `changes`
     /// (time, balance after) in order, up to `end`.
-    public init(opening: Int64, changes: [(time: Int64, minorUnits: Int64)], start: Int64, end: Int64) {
+    public init(
+        opening: Int64, changes: [(time: Int64, minorUnits: Int64)], start: Int64, end: Int64,
+        frame: PlotFrame = .standard
+    ) {
         let largest = changes.map(\.minorUnits).reduce(opening, max)
-        amounts = AmountAxis(largest: largest)
-        times = TimeAxis(start: start, end: end)
+        amounts = AmountAxis(largest: largest, frame: frame)
+        times = TimeAxis(start: start, end: end, frame: frame)
         points = changes.map { [amounts, times] change in
             ChartPoint(
                 time: change.time, minorUnits: change.minorUnits, x: times.x(change.time),

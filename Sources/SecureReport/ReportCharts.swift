@@ -29,9 +29,11 @@ public enum ChartColours {
 enum ReportCharts {
     /// The balance chart of one asset.
     static func balance(_ line: BalanceSeries, start: Int64, end: Int64, dates: ReportDates) -> String {
-        let geometry = StepChartGeometry(
-            opening: line.opening, changes: line.changes.map { ($0.time, $0.minorUnits) }, start: start, end: end)
         let currency = line.asset.currency
+        let largest = line.changes.map(\.minorUnits).reduce(line.opening, max)
+        let geometry = StepChartGeometry(
+            opening: line.opening, changes: line.changes.map { ($0.time, $0.minorUnits) }, start: start, end: end,
+            frame: frame(largest: largest, currency: currency))
         var svg = open(
             kind: "balance", axis: geometry.amounts, currency: currency,
             label: "Balance of \(currency.code) issued by \(Asset.shortID(line.asset.issuer)) over time",
@@ -53,8 +55,9 @@ enum ReportCharts {
     /// The budget chart of one category: a bar per window, with the window's limit and its 80 % line.
     static func budget(_ series: BudgetSeries) -> String {
         let windows = series.windows.map { ($0.spent.minorUnits, $0.limit.minorUnits) }
-        let geometry = BarChartGeometry(windows: windows)
         let currency = series.budget.limit.currency
+        let largest = windows.map { max($0.0, $0.1) }.max() ?? 0
+        let geometry = BarChartGeometry(windows: windows, frame: frame(largest: largest, currency: currency))
         var svg = open(
             kind: "budget", axis: geometry.amounts, currency: currency,
             label: "Spending in \(series.category) per \(windowWord(series.budget.window)) against its limit",
@@ -99,6 +102,12 @@ enum ReportCharts {
         return (five.high, five.low) > (four.high, four.low) ? ChartColours.budgetAlert : ChartColours.budgetWithin
     }
 
+    /// The frame for a chart whose values reach `largest` minor units: wide enough on the left for the
+    /// longest tick label, which is the axis maximum's (every tick has as many decimals and no more digits).
+    static func frame(largest: Int64, currency: Currency) -> PlotFrame {
+        PlotFrame.fitting(labelCharacters: numberText(AmountAxis(largest: largest).maximum, currency).count)
+    }
+
     private static func open(
         kind: String, axis: AmountAxis, currency: Currency, label: String, extra: [String: String]
     ) -> String {
@@ -132,7 +141,11 @@ enum ReportCharts {
                 SVGNumber.text(frame.left - 8), SVGNumber.text(axis.y(tick) + 4), numberText(tick, currency),
                 anchor: "end", extra: " data-tick=\"\(tick)\"")
         }
-        svg += text("8", SVGNumber.text(frame.top - 6), currency.code, anchor: "start", weight: "600")
+        // The unit's name sits clear above the top tick's label (whose glyphs rise about 9 units above its
+        // baseline at top + 4).
+        svg += text(
+            SVGNumber.text(PlotFrame.labelGap), SVGNumber.text(frame.top - 14), currency.code, anchor: "start",
+            weight: "600")
         return svg
     }
 

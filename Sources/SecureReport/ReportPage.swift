@@ -174,7 +174,7 @@ public enum ReportPage {
         return html + "</section>\n"
     }
 
-    private static func budgets(_ series: [BudgetSeries]) -> String {
+    static func budgets(_ series: [BudgetSeries]) -> String {
         var html = "<section id=\"budgets\">\n<h2>Spending against budgets</h2>\n"
         if series.isEmpty {
             html += "<p class=\"muted\">No budget is set. <code>secure budget set CATEGORY LIMIT</code> adds one.</p>\n"
@@ -185,7 +185,10 @@ public enum ReportPage {
             html += "<figure>\n<h3>\(HTMLText.peer(budget.category)): \(HTMLText.escaped(limit)) per \(word)"
             html += budget.budget.isHardCap ? " (hard cap)" : ""
             html += "</h3>\n<div class=\"chart\">\n" + ReportCharts.budget(budget) + "</div>\n"
-            html += legend()
+            // A limit of zero (`budget set` refuses one now; an older ledger may hold one) puts both lines on
+            // the zero axis: the legend says so rather than leave a person looking for them.
+            let zero = budget.windows.first { $0.limit.minorUnits <= 0 }?.limit
+            html += legend(zeroLimit: zero)
             html += "<figcaption>Spent per \(word) (windows in \(HTMLText.escaped(budget.budget.timeZoneIdentifier)))"
             if budget.windowsLeftOut > 0 { html += "; \(budget.windowsLeftOut) older windows left out" }
             html += ".</figcaption>\n</figure>\n"
@@ -193,7 +196,7 @@ public enum ReportPage {
         return html + "</section>\n"
     }
 
-    private static func legend() -> String {
+    private static func legend(zeroLimit: Money?) -> String {
         func swatch(_ colour: String, dashed: Bool = false) -> String {
             let shape =
                 dashed
@@ -209,9 +212,14 @@ public enum ReportPage {
             <li>\(swatch(ChartColours.budgetOver))over the limit</li>
             <li>\(swatch(ChartColours.budgetAlert, dashed: true))80 % of the limit</li>
             <li>\(swatch(ChartColours.budgetOver, dashed: true))the limit</li>
-            </ul>
+            \(zeroLimit.map { zeroLimitItem($0) } ?? "")</ul>
 
             """
+    }
+
+    private static func zeroLimitItem(_ limit: Money) -> String {
+        "<li data-zero-limit=\"\">the limit is \(HTMLText.escaped(MoneyText.format(limit))) (set by an older version): "
+            + "both lines lie on the zero axis, and any spending is over it</li>\n"
     }
 
     private static func payments(_ rows: [PaymentRow], dates: ReportDates) -> String {

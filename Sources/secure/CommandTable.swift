@@ -271,6 +271,37 @@ enum CommandTable {
         return .unknown(first)
     }
 
+    /// What `secure WORDS --help` prints for one command: the lines of its group's help about that command
+    /// (each block that starts "  secure NAME", with the lines under it), after the help's heading, and a
+    /// pointer to the group's other commands. A help of one command, or one whose blocks do not name the
+    /// command, is printed whole.
+    static func help(for command: Command) -> String {
+        let siblings = commands.filter { $0.help == command.help }
+        let lines = command.help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        /// The command a block's first line names: the longest sibling name after "  secure ".
+        func owner(_ line: String) -> String? {
+            guard line.hasPrefix("  secure ") else { return nil }
+            let call = line.dropFirst("  secure ".count)
+            return siblings.map(\.name).filter { call == $0 || call.hasPrefix($0 + " ") }.max { $0.count < $1.count }
+                ?? ""
+        }
+        var heading: [String] = []
+        var own: [String] = []
+        var current: String?
+        for line in lines {
+            if let name = owner(line) { current = name }
+            if current == nil {
+                heading.append(line)
+            } else if current == command.name {
+                own.append(line)
+            }
+        }
+        guard siblings.count > 1, !own.isEmpty else { return command.help }
+        let others = siblings.filter { $0.name != command.name }.map { "secure " + $0.name }
+        return (heading + own + ["", "Also under this help: " + others.joined(separator: ", ") + "."])
+            .joined(separator: "\n")
+    }
+
     /// The column where summaries start in `secure --help`.
     static let summaryColumn = 50
 
@@ -316,7 +347,9 @@ enum CommandTable {
             lines.append("  " + String(code.rawValue).padding(toLength: 4, withPad: " ", startingAt: 0) + code.meaning)
         }
         lines += [
-            "", "Run `secure COMMAND --help` (or -h) for a command's options; `secure --version` for the version.",
+            "",
+            "Run `secure COMMAND --help` (or -h, or `secure help COMMAND`) for a command's options; `secure --version`"
+                + " for the version.",
         ]
         return lines.joined(separator: "\n")
     }

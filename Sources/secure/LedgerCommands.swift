@@ -96,10 +96,30 @@ enum LedgerCommands {
                     full.formatOptions = options
                     if let date = full.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
                 }
-                throw UsageError("--\(name) takes an ISO 8601 date (2026-12-01) or time (2026-12-01T09:30:00+01:00)")
+                // ISO 8601 lets a time stop at the minute (2026-12-01T10:00, with or without a zone); like a
+                // date, a minute as --until covers the whole of it.
+                let minute = DateFormatter()
+                minute.timeZone = timeZone
+                minute.locale = Locale(identifier: "en_US_POSIX")
+                for (format, zoned) in [("yyyy-MM-dd'T'HH:mm", false), ("yyyy-MM-dd'T'HH:mmXXXXX", true)] {
+                    minute.dateFormat = format
+                    // The length tells the forms apart: a parser that stops early never drops a zone or seconds.
+                    let shape = zoned ? text.count > 16 && text.dropFirst(16).first != ":" : text.count == 16
+                    if shape, let date = minute.date(from: text) {
+                        return Int64(date.timeIntervalSince1970 * 1000) + (endOfDay ? 59_999 : 0)
+                    }
+                }
+                throw UsageError(
+                    "--\(name) takes an ISO 8601 date (2026-12-01) or time (2026-12-01T09:30, 2026-12-01T09:30:00+01:00)"
+                )
             }
             since = try time("since", endOfDay: false)
             until = try time("until", endOfDay: true)
+            if let since, let until, since > until {
+                throw UsageError(
+                    "--since \(arguments.value("since") ?? "") is after --until \(arguments.value("until") ?? ""): "
+                        + "the range is empty")
+            }
             category = arguments.value("category")
             peer = arguments.value("peer")?.lowercased()
             if let peer, peer.isEmpty || !peer.allSatisfy(\.isHexDigit) {

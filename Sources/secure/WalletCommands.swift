@@ -319,6 +319,11 @@ enum BudgetCommands {
             words, options: walletOptions.union(["window", "time-zone"]), flags: appendingFlags.union(["hard-cap"]))
         let positional = try arguments.positionals(2, "CATEGORY and LIMIT, e.g. food \"200.00 EUR\"")
         let limit = try MoneyText.parse(positional[1])
+        // A limit of zero or less would make every payment "over budget"; the ledger still replays one an
+        // older version wrote (Budget itself accepts it), but a new one is refused here.
+        guard limit.minorUnits > 0 else {
+            throw UsageError("a budget's limit must be more than zero, not \(MoneyText.format(limit))")
+        }
         let windowNames: [String: BudgetWindowKind] = ["day": .day, "week": .week, "month": .month]
         guard let window = windowNames[arguments.value("window") ?? "month"] else {
             throw UsageError("--window must be day, week or month")

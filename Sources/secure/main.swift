@@ -8,6 +8,10 @@ import SecureToken
 
 /// Runs one command line and returns its exit code.
 func run(_ words: [String]) -> ExitCode {
+    // `secure help COMMAND...` is `secure COMMAND... --help`: that command's help, or a did-you-mean.
+    if words.first == "help", words.count > 1 {
+        return run(Array(words.dropFirst()) + ["--help"])
+    }
     guard let first = words.first, first != "--help", first != "-h", first != "help" else {
         print(CommandTable.topHelp)
         return words.isEmpty ? .usage : .success
@@ -21,7 +25,7 @@ func run(_ words: [String]) -> ExitCode {
         switch CommandTable.lookup(words) {
         case .command(let command, let arguments):
             if arguments.contains("--help") || arguments.contains("-h") {
-                print(command.help)
+                print(CommandTable.help(for: command))
                 return .success
             }
             return try command.handler(arguments)

@@ -53,6 +53,29 @@ struct DailyUseCLITests {
         #expect(version.status == 0 && version.output.hasPrefix("secure "), "\(version.output)")
         let help = try Self.run(world, ["keys", "list", "-h"], [:])
         #expect(help.status == 0 && help.output.contains("Usage"))
+        // `secure help COMMAND` is that command's help; an unknown one is a usage error with a guess.
+        let helpHistory = try Self.run(world, ["help", "history"], [:])
+        #expect(helpHistory.status == 0 && helpHistory.output.contains("  secure history ["), "\(helpHistory.output)")
+        #expect(helpHistory.output == (try Self.run(world, ["history", "-h"], [:])).output)
+        #expect(!helpHistory.output.contains("  secure ledger verify"), "only history's lines: \(helpHistory.output)")
+        #expect(try Self.run(world, ["--help"], [:]).output.contains("`secure help COMMAND`"))
+        let nonsense = try Self.run(world, ["help", "nonsense"], [:])
+        #expect(nonsense.status == 2 && nonsense.stderr.contains("unknown command \"nonsense\""), "\(nonsense.stderr)")
+        let typoHelp = try Self.run(world, ["help", "histroy"], [:])
+        #expect(
+            typoHelp.status == 2 && typoHelp.stderr.contains("did you mean `secure history`?"), "\(typoHelp.stderr)")
+        let group = try Self.run(world, ["help", "ledger"], [:])
+        #expect(group.status == 0 && group.output.contains("secure ledger verify"), "\(group.output)")
+        // A command of a group with one help text shows its own lines, not the whole group's.
+        let spendHelp = try Self.run(world, ["spend", "-h"], [:])
+        let calls = spendHelp.output.split(separator: "\n").filter { $0.hasPrefix("  secure ") }
+        #expect(spendHelp.status == 0 && calls.count == 1 && calls[0].hasPrefix("  secure spend --to"), "\(calls)")
+        #expect(spendHelp.output.contains("Budget check, PIN, sign") && spendHelp.output.contains("secure mint"))
+        let pendingHelp = try Self.run(world, ["pending", "--help"], [:]).output
+        #expect(pendingHelp.contains("secure pending [--json]") && pendingHelp.contains("secure pending --export"))
+        // A budget's limit must be more than zero (an older ledger's zero limit still replays).
+        let zero = try Self.run(world, ["budget", "set", "food", "0.00 EUR"], [:])
+        #expect(zero.status == 2 && zero.stderr.contains("more than zero"), "\(zero.stderr)")
         let command = try Self.run(world, ["walet", "show"], [:])
         #expect(command.status == 2 && command.stderr.contains("did you mean `secure wallet`?"), "\(command.stderr)")
         let member = try Self.run(world, ["keys", "lst"], [:])
@@ -147,6 +170,20 @@ struct DailyUseCLITests {
         #expect(try count(["--peer", String(bob.prefix(6))]) == 5)
         #expect(try count(["--since", "2999-01-01"]) == 0)
         #expect(try count(["--until", "2000-01-01"]) == 0)
+        // ISO 8601 times to the minute, with or without a zone; a range that ends before it starts is refused.
+        let all = try count([])
+        #expect(try count(["--since", "2000-01-01T10:00"]) == all)
+        #expect(try count(["--until", "2000-01-01T10:00"]) == 0)
+        #expect(try count(["--since", "2999-01-01T10:00+01:00"]) == 0)
+        #expect(try count(["--until", "2999-01-01T10:00"]) == all)
+        let backwards = try world.run(
+            ["history", "--since", "2026-12-05", "--until", "2026-12-01"] + world.wallet("alice"))
+        #expect(
+            backwards.status == 2 && backwards.stderr.contains("2026-12-05") && backwards.stderr.contains("2026-12-01"),
+            "\(backwards.stderr)")
+        let sameDay = try world.run(
+            ["history", "--since", "2026-12-01T10:00", "--until", "2026-12-01"] + world.wallet("alice"))
+        #expect(sameDay.status == 0, "a time inside the --until day is not after it: \(sameDay.stderr)")
         let bad = try world.run(["history", "--kind", "payments"] + world.wallet("alice"))
         #expect(bad.status == 2 && bad.stderr.contains("payment out"))
         let text = try world.run(["history"] + world.wallet("alice"))
@@ -185,6 +222,27 @@ struct DailyUseCLITests {
 
     /// `budget show` names each window's first and last day in the budget's zone, and colours the bar by the
     /// verdict's thresholds on a terminal only: not into a pipe, not with NO_COLOR, not on TERM=dumb.
+    /// zsh does not search PREFIX/share/zsh/site-functions for a PREFIX of its own choosing, nor bash-completion
+    /// any folder but its user one: scripts/install says what to add (here without building: --hints).
+    @Test func installSaysHowShellsFindTheCompletions() throws {
+        func hints(_ prefix: String) throws -> String {
+            let result = try Run.program(
+                "/bin/bash", [Run.projectRoot + "/scripts/install", "--prefix", prefix, "--hints"],
+                environment: ["HOME": "/home/someone", "XDG_DATA_HOME": "/home/someone/.local/share"])
+            #expect(result.status == 0, "\(prefix): \(result.stderr)")
+            return result.output
+        }
+        #expect(try hints("/usr/local").isEmpty && hints("/usr").isEmpty, "zsh and bash search these already")
+        let local = try hints("/home/someone/.local")
+        #expect(
+            local
+                == "zsh: add  fpath=(/home/someone/.local/share/zsh/site-functions $fpath)  to ~/.zshrc before compinit\n",
+            "\(local)")
+        let opt = try hints("/opt/secure/")
+        #expect(opt.contains("fpath=(/opt/secure/share/zsh/site-functions $fpath)"), "\(opt)")
+        #expect(opt.contains("source /opt/secure/share/bash-completion/completions/secure"), "\(opt)")
+    }
+
     @Test func budgetShowHasWindowDatesAndColourOnATerminalOnly() throws {
         let world = try World()
         try world.fund("alice", "50.00 EUR")

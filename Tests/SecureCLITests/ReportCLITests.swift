@@ -164,6 +164,16 @@ struct ReportCLITests {
         let future = try world.run(
             ["report", "--html", "r.html", "--since", "2999-01-01", "--utc"] + world.wallet("alice"))
         #expect(future.status == 0, "\(future.stderr)")
+        let backwards = try world.run(
+            ["report", "--html", "b.html", "--since", "2026-12-05", "--until", "2026-12-01"] + world.wallet("alice"))
+        #expect(
+            backwards.status == 2 && backwards.stderr.contains("--since 2026-12-05 is after --until 2026-12-01"),
+            "\(backwards.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory + "/b.html"), "no page for an empty range")
+        let minutes = try world.run(
+            ["report", "--html", "m.html", "--since", "2000-01-01T10:00", "--until", "2999-01-01T10:00"]
+                + world.wallet("alice"))
+        #expect(minutes.status == 0, "ISO 8601 times to the minute: \(minutes.stderr)")
         let html = try String(contentsOfFile: world.directory + "/r.html", encoding: .utf8)
         #expect(html.contains("(0 of "), "no entry falls after 2999-01-01")
         #expect(html.contains("10.00 EUR issued by"), "the balance now is still shown")

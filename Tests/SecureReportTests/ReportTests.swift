@@ -62,6 +62,77 @@ struct ReportTests {
         #expect(SVGNumber.text(-0.001) == "0" && SVGNumber.text(12.345) == "12.35" && SVGNumber.text(7) == "7")
     }
 
+    /// The `<text>` elements of an SVG: x, y, anchor, font size and content.
+    static func texts(_ svg: String) -> [(x: Double, y: Double, anchor: String, size: Double, content: String)] {
+        let pattern =
+            #"<text x="([-0-9.]+)" y="([-0-9.]+)" font-size="([0-9.]+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]*)</text>"#
+        let expression = try! NSRegularExpression(pattern: pattern)
+        return expression.matches(in: svg, range: NSRange(svg.startIndex..., in: svg)).map { match in
+            func group(_ index: Int) -> String { String(svg[Range(match.range(at: index), in: svg)!]) }
+            return (Double(group(1))!, Double(group(2))!, group(4), Double(group(3))!, group(5))
+        }
+    }
+
+    @Test(
+        "every amount label fits inside the chart, however large the balance, and the unit clears the top label",
+        arguments: [Int64(5000), 100_000_000, 100_000_000_000, Int64.max / 2])
+    func labelsFit(balance: Int64) throws {
+        let issuer = try #require(WalletID(bytes: [UInt8](repeating: 7, count: 32)))
+        var line = BalanceSeries(asset: Asset(issuer: issuer, currency: .eur))
+        line.changes = [BalanceSeries.Change(time: 1000, minorUnits: balance)]
+        let svg = ReportCharts.balance(
+            line, start: 0, end: 2000, dates: ReportDates(timeZone: TimeZone(identifier: "UTC")!))
+        let viewBox = try #require(svg.components(separatedBy: "viewBox=\"0 0 ").dropFirst().first)
+        let width = try #require(Double(viewBox.prefix { $0 != " " }))
+        let ticks = Self.texts(svg).filter { $0.anchor == "end" }
+        #expect(ticks.count >= 2)
+        // DejaVu Sans (the usual sans-serif on Linux, and the widest common one) draws a digit 0.64 em wide and a
+        // point 0.32 em: the label's left end is its anchor less that width.
+        for tick in ticks {
+            let digits = Double(tick.content.filter(\.isNumber).count)
+            let left = tick.x - tick.size * (0.64 * digits + 0.32 * Double(tick.content.count) - 0.32 * digits)
+            #expect(left >= 0 && tick.x <= width, "\(tick.content) starts at \(left)")
+        }
+        let unit = try #require(Self.texts(svg).first { $0.content == "EUR" })
+        let top = try #require(ticks.map(\.y).min())
+        // Capitals rise 0.73 em above the baseline; the unit's baseline must be above the top label's capitals.
+        #expect(unit.y - 0.73 * unit.size >= 0, "the unit is inside the chart")
+        #expect(unit.y + 2 <= top - 0.73 * ticks[0].size, "the unit (at \(unit.y)) clears the top label (at \(top))")
+    }
+
+    @Test("a zero limit from an older ledger: both lines on the zero axis, and the legend says so")
+    func zeroLimit() throws {
+        let budget = try Budget(
+            category: "food", limit: Money(minorUnits: 0, currency: .eur), window: .month, isHardCap: false,
+            timeZoneIdentifier: "UTC")
+        let window = try budget.window(containing: 1_000_000)
+        let series = BudgetSeries(
+            category: "food", budget: budget,
+            windows: [
+                BudgetWindowSpending(
+                    window: window, spent: try Money(minorUnits: 200, currency: .eur), limit: budget.limit)
+            ], windowsLeftOut: 0)
+        let geometry = BarChartGeometry(windows: [(spent: 200, limit: 0)])
+        #expect(
+            geometry.bars[0].limitY == PlotFrame.standard.bottom && geometry.bars[0].alertY == PlotFrame.standard.bottom
+        )
+        let html = ReportPage.budgets([series])
+        #expect(html.contains("data-limit=\"100\"") && html.contains("data-limit=\"80\""))
+        #expect(html.contains("<li data-zero-limit=\"\">the limit is 0.00 EUR"), "\(html)")
+        #expect(html.contains("fill=\"\(ChartColours.budgetOver)\""), "any spending is over a zero limit")
+        let positive = BudgetSeries(
+            category: "food",
+            budget: try Budget(
+                category: "food", limit: Money(minorUnits: 100, currency: .eur), window: .month, isHardCap: false,
+                timeZoneIdentifier: "UTC"),
+            windows: [
+                BudgetWindowSpending(
+                    window: window, spent: try Money(minorUnits: 20, currency: .eur),
+                    limit: try Money(minorUnits: 100, currency: .eur))
+            ], windowsLeftOut: 0)
+        #expect(!ReportPage.budgets([positive]).contains("data-zero-limit"))
+    }
+
     @Test("peer text cannot open an element or end an attribute")
     func escaping() {
         #expect(HTMLText.escaped("<svg onload=alert(1)>") == "&lt;svg onload=alert(1)&gt;")

@@ -114,6 +114,32 @@ def check_ticks(tree, svg, name):
             fail(f"{name}: tick {units} drawn at {label_y}")
     if max(int(t["attrs"]["data-tick"]) for t in ticks) != axis_max:
         fail(f"{name}: the top tick is not the axis maximum {axis_max}")
+    check_labels_fit(tree, svg, name)
+
+
+def text_width(text, size):
+    """The advance of `text` at `size` in DejaVu Sans (the sans-serif fontconfig picks here, and the widest
+    common one), measured with the font's own metrics; 0.64 em a character when the font is missing."""
+    try:
+        from PIL import ImageFont
+        return ImageFont.truetype("DejaVuSans.ttf", size).getlength(text)
+    except (ImportError, OSError):
+        return 0.64 * size * len(text)
+
+
+def check_labels_fit(tree, svg, name):
+    """Every text of the chart lies inside its viewBox, horizontally, as drawn by its anchor."""
+    width = float(svg["attrs"]["viewbox"].split()[2])  # the parser lowercases attribute names
+    for element in tree.elements:
+        if element["tag"] != "text" or not tree.inside(element, svg):
+            continue
+        attrs, content = element["attrs"], element["text"]
+        size, x = float(attrs.get("font-size", 12)), float(attrs["x"])
+        advance = text_width(content, int(size))
+        anchor = attrs.get("text-anchor", "start")
+        left = x - advance if anchor == "end" else (x - advance / 2 if anchor == "middle" else x)
+        if left < 0 or left + advance > width or float(attrs["y"]) - 0.73 * size < 0:
+            fail(f"{name}: the label {content!r} spans {left:.1f} to {left + advance:.1f} of 0 to {width}")
 
 
 def geometry(report, fixture_path):
