@@ -425,7 +425,9 @@ enum BudgetCommands {
             let tint = over ? BarColour.red : alert ? BarColour.yellow : BarColour.green
             drawn = tint + cells[..<filled].joined() + BarColour.reset + cells[filled...].joined()
         }
+        // A zero limit (only an older version could set one) has no percentage: any spending is over it.
+        let share = limit.minorUnits > 0 ? "(\(percent)%)" : "(limit 0: any spending is over it)"
         return category.padding(toLength: 14, withPad: " ", startingAt: 0) + " " + drawn
-            + "  \(MoneyText.format(spent)) of \(MoneyText.format(limit)) (\(percent)%)"
+            + "  \(MoneyText.format(spent)) of \(MoneyText.format(limit)) \(share)"
     }
 }
