@@ -155,7 +155,11 @@ public final class Announcer: @unchecked Sendable {
             while groupState != AVAHI_ENTRY_GROUP_ESTABLISHED {
                 switch groupState {
                 case AVAHI_ENTRY_GROUP_COLLISION:
-                    throw DiscoveryError(.collision, "another host announced the same random name; try again")
+                    throw DiscoveryError(
+                        .collision,
+                        "another host claimed the random name just announced; a fresh name every try did not help, "
+                            + "so something on the network answers for every name: give payers this address "
+                            + "(--to HOST:PORT) instead")
                 case AVAHI_ENTRY_GROUP_FAILURE:
                     throw DiscoveryError(.daemonFailed, "the daemon could not announce the wallet")
                 default:
@@ -254,6 +258,12 @@ private let browseCallback: AvahiServiceBrowserCallback = {
             AvahiLookupFlags(rawValue: 0), resolveCallback, context)
         {
             session.resolvers.append(resolver)
+        }
+    case AVAHI_BROWSER_REMOVE:
+        // Withdrawn (its goodbye arrived): a receiver that left is not offered.
+        if let name {
+            let withdrawn = String(cString: name)
+            session.found.removeAll { $0.instanceName == withdrawn }
         }
     case AVAHI_BROWSER_ALL_FOR_NOW:
         session.allForNow = true

@@ -8,6 +8,8 @@ import SecureDiscovery
 extension PeerCommands {
     /// The most seconds `pay --near` browses (`--near-seconds`; default 3).
     static let nearSecondsDefault = 3.0
+    /// Tries with fresh random names before an announcement gives up on clashes (see `announce`).
+    static let announceAttemptsMax = 3
 
     /// `--announce` needs an end (`--count` or `--for`): an announcement that outlives its purpose tells the
     /// network a wallet is here for longer than a payment needs. Without --listen, it listens on every
@@ -32,10 +34,22 @@ extension PeerCommands {
                     ? "no network interface that is up and carries multicast has an IPv4 address to announce"
                     : "\(host) is not the IPv4 address of an interface that carries multicast; --listen another")
         }
-        let record = DiscoveryRecord.fresh()
-        let announcer = try Announcer(
-            type: DiscoveryRecord.payServiceType, port: port, txt: record.txt, addresses: addresses,
-            instanceName: DiscoveryRecord.randomInstanceName(), hostLabel: DiscoveryRecord.randomHostLabel())
+        // A clash of random names is vanishingly rare, so a second and third one mean someone answers for
+        // every name (a squatter): three tries with fresh names and nonces, then the error says to use --to.
+        var attempt = 0
+        let announcer: Announcer
+        while true {
+            attempt += 1
+            do {
+                announcer = try Announcer(
+                    type: DiscoveryRecord.payServiceType, port: port, txt: DiscoveryRecord.fresh().txt,
+                    addresses: addresses, instanceName: DiscoveryRecord.randomInstanceName(),
+                    hostLabel: DiscoveryRecord.randomHostLabel())
+                break
+            } catch let error as DiscoveryError where error.code == .collision && attempt < announceAttemptsMax {
+                continue
+            }
+        }
         person.event(
             "announced",
             [
@@ -53,19 +67,36 @@ extension PeerCommands {
     /// announcement whose TXT record is not a wallet's is listed as such and cannot be picked.
     static func nearAddress(_ arguments: Arguments, person: TerminalPerson) throws -> (host: String, port: UInt16) {
         guard arguments.value("to") == nil else { throw UsageError("--near and --to both say where to pay; pick one") }
+        // Anyone on the network can announce, under any name and in any position of the list: a script that
+        // pays what it found must say whom it means to pay, or it pays whoever sorts first.
+        guard !arguments.flag("yes") || arguments.value("expect-payee") != nil else {
+            throw UsageError(
+                "pay --near --yes needs --expect-payee CARD|WALLET-ID: anyone on the network can announce, so a "
+                    + "script must name the wallet it means to pay")
+        }
         let seconds =
             try arguments.value("near-seconds").map { text -> Double in
                 guard let value = Double(text), value > 0, value <= Browser.secondsMax else {
-                    throw UsageError("--near-seconds takes 0 to \(Int(Browser.secondsMax)) seconds")
+                    throw UsageError("--near-seconds takes more than 0 and at most \(Int(Browser.secondsMax)) seconds")
                 }
                 return value
             } ?? nearSecondsDefault
         let found = try Browser.browse(type: DiscoveryRecord.payServiceType, seconds: seconds)
             .sorted { ($0.instanceName, $0.address) < ($1.instanceName, $1.address) }
         var choices: [FoundService] = []
+        // An announcement that points at this machine (loopback, or one of its own addresses) would steer
+        // the payer's wallet to a local service: never offered.
+        let own = Set(NetworkInterfaces.multicastIPv4().map(\.address))
         for service in found {
             let shown = PeerText.escaped(service.instanceName, limit: 40)
             do {
+                guard DiscoveryRecord.isWalletInstanceName(service.instanceName) else {
+                    throw DiscoveryError(.malformedRecord, "its name is not a wallet's (secure- and 12 hex digits)")
+                }
+                guard !service.address.hasPrefix("127."), service.address != "0.0.0.0", !own.contains(service.address)
+                else {
+                    throw DiscoveryError(.malformedRecord, "it points at this machine")
+                }
                 _ = try DiscoveryRecord(txt: service.txtPairs)
                 choices.append(service)
                 person.event(

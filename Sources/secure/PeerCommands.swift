@@ -315,11 +315,12 @@ enum PeerCommands {
         Ranging: --allow-simulated-ranging with --distance MM (simulated, refused by default and shown loudly),
         or --ranging-file PATH (one millimetre reading per line: a file, a pipe, a serial device).
         For scripts: --yes with --pin-source; --json prints events as lines. --expect-payee CARD|WALLET-ID
-        (pay) and --expect-payer CARD|WALLET-ID (receive) decline any other wallet before the PIN; answering a
+        (pay) and --expect-payer CARD|WALLET-ID (receive) decline any other wallet before the approval PIN; answering a
         request with --yes needs --max-amount AMOUNT, the most it approves.
         Nearby: `receive --announce` (with --count or --for) announces _secure-pay._tcp by DNS-SD through the
         system's Avahi daemon: a random name, no wallet identity; without --listen it listens on every
-        interface. `pay --near` lists the receivers that answer and pays the one picked (--pick N, or asked).
+        interface. `pay --near` lists the receivers that answer and pays the one picked (--pick N, or asked;
+        with --yes it needs --expect-payee: anyone on the network can announce, under any name).
         A receiver serves until SIGINT or SIGTERM (live sessions may finish; a second signal ends them),
         until --for SECONDS passed,
         until --count N payments were received, or until --sessions N sessions ended, whatever their outcome

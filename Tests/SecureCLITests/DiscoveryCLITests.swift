@@ -88,7 +88,7 @@ struct DiscoveryCLITests {
             "b",
             [
                 Run.secure, "pay", "--near", "--pick", "1", "--amount", "5.00 EUR", "--category", "food", "--yes",
-                "--allow-simulated-ranging", "--distance", "120", "--json",
+                "--expect-payee", "bob.card", "--allow-simulated-ranging", "--distance", "120", "--json",
             ] + world.wallet("alice"), world: world)
         #expect(pay.status == 0, "\(pay.output)\n\(pay.stderr)")
         #expect(
@@ -160,14 +160,36 @@ struct DiscoveryCLITests {
         stranger.standardError = FileHandle.nullDevice
         try stranger.run()
         defer { if stranger.isRunning { stranger.terminate() } }
+        // And one with a wallet's TXT record under a name chosen to sort first: not a wallet's name.
+        let first = Process()
+        first.executableURL = URL(fileURLWithPath: Run.projectRoot + "/scripts/lan")
+        first.arguments = lan.on(
+            "a",
+            [
+                "avahi-publish", "-s", " secure-000000000000", "_secure-pay._tcp", "7465", "v=1",
+                "n=" + String(repeating: "00", count: 16),
+            ])
+        first.standardOutput = FileHandle.nullDevice
+        first.standardError = FileHandle.nullDevice
+        try first.run()
+        defer { if first.isRunning { first.terminate() } }
         Thread.sleep(forTimeInterval: 2)
-        let pay = try lan.run(
+        // A script that pays what it finds must name whom it means to pay.
+        let blind = try lan.run(
             "b",
             [
                 Run.secure, "pay", "--near", "--pick", "1", "--amount", "5.00 EUR", "--category", "food", "--yes",
                 "--allow-simulated-ranging",
             ] + world.wallet("alice"), world: world)
+        #expect(blind.status == 2 && blind.stderr.contains("--expect-payee"), "\(blind.stderr)")
+        let pay = try lan.run(
+            "b",
+            [
+                Run.secure, "pay", "--near", "--pick", "1", "--amount", "5.00 EUR", "--category", "food", "--yes",
+                "--expect-payee", "bob.card", "--allow-simulated-ranging",
+            ] + world.wallet("alice"), world: world)
         #expect(pay.status == 1 && pay.stderr.contains("no wallet announced"), "\(pay.output)\n\(pay.stderr)")
+        #expect(pay.output.contains("its name is not a wallet's"), "\(pay.output)")
         #expect(pay.output.contains("not a wallet this build can pay"), "\(pay.output)")
         #expect(pay.output.contains("\\u{202E}") && !pay.output.contains("\u{202E}"), "escaped: \(pay.output)")
         #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("20.00 EUR"))

@@ -12,7 +12,7 @@ struct StoreErrorTests {
             .walletExists: .walletMissing, .wrongKey: .integrity, .corrupted: .integrity, .foreignDatabase: .integrity,
             .malformed: .integrity, .schemaTooNew: .integrity, .schemaOutdated: .integrity, .io: .failure,
             .sqlite: .failure,
-            .anchorUnavailable: .failure, .readyRecordExists: .refused, .exists: .usage,
+            .anchorUnavailable: .failure, .readyRecordExists: .refused, .exists: .usage, .unsafePermissions: .usage,
         ]
         for code in StoreError.Code.allCases {
             #expect(StoreError(code, "x").kind == expected[code], "\(code)")

@@ -80,6 +80,14 @@ public struct DiscoveryRecord: Equatable, Sendable {
         return ConstantTime.equal(tag, Self.tag(key: key, nonce: nonce))
     }
 
+    /// Whether an instance name has the shape this build announces ("secure-" and 12 lowercase hex digits).
+    /// Anything else (a leading space, a control character, a name chosen to sort first) is not a wallet's.
+    public static func isWalletInstanceName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard bytes.count == 19, name.hasPrefix("secure-") else { return false }
+        return bytes[7...].allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     /// A random DNS-SD instance name: nothing in it names the wallet, and a new one each session.
     public static func randomInstanceName() -> String { "secure-" + Hex.encode(SystemRandom.bytes(6)) }
 
