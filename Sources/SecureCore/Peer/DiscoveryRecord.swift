@@ -96,37 +96,27 @@ public struct DiscoveryRecord: Equatable, Sendable {
     public static func randomHostLabel() -> String { "w" + Hex.encode(SystemRandom.bytes(8)) }
 }
 
-/// A failure to announce, browse or read an announcement.
-public struct DiscoveryError: CodedError {
-    /// Stable codes.
-    public enum Code: CaseNameCode {
-        /// No Avahi daemon answers on the system bus.
-        case noDaemon
-        /// The daemon refused or failed an operation.
-        case daemonFailed
-        /// Another host announced the same random name (vanishingly rare; try again).
-        case collision
-        /// No interface can carry an announcement.
-        case noInterface
-        /// An announcement's TXT record is not a wallet's.
-        case malformedRecord
-        /// An announcement of another version.
-        case unsupportedVersion
-        /// Nothing was found, or the choice names nothing found.
-        case notFound
-    }
+/// A failure to announce, browse or read an announcement. Equality is by code.
+public typealias DiscoveryError = CodedFailure<DiscoveryErrorCode>
 
-    /// The stable code.
-    public let code: Code
-    /// A sentence a person can act on.
-    public let message: String
+/// Stable codes for `DiscoveryError`. None is one of the failures the command line names by its own code,
+/// so each exits 1.
+public enum DiscoveryErrorCode: String, FailureCode, CaseIterable {
+    /// No Avahi daemon answers on the system bus.
+    case noDaemon = "no-daemon"
+    /// The daemon refused or failed an operation.
+    case daemonFailed = "daemon-failed"
+    /// Another host announced the same random name (three times: someone squats every name).
+    case collision
+    /// No interface can carry an announcement.
+    case noInterface = "no-interface"
+    /// An announcement's TXT record, name or address is not a wallet's.
+    case malformedRecord = "malformed-record"
+    /// An announcement of another version.
+    case unsupportedVersion = "unsupported-version"
+    /// Nothing was found, or the choice names nothing found.
+    case notFound = "not-found"
 
-    /// Makes an error.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// None of these is one of the failures the command line names by its own code, so each exits 1.
+    /// Every code exits 1.
     public var kind: FailureKind { .failure }
 }
