@@ -26,6 +26,25 @@ public final class SecureChannel: @unchecked Sendable {
         self.transport = transport
     }
 
+    /// A test hook's observer of plaintext records, and its lock.
+    private static let observerLock = NSLock()
+    nonisolated(unsafe) private static var observer:
+        (@Sendable (_ sent: Bool, _ type: UInt8, _ payload: [UInt8]) -> Void)?
+
+    /// Test hook: `observer` sees every application record of every channel in this process, in plaintext,
+    /// as it is sealed (`sent`) or after it is opened. Tests use it to check what crossed a channel (for
+    /// example, that no identity crossed before a contact exchange's proximity gate opened) without trusting
+    /// the command's own output. The `secure` CLI sets it only when SECURE_TEST_CHANNEL_RECORDS names a file.
+    public static func observeRecords(
+        _ observer: @escaping @Sendable (_ sent: Bool, _ type: UInt8, _ payload: [UInt8]) -> Void
+    ) {
+        observerLock.withLock { Self.observer = observer }
+    }
+
+    private static func observe(sent: Bool, _ record: ChannelRecord) {
+        observerLock.withLock { observer }?(sent, record.type, record.payload)
+    }
+
     /// The 16-byte session id.
     public var sessionId: [UInt8] { summary.sessionId }
     /// The 32-byte channel binding value.
@@ -100,7 +119,9 @@ public final class SecureChannel: @unchecked Sendable {
         precondition(type != ChannelRecord.closeType, "record type 0 is reserved for close()")
         try sendLock.withLock {
             try checkOpen(sending: true)
-            let frame = try sealer.seal(ChannelRecord(type: type, payload: payload))
+            let record = ChannelRecord(type: type, payload: payload)
+            Self.observe(sent: true, record)
+            let frame = try sealer.seal(record)
             do {
                 try transport.send(frame, timeoutSeconds: timeoutSeconds)
             } catch let error as ChannelError {
@@ -133,6 +154,7 @@ public final class SecureChannel: @unchecked Sendable {
                     stateLock.withLock { receivedClose = true }
                     return nil
                 }
+                Self.observe(sent: false, record)
                 return record
             } catch let error as ChannelError {
                 fail(error)

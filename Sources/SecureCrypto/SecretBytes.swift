@@ -52,6 +52,21 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible {
     /// Zero-filled, for a C call or an algorithm to write into before anyone else sees it.
     init(zeroedCount count: Int) { storage = Storage(count: count) }
 
+    /// The parts one after another, copied straight into wiped-on-release memory (no array copy lingers).
+    public static func concatenation(_ parts: [SecretBytes]) -> SecretBytes {
+        let joined = SecretBytes(zeroedCount: parts.reduce(0) { $0 + $1.count })
+        var offset = 0
+        for part in parts {
+            part.withUnsafeBytes { source in
+                if let base = source.baseAddress {
+                    (joined.storage.pointer + offset).copyMemory(from: base, byteCount: source.count)
+                }
+            }
+            offset += part.count
+        }
+        return joined
+    }
+
     /// The number of bytes.
     public var count: Int { storage.count }
 

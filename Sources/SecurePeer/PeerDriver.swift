@@ -154,14 +154,8 @@ final class ChannelEnvironment: PeerEnvironment {
     }
 
     func send(_ message: PeerMessage) throws {
-        let bytes = message.encoded
-        let chunk = ChannelLimits.recordPayloadByteCountMax
-        var offset = 0
-        while bytes.count - offset > chunk {
-            try channel.send(type: PeerDriver.fragmentRecordType, payload: Array(bytes[offset..<offset + chunk]))
-            offset += chunk
-        }
-        try channel.send(type: PeerDriver.messageRecordType, payload: Array(bytes[offset...]))
+        try ChannelMessages.send(
+            message.encoded, on: channel, whole: PeerDriver.messageRecordType, fragment: PeerDriver.fragmentRecordType)
     }
 
     func now() -> Int64 { Wallet.systemClock() }

@@ -189,6 +189,14 @@ enum CommandTable {
                     PeerCommands.retry
                 ),
             ]),
+        group(
+            .peers, help: ContactCommands.addHelp,
+            [
+                (
+                    "contact add", "--near | --listen ADDR | --to ADDR --name NAME",
+                    "exchange contacts with a wallet held next to this one", ContactCommands.add
+                )
+            ]),
         // The ledger, proofs and audits
         group(
             .ledger, help: LedgerCommands.help,

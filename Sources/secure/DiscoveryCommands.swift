@@ -25,7 +25,9 @@ extension PeerCommands {
 
     /// Announces the receiver listening on `host:port`: a random instance name, a random SRV host name that
     /// maps to each address it listens on, and a TXT record with a version and a fresh nonce only.
-    static func announce(host: String, port: UInt16, person: TerminalPerson) throws -> Announcer {
+    static func announce(
+        host: String, port: UInt16, person: TerminalPerson, record: @autoclosure () -> DiscoveryRecord = .fresh()
+    ) throws -> (announcer: Announcer, record: DiscoveryRecord) {
         let addresses = NetworkInterfaces.multicastIPv4(only: host == "0.0.0.0" ? nil : host)
         guard !addresses.isEmpty else {
             throw DiscoveryError(
@@ -38,11 +40,13 @@ extension PeerCommands {
         // every name (a squatter): three tries with fresh names and nonces, then the error says to use --to.
         var attempt = 0
         let announcer: Announcer
+        var announced: DiscoveryRecord
         while true {
             attempt += 1
+            announced = record()
             do {
                 announcer = try Announcer(
-                    type: DiscoveryRecord.payServiceType, port: port, txt: DiscoveryRecord.fresh().txt,
+                    type: DiscoveryRecord.payServiceType, port: port, txt: announced.txt,
                     addresses: addresses, instanceName: DiscoveryRecord.randomInstanceName(),
                     hostLabel: DiscoveryRecord.randomHostLabel())
                 break
@@ -59,7 +63,27 @@ extension PeerCommands {
             "announced on the local network as \(announcer.instanceName) (\(DiscoveryRecord.payServiceType), "
                 + "port \(port), \(addresses.map(\.address).joined(separator: ", "))); the announcement names no wallet"
         )
-        return announcer
+        return (announcer, announced)
+    }
+
+    /// Why a found service cannot be picked, or nil when it can: its name is not of the shape this build
+    /// announces, it points at this machine (which would steer the wallet to a local service), or its TXT
+    /// record is not a wallet's.
+    static func refusal(of service: FoundService, ownAddresses: Set<String>) -> Error? {
+        do {
+            guard DiscoveryRecord.isWalletInstanceName(service.instanceName) else {
+                throw DiscoveryError(.malformedRecord, "its name is not a wallet's (secure- and 12 hex digits)")
+            }
+            guard !service.address.hasPrefix("127."), service.address != "0.0.0.0",
+                !ownAddresses.contains(service.address)
+            else {
+                throw DiscoveryError(.malformedRecord, "it points at this machine")
+            }
+            _ = try DiscoveryRecord(txt: service.txtPairs)
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// `pay --near`: browses, lists what answers, and returns the one picked with `--pick N` or at the
@@ -90,14 +114,7 @@ extension PeerCommands {
         for service in found {
             let shown = PeerText.escaped(service.instanceName, limit: 40)
             do {
-                guard DiscoveryRecord.isWalletInstanceName(service.instanceName) else {
-                    throw DiscoveryError(.malformedRecord, "its name is not a wallet's (secure- and 12 hex digits)")
-                }
-                guard !service.address.hasPrefix("127."), service.address != "0.0.0.0", !own.contains(service.address)
-                else {
-                    throw DiscoveryError(.malformedRecord, "it points at this machine")
-                }
-                _ = try DiscoveryRecord(txt: service.txtPairs)
+                if let refusal = refusal(of: service, ownAddresses: own) { throw refusal }
                 choices.append(service)
                 person.event(
                     "found",

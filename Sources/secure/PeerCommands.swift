@@ -447,7 +447,8 @@ enum PeerCommands {
         let signals = stopOnSignals(server, person: person)
         defer { signals.forEach { $0.cancel() } }
         person.event("listening", ["address": "\(host):\(listener.port)"], "listening on \(host):\(listener.port)")
-        let announcer = try arguments.flag("announce") ? announce(host: host, port: listener.port, person: person) : nil
+        let announcer =
+            try arguments.flag("announce") ? announce(host: host, port: listener.port, person: person).announcer : nil
         defer { announcer?.stop() }
         if let serveSeconds {
             DispatchQueue.global().asyncAfter(deadline: .now() + serveSeconds) { [server] in server.stop() }
