@@ -30,21 +30,35 @@ public final class PeerDriver {
     /// The channel's record type for a whole peer message, and for a fragment that more fragments follow.
     static let messageRecordType: UInt8 = 1
     static let fragmentRecordType: UInt8 = 2
+    /// A payer's contact probe, and the receiver's answer (docs/PROTOCOL.md, "Contacts → Paying a contact");
+    /// contact exchanges use 3 and 4.
+    public static let probeRecordType: UInt8 = 5
+    public static let answerRecordType: UInt8 = 6
+
+    /// The receiver's side of `pay --to NAME`: given a connector's probe and the channel binding, the answer
+    /// under the contact whose discovery key checks, or nil when none does.
+    public typealias ProbeResponder = @Sendable (_ probe: [UInt8], _ channelBinding: [UInt8]) -> [UInt8]?
 
     let channel: SecureChannel
     let interface: PeerInterface
     private let actions: PeerActions
     /// Multiplies every wait's timeout; tests of silent links shorten them.
     private let timeoutScale: Double
+    /// The receiver speaks only after the connector did: it answers probes, and sends its hello after the
+    /// payer's (nil for a payer).
+    private let probeResponder: ProbeResponder?
+    private let waitsForConnector: Bool
 
     /// Prepares a session on an open channel. The wallet's latest checkpoint goes into `hello`.
     public init(
         wallet: Wallet, channel: SecureChannel, role: Role, interface: PeerInterface, ranging: RangingConfiguration,
         policy: RangingPolicy, displayName: String, walletLock: NSLock = NSLock(), timeoutScale: Double = 1,
-        pinHoldMilliseconds: Int64 = PeerActions.pinHoldMillisecondsMax
+        pinHoldMilliseconds: Int64 = PeerActions.pinHoldMillisecondsMax, probeResponder: ProbeResponder? = nil
     ) throws {
         precondition(timeoutScale > 0 && timeoutScale <= 1, "timeouts may only be shortened, for tests of silent links")
         self.timeoutScale = timeoutScale
+        self.probeResponder = probeResponder
+        if case .receive = role { waitsForConnector = true } else { waitsForConnector = false }
         self.channel = channel
         self.interface = interface
         let (hello, trusted) = try walletLock.withLock {
@@ -79,17 +93,29 @@ public final class PeerDriver {
         interface.event(
             "channel", ["sas": channel.sas.digits, "sasWords": channel.sas.words.joined(separator: " ")],
             "secure channel up; compare the code with the other person: \(channel.sas)")
-        var queue = actions.start()
-        var currentWait: PeerWait?
-        var deadline = Date()
-        var fragments: [UInt8] = []
         defer {
             actions.finishSession()
             channel.close()
         }
+        // A receiver says nothing, its hello included, until the connector has spoken: a probe (answered),
+        // then the payer's first message, which the machine gets right after its own start.
+        var firstMessage: [UInt8]?
+        if waitsForConnector {
+            guard let first = awaitConnector() else { return .failed(.timeout, byPeer: true) }
+            firstMessage = first
+        }
+        var queue = actions.start()
+        var currentWait: PeerWait?
+        var deadline = Date()
+        var fragments: [UInt8] = []
         while true {
             // The channel environment never rethrows: every failure becomes the machine's answer.
             while !queue.isEmpty { queue += (try? actions.perform(queue.removeFirst())) ?? [] }
+            if let first = firstMessage {
+                firstMessage = nil
+                queue = actions.deliver(bytes: first)
+                continue
+            }
             if let outcome = actions.outcome { return outcome }
             if actions.hasReleasableMessage {
                 queue = actions.releaseHeldMessage()
@@ -128,6 +154,75 @@ public final class PeerDriver {
                 queue = actions.linkDropped()
             }
         }
+    }
+
+    /// The receiver's wait for the connector's first payment message, answering contact probes meanwhile;
+    /// nil when the connector hangs up, stays silent for the hello's wait, or sends something else.
+    private func awaitConnector() -> [UInt8]? {
+        let deadline = Date(timeIntervalSinceNow: Double(PeerWait.peerHello.seconds) * timeoutScale)
+        var fragments: [UInt8] = []
+        var probes = 0
+        while deadline.timeIntervalSinceNow > 0 {
+            do {
+                guard let record = try channel.receive(timeoutSeconds: min(deadline.timeIntervalSinceNow, 1)) else {
+                    return nil
+                }
+                switch record.type {
+                case Self.probeRecordType:
+                    // One probe per channel: a connector that probes again is guessing.
+                    probes += 1
+                    guard probes == 1 else { return nil }
+                    let answer = probeResponder?(record.payload, channel.channelBinding) ?? []
+                    interface.event(
+                        "probe", ["answered": answer.isEmpty ? "no" : "yes"],
+                        answer.isEmpty
+                            ? "a connector asked for a contact this wallet does not have"
+                            : "a contact's probe checked; answered")
+                    try channel.send(type: Self.answerRecordType, payload: answer)
+                case Self.fragmentRecordType:
+                    fragments += record.payload
+                    guard fragments.count <= PeerMessage.encodedByteCountMax else { return nil }
+                case Self.messageRecordType:
+                    return fragments + record.payload
+                default:
+                    interface.event(
+                        "ignored", ["record": "\(record.type)"],
+                        "the connector sent something other than a payment (record type \(record.type)); closed")
+                    return nil
+                }
+            } catch let error as ChannelError where error.code == .timeout {
+                continue
+            } catch {
+                interface.event("link", ["error": "\(error)"], "the link dropped: \(error)")
+                return nil
+            }
+        }
+        return nil
+    }
+
+    /// The payer's side of `pay --to NAME`, before anything else on a new channel: sends the probe for this
+    /// channel and checks the answer against the contact's discovery key. A receiver that is not the contact
+    /// (a replayed or relayed announcement) cannot answer, and then nothing else is sent, not even the hello.
+    public static func probe(channel: SecureChannel, discoveryKey: SecretBytes, timeoutSeconds: Double = 10) throws
+        -> Bool
+    {
+        try channel.send(
+            type: probeRecordType,
+            payload: ContactSecret.probe(discoveryKey: discoveryKey, channelBinding: channel.channelBinding))
+        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+        while deadline.timeIntervalSinceNow > 0 {
+            do {
+                guard let record = try channel.receive(timeoutSeconds: deadline.timeIntervalSinceNow) else {
+                    return false
+                }
+                guard record.type == answerRecordType else { return false }
+                let expected = ContactSecret.answer(discoveryKey: discoveryKey, channelBinding: channel.channelBinding)
+                return ConstantTime.equal(record.payload, expected)
+            } catch let error as ChannelError where error.code == .timeout {
+                continue
+            }
+        }
+        return false
     }
 
     /// The first and last two bytes of a key's fingerprint: "3F2A…9C1B".

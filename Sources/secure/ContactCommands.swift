@@ -200,3 +200,84 @@ extension TerminalPerson: ContactInterface {
         return answer?.lowercased() == "y" || answer?.lowercased() == "yes"
     }
 }
+
+/// Contacts in payments (docs/PROTOCOL.md, "Contacts → Paying a contact").
+extension PeerCommands {
+    /// This wallet's contacts by wallet id, for the prompts.
+    static func contactNames(_ wallet: Wallet) throws -> [WalletID: String] {
+        Dictionary(try wallet.contacts().map { ($0.walletID, $0.name) }) { first, _ in first }
+    }
+
+    /// The discovery key of each contact, the most recently added first (an announcement tags the first eight).
+    static func contactDiscoveryKeys(_ wallet: Wallet) throws -> [SecretBytes] {
+        try wallet.contacts().sorted { $0.addedAt > $1.addedAt }.map {
+            try ContactSecret.discoveryKey(secret: try wallet.contactSecret(walletID: $0.walletID))
+        }
+    }
+
+    /// The receiver's answer to a probe: under the first contact key whose probe for this channel matches
+    /// (every key is tried, so the time does not say which), or nil.
+    static func answer(_ probe: [UInt8], binding: [UInt8], keys: [SecretBytes]) -> [UInt8]? {
+        var answer: [UInt8]?
+        for key in keys {
+            let matches = ConstantTime.equal(probe, ContactSecret.probe(discoveryKey: key, channelBinding: binding))
+            if matches, answer == nil { answer = ContactSecret.answer(discoveryKey: key, channelBinding: binding) }
+        }
+        return answer
+    }
+
+    /// `pay --to NAME`: browses for an announcement tagged under the contact's discovery key, connects, and
+    /// proves on the new channel that the receiver holds that key before anything else is sent. An
+    /// announcement replayed or relayed by someone without the key gets the probe and nothing more.
+    static func contactChannel(
+        named name: String, wallet: Wallet, arguments: Arguments, person: TerminalPerson
+    ) throws -> SecureChannel {
+        guard !arguments.flag("near") else { throw UsageError("--near and --to both say where to pay; pick one") }
+        guard let contact = try wallet.contact(named: name) else {
+            throw UsageError(
+                "\(PeerText.escaped(name, limit: 64)) is neither HOST:PORT nor the name of a contact "
+                    + "(`secure contact list`)")
+        }
+        person.expectedContact = contact.walletID
+        let key = try ContactSecret.discoveryKey(secret: try wallet.contactSecret(walletID: contact.walletID))
+        let seconds =
+            try arguments.value("near-seconds").map { text -> Double in
+                guard let value = Double(text), value > 0, value <= Browser.secondsMax else {
+                    throw UsageError("--near-seconds takes more than 0 and at most \(Int(Browser.secondsMax)) seconds")
+                }
+                return value
+            } ?? nearSecondsDefault
+        let own = Set(NetworkInterfaces.multicastIPv4().map(\.address))
+        let found = try Browser.browse(type: DiscoveryRecord.payServiceType, seconds: seconds)
+        let shown = PeerText.escaped(name, limit: 64)
+        for service in found {
+            guard refusal(of: service, ownAddresses: own) == nil,
+                (try? DiscoveryRecord(txt: service.txtPairs))?.tagChecks(under: key) == true
+            else { continue }
+            person.event(
+                "found", ["instance": service.instanceName, "address": service.address, "port": "\(service.port)"],
+                "an announcement at \(service.address):\(service.port) carries \(shown)'s tag; proving it is \(shown)")
+            do {
+                let channel = try SecureChannel.initiate(
+                    over: try TCPTransport.connect(host: service.address, port: service.port))
+                if try PeerDriver.probe(channel: channel, discoveryKey: key) {
+                    person.event(
+                        "probe", ["answered": "yes"],
+                        "it answered \(shown)'s probe on this channel; the payment starts (contact, proof pending)")
+                    return channel
+                }
+                channel.close()
+            } catch {
+                person.event("ignored", ["reason": "\(error)"], "  -  it did not answer: \(error)")
+                continue
+            }
+            person.event(
+                "refused", ["reason": "probe-failed", "address": service.address],
+                "refused: the wallet at \(service.address):\(service.port) could not prove it is \(shown) (a replayed "
+                    + "or relayed announcement); nothing was sent to it")
+        }
+        throw DiscoveryError(
+            .notFound,
+            "\(shown) is not announcing nearby (within \(seconds) s): they run `secure receive --announce --count 1`")
+    }
+}

@@ -23,6 +23,12 @@ final class TerminalPerson: PeerInterface {
     let expectedPeer: WalletID?
     /// `--max-amount`: the most a request may ask for and still be approved, with `--yes` or at a prompt.
     let maxAmount: Money?
+    /// This wallet's contacts by wallet id, to name them at the prompt ("contact NAME (proof pending)").
+    var contacts: [WalletID: String] = [:]
+    /// `pay --to NAME`: the contact's wallet id, the only wallet this session may pay.
+    var expectedContact: WalletID?
+    /// The contact the person approved in this session: named "verified" once its measurement checked.
+    private var approvedContact: String?
     /// One lock for every session's output, so two sessions' event lines never interleave.
     private static let output = NSLock()
     /// The session's channel code (the SAS), named in each question so a person with two sessions open knows
@@ -52,6 +58,8 @@ final class TerminalPerson: PeerInterface {
     func session(sas: String) throws -> TerminalPerson {
         let person = try TerminalPerson(arguments: arguments, tokenURI: tokenURI, tokenLabel: tokenLabel)
         person.sas = sas
+        person.contacts = contacts
+        person.expectedContact = expectedContact
         return person
     }
 
@@ -62,7 +70,7 @@ final class TerminalPerson: PeerInterface {
     }
 
     func decide(_ approval: Approval) -> PeerDecision {
-        if let expectedPeer, approval.peer.walletID != expectedPeer {
+        if let expectedPeer = expectedPeer ?? expectedContact, approval.peer.walletID != expectedPeer {
             event(
                 "refused", ["reason": "unexpected-peer", "walletID": approval.peer.walletID.hex],
                 "the other side is wallet \(approval.peer.walletID.hex), not \(expectedPeer.hex) as expected; declined")
@@ -79,8 +87,13 @@ final class TerminalPerson: PeerInterface {
         // last, holds only what comes from this wallet: the amount, the fingerprint, a name given here and the
         // channel code (so with two sessions open, the person knows which one asks).
         let fingerprint = PeerDriver.shortFingerprint(approval.peer.key)
+        // A contact is named by the name given here, "proof pending" until its signed measurement checks under
+        // the key its key-event log has in force; any other wallet is "unverified".
+        let contact = contacts[approval.peer.walletID]
+        approvedContact = contact
+        let standing = contact.map { "contact " + PeerText.escaped($0) + " (proof pending)" } ?? "unverified"
         let who =
-            fingerprint + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
+            fingerprint + " " + standing + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
             + (sas.map { ", code \($0)" } ?? "")
         var details =
             "  \(approval.role == .payee ? "payer" : "payee"):  \(fingerprint), calls itself "
@@ -225,6 +238,19 @@ final class TerminalPerson: PeerInterface {
     }
 
     func event(_ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String) {
+        // The debit (payer) and the credit (payee) come only after the other side's signed measurement, which
+        // covers this channel's binding, verified under its key: the contact is now shown as verified.
+        if name == "debit" || name == "credit", let contact = approvedContact {
+            approvedContact = nil
+            show(
+                "contact", ["contact": contact, "verification": "verified"],
+                amounts: [:],
+                "contact \(PeerText.escaped(contact)) verified: its signed measurement checks under its key in force")
+        }
+        show(name, fields, amounts: amounts, text)
+    }
+
+    private func show(_ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String) {
         // On a terminal, the distance is one line redrawn in place, never while a prompt is open (a prompt
         // holds the queue; a reading that finds it taken is not drawn). Everywhere else each reading is a line.
         if name == "distance", !json, isatty(STDOUT_FILENO) == 1 {
@@ -441,6 +467,8 @@ enum PeerCommands {
                 note: note)
         }
         let (rangingSource, policy) = try ranging(arguments, person: person)
+        person.contacts = try contactNames(wallet)
+        let discoveryKeys = try contactDiscoveryKeys(wallet)
         let listener = try TCPListener(host: host, port: port)
         defer { listener.close() }
         let server = PeerServer(listener: listener, limits: limits) { person.event($0, $1, $2) }
@@ -448,7 +476,11 @@ enum PeerCommands {
         defer { signals.forEach { $0.cancel() } }
         person.event("listening", ["address": "\(host):\(listener.port)"], "listening on \(host):\(listener.port)")
         let announcer =
-            try arguments.flag("announce") ? announce(host: host, port: listener.port, person: person).announcer : nil
+            try arguments.flag("announce")
+            ? announce(
+                host: host, port: listener.port, person: person,
+                record: .fresh(discoveryKeys: Array(discoveryKeys.prefix(DiscoveryRecord.tagSlotCount)))
+            ).announcer : nil
         defer { announcer?.stop() }
         if let serveSeconds {
             DispatchQueue.global().asyncAfter(deadline: .now() + serveSeconds) { [server] in server.stop() }
@@ -467,7 +499,8 @@ enum PeerCommands {
                 let driver = try PeerDriver(
                     wallet: shared.0, channel: channel, role: .receive(request: request),
                     interface: watch(try shared.1.session(sas: channel.sas.digits)),
-                    ranging: shared.2, policy: policy, displayName: name, walletLock: walletLock)
+                    ranging: shared.2, policy: policy, displayName: name, walletLock: walletLock,
+                    probeResponder: { probe, binding in Self.answer(probe, binding: binding, keys: discoveryKeys) })
                 code = exitCode(driver.run())
             } catch {
                 shared.1.event("error", ["error": "\(error)"], "session failed: \(error)")
@@ -564,9 +597,15 @@ enum PeerCommands {
             role = .answerRequest
         }
         let (rangingSource, policy) = try ranging(arguments, person: person)
-        let (host, port) =
-            try arguments.flag("near") ? nearAddress(arguments, person: person) : address(arguments.value("to"))
-        let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
+        person.contacts = try contactNames(wallet)
+        let channel: SecureChannel
+        if let name = arguments.value("to"), (try? address(name)) == nil {
+            channel = try contactChannel(named: name, wallet: wallet, arguments: arguments, person: person)
+        } else {
+            let (host, port) =
+                try arguments.flag("near") ? nearAddress(arguments, person: person) : address(arguments.value("to"))
+            channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
+        }
         let driver = try PeerDriver(
             wallet: wallet, channel: channel, role: role, interface: try person.session(sas: channel.sas.digits),
             ranging: rangingSource,

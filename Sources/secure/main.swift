@@ -1,5 +1,6 @@
 import CommandLineSupport
 import Foundation
+import SecureChannel
 import SecureCrypto
 import SecureToken
 
@@ -83,6 +84,29 @@ do {
 }
 // A key with a touch policy holds its signature until it is touched: say so on stderr, never on stdout.
 TouchPrompt.install { printError("secure: \($0)") }
+// A test hook (docs/ARCHITECTURE.md, "Test hooks"): SECURE_TEST_CHANNEL_RECORDS=FILE appends every plaintext
+// channel record, sent (">") or received ("<"), as "DIRECTION TYPE HEX" lines, so a test checks what crossed
+// a channel without trusting this program's own output. Off unless the variable is set.
+if let path = ProcessInfo.processInfo.environment["SECURE_TEST_CHANNEL_RECORDS"] {
+    guard
+        let file = FileHandle(forUpdatingAtPath: path)
+            ?? {
+                FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+                    ? FileHandle(forUpdatingAtPath: path) : nil
+            }()
+    else {
+        printError("secure: SECURE_TEST_CHANNEL_RECORDS: cannot open \(path)")
+        exit(ExitCode.usage.rawValue)
+    }
+    nonisolated(unsafe) let records = file
+    let lock = NSLock()
+    SecureChannel.observeRecords { sent, type, payload in
+        lock.withLock {
+            records.seekToEndOfFile()
+            records.write(Data("\(sent ? ">" : "<") \(type) \(Hex.encode(payload))\n".utf8))
+        }
+    }
+}
 let code = run(Array(CommandLine.arguments.dropFirst()))
 TokenLibrary.shared.shutdown()
 exit(code.rawValue)

@@ -80,7 +80,9 @@ struct DiscoveryCLITests {
         #expect(record[7] == "10.77.0.1", "\(record)")
         let txt = record[9]
         #expect(txt.contains("\"v=1\"") && txt.contains("\"n="), "\(txt)")
-        #expect(txt.split(separator: "\"").filter { $0.contains("=") }.count == 2, "only v and n: \(txt)")
+        let entries = txt.split(separator: "\"").filter { $0.contains("=") }.map(String.init)
+        #expect(entries.count == 10, "v, n and eight tag slots only: \(txt)")
+        #expect(Set(entries.map { $0.split(separator: "=")[0] }) == Set(["v", "n"] + (0..<8).map { "t\($0)" }))
         for line in resolved { #expect(!line.lowercased().contains(String(bobID.prefix(16)).lowercased())) }
 
         // Alice, on side b, finds it with --near and pays it.

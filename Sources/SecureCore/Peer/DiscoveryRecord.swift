@@ -2,8 +2,9 @@ import SecureCrypto
 
 /// What a wallet's DNS-SD announcement carries (docs/PROTOCOL.md, "Discovery"): no wallet identity at all.
 /// The instance name and the SRV host name are random per session; the TXT record holds only the version,
-/// a fresh nonce N and, once a wallet has contacts, a tag `HMAC-SHA256(K, "secure-discovery-tag-v1" ‖ N)`
-/// cut to 16 bytes, by which a contact holding K recognises it and no one else can.
+/// a fresh nonce N and eight tag slots `t0`…`t7`. A slot holds `HMAC-SHA256(K, "secure-discovery-tag-v1" ‖ N)`
+/// cut to 16 bytes for one contact's pairwise discovery key K, or 16 random bytes: a contact holding K
+/// recognises the announcement, and no one else can tell a tag from filler, nor count the contacts.
 public struct DiscoveryRecord: Equatable, Sendable {
     /// The DNS-SD service type wallets announce to be paid.
     public static let payServiceType = "_secure-pay._tcp"
@@ -13,6 +14,10 @@ public struct DiscoveryRecord: Equatable, Sendable {
     public static let nonceByteCount = 16
     /// 16 bytes of tag: 128 bits, so a guessed tag matches with probability 2^-128.
     public static let tagByteCount = 16
+    /// Eight slots: a TXT record stays well under one mDNS packet (about 330 bytes), and a wallet announces
+    /// for its eight most recent contacts. Always all eight, filled with random bytes, so the count of
+    /// contacts never shows.
+    public static let tagSlotCount = 8
     /// The TXT record's keys and values are short ASCII; anything longer is not ours.
     public static let txtValueByteCountMax = 64
     /// The domain-separation label of the tag's MAC.
@@ -20,25 +25,46 @@ public struct DiscoveryRecord: Equatable, Sendable {
 
     /// The announcement's nonce.
     public let nonce: [UInt8]
-    /// The tag under the announcer's discovery key, when it has one.
-    public let tag: [UInt8]?
+    /// The tag slots, in slot order (none in an announcement written before slots, which nobody can find
+    /// by tag).
+    public let tags: [[UInt8]]
 
-    /// A fresh record: a new random nonce, and the tag under `key` when given.
-    public static func fresh(discoveryKey key: SecretBytes? = nil) -> DiscoveryRecord {
+    /// A fresh record: a new random nonce, a tag under each key given (at most `tagSlotCount`), random filler
+    /// in the other slots, all in a random order.
+    public static func fresh(discoveryKeys keys: [SecretBytes] = []) -> DiscoveryRecord {
+        precondition(keys.count <= tagSlotCount, "at most \(tagSlotCount) contacts' tags in one announcement")
         let nonce = SystemRandom.bytes(nonceByteCount)
-        return DiscoveryRecord(nonce: nonce, tag: key.map { tag(key: $0, nonce: nonce) })
+        var tags = keys.map { tag(key: $0, nonce: nonce) }
+        while tags.count < tagSlotCount { tags.append(SystemRandom.bytes(tagByteCount)) }
+        // Fisher-Yates with the system CSPRNG: a contact's slot says nothing about when it was added.
+        for index in stride(from: tags.count - 1, to: 0, by: -1) {
+            tags.swapAt(index, randomBelow(index + 1))
+        }
+        return DiscoveryRecord(nonce: nonce, tags: tags)
+    }
+
+    /// A uniform integer in 0..<bound (bound ≤ 256), by rejection from random bytes: no modulo bias.
+    private static func randomBelow(_ bound: Int) -> Int {
+        precondition(bound > 0 && bound <= 256)
+        let limit = 256 - 256 % bound
+        while true {
+            let byte = Int(SystemRandom.bytes(1)[0])
+            if byte < limit { return byte % bound }
+        }
     }
 
     /// A record from its parts (tests and `fresh`).
-    public init(nonce: [UInt8], tag: [UInt8]?) {
-        precondition(nonce.count == Self.nonceByteCount && (tag?.count ?? Self.tagByteCount) == Self.tagByteCount)
+    public init(nonce: [UInt8], tags: [[UInt8]]) {
+        precondition(nonce.count == Self.nonceByteCount && tags.count <= Self.tagSlotCount)
+        precondition(tags.allSatisfy { $0.count == Self.tagByteCount })
         self.nonce = nonce
-        self.tag = tag
+        self.tags = tags
     }
 
-    /// The TXT record's key=value strings, in this order: `v`, `n`, then `t` when there is a tag.
+    /// The TXT record's key=value strings, in this order: `v`, `n`, then `t0`… for each slot.
     public var txt: [String] {
-        ["v=\(Self.version)", "n=\(Hex.encode(nonce))"] + (tag.map { ["t=\(Hex.encode($0))"] } ?? [])
+        ["v=\(Self.version)", "n=\(Hex.encode(nonce))"]
+            + tags.enumerated().map { "t\($0.offset)=\(Hex.encode($0.element))" }
     }
 
     /// Reads a TXT record someone on the network announced. Unknown keys are ignored (a later minor
@@ -59,14 +85,16 @@ public struct DiscoveryRecord: Equatable, Sendable {
         guard let nonceText = values["n"], let nonce = Hex.decode(nonceText), nonce.count == Self.nonceByteCount else {
             throw DiscoveryError(.malformedRecord, "the announcement's nonce is not \(Self.nonceByteCount) hex bytes")
         }
-        var tag: [UInt8]?
-        if let tagText = values["t"] {
+        var tags: [[UInt8]] = []
+        for slot in 0..<Self.tagSlotCount {
+            guard let tagText = values["t\(slot)"] else { break }
             guard let bytes = Hex.decode(tagText), bytes.count == Self.tagByteCount else {
-                throw DiscoveryError(.malformedRecord, "the announcement's tag is not \(Self.tagByteCount) hex bytes")
+                throw DiscoveryError(
+                    .malformedRecord, "the announcement's tag t\(slot) is not \(Self.tagByteCount) hex bytes")
             }
-            tag = bytes
+            tags.append(bytes)
         }
-        self.init(nonce: nonce, tag: tag)
+        self.init(nonce: nonce, tags: tags)
     }
 
     /// The tag for `nonce` under a discovery key.
@@ -74,10 +102,11 @@ public struct DiscoveryRecord: Equatable, Sendable {
         Array(HMACSHA256.authenticationCode(key: key, message: tagLabel + nonce).prefix(tagByteCount))
     }
 
-    /// Whether this record's tag was made under `key`, compared in constant time.
+    /// Whether one of this record's tags was made under `key`, each compared in constant time (every slot is
+    /// compared, so the time does not say which matched).
     public func tagChecks(under key: SecretBytes) -> Bool {
-        guard let tag else { return false }
-        return ConstantTime.equal(tag, Self.tag(key: key, nonce: nonce))
+        let expected = Self.tag(key: key, nonce: nonce)
+        return tags.reduce(false) { found, tag in ConstantTime.equal(tag, expected) || found }
     }
 
     /// Whether an instance name has the shape this build announces ("secure-" and 12 lowercase hex digits).
