@@ -26,7 +26,7 @@ enum JSONFormat: String, CaseIterable {
     case ledgerVerification = "secure-ledger-verification-v2"
     case auditVerification = "secure-audit-verification-v2"
     /// One object per line for `pay`, `receive` and `retry`.
-    case peerEvent = "secure-peer-event-v2"
+    case peerEvent = "secure-peer-event-v3"
 }
 
 enum JSONOutput {

@@ -198,7 +198,7 @@ final class TerminalPerson: PeerInterface {
         }
     }
 
-    /// The keys of each event's JSON line besides `format`, `event` and `text` (format `secure-peer-event-v2`):
+    /// The keys of each event's JSON line besides `format`, `event` and `text` (format `secure-peer-event-v3`):
     /// each line of one event has all of its event's keys, null when that occurrence has no value. Values are
     /// strings, except amounts (`amount`, `balance`: amount objects) and `integerKeys`. docs/schemas holds the
     /// schema.
@@ -210,10 +210,11 @@ final class TerminalPerson: PeerInterface {
         "measured": ["median", "spread", "source"],
         "peer": ["fingerprint", "name", "walletID", "banned", "keySequence"],
         "pin": ["expired", "error"], "protocol": ["error"], "receipt": ["transferID"],
-        "refused": ["reason", "walletID", "outcome"], "reversal": ["reason", "outcome"], "stopping": ["signal"],
+        "refused": ["reason", "walletID", "outcome", "address"], "reversal": ["reason", "outcome"],
+        "stopping": ["signal"],
         "timeout": ["wait"], "warning": ["ranging"],
         "announced": ["instance", "host", "port", "addresses"], "found": ["choice", "instance", "address", "port"],
-        "ignored": ["instance", "reason"],
+        "ignored": ["instance", "reason"], "contact": ["contact", "verification"], "probe": ["answered"],
     ]
 
     /// The keys whose values are counts or positions, printed as JSON integers (SecurePeer passes every field

@@ -136,11 +136,11 @@ struct JSONSchemaCLITests {
         try #require(payer.status == 0 && receiver.status == 0, "\(payer.stderr) \(receiver.stderr)")
         cases.append(
             Case(
-                command: "pay", format: "secure-peer-event-v2", output: payer.stdout, lines: true, amounts: [225, 4325])
+                command: "pay", format: "secure-peer-event-v3", output: payer.stdout, lines: true, amounts: [225, 4325])
         )
         cases.append(
             Case(
-                command: "receive", format: "secure-peer-event-v2", output: receiver.stdout, lines: true,
+                command: "receive", format: "secure-peer-event-v3", output: receiver.stdout, lines: true,
                 amounts: [225, 675]))
 
         // Every reading command, with its text output where it shows the same amounts.
