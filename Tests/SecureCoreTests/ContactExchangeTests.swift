@@ -208,19 +208,19 @@ struct ContactExchangeRun {
 }
 
 /// The contact added by an outcome, if any.
-func added(_ outcome: ContactOutcome?) -> ContactExchangeResult? {
+func addedContact(_ outcome: ContactOutcome?) -> ContactExchangeResult? {
     if case .added(let result) = outcome { return result }
     return nil
 }
 
 /// The failure of an outcome, if any.
-func failure(_ outcome: ContactOutcome?) -> (reason: ContactFailure.Reason, byPeer: Bool, text: String)? {
+func exchangeFailure(_ outcome: ContactOutcome?) -> (reason: ContactFailure.Reason, byPeer: Bool, text: String)? {
     if case .failed(let reason, let byPeer, let text) = outcome { return (reason, byPeer, text) }
     return nil
 }
 
 /// Whether `needle` occurs in `haystack` as consecutive bytes.
-func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+func bytes(_ haystack: [UInt8], contain needle: [UInt8]) -> Bool {
     guard needle.count <= haystack.count else { return false }
     return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<$0 + needle.count]) == needle }
 }
@@ -243,8 +243,10 @@ struct ContactExchangeTests {
     @Test func bothSidesGetTheSameWordsAndSecretAndEndVerified() throws {
         var run = ContactExchangeRun(alice, bob)
         try run.run()
-        let first = try #require(added(run.sides[0].outcome), "initiator: \(String(describing: run.sides[0].outcome))")
-        let second = try #require(added(run.sides[1].outcome), "responder: \(String(describing: run.sides[1].outcome))")
+        let first = try #require(
+            addedContact(run.sides[0].outcome), "initiator: \(String(describing: run.sides[0].outcome))")
+        let second = try #require(
+            addedContact(run.sides[1].outcome), "responder: \(String(describing: run.sides[1].outcome))")
         #expect(first.verified && second.verified)
         #expect(first.peer.walletID == bob.walletID && second.peer.walletID == alice.walletID)
         #expect(first.peer.contactKey == bob.card.contactKey && second.peer.contactKey == alice.card.contactKey)
@@ -270,7 +272,7 @@ struct ContactExchangeTests {
         // encapsulation is fresh.
         var again = ContactExchangeRun(alice, bob)
         try again.run()
-        #expect(added(again.sides[0].outcome)?.secret != first.secret)
+        #expect(addedContact(again.sides[0].outcome)?.secret != first.secret)
     }
 
     @Test func aDeclineOnEitherSideStoresNothingOnBoth() throws {
@@ -280,7 +282,8 @@ struct ContactExchangeTests {
             var run = ContactExchangeRun(alice, bob, scripts: scripts)
             try run.run()
             for index in 0..<2 {
-                let ended = try #require(failure(run.sides[index].outcome), "decliner \(decliner), side \(index)")
+                let ended = try #require(
+                    exchangeFailure(run.sides[index].outcome), "decliner \(decliner), side \(index)")
                 #expect(ended.reason == .declined, "decliner \(decliner), side \(index)")
                 #expect(ended.byPeer == (index != decliner), "decliner \(decliner), side \(index)")
             }
@@ -296,8 +299,8 @@ struct ContactExchangeTests {
             run.stuck = stuck
             run.transit = { from, message in from == lost && message.name == "confirm" ? nil : message }
             try run.run()
-            let waiting = try #require(added(run.sides[1 - lost].outcome), "lost \(lost), \(stuck)")
-            let other = try #require(added(run.sides[lost].outcome), "lost \(lost), \(stuck)")
+            let waiting = try #require(addedContact(run.sides[1 - lost].outcome), "lost \(lost), \(stuck)")
+            let other = try #require(addedContact(run.sides[lost].outcome), "lost \(lost), \(stuck)")
             #expect(!waiting.verified, "lost \(lost), \(stuck)")
             #expect(other.verified, "lost \(lost), \(stuck)")
             #expect(waiting.secret == other.secret, "lost \(lost), \(stuck)")
@@ -307,7 +310,7 @@ struct ContactExchangeTests {
         early.transit = { from, message in from == 1 && !["gate", "card"].contains(message.name) ? nil : message }
         try early.run()
         for side in early.sides {
-            #expect(failure(side.outcome).map { $0.reason == .localFailure && $0.byPeer } == true)
+            #expect(exchangeFailure(side.outcome).map { $0.reason == .localFailure && $0.byPeer } == true)
         }
     }
 
@@ -338,10 +341,12 @@ struct ContactExchangeTests {
             try run.run()
             #expect(run.sentKinds.isSubset(of: ["gate", "failure"]), "\(name): \(run.sentKinds)")
             for side in run.sides {
-                #expect(failure(side.outcome)?.reason == .gateClosed, "\(name): \(String(describing: side.outcome))")
+                #expect(
+                    exchangeFailure(side.outcome)?.reason == .gateClosed, "\(name): \(String(describing: side.outcome))"
+                )
                 for message in side.sent {
                     for id in [alice.walletID, bob.walletID] {
-                        #expect(!contains(message.encoded, id.bytes), "\(name): a wallet id in a \(message.name)")
+                        #expect(!bytes(message.encoded, contain: id.bytes), "\(name): a wallet id in a \(message.name)")
                     }
                 }
             }
@@ -366,7 +371,7 @@ struct ContactExchangeTests {
             var run = ContactExchangeRun(alice, bob, scripts: (first, second))
             try run.run()
             let result = try #require(
-                added(run.sides[0].outcome), "\(name): \(String(describing: run.sides[0].outcome))")
+                addedContact(run.sides[0].outcome), "\(name): \(String(describing: run.sides[0].outcome))")
             #expect(result.verified, "\(name)")
             #expect(result.medianMillimetres == max(first.millimetres, second.millimetres), "\(name)")
             let simulated = first.source == .simulated || second.source == .simulated
@@ -406,12 +411,12 @@ struct ContactExchangeTests {
                     injected += 1
                     if stage.name == "finished" {
                         #expect(actions.isEmpty, "\(label): an ended exchange does nothing")
-                        #expect(added(machine.outcome)?.verified == added(before)?.verified, "\(label)")
-                        #expect(added(machine.outcome) != nil, "\(label): the stored contact stays")
+                        #expect(addedContact(machine.outcome)?.verified == addedContact(before)?.verified, "\(label)")
+                        #expect(addedContact(machine.outcome) != nil, "\(label): the stored contact stays")
                         continue
                     }
                     let ended = try #require(
-                        failure(machine.outcome), "\(label): \(String(describing: machine.outcome))")
+                        exchangeFailure(machine.outcome), "\(label): \(String(describing: machine.outcome))")
                     if case .failure(let peerFailure) = message {
                         #expect(ended.reason == peerFailure.reason && ended.byPeer, "\(label)")
                         #expect(actions.count == 1, "\(label): only finish")
@@ -514,7 +519,7 @@ struct ContactExchangeTests {
         for (name, forged) in forgeries {
             var machine = waiting
             #expect(throws: ContactProtocolError.self, "\(name)") { _ = try machine.receive(.measurement(forged)) }
-            #expect(failure(machine.outcome)?.reason == .violation, "\(name)")
+            #expect(exchangeFailure(machine.outcome)?.reason == .violation, "\(name)")
         }
         // The genuine one goes on to the encapsulation.
         var machine = waiting
@@ -528,13 +533,13 @@ struct ContactExchangeTests {
         for (index, party) in [alice, bob].enumerated() {
             var machine = try #require(run.sides[index].stages.first { $0.name == "waiting for card" }?.machine)
             #expect(throws: ContactProtocolError.self) { _ = try machine.receive(.card(party.card)) }
-            #expect(failure(machine.outcome)?.reason == .violation)
+            #expect(exchangeFailure(machine.outcome)?.reason == .violation)
         }
         // The same wallet on both ends: neither side sends a measurement.
         var mirror = ContactExchangeRun(alice, alice)
         try mirror.run()
         #expect(!mirror.sentKinds.contains("measurement"))
-        #expect(mirror.sides.allSatisfy { failure($0.outcome)?.reason == .violation })
+        #expect(mirror.sides.allSatisfy { exchangeFailure($0.outcome)?.reason == .violation })
     }
 
     // MARK: Relays
@@ -548,11 +553,11 @@ struct ContactExchangeTests {
         #expect(run.sentKinds == ["gate", "card", "measurement", "failure"])
         for side in run.sides {
             #expect(!side.performed.contains("encapsulate") && !side.performed.contains("review"))
-            #expect(failure(side.outcome)?.reason == .violation)
+            #expect(exchangeFailure(side.outcome)?.reason == .violation)
         }
         #expect(
             run.sides.contains {
-                failure($0.outcome).map { !$0.byPeer && $0.text.contains("not bound to this session") } ?? false
+                exchangeFailure($0.outcome).map { !$0.byPeer && $0.text.contains("not bound to this session") } ?? false
             })
     }
 
@@ -572,8 +577,8 @@ struct ContactExchangeTests {
             #expect(run.sides.allSatisfy { $0.performed.contains("signConfirm") }, "changer \(changer)")
             #expect(run.sides[0].reviews.map(\.words) == run.sides[1].reviews.map(\.words), "changer \(changer)")
             for side in run.sides {
-                #expect(added(side.outcome) == nil, "changer \(changer)")
-                #expect(failure(side.outcome)?.reason == .violation, "changer \(changer)")
+                #expect(addedContact(side.outcome) == nil, "changer \(changer)")
+                #expect(exchangeFailure(side.outcome)?.reason == .violation, "changer \(changer)")
             }
         }
     }
