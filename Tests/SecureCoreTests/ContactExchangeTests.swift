@@ -798,6 +798,22 @@ struct ContactExchangeTests {
         }
     }
 
+    /// Every message of an honest run, both sides': each truncation decodes to nil or is refused, each
+    /// extension is refused, and each top bit flipped is refused or decodes to another message.
+    @Test func everyMessageSurvivesTheSweep() throws {
+        var run = ContactExchangeRun(alice, bob)
+        try run.run()
+        let messages =
+            run.sides.flatMap(\.sent)
+            + [ContactFailure.Reason.gateClosed, .declined, .violation, .localFailure].map {
+                ContactMessage.failure(ContactFailure(reason: $0))
+            }
+        #expect(messages.count == 14)
+        for (index, message) in messages.enumerated() {
+            sweepEncoding(message.encoded, "message \(index), \(message.name)") { try ContactMessage.decode($0) }
+        }
+    }
+
     /// The gate's encoding: 16 + 1 + 4 + 1 bytes after the version and type, the flag 0 or 1 only.
     @Test func theGateEncoding() throws {
         let gate = ContactGate(
