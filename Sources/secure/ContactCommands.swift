@@ -86,6 +86,17 @@ enum ContactCommands {
             rangingSource: result.source, medianMillimetres: result.medianMillimetres,
             trustedIssuers: result.peer.trustedIssuers)
         try driver.unlock("record the contact")
+        // The contact's log is followed like any peer's from now on: a later payment checks its key against
+        // it, and a log that conflicts with one seen before is evidence, not a contact.
+        switch try wallet.followKeyEvents(of: result.peer.walletID, events: result.peer.log.events) {
+        case .followed: break
+        case .refused(let error): throw error
+        case .conflict:
+            throw WalletError(
+                .refused,
+                "the other wallet's key-event log conflicts with the one this wallet knows (two events with one "
+                    + "sequence): the evidence is kept; no contact added")
+        }
         if let existing = try wallet.contact(walletID: result.peer.walletID) {
             try wallet.replaceContact(existing, with: record, secret: result.secret)
         } else {

@@ -2,7 +2,7 @@ import SecureCrypto
 
 /// The proximity gate of a contact exchange: it opens when this side's median is at most 250 mm, the peer's
 /// claimed median is at most 250 mm, and the two differ by at most 100 mm; simulated ranging on either side
-/// keeps it closed unless this side's policy allows simulated ranging.
+/// keeps it closed unless both this side's policy and the peer's gate allow simulated ranging.
 public enum ContactGateRule {
     /// 25 cm: two phones held together, as seed 004 has it.
     public static let distanceMillimetresMax: UInt32 = 250
@@ -11,7 +11,7 @@ public enum ContactGateRule {
 
     /// Whether the gate opens, and if not, why (a sentence for the person).
     public static func evaluate(own: ContactGate, peer: ContactGate, policy: RangingPolicy) -> String? {
-        if !policy.allowsSimulated, own.source == .simulated || peer.source == .simulated {
+        if !(policy.allowsSimulated && peer.allowsSimulated), own.source == .simulated || peer.source == .simulated {
             return "simulated ranging is not allowed (both sides need --allow-simulated-ranging)"
         }
         if own.medianMillimetres > distanceMillimetresMax {
@@ -52,14 +52,27 @@ public enum ContactSecret {
         channelBinding: [UInt8], nonce: Digest32, initiator: ContactCard, responder: ContactCard,
         initiatorCiphertext: [UInt8], responderCiphertext: [UInt8]
     ) -> Digest32 {
+        transcriptDigest(
+            channelBinding: channelBinding, nonce: nonce, initiatorWalletID: initiator.walletID,
+            responderWalletID: responder.walletID, initiatorKey: initiator.contactKey,
+            responderKey: responder.contactKey, initiatorCiphertext: initiatorCiphertext,
+            responderCiphertext: responderCiphertext)
+    }
+
+    /// The same from the values a card contributes, so a known-answer test can fix the wallet ids.
+    static func transcriptDigest(
+        channelBinding: [UInt8], nonce: Digest32, initiatorWalletID: WalletID, responderWalletID: WalletID,
+        initiatorKey: MLKEM1024.PublicKey, responderKey: MLKEM1024.PublicKey, initiatorCiphertext: [UInt8],
+        responderCiphertext: [UInt8]
+    ) -> Digest32 {
         var writer = ByteWriter(capacity: 128 + channelBinding.count + 2 * ContactEncapsulation.byteCount)
         writer.write(raw: transcriptLabel)
         writer.write(prefixed8: channelBinding, max: TransferOrder.channelBindingByteCountMax)
         writer.write(nonce)
-        writer.write(initiator.walletID)
-        writer.write(responder.walletID)
-        writer.write(Digest32(of: initiator.contactKey.rawRepresentation))
-        writer.write(Digest32(of: responder.contactKey.rawRepresentation))
+        writer.write(initiatorWalletID)
+        writer.write(responderWalletID)
+        writer.write(Digest32(of: initiatorKey.rawRepresentation))
+        writer.write(Digest32(of: responderKey.rawRepresentation))
         writer.write(raw: initiatorCiphertext)
         writer.write(raw: responderCiphertext)
         return Digest32(of: writer.bytes)
@@ -286,7 +299,8 @@ public struct ContactExchangeMachine {
     public mutating func ranged(_ summary: RangingSummary, source: RangingSource) -> [ContactAction] {
         guard case .ranging = state else { preconditionFailure("ranging answered in another state") }
         let gate = ContactGate(
-            nonceContribution: context.nonceContribution, source: source, medianMillimetres: summary.medianMillimetres)
+            nonceContribution: context.nonceContribution, source: source, medianMillimetres: summary.medianMillimetres,
+            allowsSimulated: context.policy.allowsSimulated)
         state = .awaitingGate(gate, summary)
         return [.send(.gate(gate))]
     }
@@ -399,6 +413,8 @@ public struct ContactExchangeMachine {
 
     /// A message from the peer. A failure message ends the exchange in any state.
     public mutating func receive(_ message: ContactMessage) throws -> [ContactAction] {
+        // An ended exchange stays ended: a late message must not turn a stored contact into a violation.
+        if case .finished = state { return [] }
         if case .failure(let failure) = message { return peerFailed(failure.reason) }
         switch (state, message) {
         case (.awaitingGate(let own, let summary), .gate(let peerGate)):

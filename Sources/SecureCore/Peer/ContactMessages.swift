@@ -86,7 +86,8 @@ public enum ContactMessage: Hashable, Sendable {
     }
 }
 
-/// The proximity gate: this side's nonce contribution and its claimed median distance. It names no wallet.
+/// The proximity gate: this side's nonce contribution, its claimed median distance and whether its person
+/// allows simulated ranging. It names no wallet.
 public struct ContactGate: Hashable, Sendable {
     /// 16 random bytes toward the session nonce.
     public let nonceContribution: NonceContribution
@@ -94,22 +95,30 @@ public struct ContactGate: Hashable, Sendable {
     public let source: RangingSource
     /// This side's median distance, which its signed measurement must repeat exactly.
     public let medianMillimetres: UInt32
+    /// Whether this side's person passed `--allow-simulated-ranging`. The gate opens on simulated ranging only
+    /// when both sides allow it, so a side that does not allow it never receives the other's card: without
+    /// this flag, a side that allows it would see the gate open and send its card to one that refuses.
+    public let allowsSimulated: Bool
 
-    public init(nonceContribution: NonceContribution, source: RangingSource, medianMillimetres: UInt32) {
+    public init(
+        nonceContribution: NonceContribution, source: RangingSource, medianMillimetres: UInt32, allowsSimulated: Bool
+    ) {
         self.nonceContribution = nonceContribution
         self.source = source
         self.medianMillimetres = medianMillimetres
+        self.allowsSimulated = allowsSimulated
     }
 
     func encode(into writer: inout ByteWriter) {
         writer.write(nonceContribution)
         writer.write(source.rawValue)
         writer.write(medianMillimetres)
+        writer.write(UInt8(allowsSimulated ? 1 : 0))
     }
 
     static func decode(from reader: inout ByteReader) throws -> ContactGate? {
         guard let contribution = reader.read(NonceContribution.self), let sourceByte = reader.readUInt8(),
-            let median = reader.readUInt32()
+            let median = reader.readUInt32(), let allowsByte = reader.readUInt8()
         else { return nil }
         guard let source = RangingSource(rawValue: sourceByte) else {
             throw FormatError(.invalidValue, "ranging source \(sourceByte) is not known")
@@ -117,7 +126,12 @@ public struct ContactGate: Hashable, Sendable {
         guard median <= RangingSummary.readingMillimetresMax else {
             throw FormatError(.invalidValue, "a claimed median over \(RangingSummary.readingMillimetresMax) mm")
         }
-        return ContactGate(nonceContribution: contribution, source: source, medianMillimetres: median)
+        guard allowsByte <= 1 else {
+            throw FormatError(.invalidValue, "the gate's simulated-ranging flag is \(allowsByte); it is 0 or 1")
+        }
+        return ContactGate(
+            nonceContribution: contribution, source: source, medianMillimetres: median, allowsSimulated: allowsByte == 1
+        )
     }
 }
 
