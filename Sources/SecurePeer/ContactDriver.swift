@@ -117,7 +117,7 @@ public final class ContactDriver {
     private func deliver(_ bytes: [UInt8]) -> [ContactAction] {
         do {
             guard let message = try ContactMessage.decode(bytes) else {
-                return machine.localFailure("the other side sent a truncated contact message")
+                return machine.malformed("the other side sent a truncated contact message")
             }
             return try machine.receive(message)
         } catch let error as ContactProtocolError {

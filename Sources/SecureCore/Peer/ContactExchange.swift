@@ -404,8 +404,9 @@ public struct ContactExchangeMachine {
         case .awaitingConfirm(let gated, let peer, let keyed):
             return finish(.added(result(gated, peer, keyed, verified: false)))
         default:
+            // The peer is told (if it still listens), so it does not wait out its own timer.
             state = .finished(.failed(.localFailure, byPeer: true, "\(why); nothing was stored"))
-            return [.finish(outcome!)]
+            return [.send(.failure(ContactFailure(reason: .localFailure))), .finish(outcome!)]
         }
     }
 
