@@ -189,6 +189,21 @@ enum CommandTable {
                     PeerCommands.retry
                 ),
             ]),
+        group(
+            .peers, help: ContactListCommands.help,
+            [
+                // `contact add` (the exchange, ContactCommands.swift) goes here, first of the group.
+                ("contact list", "[--json]", "the contacts, verified or unconfirmed", ContactListCommands.list),
+                (
+                    "contact show", "NAME [--json]", "one contact: wallet id, keys, how verified",
+                    ContactListCommands.show
+                ),
+                ("contact rename", "NAME NEW", "rename a contact (signed settings entry)", ContactListCommands.rename),
+                (
+                    "contact remove", "NAME [--yes]", "remove a contact; the ledger keeps the entry",
+                    ContactListCommands.remove
+                ),
+            ]),
         // The ledger, proofs and audits
         group(
             .ledger, help: LedgerCommands.help,
