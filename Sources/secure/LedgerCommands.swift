@@ -13,13 +13,14 @@ enum LedgerCommands {
           secure balance [--json]                     balances per asset, from the latest signed checkpoint
           secure history [--json | --csv] [--since DATE] [--until DATE] [--utc] [--category C] [--peer ID]
                          [--kind KIND] [--limit N]
-                                                      entries grouped by date, with the counterparty and the
-                                                      note; dates are ISO 8601 in $TZ (UTC with --utc); --peer
-                                                      takes the start of a wallet id; --limit keeps the most
-                                                      recent N. --csv writes RFC 4180 CSV for accounting tools
-                                                      (date, kind, counterparty, category, note, amount,
-                                                      currency, issuer, entry, transfer_id, contact); a text cell that
-                                                      starts with = + - @ TAB or CR gets a leading '
+                                                      entries grouped by date, with the counterparty (and its
+                                                      name when it is a contact) and the note; dates are ISO
+                                                      8601 in $TZ (UTC with --utc); --peer takes the start of a
+                                                      wallet id; --limit keeps the most recent N. --csv writes
+                                                      RFC 4180 CSV for accounting tools (date, kind,
+                                                      counterparty, category, note, amount, currency, issuer,
+                                                      entry, transfer_id, contact); a text cell that starts
+                                                      with = + - @ TAB or CR gets a leading '
           secure ledger verify [--json] [--accept-rollback]
                                                       replay every entry; check the chain, the Merkle tree, every
                                                       checkpoint's signature and state, every entry's signed
