@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 4
+    public static let schemaVersion: Int64 = 5
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -58,6 +58,12 @@ public final class LedgerStore: @unchecked Sendable {
         4: """
         CREATE INDEX IF NOT EXISTS statements_committed ON statements (signer, id, kind, digest, position);
         CREATE INDEX IF NOT EXISTS outgoing_committed ON outgoing (transfer_id, status);
+        """,
+        // Version 5 (contacts): each contact record by its digest, which the ledger's contact settings entries
+        // hold, with its pairwise secret beside it; a removed contact's row stays, marked.
+        5: """
+        CREATE TABLE IF NOT EXISTS contacts (digest BLOB PRIMARY KEY, wallet BLOB NOT NULL, record BLOB NOT NULL,
+                                             secret BLOB NOT NULL, removed INTEGER NOT NULL DEFAULT 0);
         """,
     ]
 
@@ -312,10 +318,11 @@ public final class LedgerStore: @unchecked Sendable {
     public func append(
         _ entries: [LedgerEntry], treePeaks: MerkleCompactRange, sends sent: TransferID? = nil,
         confirms confirmation: Confirmation? = nil, consumes readyRecord: ReadyRecordUse? = nil,
-        seal: (IndexChange) throws -> Seal
+        contacts contactChange: ContactChange? = nil, seal: (IndexChange) throws -> Seal
     ) throws {
         try database.transaction {
             if let readyRecord { try consume(readyRecord) }
+            if let contactChange { try write(contactChange) }
             let change = try scanIndex(
                 adding: entries.compactMap(LedgerIndex.statementRow(of:)),
                 sending: sent.map {

@@ -99,6 +99,7 @@ extension LedgerStore {
                     + $0.banningProblems()
             }
         ),
+        ("contacts", { try $0.contactRowProblems() }),
         (
             "inconsistencies",
             { store in

@@ -6,15 +6,24 @@ import SecureStore
 /// The audit bundle as a JSON file (`secure audit export`, `secure audit verify`), documented in
 /// docs/PROTOCOL.md ("Audit bundles"). Binary fields are lowercase hex of the encodings documented there.
 public enum AuditBundleFile {
-    public static let format = "secure-audit-bundle-v1"
+    /// Version 2 carries contact settings entries without their content (`AuditBundle.OpaqueEntry`); a
+    /// version 1 bundle (every entry whole) still verifies.
+    public static let format = "secure-audit-bundle-v2"
+    static let formatsRead: Set<String> = ["secure-audit-bundle-v1", format]
     /// A bundle carries at most this many entries: a range of a million entries is ~1 GiB of JSON already.
     public static let entryCountMax: UInt64 = 1_000_000
     /// What `verify` reads at most.
     public static let fileByteCountMax = 2_147_483_647
 
+    /// A whole entry has `entry`; an opaque one (a contact settings entry) has `id`, `digest`, `leafHash` and
+    /// `previousLink` instead.
     struct ProvenJSON: Codable {
         let position: UInt64
-        let entry: String
+        var entry: String? = nil
+        var id: String? = nil
+        var digest: String? = nil
+        var leafHash: String? = nil
+        var previousLink: String? = nil
         let proof: [String]
     }
 
@@ -79,10 +88,16 @@ public enum AuditBundleFile {
         let hex = { (proof: [Digest32]) in proof.map(\.hex) }
         var entries: [ProvenJSON] = []
         try store.forEachEntry(from: from, to: end) { entry in
-            entries.append(
-                ProvenJSON(
-                    position: entry.position, entry: Hex.encode(entry.encoded),
-                    proof: hex(try store.inclusionProof(index: entry.position, size: end))))
+            let proof = hex(try store.inclusionProof(index: entry.position, size: end))
+            if AuditBundle.isOpaque(entry) {
+                let opaque = AuditBundle.OpaqueEntry(entry)
+                entries.append(
+                    ProvenJSON(
+                        position: entry.position, id: opaque.id.hex, digest: opaque.digest.hex,
+                        leafHash: opaque.leafHash.hex, previousLink: opaque.previousLink.hex, proof: proof))
+            } else {
+                entries.append(ProvenJSON(position: entry.position, entry: Hex.encode(entry.encoded), proof: proof))
+            }
         }
         let events = try store.entries(kind: .keyEvent).map { entry in
             EventJSON(
@@ -212,7 +227,7 @@ public enum AuditBundleFile {
         } catch {
             throw WalletError(.invalidInput, "not an audit bundle: the file is not JSON")
         }
-        guard document.format == format else {
+        guard formatsRead.contains(document.format) else {
             throw WalletError(.invalidInput, "audit bundle format \(document.format) is unknown")
         }
         func bytes(_ text: String, _ what: String) throws -> [UInt8] {
@@ -248,8 +263,22 @@ public enum AuditBundleFile {
                 .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof))
             },
             from: document.from,
-            entries: try document.entries.map {
-                .init(leaf: try bytes($0.entry, "an entry"), proof: try proof($0.proof))
+            entries: try document.entries.map { json in
+                if let entry = json.entry {
+                    return .init(leaf: try bytes(entry, "an entry"), proof: try proof(json.proof))
+                }
+                guard document.format == format, let id = json.id.flatMap(StatementID.init(hex:)),
+                    let digest = json.digest.flatMap(Digest32.init(hex:)),
+                    let leafHash = json.leafHash.flatMap(Digest32.init(hex:)),
+                    let previousLink = json.previousLink.flatMap(Digest32.init(hex:))
+                else {
+                    throw WalletError(
+                        .invalidInput,
+                        "entry \(json.position) has neither its encoding nor its id, digest, leafHash and previousLink")
+                }
+                let opaque = AuditBundle.OpaqueEntry(
+                    position: json.position, id: id, digest: digest, leafHash: leafHash, previousLink: previousLink)
+                return .init(opaque: opaque, proof: try proof(json.proof))
             },
             rangeCheckpoint: try checkpoint(document.rangeCheckpoint),
             latest: try checkpoint(document.latestCheckpoint),

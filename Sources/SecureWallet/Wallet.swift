@@ -376,13 +376,15 @@ public final class Wallet {
     /// `outgoing`, when given, makes the row of a transfer sent with this entry (a debit), from the entry
     /// and its signed checkpoint; it is committed in the same transaction, so the debit and the exact
     /// transfer to send exist together or not at all. `confirms` marks a sent transfer confirmed in the
-    /// same transaction (a confirmation entry). The checkpoint is signed inside the transaction, over the
-    /// index commitment D of the rows it commits (`LedgerStore.append`).
+    /// same transaction (a confirmation entry), and `contacts` writes the contact rows that a contact
+    /// settings entry names. The checkpoint is signed inside the transaction, over the index commitment D of
+    /// the rows it commits (`LedgerStore.append`).
     @discardableResult
     public func append(
         _ build: (_ position: UInt64, _ previousLink: Digest32, _ time: Int64) throws -> LedgerEntry,
         outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil,
-        consumes readyRecord: LedgerStore.ReadyRecordUse? = nil, confirms confirmation: LedgerStore.Confirmation? = nil
+        consumes readyRecord: LedgerStore.ReadyRecordUse? = nil, confirms confirmation: LedgerStore.Confirmation? = nil,
+        contacts contactChange: LedgerStore.ContactChange? = nil
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
@@ -398,7 +400,8 @@ public final class Wallet {
         precondition(outgoing == nil || sends != nil, "a transfer is sent only with a debit that records it")
         var sealed: SignedCheckpoint?
         try store.append(
-            [entry], treePeaks: nextPeaks, sends: sends, confirms: confirmation, consumes: readyRecord
+            [entry], treePeaks: nextPeaks, sends: sends, confirms: confirmation, consumes: readyRecord,
+            contacts: contactChange
         ) { index in
             let signed = try sign(state: next, root: nextPeaks.root, time: time, index: index)
             sealed = signed

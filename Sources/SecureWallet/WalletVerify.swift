@@ -34,6 +34,9 @@ extension Wallet {
             report.problems.append("the entries cannot be read: \(error)")
         }
         report.problems += physical + store.physicalProblems()
+        if report.entries == report.state.size {
+            report.problems += contactTableProblems(current: report.state.settings.contactDigests)
+        }
         if let latest, !Self.indexMatches(store, latest.checkpoint) {
             report.problems.append(
                 "the index tables (statements, outgoing) differ from the ones the latest checkpoint (size "
@@ -49,6 +52,46 @@ extension Wallet {
             if lockReason == nil { lockReason = .verificationFailed(report.problems[0]) }
         }
         return report
+    }
+}
+
+extension Wallet {
+    /// The `contacts` table against the ledger's contact settings entries (tags 7–9): the rows not marked
+    /// removed must be exactly the records whose digests the replay left current (`current`), and every
+    /// row, removed or not, must be one that an entry added. A record edited, added or deleted outside
+    /// secure breaks one or the other (a row's digest column is also checked against its record, with every
+    /// other table's rows, in `physicalProblems`).
+    func contactTableProblems(current: Set<Digest32>) -> [String] {
+        var added = Set<Digest32>()
+        var rows: [LedgerStore.ContactRow] = []
+        do {
+            try store.forEachEntry(kind: .settings, from: 0) { entry in
+                switch try? SettingsChange.decode(payload: entry.payload) {
+                case .contactAdded(let digest)?, .contactReplaced(_, let digest)?: added.insert(digest)
+                default: break
+                }
+            }
+            rows = try store.contactRows(includingRemoved: true)
+        } catch {
+            return ["table contacts: cannot be checked against the ledger: \(error)"]
+        }
+        var problems: [String] = []
+        let listed = Set(rows.filter { !$0.removed }.map(\.digest))
+        for digest in current.subtracting(listed).sorted(by: { $0.hex < $1.hex }) {
+            problems.append(
+                "table contacts: contact \(digest.hex), current by the ledger's settings entries, has no current "
+                    + "row: it was deleted or marked removed outside secure")
+        }
+        for digest in listed.subtracting(current).sorted(by: { $0.hex < $1.hex }) {
+            problems.append(
+                "table contacts, row \(digest.hex): a current contact that the ledger's settings entries do not "
+                    + "hold: it was added or edited outside secure")
+        }
+        for row in rows where row.removed && !added.contains(row.digest) {
+            problems.append(
+                "table contacts, row \(row.digest.hex): a removed contact that no settings entry ever added")
+        }
+        return problems
     }
 }
 

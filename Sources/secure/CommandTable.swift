@@ -190,12 +190,22 @@ enum CommandTable {
                 ),
             ]),
         group(
-            .peers, help: ContactCommands.addHelp,
+            .peers, help: ContactCommands.addHelp + "\n" + ContactListCommands.help,
             [
                 (
                     "contact add", "--near | --listen ADDR | --to ADDR --name NAME",
                     "exchange contacts with a wallet held next to this one", ContactCommands.add
-                )
+                ),
+                ("contact list", "[--json]", "the contacts, verified or unconfirmed", ContactListCommands.list),
+                (
+                    "contact show", "NAME [--json]", "one contact: wallet id, keys, how verified",
+                    ContactListCommands.show
+                ),
+                ("contact rename", "NAME NEW", "rename a contact (signed settings entry)", ContactListCommands.rename),
+                (
+                    "contact remove", "NAME [--yes]", "remove a contact; the ledger keeps the entry",
+                    ContactListCommands.remove
+                ),
             ]),
         // The ledger, proofs and audits
         group(

@@ -38,7 +38,7 @@ enum ContactCommands {
             throw UsageError("say how to meet the other wallet: --near, --listen ADDR or --to HOST:PORT (one of them)")
         }
         let name = try arguments.required("name")
-        try ContactRecord.validateName(name)
+        if let problem = ContactName.problem(name) { throw UsageError("--name: \(problem)") }
         let seconds = try waitSeconds(arguments)
         let (wallet, person) = try PeerCommands.openLockedWallet(arguments)
         guard try wallet.contact(named: name) == nil else {
@@ -97,11 +97,11 @@ enum ContactCommands {
                 "the other wallet's key-event log conflicts with the one this wallet knows (two events with one "
                     + "sequence): the evidence is kept; no contact added")
         }
+        // Meeting a contact again makes a new secret: the old record goes (an entry) and the new one comes.
         if let existing = try wallet.contact(walletID: result.peer.walletID) {
-            try wallet.replaceContact(existing, with: record, secret: result.secret)
-        } else {
-            try wallet.addContact(record, secret: result.secret)
+            try wallet.removeContact(named: existing.name)
         }
+        try wallet.addContact(record, secret: result.secret)
         let state = result.verified ? "verified" : "unconfirmed"
         person.event(
             "added", ["name": name, "wallet": result.peer.walletID.hex, "verification": state],

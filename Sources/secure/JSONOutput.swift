@@ -4,7 +4,7 @@ import SecureCore
 import SecureCrypto
 
 // What `--json` prints. Every document is one object that names its format and version first thing a script
-// reads (`"format": "secure-history-v2"`); listings are objects with their rows in an array; every amount is
+// reads (`"format": "secure-history-v3"`); listings are objects with their rows in an array; every amount is
 // one object with integer minor units; a row has the same keys whatever it holds (JSON null for an absent
 // value). Each format has a JSON Schema in docs/schemas, and docs/JSON.md says what bumps a version.
 
@@ -20,11 +20,13 @@ enum JSONFormat: String, CaseIterable {
     case budgets = "secure-budgets-v2"
     case policy = "secure-policy-v2"
     case balance = "secure-balance-v2"
-    case history = "secure-history-v2"
+    case history = "secure-history-v3"
     case pending = "secure-pending-v2"
     case issuer = "secure-issuer-v2"
     case ledgerVerification = "secure-ledger-verification-v2"
     case auditVerification = "secure-audit-verification-v2"
+    case contactList = "secure-contact-list-v1"
+    case contact = "secure-contact-v1"
     /// One object per line for `pay`, `receive` and `retry`.
     case peerEvent = "secure-peer-event-v3"
 }

@@ -13,13 +13,14 @@ enum LedgerCommands {
           secure balance [--json]                     balances per asset, from the latest signed checkpoint
           secure history [--json | --csv] [--since DATE] [--until DATE] [--utc] [--category C] [--peer ID]
                          [--kind KIND] [--limit N]
-                                                      entries grouped by date, with the counterparty and the
-                                                      note; dates are ISO 8601 in $TZ (UTC with --utc); --peer
-                                                      takes the start of a wallet id; --limit keeps the most
-                                                      recent N. --csv writes RFC 4180 CSV for accounting tools
-                                                      (date, kind, counterparty, category, note, amount,
-                                                      currency, issuer, entry, transfer_id); a text cell that
-                                                      starts with = + - @ TAB or CR gets a leading '
+                                                      entries grouped by date, with the counterparty (and its
+                                                      name when it is a contact) and the note; dates are ISO
+                                                      8601 in $TZ (UTC with --utc); --peer takes the start of a
+                                                      wallet id; --limit keeps the most recent N. --csv writes
+                                                      RFC 4180 CSV for accounting tools (date, kind,
+                                                      counterparty, category, note, amount, currency, issuer,
+                                                      entry, transfer_id, contact); a text cell that starts
+                                                      with = + - @ TAB or CR gets a leading '
           secure ledger verify [--json] [--accept-rollback]
                                                       replay every entry; check the chain, the Merkle tree, every
                                                       checkpoint's signature and state, every entry's signed
@@ -177,7 +178,19 @@ enum LedgerCommands {
         return String(quoted)
     }
 
-    static let csvHeader = "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id"
+    static let csvHeader = "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id,contact"
+
+    /// The current contacts' names by wallet id, for `history`: a payment with a contact shows its name. A
+    /// contacts table that no longer matches the ledger shows no names, with a warning, rather than names
+    /// from rows no signed entry vouches for.
+    static func contactNames(_ wallet: Wallet) throws -> [[UInt8]: String] {
+        do {
+            return Dictionary(uniqueKeysWithValues: try wallet.contacts().map { ($0.walletID.bytes, $0.name) })
+        } catch {
+            printError("secure: history shows no contact names: \(error)")
+            return [:]
+        }
+    }
 
     static func history(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(
@@ -194,6 +207,7 @@ enum LedgerCommands {
             return count
         }
         let wallet = try openWallet(arguments, .reading)
+        let contacts = try contactNames(wallet)
         var entries: [LedgerEntry] = []
         try wallet.ledger.forEachEntry { entry in
             guard filter.admits(entry) else { return }
@@ -218,6 +232,7 @@ enum LedgerCommands {
                         let date = Date(timeIntervalSince1970: Double(entry.time) / 1000)
                         return jsonRow(entry).merging([
                             "date": dayFormat.string(from: date), "timestamp": stamp.string(from: date),
+                            "contact": JSONOutput.nullable(contacts[entry.counterparty]),
                         ]) { $1 }
                     },
                 ])
@@ -239,7 +254,7 @@ enum LedgerCommands {
                     csvCell(Hex.encode(entry.counterparty), isText: false), csvCell(entry.category),
                     csvCell(entry.note), csvCell(amount, isText: false), csvCell(currency, isText: false),
                     csvCell(issuer, isText: false), String(entry.position),
-                    csvCell(entry.statement?.id.hex ?? "", isText: false),
+                    csvCell(entry.statement?.id.hex ?? "", isText: false), csvCell(contacts[entry.counterparty] ?? ""),
                 ]
                 out += cells.joined(separator: ",") + "\r\n"
             }
@@ -260,7 +275,10 @@ enum LedgerCommands {
             let padded = amount.count >= 16 ? amount + " " : amount.padding(toLength: 16, withPad: " ", startingAt: 0)
             let who =
                 entry.counterparty.isEmpty
-                ? "" : "  " + (entry.kind == .paymentOut ? "to " : "from ") + shortWalletID(entry.counterparty)
+                ? ""
+                : "  " + (entry.kind == .paymentOut ? "to " : "from ")
+                    + (contacts[entry.counterparty].map { "contact " + PeerText.quoted($0) + " " } ?? "")
+                    + shortWalletID(entry.counterparty)
             print(
                 "  \(timeFormat.string(from: date))  \(String(describing: row["kind"]!).padding(toLength: 15, withPad: " ", startingAt: 0))"
                     + "\(padded) \(row["category"] ?? "")" + who
@@ -283,7 +301,7 @@ enum LedgerCommands {
         .settings: "settings", .mint: "mint", .redemption: "redemption",
     ]
 
-    /// One entry of `history --json` (format `secure-history-v2`): every key on every row, null when the
+    /// One entry of `history --json` (format `secure-history-v3`, whose `contact` the caller adds): every key on every row, null when the
     /// entry has no such value; the amount signed (negative for a payment out).
     static func jsonRow(_ entry: LedgerEntry) -> [String: Any] {
         [

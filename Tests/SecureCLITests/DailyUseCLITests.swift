@@ -139,7 +139,7 @@ struct DailyUseCLITests {
         #expect(
             csv.status == 0
                 && csv.output.hasPrefix(
-                    "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id\r\n"),
+                    "date,kind,counterparty,category,note,amount,currency,issuer,entry,transfer_id,contact\r\n"),
             "\(csv.output)")
         let script = """
             import csv, io, json, sys

@@ -1,5 +1,9 @@
 import Foundation
+import SecureCore
+import SecureCrypto
 import SecureTestSupport
+import SecureToken
+import SecureWallet
 import Testing
 
 /// Every `--json` output of the real binary, from a real wallet on real SoftHSM tokens, checked against its
@@ -17,6 +21,34 @@ struct JSONSchemaCLITests {
     /// (PeerCommands.pay) and prints the same event lines. It needs a payment left unconfirmed by a peer
     /// session to run at all, so the test exercises the stream through `pay` and `receive`.
     static let sharedOutputs = ["retry": "pay"]
+
+    /// A wallet holding one contact, made through the Wallet API on this process's own SoftHSM tokens
+    /// (TestTokens; the world's tokens have a configuration of their own), for `contact list` and
+    /// `contact show`: `contact add` (the exchange) is the only command that makes a contact. Returns the
+    /// arguments that name the wallet to the binary, with the environment that finds its tokens.
+    static func walletWithContact() throws -> (arguments: [String], environment: [String: String]) {
+        func make(_ name: String) throws -> (wallet: Wallet, arguments: [String]) {
+            let main = try TestTokens.fresh(name), backup = try TestTokens.fresh(name + "-bk")
+            let paths = WalletPaths(
+                directory: TestTokens.layout.directory + "/wallet-\(name)-\(UUID().uuidString.prefix(8))")
+            let backupSession = try backup.session()
+            defer { backupSession.close() }
+            let options = Wallet.InitOptions(
+                tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false)
+            let wallet = try Wallet.create(paths: paths, token: try main.session(), options: options)
+            return (wallet, ["--wallet", paths.directory, "--pin-source", "file:" + main.pinPath])
+        }
+        let (dana, arguments) = try make("json-dana")
+        let (erin, _) = try make("json-erin")
+        let record = try ContactRecord(
+            walletID: erin.walletID, log: erin.keyLog,
+            contactKey: SystemRandom.bytes(ContactRecord.contactKeyByteCount),
+            name: "Erin", addedAt: 1_767_225_600_000, verification: .verified, rangingSource: .external,
+            medianMillimetres: 180, trustedIssuers: [erin.walletID])
+        try dana.addContact(record, secret: SecretBytes(randomCount: 32))
+        for wallet in [dana, erin] { (wallet.token as? TokenSession)?.close() }
+        return (arguments, ["SOFTHSM2_CONF": TestTokens.layout.configPath])
+    }
 
     /// One output for the oracle: the command, the format it must name, its output, whether it is one
     /// document per line, the command's text output (each amount must appear in it) and the fixture's amounts
@@ -168,13 +200,22 @@ struct JSONSchemaCLITests {
             "balance", "secure-balance-v2", ["balance", "--json"] + alice, text: ["balance"] + alice,
             amounts: [4325, 1200])
         try add(
-            "history", "secure-history-v2", ["history", "--json"] + alice, text: ["history"] + alice,
+            "history", "secure-history-v3", ["history", "--json"] + alice, text: ["history"] + alice,
             amounts: [5000, 1200, -450, -225])
         try add(
             "pending", "secure-pending-v2", ["pending", "--json"] + alice, text: ["pending"] + alice, amounts: [450])
         try add(
             "issuer show", "secure-issuer-v2", ["issuer", "show", "--json"] + world.wallet("issuer"),
             text: ["issuer", "show"] + world.wallet("issuer"), amounts: [5000, 1200])
+        let (dana, danaEnvironment) = try Self.walletWithContact()
+        for (command, format, arguments) in [
+            ("contact list", "secure-contact-list-v1", ["contact", "list", "--json"]),
+            ("contact show", "secure-contact-v1", ["contact", "show", "Erin", "--json"]),
+        ] {
+            let result = try Run.program(Run.secure, arguments + dana, environment: danaEnvironment)
+            try #require(result.status == 0, "secure \(command): \(result.stderr)")
+            cases.append(Case(command: command, format: format, output: result.stdout))
+        }
         try add(
             "ledger verify", "secure-ledger-verification-v2", ["ledger", "verify", "--json"] + alice,
             amounts: [4325, 1200])

@@ -113,11 +113,11 @@ def node_hash(left, right):
     return sha256(b"\x01" + left + right)
 
 
-def inclusion_ok(leaf, index, size, proof, root):
-    """RFC 9162 section 2.1.3.2."""
+def inclusion_ok(leaf, index, size, proof, root, hashed=None):
+    """RFC 9162 section 2.1.3.2; `hashed` is the leaf hash of an entry carried without its content."""
     if index >= size:
         return False
-    fn, sn, r = index, size - 1, leaf_hash(leaf)
+    fn, sn, r = index, size - 1, hashed if hashed is not None else leaf_hash(leaf)
     for p in proof:
         if sn == 0:
             return False
@@ -328,6 +328,8 @@ def verify_statements(bundle, wallet):
         sent[parse_order(transfer_order(parse_signed_statement(data)[0]))["transfer"]] = data
     problems, answered = [], {}
     for e in bundle["entries"]:
+        if "entry" not in e:
+            continue  # a contact settings entry, carried without content: no statement
         entry = parse_entry(bytes.fromhex(e["entry"]))
         problem = statement_problem(entry, wallet, sources, sent)
         if problem:
@@ -341,7 +343,7 @@ def verify_statements(bundle, wallet):
 
 def verify(bundle):
     problems = []
-    if bundle.get("format") != "secure-audit-bundle-v1":
+    if bundle.get("format") not in ("secure-audit-bundle-v1", "secure-audit-bundle-v2"):
         return ["unknown format"]
     wallet = bytes.fromhex(bundle["walletID"])
     events = [parse_signed_event(bytes.fromhex(e["event"])) for e in bundle["keyEvents"]]
@@ -400,11 +402,23 @@ def verify(bundle):
     if start + len(bundle["entries"]) != end["size"] or bundle["to"] != end["size"]:
         problems.append("the range does not end at the range checkpoint")
     for offset, e in enumerate(bundle["entries"]):
+        proof = [bytes.fromhex(h) for h in e["proof"]]
+        if "entry" not in e:
+            # Version 2: a contact settings entry as (position, id, digest, leaf hash, previous link) only.
+            if bundle["format"] != "secure-audit-bundle-v2" or len(bytes.fromhex(e["leafHash"])) != 32:
+                problems.append(f"entry {start + offset}: neither whole nor a valid opaque entry")
+                continue
+            position = e["position"]
+            if position != start + offset:
+                problems.append(f"entry {start + offset}: out of place")
+            if not inclusion_ok(None, position, end["size"], proof, end["root"], bytes.fromhex(e["leafHash"])):
+                problems.append(f"entry {position}: not in the range checkpoint")
+            continue
         leaf = bytes.fromhex(e["entry"])
         position, _ = entry_position_and_tail(leaf)
         if position != start + offset or e["position"] != position:
             problems.append(f"entry {start + offset}: out of place")
-        if not inclusion_ok(leaf, position, end["size"], [bytes.fromhex(h) for h in e["proof"]], end["root"]):
+        if not inclusion_ok(leaf, position, end["size"], proof, end["root"]):
             problems.append(f"entry {position}: not in the range checkpoint")
     if not consistency_ok(end["size"], top["size"], end["root"], top["root"],
                           [bytes.fromhex(h) for h in bundle["consistencyProof"]]):

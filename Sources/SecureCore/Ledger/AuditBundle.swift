@@ -5,15 +5,72 @@ import SecureCrypto
 /// that ends the range, that checkpoint and the latest one, and the consistency proof between them. The
 /// JSON form is in docs/PROTOCOL.md ("Audit bundles").
 public struct AuditBundle: Hashable, Sendable {
-    /// One entry with its inclusion proof.
+    /// One entry with its inclusion proof: its encoding, or for an entry whose content must not leave the
+    /// wallet (a contact settings entry) only what the chain and the tree need (`OpaqueEntry`).
     public struct ProvenEntry: Hashable, Sendable {
+        /// The entry's encoding; empty for an opaque entry.
         public let leaf: [UInt8]
         public let proof: [Digest32]
+        /// The entry's position, id, digest, previous link and leaf hash, for an entry carried without content.
+        public let opaque: OpaqueEntry?
 
         public init(leaf: [UInt8], proof: [Digest32]) {
             self.leaf = leaf
             self.proof = proof
+            opaque = nil
         }
+
+        /// An entry carried without its content.
+        public init(opaque: OpaqueEntry, proof: [Digest32]) {
+            leaf = []
+            self.proof = proof
+            self.opaque = opaque
+        }
+
+        /// The Merkle leaf hash the proof starts from.
+        var leafHash: Digest32 { opaque?.leafHash ?? Merkle.leafHash(leaf) }
+    }
+
+    /// An entry without its content: (position, id, δ, leaf hash) and its previous link h(n−1), enough to
+    /// continue the chain (h(n) = SHA-256(τ ‖ h(n−1) ‖ n ‖ δ ‖ id)) and check its inclusion proof. Audit bundles
+    /// carry contact settings entries so, so an auditor or an issuer never learns anyone's contacts.
+    public struct OpaqueEntry: Hashable, Sendable {
+        public let position: UInt64
+        public let id: StatementID
+        /// δ(n) = SHA-256(encoding).
+        public let digest: Digest32
+        /// SHA-256(0x00 ‖ encoding).
+        public let leafHash: Digest32
+        /// h(n−1), as the entry's encoding holds it.
+        public let previousLink: Digest32
+
+        /// The parts of `entry` that leave the wallet.
+        public init(_ entry: LedgerEntry) {
+            position = entry.position
+            id = entry.id
+            digest = entry.digest
+            leafHash = Merkle.leafHash(entry.encoded)
+            previousLink = entry.previousLink
+        }
+
+        /// The parts as a bundle file gives them.
+        public init(position: UInt64, id: StatementID, digest: Digest32, leafHash: Digest32, previousLink: Digest32) {
+            self.position = position
+            self.id = id
+            self.digest = digest
+            self.leafHash = leafHash
+            self.previousLink = previousLink
+        }
+
+        /// h(n).
+        public var link: Digest32 {
+            LedgerChain.link(previous: previousLink, position: position, entryDigest: digest, id: id)
+        }
+    }
+
+    /// Whether `entry` leaves the wallet only as an `OpaqueEntry`: a contact settings entry (tags 7–9).
+    public static func isOpaque(_ entry: LedgerEntry) -> Bool {
+        entry.kind == .settings && (try? SettingsChange.decode(payload: entry.payload))?.isContactChange == true
     }
 
     public let walletID: WalletID
@@ -115,7 +172,7 @@ public struct AuditBundle: Hashable, Sendable {
         problems += verifyRange(end)
         if let statementContext {
             let sources = statementContext.sources(walletID: walletID)
-            for proven in entries {
+            for proven in entries where proven.opaque == nil {
                 guard let entry = try? LedgerEntry.decode(proven.leaf) else { continue }
                 if let problem = EntryStatementCheck.problem(entry, encoded: proven.leaf, ownLog: log, sources: sources)
                 {
@@ -141,25 +198,33 @@ public struct AuditBundle: Hashable, Sendable {
             ]
         }
         var problems: [String] = []
-        var previous: LedgerEntry?
+        var previousLink: Digest32?
         for (offset, proven) in entries.enumerated() {
             let position = from + UInt64(offset)
-            guard let entry = try? LedgerEntry.decode(proven.leaf), entry.position == position else {
+            let found: (position: UInt64, previousLink: Digest32, link: Digest32)
+            if let opaque = proven.opaque {
+                found = (opaque.position, opaque.previousLink, opaque.link)
+            } else if let entry = try? LedgerEntry.decode(proven.leaf) {
+                found = (entry.position, entry.previousLink, entry.link)
+            } else {
                 problems.append("entry \(position) does not decode or is out of place")
                 continue
             }
-            if let previous, entry.previousLink != previous.link {
+            guard found.position == position else {
+                problems.append("entry \(position) does not decode or is out of place")
+                continue
+            }
+            if let previousLink, found.previousLink != previousLink {
                 problems.append("entry \(position) does not link to entry \(position - 1)")
             }
             if !Merkle.verifyInclusion(
-                leafHash: Merkle.leafHash(proven.leaf), index: position, size: end.size,
-                proof: proven.proof, root: end.root)
+                leafHash: proven.leafHash, index: position, size: end.size, proof: proven.proof, root: end.root)
             {
                 problems.append("entry \(position) is not proven in the range checkpoint")
             }
-            previous = entry
+            previousLink = found.link
         }
-        if let previous, previous.link != end.head {
+        if let previousLink, previousLink != end.head {
             problems.append("the range's last entry is not the checkpoint's chain head")
         }
         return problems

@@ -122,6 +122,13 @@ public enum SettingsChange: Hashable, Sendable {
     case offlineLimit(OfflineLimit)
     /// Tags 5 and 6: whether the wallet's token is used without one of its safeguards, from this entry on.
     case tokenAllowance(TokenAllowance, allowed: Bool)
+    /// Tag 7: a contact was stored; the body is the SHA-256 of its record (`ContactRecord.digest`), never
+    /// its wallet id or name, so a ledger shown to an auditor names no one.
+    case contactAdded(Digest32)
+    /// Tag 8: the contact whose record has this digest was removed. The entry that added it stays.
+    case contactRemoved(Digest32)
+    /// Tag 9: one contact's record was replaced by another (a rename, or a newer key-event log).
+    case contactReplaced(old: Digest32, new: Digest32)
 
     /// The tag bytes, which never change meaning.
     public enum Tag: UInt8, Sendable, CaseIterable {
@@ -137,6 +144,12 @@ public enum SettingsChange: Hashable, Sendable {
         case allowUnenforcedPIN = 5
         /// Whether the token's keys are used though their origin is unproven.
         case allowUnprovenOrigin = 6
+        /// A contact record's digest, added.
+        case contactAdded = 7
+        /// A contact record's digest, removed.
+        case contactRemoved = 8
+        /// A contact record's digest, replaced by another.
+        case contactReplaced = 9
     }
 
     /// This change's tag.
@@ -148,6 +161,18 @@ public enum SettingsChange: Hashable, Sendable {
         case .offlineLimit: .offlineLimit
         case .tokenAllowance(.unenforcedPIN, _): .allowUnenforcedPIN
         case .tokenAllowance(.unprovenOrigin, _): .allowUnprovenOrigin
+        case .contactAdded: .contactAdded
+        case .contactRemoved: .contactRemoved
+        case .contactReplaced: .contactReplaced
+        }
+    }
+
+    /// Whether this change is about contacts (tags 7–9): such entries leave the wallet only as their
+    /// position, id and leaf hash (audit bundles), never their content.
+    public var isContactChange: Bool {
+        switch self {
+        case .contactAdded, .contactRemoved, .contactReplaced: true
+        case .issuerTrust, .anchorKind, .offlineLimit, .tokenAllowance: false
         }
     }
 
@@ -165,6 +190,11 @@ public enum SettingsChange: Hashable, Sendable {
             writer.write(limit.window.rawValue)
         case .tokenAllowance(_, let allowed):
             writer.write(UInt8(allowed ? 1 : 0))
+        case .contactAdded(let digest), .contactRemoved(let digest):
+            writer.write(digest)
+        case .contactReplaced(let old, let new):
+            writer.write(old)
+            writer.write(new)
         }
         return writer.bytes
     }
@@ -204,6 +234,12 @@ public enum SettingsChange: Hashable, Sendable {
                 preconditionFailure("tags 5 and 6 are the token allowances")
             }
             change = .tokenAllowance(allowance, allowed: byte == 1)
+        case .contactAdded, .contactRemoved:
+            guard let digest = reader.read(Digest32.self) else { throw short() }
+            change = tag == .contactAdded ? .contactAdded(digest) : .contactRemoved(digest)
+        case .contactReplaced:
+            guard let old = reader.read(Digest32.self), let new = reader.read(Digest32.self) else { throw short() }
+            change = .contactReplaced(old: old, new: new)
         }
         try reader.expectEnd("settings change")
         return change
@@ -226,6 +262,8 @@ public struct WalletSettings: Hashable, Sendable {
     public private(set) var isIssuer = false
     /// The token safeguards the owner gave up (tags 5 and 6); none until a `settings` entry says so.
     public private(set) var tokenAllowances: Set<TokenAllowance> = []
+    /// The digests of the current contacts' records (tags 7–9, in ledger order).
+    public private(set) var contactDigests: Set<Digest32> = []
 
     /// The settings of a ledger with no `settings` entry.
     public init() {}
@@ -246,7 +284,8 @@ public struct WalletSettings: Hashable, Sendable {
         return settings
     }
 
-    /// The settings with one change applied, or a throw that changes nothing.
+    /// The settings with one change applied, or a throw that changes nothing: a contact added twice, or
+    /// removed or replaced while not current, is refused (a wallet never signs one).
     public func applying(_ change: SettingsChange) throws -> WalletSettings {
         var next = self
         switch change {
@@ -255,6 +294,19 @@ public struct WalletSettings: Hashable, Sendable {
         case .offlineLimit(let limit): next.offlineLimits[limit.amount.currency] = limit
         case .tokenAllowance(let allowance, let allowed):
             if allowed { next.tokenAllowances.insert(allowance) } else { next.tokenAllowances.remove(allowance) }
+        case .contactAdded(let digest):
+            guard next.contactDigests.insert(digest).inserted else {
+                throw FormatError(.invalidValue, "contact \(digest.hex) is added while it is current")
+            }
+        case .contactRemoved(let digest):
+            guard next.contactDigests.remove(digest) != nil else {
+                throw FormatError(.invalidValue, "contact \(digest.hex) is removed while it is not current")
+            }
+        case .contactReplaced(let old, let new):
+            guard old != new, next.contactDigests.remove(old) != nil, next.contactDigests.insert(new).inserted else {
+                throw FormatError(
+                    .invalidValue, "contact \(old.hex) is replaced while it is not current, or by a current one")
+            }
         }
         return next
     }
