@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 4
+    public static let schemaVersion: Int64 = 5
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -58,6 +58,12 @@ public final class LedgerStore: @unchecked Sendable {
         4: """
         CREATE INDEX IF NOT EXISTS statements_committed ON statements (signer, id, kind, digest, position);
         CREATE INDEX IF NOT EXISTS outgoing_committed ON outgoing (transfer_id, status);
+        """,
+        // Version 5 (contact keys): the 64-byte ML-KEM-1024 seed d ‖ z of each key event that names a contact
+        // key, by the event's sequence, written in the transaction of that event's entry. The database's own
+        // encryption is what seals it (docs/THREAT-MODEL.md, "Contact keys").
+        5: """
+        CREATE TABLE IF NOT EXISTS contact_keys (sequence INTEGER PRIMARY KEY, seed BLOB NOT NULL);
         """,
     ]
 
@@ -309,10 +315,13 @@ public final class LedgerStore: @unchecked Sendable {
     /// entries' statement rows, the transfer it `sends` as pending, the payment it `confirms`). `seal` checks
     /// the first and signs the checkpoint over the second; then exactly those rows are written, from the same
     /// values (`LedgerIndex.statementRow(of:)`), with the checkpoint. If `seal` throws, nothing is written.
+    ///
+    /// `contactKey`, with the entry of a key event that names a contact key, stores that key's seed under the
+    /// event's sequence in the same transaction, so the event and its seed are committed together or not at all.
     public func append(
         _ entries: [LedgerEntry], treePeaks: MerkleCompactRange, sends sent: TransferID? = nil,
         confirms confirmation: Confirmation? = nil, consumes readyRecord: ReadyRecordUse? = nil,
-        seal: (IndexChange) throws -> Seal
+        contactKey: ContactKeySeed? = nil, seal: (IndexChange) throws -> Seal
     ) throws {
         try database.transaction {
             if let readyRecord { try consume(readyRecord) }
@@ -347,9 +356,41 @@ public final class LedgerStore: @unchecked Sendable {
                     ]).run()
             }
             try writeEntries(entries, treePeaks: treePeaks)
+            if let contactKey { try insertContactKeySeed(contactKey) }
             try database.prepare("INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
                 .bind([try .count(treePeaks.size), .blob(sealed.checkpoint)]).run()
         }
+    }
+
+    /// The seed of a contact key and the sequence of the key event that names it.
+    public typealias ContactKeySeed = (sequence: UInt64, seed: SecretBytes)
+
+    /// The seed length: ML-KEM's d ‖ z (FIPS 203 key generation from a seed).
+    public static let contactKeySeedByteCount = 64
+
+    /// A seed is written once per key event and never replaced: a second seed for one sequence is refused.
+    private func insertContactKeySeed(_ contactKey: ContactKeySeed) throws {
+        precondition(contactKey.seed.count == Self.contactKeySeedByteCount, "a contact key seed is 64 bytes")
+        // A UNIQUE failure here (a row left for a sequence no committed event has) rolls the append back.
+        try database.prepare("INSERT INTO contact_keys (sequence, seed) VALUES (?, ?)")
+            .bind([try .count(contactKey.sequence), .secret(contactKey.seed)]).run()
+    }
+
+    /// The seed of the contact key that key event `sequence` names, straight into wiped-on-release memory; nil
+    /// when there is none. Whether it is that event's key (its digest) is the caller's to check.
+    public func contactKeySeed(sequence: UInt64) throws -> SecretBytes? {
+        let statement = try database.prepare("SELECT seed FROM contact_keys WHERE sequence = ?")
+            .bind([try .count(sequence)])
+        guard try statement.step() else { return nil }
+        return statement.secretBlob(0)
+    }
+
+    /// The sequences that have a stored contact key seed, in order.
+    public func contactKeySequences() throws -> [UInt64] {
+        let statement = try database.prepare("SELECT sequence FROM contact_keys ORDER BY sequence")
+        var sequences: [UInt64] = []
+        while try statement.step() { sequences.append(UInt64(bitPattern: statement.integer(0))) }
+        return sequences
     }
 
     /// A ready record that a credit (or a refusal) consumes in its own transaction: the record of
