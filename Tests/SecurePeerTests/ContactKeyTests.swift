@@ -156,6 +156,33 @@ struct ContactKeyTests {
         #expect(try reopened.verifyLedger().isValid)
     }
 
+    /// A wallet from before contact keys is also on schema 4 (no `contact_keys` table): a reading open asks for
+    /// `ledger repair`, an appending open migrates it, and a rotation then gives it a contact key.
+    @Test func aSchemaFourWalletMigratesAndRotatesToAContactKey() throws {
+        let test = try Self.olderWallet("ck-schema")
+        let key = try test.databaseKey()
+        let salt = try LedgerStore.fileSalt(test.paths.database)
+        let walletID = test.wallet!.walletID
+        test.close()
+        do {
+            let store = try LedgerStore.open(
+                path: test.paths.database, key: key, expectedSalt: salt, walletID: walletID)
+            try store.database.execute("DROP TABLE contact_keys")
+            try store.database.execute("PRAGMA user_version = 4")
+        }
+        #expect(throws: StoreError(.schemaOutdated, "")) {
+            _ = try Wallet.open(paths: test.paths, token: try test.main.session(), access: .reading)
+        }
+        let reopened = try test.reopen()
+        #expect(try reopened.ledger.contactKeySequences().isEmpty, "the table exists again, empty")
+        #expect(throws: WalletError(.noContactKey, "")) { try reopened.contactKeyPair() }
+        let backup = try test.backup.session()
+        defer { backup.close(); test.close() }
+        _ = try reopened.rotate(backup: backup, destroyOld: false)
+        #expect(try reopened.contactPublicKey != nil)
+        #expect(try reopened.verifyLedger().isValid)
+    }
+
     /// After the wallet's token is lost, the backup token opens the database and with it the same seed; the
     /// rotation that follows puts a new contact key in force.
     @Test func theBackupTokenRecoversTheContactKey() throws {
