@@ -43,8 +43,9 @@ public struct SecretBytes: Sendable, Equatable, CustomStringConvertible {
         SystemRandom.fill(storage.pointer, count)
     }
 
-    /// Copies the bytes at `buffer`.
-    init(copying buffer: UnsafeRawBufferPointer) {
+    /// Copies the bytes at `buffer` (memory another library lends, such as a database row), with no array copy
+    /// left behind.
+    public init(copying buffer: UnsafeRawBufferPointer) {
         storage = Storage(count: buffer.count)
         if let base = buffer.baseAddress { storage.pointer.copyMemory(from: base, byteCount: buffer.count) }
     }

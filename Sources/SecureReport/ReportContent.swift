@@ -106,10 +106,14 @@ public struct KeyEventRow: Hashable, Sendable {
     public let origin: String
     /// The ledger position of the entry that records it.
     public let ledgerPosition: UInt64
+    /// The SHA-256 (hex) of the ML-KEM-1024 contact key it put in force; nil when it names none (an event
+    /// written before contact keys).
+    public let contactKeyFingerprint: String?
 
     /// A row.
     public init(
-        sequence: UInt64, kind: String, time: Int64?, keyFingerprint: String, origin: String, ledgerPosition: UInt64
+        sequence: UInt64, kind: String, time: Int64?, keyFingerprint: String, origin: String, ledgerPosition: UInt64,
+        contactKeyFingerprint: String? = nil
     ) {
         self.sequence = sequence
         self.kind = kind
@@ -117,6 +121,7 @@ public struct KeyEventRow: Hashable, Sendable {
         self.keyFingerprint = keyFingerprint
         self.origin = origin
         self.ledgerPosition = ledgerPosition
+        self.contactKeyFingerprint = contactKeyFingerprint
     }
 }
 

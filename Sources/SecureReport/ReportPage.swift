@@ -242,15 +242,22 @@ public enum ReportPage {
 
     private static func keyEvents(_ rows: [KeyEventRow], dates: ReportDates) -> String {
         var html = "<section id=\"key-events\">\n<h2>Key events</h2>\n"
-        html += "<p class=\"meta\">The wallet's key-event log: the key each event put in force, and where it came "
-        html += "from.</p>\n<div class=\"table\"><table>\n<thead><tr><th>#</th><th>Event</th><th>Date</th>"
-        html += "<th>Signing key (SHA-256)</th><th>Origin</th><th>Entry</th></tr></thead>\n<tbody>\n"
+        html += "<p class=\"meta\">The wallet's key-event log: the key each event put in force, where it came "
+        html += "from, and the contact key it put in force.</p>\n<div class=\"table\"><table>\n<thead><tr><th>#</th>"
+        html += "<th>Event</th><th>Date</th><th>Signing key (SHA-256)</th><th>Origin</th>"
+        html += "<th>Contact key (SHA-256)</th><th>Entry</th></tr></thead>\n<tbody>\n"
         for row in rows {
             let fingerprint = String(row.keyFingerprint.prefix(16)) + "…"
             html += "<tr><td>\(row.sequence)</td><td>\(HTMLText.escaped(row.kind))</td>"
             html += "<td class=\"date\">\(HTMLText.escaped(row.time.map(dates.dateTime) ?? "unknown"))</td>"
             html += "<td class=\"id\" title=\"\(HTMLText.escaped(row.keyFingerprint))\">"
             html += "\(HTMLText.escaped(fingerprint))</td><td>\(HTMLText.escaped(row.origin))</td>"
+            if let contact = row.contactKeyFingerprint {
+                html += "<td class=\"id\" title=\"\(HTMLText.escaped(contact))\">"
+                html += "\(HTMLText.escaped(String(contact.prefix(16)) + "…"))</td>"
+            } else {
+                html += "<td>none</td>"
+            }
             html += "<td>\(row.ledgerPosition)</td></tr>\n"
         }
         return html + "</tbody></table></div>\n</section>\n"

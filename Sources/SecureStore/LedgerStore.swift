@@ -59,11 +59,15 @@ public final class LedgerStore: @unchecked Sendable {
         CREATE INDEX IF NOT EXISTS statements_committed ON statements (signer, id, kind, digest, position);
         CREATE INDEX IF NOT EXISTS outgoing_committed ON outgoing (transfer_id, status);
         """,
-        // Version 5 (contacts): each contact record by its digest, which the ledger's contact settings entries
-        // hold, with its pairwise secret beside it; a removed contact's row stays, marked.
+        // Version 5 (contacts and contact keys): each contact record by its digest, which the ledger's contact
+        // settings entries hold, with its pairwise secret beside it (a removed contact's row stays, marked); and
+        // the 64-byte ML-KEM-1024 seed d ‖ z of each key event that names a contact key, by the event's
+        // sequence, written in the transaction of that event's entry. The database's own encryption is what
+        // seals both (docs/THREAT-MODEL.md, "Contact keys", "Contacts at rest").
         5: """
         CREATE TABLE IF NOT EXISTS contacts (digest BLOB PRIMARY KEY, wallet BLOB NOT NULL, record BLOB NOT NULL,
                                              secret BLOB NOT NULL, removed INTEGER NOT NULL DEFAULT 0);
+        CREATE TABLE IF NOT EXISTS contact_keys (sequence INTEGER PRIMARY KEY, seed BLOB NOT NULL);
         """,
     ]
 
@@ -315,10 +319,14 @@ public final class LedgerStore: @unchecked Sendable {
     /// entries' statement rows, the transfer it `sends` as pending, the payment it `confirms`). `seal` checks
     /// the first and signs the checkpoint over the second; then exactly those rows are written, from the same
     /// values (`LedgerIndex.statementRow(of:)`), with the checkpoint. If `seal` throws, nothing is written.
+    ///
+    /// `contactKey`, with the entry of a key event that names a contact key, stores that key's seed under the
+    /// event's sequence in the same transaction, so the event and its seed are committed together or not at all.
     public func append(
         _ entries: [LedgerEntry], treePeaks: MerkleCompactRange, sends sent: TransferID? = nil,
         confirms confirmation: Confirmation? = nil, consumes readyRecord: ReadyRecordUse? = nil,
-        contacts contactChange: ContactChange? = nil, seal: (IndexChange) throws -> Seal
+        contacts contactChange: ContactChange? = nil, contactKey: ContactKeySeed? = nil,
+        seal: (IndexChange) throws -> Seal
     ) throws {
         try database.transaction {
             if let readyRecord { try consume(readyRecord) }
@@ -354,9 +362,41 @@ public final class LedgerStore: @unchecked Sendable {
                     ]).run()
             }
             try writeEntries(entries, treePeaks: treePeaks)
+            if let contactKey { try insertContactKeySeed(contactKey) }
             try database.prepare("INSERT OR REPLACE INTO checkpoints (size, encoded) VALUES (?, ?)")
                 .bind([try .count(treePeaks.size), .blob(sealed.checkpoint)]).run()
         }
+    }
+
+    /// The seed of a contact key and the sequence of the key event that names it.
+    public typealias ContactKeySeed = (sequence: UInt64, seed: SecretBytes)
+
+    /// The seed length: ML-KEM's d ‖ z (FIPS 203 key generation from a seed).
+    public static let contactKeySeedByteCount = 64
+
+    /// A seed is written once per key event and never replaced: a second seed for one sequence is refused.
+    private func insertContactKeySeed(_ contactKey: ContactKeySeed) throws {
+        precondition(contactKey.seed.count == Self.contactKeySeedByteCount, "a contact key seed is 64 bytes")
+        // A UNIQUE failure here (a row left for a sequence no committed event has) rolls the append back.
+        try database.prepare("INSERT INTO contact_keys (sequence, seed) VALUES (?, ?)")
+            .bind([try .count(contactKey.sequence), .secret(contactKey.seed)]).run()
+    }
+
+    /// The seed of the contact key that key event `sequence` names, straight into wiped-on-release memory; nil
+    /// when there is none. Whether it is that event's key (its digest) is the caller's to check.
+    public func contactKeySeed(sequence: UInt64) throws -> SecretBytes? {
+        let statement = try database.prepare("SELECT seed FROM contact_keys WHERE sequence = ?")
+            .bind([try .count(sequence)])
+        guard try statement.step() else { return nil }
+        return statement.secretBlob(0)
+    }
+
+    /// The sequences that have a stored contact key seed, in order.
+    public func contactKeySequences() throws -> [UInt64] {
+        let statement = try database.prepare("SELECT sequence FROM contact_keys ORDER BY sequence")
+        var sequences: [UInt64] = []
+        while try statement.step() { sequences.append(UInt64(bitPattern: statement.integer(0))) }
+        return sequences
     }
 
     /// A ready record that a credit (or a refusal) consumes in its own transaction: the record of

@@ -166,6 +166,14 @@ final class Statement {
                         handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count),
                         transientDestructor)
                 }
+            case .secret(let secret):
+                // SQLITE_TRANSIENT: SQLite copies the bytes into its own memory (and its pages), which it owns
+                // like every other row; no array copy of the secret is made here.
+                result = secret.withUnsafeBytes {
+                    sqlite3_bind_blob(
+                        handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count),
+                        transientDestructor)
+                }
             case .null: result = sqlite3_bind_null(handle, index)
             }
             guard result == SQLITE_OK else { throw Database.error(result, database.lastMessage, in: database) }
@@ -202,6 +210,13 @@ final class Statement {
         return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
+    /// A blob column copied straight into wiped-on-release memory, for a secret row.
+    func secretBlob(_ column: Int32) -> SecretBytes {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return SecretBytes([]) }
+        return SecretBytes(copying: UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 }
 
@@ -210,6 +225,8 @@ enum SQLValue {
     case integer(Int64)
     case text(String)
     case blob([UInt8])
+    /// A secret blob, bound from its wiped-on-release memory.
+    case secret(SecretBytes)
     case null
 }
 

@@ -100,6 +100,7 @@ extension LedgerStore {
             }
         ),
         ("contacts", { try $0.contactRowProblems() }),
+        ("contact_keys", { try $0.contactKeyProblems() }),
         (
             "inconsistencies",
             { store in
@@ -159,6 +160,46 @@ extension LedgerStore {
             if case .notProven(let reason, _) = evidence.verify(knownLog: known) {
                 problems.append("\(row): its evidence proves no fork (\(reason.rawValue))")
             }
+        }
+        return problems
+    }
+
+    /// Each contact key seed is 64 bytes and makes the key its key event names (SHA-256 of the encapsulation
+    /// key), and every key event of the ledger that names a contact key has its seed: a seed lost or changed
+    /// would leave the wallet unable to open what its contacts sealed to it. The seeds are read into
+    /// wiped-on-release memory, and each derived key is released (and wiped) before the next row.
+    func contactKeyProblems() throws -> [String] {
+        var named: [UInt64: Digest32] = [:]
+        let events = try database.prepare("SELECT encoded FROM entries WHERE kind = ?")
+            .bind([.integer(Int64(EntryKind.keyEvent.rawValue))])
+        while try events.step() {
+            // An entry or event that does not decode is the entries check's problem (and the replay's).
+            guard let entry = (try? LedgerEntry.decode(events.blob(0))).flatMap({ $0 }),
+                let event = (try? SignedKeyEvent.decode(entry.payload)).flatMap({ $0 })?.event, event.hasContactKey
+            else { continue }
+            named[event.sequence] = event.contactKeyDigest
+        }
+        var problems: [String] = []
+        var seen = Set<UInt64>()
+        for sequence in try contactKeySequences() {
+            seen.insert(sequence)
+            let row = "table contact_keys, row \(sequence)"
+            guard let digest = named[sequence] else {
+                problems.append("\(row): no key event of the ledger with that sequence names a contact key")
+                continue
+            }
+            guard let seed = try contactKeySeed(sequence: sequence), seed.count == Self.contactKeySeedByteCount,
+                let key = try? MLKEM1024.PrivateKey(seed: seed)
+            else {
+                problems.append("\(row): its seed is not \(Self.contactKeySeedByteCount) bytes")
+                continue
+            }
+            if KeyEvent.contactKeyDigest(of: key.publicKey) != digest {
+                problems.append("\(row): its seed does not make the contact key key event \(sequence) names")
+            }
+        }
+        for sequence in named.keys.sorted() where !seen.contains(sequence) {
+            problems.append("table contact_keys: the seed of key event \(sequence)'s contact key is missing")
         }
         return problems
     }

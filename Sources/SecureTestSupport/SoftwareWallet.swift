@@ -24,6 +24,10 @@ public struct SoftwareWallet {
     public private(set) var tree = MerkleTree()
     public var time = SoftwareWallet.startTime
     private var random: SeededRandom
+    /// The ML-KEM-1024 contact key the event in force names (`KeyEvent.contactKeyDigest`), made from seeds of
+    /// its own seeded stream, so adding it left the ids of `random` as they were.
+    public private(set) var contactKey: MLKEM1024.PrivateKey
+    private var contactRandom: SeededRandom
 
     /// The signing key.
     public var key: P256.PublicKey { signer.publicKey }
@@ -37,8 +41,11 @@ public struct SoftwareWallet {
         signer = try keys?.signer ?? SoftwareSigner()
         nextSigner = try keys?.next ?? SoftwareSigner()
         random = SeededRandom(seed: seed)
+        contactRandom = SeededRandom(seed: seed ^ 0xc0_47ac_7000_5eed)
+        contactKey = try MLKEM1024.PrivateKey(seed: SecretBytes(contactRandom.bytes(MLKEM1024.seedByteCount)))
         let inception = KeyEvent.inception(
-            signingKey: signer.publicKey, nextKey: nextSigner.publicKey, agreementKey: signer.publicKey)
+            signingKey: signer.publicKey, nextKey: nextSigner.publicKey, agreementKey: signer.publicKey,
+            contactKeyDigest: KeyEvent.contactKeyDigest(of: contactKey.publicKey))
         walletID = claimed ?? WalletID(inception: inception)
         log = try KeyEventLog(inception: try SignedKeyEvent(inception, signer: signer))
         try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: inception.encoded))
@@ -106,17 +113,21 @@ public struct SoftwareWallet {
     }
 
     /// Rotates to the key the last event committed to, recording the rotation at the next position (the
-    /// first entry the new key signs), countersigned by the retiring key.
+    /// first entry the new key signs), countersigned by the retiring key; a new contact key comes with it.
     public mutating func rotate() throws {
         let incoming = nextSigner
         let committed = try SoftwareSigner()
+        let newContactKey = try MLKEM1024.PrivateKey(
+            seed: SecretBytes(contactRandom.bytes(MLKEM1024.seedByteCount)))
         let event = KeyEvent.rotation(
             after: log.current, signingKey: incoming.publicKey, nextKey: committed.publicKey,
-            agreementKey: incoming.publicKey, ledgerPosition: state.size)
+            agreementKey: incoming.publicKey, ledgerPosition: state.size,
+            contactKeyDigest: KeyEvent.contactKeyDigest(of: newContactKey.publicKey))
         try log.append(try SignedKeyEvent(event, signer: incoming, previous: signer))
         try append(EntryDraft(kind: .keyEvent, amount: nil, statement: nil, payload: event.encoded))
         signer = incoming
         nextSigner = committed
+        contactKey = newContactKey
     }
 
     /// The date of a signature made now: the key in force, at the ledger's size.

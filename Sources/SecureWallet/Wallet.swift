@@ -173,6 +173,9 @@ public final class Wallet {
         /// The 32-byte secret of `--recovery-words`: every key event then commits to its recovery key, and
         /// the database key is also wrapped to it. Nil makes a wallet without recovery words.
         public var recoverySecret: SecretBytes?
+        /// The key-event version the inception is written in: the current one, which names a new contact key.
+        /// Tests set 2 to make a wallet as one made before contact keys was (no contact key until it rotates).
+        package var inceptionVersion = KeyEvent.encodingVersion
 
         public init(
             tokenURI: PKCS11URI, backup: (token: WalletToken, uri: PKCS11URI), allowFileAnchor: Bool,
@@ -272,11 +275,14 @@ public final class Wallet {
         let commitments = try options.recoverySecret.map {
             try Wallet.recoveryCommitments(secret: $0, count: KeyEventLog.eventCountMax)
         }
+        let contactKey = options.inceptionVersion >= 3 ? newContactKey() : nil
         let inception = try SignedKeyEvent(
-            .inception(
+            KeyEvent.inception(
                 signingKey: signingKey.publicKey, nextKey: nextKey.publicKey,
                 agreementKey: agreementKey.publicKey, issuer: options.isIssuer, origin: signingOrigin.recorded,
-                recoveryCommitment: commitments?[0] ?? KeyEvent.noRecoveryCommitment),
+                recoveryCommitment: commitments?[0] ?? KeyEvent.noRecoveryCommitment,
+                contactKeyDigest: contactKey?.digest ?? KeyEvent.noContactKey
+            ).writtenAsVersion(options.inceptionVersion),
             signer: signer)
         let walletID = WalletID(inception: inception.event)
         let metadata = WalletMetadata(
@@ -295,11 +301,13 @@ public final class Wallet {
             store: store, anchor: anchor,
             signer: signer, state: LedgerState(), peaks: MerkleCompactRange(), latest: nil, clock: clock)
         let time = clock()
-        _ = try wallet.append { position, previous, _ in
-            try LedgerEntry(
-                position: position, id: .random(), kind: .keyEvent, amount: nil, time: time,
-                payload: inception.encoded, previousLink: previous)
-        }
+        // The contact key's seed is committed with the inception's entry, in its transaction.
+        _ = try wallet.append(
+            { position, previous, _ in
+                try LedgerEntry(
+                    position: position, id: .random(), kind: .keyEvent, amount: nil, time: time,
+                    payload: inception.encoded, previousLink: previous)
+            }, contactKey: contactKey.map { (sequence: 0, seed: $0.seed) })
         // The ledger names the anchor it is kept by: a token anchor unless it says otherwise by a signed entry.
         if anchorKind == "file" {
             try wallet.appendDraft(
@@ -378,13 +386,14 @@ public final class Wallet {
     /// transfer to send exist together or not at all. `confirms` marks a sent transfer confirmed in the
     /// same transaction (a confirmation entry), and `contacts` writes the contact rows that a contact
     /// settings entry names. The checkpoint is signed inside the transaction, over the index commitment D of
-    /// the rows it commits (`LedgerStore.append`).
+    /// the rows it commits (`LedgerStore.append`). `contactKey` is the seed of the contact key that the key
+    /// event this entry records names; it is stored in the same transaction.
     @discardableResult
     public func append(
         _ build: (_ position: UInt64, _ previousLink: Digest32, _ time: Int64) throws -> LedgerEntry,
         outgoing: ((LedgerEntry, SignedCheckpoint) throws -> LedgerStore.Outgoing)? = nil,
         consumes readyRecord: LedgerStore.ReadyRecordUse? = nil, confirms confirmation: LedgerStore.Confirmation? = nil,
-        contacts contactChange: LedgerStore.ContactChange? = nil
+        contacts contactChange: LedgerStore.ContactChange? = nil, contactKey: LedgerStore.ContactKeySeed? = nil
     ) throws -> LedgerEntry {
         precondition(lock != nil, "a wallet opened for reading was asked to append")
         if let lockReason { throw WalletError(.locked, "the wallet is locked and refuses to spend: \(lockReason)") }
@@ -399,9 +408,10 @@ public final class Wallet {
         let sends = outgoing == nil ? nil : entry.statement.map { TransferID($0.id) }
         precondition(outgoing == nil || sends != nil, "a transfer is sent only with a debit that records it")
         var sealed: SignedCheckpoint?
+        precondition(contactKey == nil || entry.kind == .keyEvent, "a contact key's seed comes with its key event")
         try store.append(
             [entry], treePeaks: nextPeaks, sends: sends, confirms: confirmation, consumes: readyRecord,
-            contacts: contactChange
+            contacts: contactChange, contactKey: contactKey
         ) { index in
             let signed = try sign(state: next, root: nextPeaks.root, time: time, index: index)
             sealed = signed
@@ -503,13 +513,15 @@ public enum WalletErrorCode: String, FailureCode, CaseIterable {
     case locked, keyMismatch = "key-mismatch", verificationFailed = "verification-failed", invalidInput =
         "invalid-input"
     case refused, notFound = "not-found"
+    /// The key event in force names no contact key (a wallet from before contact keys): one rotation adds one.
+    case noContactKey = "no-contact-key"
 
     /// The documented exit code's kind for each code.
     public var kind: FailureKind {
         switch self {
         case .locked, .verificationFailed, .keyMismatch: .integrity
         case .invalidInput: .usage
-        case .refused, .notFound: .refused
+        case .refused, .notFound, .noContactKey: .refused
         }
     }
 }

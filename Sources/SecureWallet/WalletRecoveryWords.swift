@@ -132,17 +132,20 @@ extension Wallet {
         let nextKey = try token.generateKey(label: "wallet-key-\(previous.sequence + 2)", usage: .sign)
         _ = try Wallet.checkedOrigin(of: newKey, on: token, what: "the new signing key", paths: paths)
         _ = try Wallet.checkedOrigin(of: nextKey, on: token, what: "the new committed key", paths: paths)
+        // A new contact key: whoever held the lost token may have read the old one's seed with the database.
+        let contactKey = Wallet.newContactKey()
         let event = KeyEvent.recoveryRotation(
             after: previous, signingKey: newKey.publicKey, nextKey: nextKey.publicKey, agreementKey: agreement,
             ledgerPosition: size,
             recoveryCommitment: try RecoveryKey(secret: secret, sequence: previous.sequence + 1).publicKey
-                .fingerprintDigest)
+                .fingerprintDigest,
+            contactKeyDigest: contactKey.digest)
         let signer = TokenSigner(token: token, key: newKey)
         let signed = try {
             let recoveryKey = try RecoveryKey(secret: secret, sequence: previous.sequence)
             return try SignedKeyEvent(recovery: event, signer: signer, recoveryKey: recoveryKey)
         }()
-        try recordRotation(signed, signer: signer)
+        try recordRotation(signed, signer: signer, contactKeySeed: contactKey.seed)
         var updated = metadata
         updated.signingKeyID = Hex.encode(newKey.id)
         try updated.save(paths)

@@ -67,15 +67,18 @@ extension Wallet {
             let origin = try Wallet.checkedOrigin(of: newKey, on: holder, what: "the next signing key", paths: paths)
             _ = try Wallet.checkedOrigin(of: following, on: other, what: "the new committed key", paths: paths)
             let previousSigner = try signerOfKeyInForce(among: [token, backup])
+            // Each event puts a new contact key in force; its seed is stored with the event's entry.
+            let contactKey = Wallet.newContactKey()
             let event = KeyEvent.rotation(
                 after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
                 agreementKey: agreement, ledgerPosition: size, origin: origin.recorded,
-                recoveryCommitment: try recoveryCommitment(forSequence: keyEvent.event.sequence + 1))
+                recoveryCommitment: try recoveryCommitment(forSequence: keyEvent.event.sequence + 1),
+                contactKeyDigest: contactKey.digest)
             let newSigner = TokenSigner(token: holder, key: newKey)
             let signed = try SignedKeyEvent(event, signer: newSigner, previous: previousSigner)
             try stop(crash, homeHop ? .homeEventSigned : .eventSigned)
             retired.append(keyEvent.event.signingKey)
-            try recordRotation(signed, signer: newSigner)
+            try recordRotation(signed, signer: newSigner, contactKeySeed: contactKey.seed)
             appended.append(signed)
             try stop(crash, homeHop ? .homeEventRecorded : .eventRecorded)
             if homeHop { break }
@@ -94,21 +97,26 @@ extension Wallet {
         return RotationResult(events: appended, retired: retired, destroyed: destroyed)
     }
 
-    /// Appends a rotation as its own ledger entry, signing that entry's checkpoint with the new key. The
-    /// wallet's key in force changes only if the entry committed.
-    func recordRotation(_ signed: SignedKeyEvent, signer newSigner: MessageSigner) throws {
+    /// Appends a rotation as its own ledger entry, signing that entry's checkpoint with the new key, and stores
+    /// the seed of the contact key it names in the same transaction. The wallet's key in force changes only if
+    /// the entry committed.
+    func recordRotation(_ signed: SignedKeyEvent, signer newSigner: MessageSigner, contactKeySeed: SecretBytes?)
+        throws
+    {
+        precondition(signed.event.hasContactKey == (contactKeySeed != nil), "a contact key comes with its seed")
         var log = keyLog
         try log.append(signed)
         precondition(signed.event.ledgerPosition == size, "a rotation takes effect at the entry that records it")
         let saved = (keyLog, keyEvent, tokenSigner, size)
         (keyLog, keyEvent, tokenSigner) = (log, signed, newSigner)
         do {
-            try append { position, previous, time in
-                try LedgerEntry(
-                    position: position, id: .random(), kind: .keyEvent,
-                    amount: nil, note: "key rotation \(signed.event.sequence)", time: time,
-                    payload: signed.encoded, previousLink: previous)
-            }
+            try append(
+                { position, previous, time in
+                    try LedgerEntry(
+                        position: position, id: .random(), kind: .keyEvent,
+                        amount: nil, note: "key rotation \(signed.event.sequence)", time: time,
+                        payload: signed.encoded, previousLink: previous)
+                }, contactKey: contactKeySeed.map { (sequence: signed.event.sequence, seed: $0) })
         } catch {
             // `append` throws after its commit only when the anchor could not move; then the rotation stands.
             if size == saved.3 { (keyLog, keyEvent, tokenSigner) = (saved.0, saved.1, saved.2) }

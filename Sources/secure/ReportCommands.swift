@@ -104,7 +104,8 @@ enum ReportCommands {
             return KeyEventRow(
                 sequence: event.sequence, kind: kind, time: builder.keyEventTime(event.ledgerPosition),
                 keyFingerprint: Hex.encode(event.signingKey.fingerprint), origin: event.origin.description,
-                ledgerPosition: event.ledgerPosition)
+                ledgerPosition: event.ledgerPosition,
+                contactKeyFingerprint: event.hasContactKey ? event.contactKeyDigest.hex : nil)
         }
     }
 }

@@ -79,13 +79,15 @@ extension KeyCommands {
                     "ledgerPosition": event.ledgerPosition,
                     "fingerprint": Hex.encode(event.signingKey.fingerprint),
                     "nextKeyDigest": event.nextKeyDigest.hex,
+                    "contactKeyFingerprint": JSONOutput.nullable(wallet.keyLog.currentContactKeyDigest?.hex),
                     "events": result.events.map { $0.event.digest.hex },
                     "retired": result.retired.map { Hex.encode($0.fingerprint) }, "destroyed": result.destroyed,
                 ])
         } else {
             print(
                 "rotated: key \(Hex.encode(event.signingKey.fingerprint)) in force from ledger position \(event.ledgerPosition) "
-                    + "(key event \(event.sequence)); next key committed: \(event.nextKeyDigest.hex)")
+                    + "(key event \(event.sequence)); next key committed: \(event.nextKeyDigest.hex); contact key: "
+                    + WalletCommands.contactKeyText(wallet.keyLog))
             printError(
                 "secure: retired \(result.retired.count) key(s)" + (destroyOld ? ", deleted \(result.destroyed)" : ""))
         }

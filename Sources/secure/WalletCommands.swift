@@ -257,17 +257,25 @@ enum WalletCommands {
         return .success
     }
 
-    /// `wallet show --json` and `wallet init --json` (format `secure-wallet-v2`).
+    /// `wallet show --json` and `wallet init --json` (format `secure-wallet-v3`).
     static func describe(_ wallet: Wallet) -> [String: Any] {
         JSONOutput.document(
             .wallet,
             [
                 "walletID": wallet.walletID.hex, "publicKeyPEM": wallet.signingKey.pem,
-                "fingerprint": Hex.encode(wallet.signingKey.fingerprint), "token": wallet.metadata.token,
+                "fingerprint": Hex.encode(wallet.signingKey.fingerprint),
+                "contactKeyFingerprint": JSONOutput.nullable(wallet.keyLog.currentContactKeyDigest?.hex),
+                "token": wallet.metadata.token,
                 "anchor": "\(wallet.anchorKind)", "entries": wallet.size, "directory": wallet.paths.directory,
                 "allow": wallet.settings.tokenAllowances.map(\.description).sorted(), "issuer": wallet.isIssuer,
                 "locked": JSONOutput.nullable(wallet.lockReason?.description),
             ])
+    }
+
+    /// The contact key in force as people read it: the SHA-256 of its encapsulation key, which the key event
+    /// commits to, or how to get one.
+    static func contactKeyText(_ log: KeyEventLog) -> String {
+        log.currentContactKeyDigest?.hex ?? "none (rotate to add one: `secure keys rotate --backup-token URI`)"
     }
 
     static func show(_ words: [String]) throws -> ExitCode {
@@ -285,6 +293,7 @@ enum WalletCommands {
         }
         print("wallet id    \(wallet.walletID.hex)")
         print("fingerprint  \(Hex.encode(wallet.signingKey.fingerprint))")
+        print("contact key  \(contactKeyText(wallet.keyLog))")
         print("token        \(wallet.metadata.token)")
         print("anchor       \(wallet.anchorKind)")
         let allowances = wallet.settings.tokenAllowances.map { "--allow-\($0)" }.sorted()

@@ -125,13 +125,13 @@ struct JSONSchemaCLITests {
                 ["token", "init-demo", "--dir", world.directory + "/toks", "--label", label, "--json"])
         }
         try add(
-            "wallet init", "secure-wallet-v2",
+            "wallet init", "secure-wallet-v3",
             [
                 "wallet", "init", "--token", "pkcs11:token=carol?module-name=softhsm2", "--backup-token",
                 "pkcs11:token=carol-bk?module-name=softhsm2", "--backup-pin-source", "file:toks/carol-bk.pin", "--json",
             ] + world.wallet("carol"))
         try add(
-            "issuer init", "secure-wallet-v2",
+            "issuer init", "secure-wallet-v3",
             [
                 "issuer", "init", "--token", "pkcs11:token=issuer?module-name=softhsm2", "--backup-token",
                 "pkcs11:token=issuer-bk?module-name=softhsm2", "--backup-pin-source", "file:toks/issuer-bk.pin",
@@ -189,7 +189,7 @@ struct JSONSchemaCLITests {
         try add(
             "keys list", "secure-key-list-v2",
             ["keys", "list", "--wallet", "alice", "--token", "pkcs11:token=alice?module-name=softhsm2", "--json"])
-        try add("wallet show", "secure-wallet-v2", ["wallet", "show", "--json"] + alice)
+        try add("wallet show", "secure-wallet-v3", ["wallet", "show", "--json"] + alice)
         try add(
             "budget show", "secure-budgets-v2", ["budget", "show", "--json"] + alice, text: ["budget", "show"] + alice,
             amounts: [1000, 675])
@@ -241,7 +241,7 @@ struct JSONSchemaCLITests {
         try add("audit verify", "secure-audit-verification-v2", ["audit", "verify", "bundle.json", "--json"])
         try add("keys audit", "secure-key-audit-v3", ["keys", "audit", "--json"] + alice)
         try add(
-            "keys rotate", "secure-key-rotation-v2",
+            "keys rotate", "secure-key-rotation-v3",
             ["keys", "rotate", "--backup-pin-source", "file:toks/alice-bk.pin", "--json"] + alice)
 
         let (status, report) = try Self.check(cases, in: world.directory)

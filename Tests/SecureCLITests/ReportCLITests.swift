@@ -129,6 +129,13 @@ struct ReportCLITests {
         #expect((attributes[.posixPermissions] as? Int) == 0o600, "a report of one's money is private")
         let html = try String(contentsOfFile: report, encoding: .utf8)
         #expect(html.contains("Verified") && html.contains("rotation"), "verification and the key events")
+        let shown = try world.run(["wallet", "show", "--json"] + world.wallet("alice"))
+        let contact = try #require(
+            (try JSONSerialization.jsonObject(with: Data(shown.stdout)) as? [String: Any])?["contactKeyFingerprint"]
+                as? String)
+        #expect(
+            html.contains("Contact key (SHA-256)") && html.contains("title=\"\(contact)\""),
+            "each key event's contact key, the one in force among them")
         #expect(html.contains("12.00 EUR") && html.contains("41.25 EUR issued by"), "amounts as the CLI writes them")
         _ = try Self.check(world, ["geometry", report, fixtureFile])
         _ = try Self.check(world, ["static", report])

@@ -20,11 +20,10 @@ struct ContactParty {
 /// commit to the card's contact key (`KeyEvent.contactKeyDigest(of:)`, a key-event v3 field); until that field
 /// exists the digest is a stand-in, and this is the function to adapt when it does.
 func makeContactParty(seed: UInt64) throws -> ContactParty {
+    // The software wallet's log commits to its contact key (key event version 3), as a real wallet's does.
     let wallet = try SoftwareWallet(seed: seed)
-    var seedBytes = Array("contact key seed".utf8)
-    withUnsafeBytes(of: seed.bigEndian) { seedBytes += $0 }
-    let contactKey = try MLKEM1024.PrivateKey(
-        seed: SHAKE256.hash(seedBytes, outputByteCount: MLKEM1024.seedByteCount))
+    let contactKey = wallet.contactKey
+    precondition(wallet.log.current.contactKeyDigest == KeyEvent.contactKeyDigest(of: contactKey.publicKey))
     let card = ContactCard(log: wallet.log, contactKey: contactKey.publicKey, trustedIssuers: [])
     return ContactParty(wallet: wallet, contactKey: contactKey, card: card)
 }

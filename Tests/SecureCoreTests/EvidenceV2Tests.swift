@@ -165,7 +165,7 @@ struct EvidenceV2Tests {
         let bytes = evidence.encoded
         let log = Array(WalletCard(log: wallet.log).encoded.dropFirst(33))
         #expect(Array(bytes.prefix(4)) == [0x02, 0x01, 0x00, 0x01], "version 2, type 1, a log of one event")
-        #expect(Array(bytes[6..<10]) == [0x01, 0x15, 0x02, 0x00], "a 277-byte inception event, version 2, kind 0")
+        #expect(Array(bytes[6..<10]) == [0x01, 0x35, 0x03, 0x00], "a 309-byte inception event, version 3, kind 0")
         #expect(Array(bytes[10..<50]) == [UInt8](repeating: 0, count: 40), "sequence 0, no previous event")
         #expect(Array(bytes[2..<(2 + log.count)]) == log, "the log is encoded as in cards and envelopes")
         #expect(Array(bytes.dropFirst(2 + log.count)) == a.encoded + b.encoded)

@@ -22,13 +22,14 @@ struct KeyChain {
     }
 
     /// Rotation `index` (1, 2, …) after `previous`, recorded at `position`, countersigned when asked.
-    func rotation(_ index: Int, after previous: KeyEvent, position: UInt64, countersign: Bool = true) throws
-        -> SignedKeyEvent
-    {
+    func rotation(
+        _ index: Int, after previous: KeyEvent, position: UInt64, countersign: Bool = true,
+        contactKeyDigest: Digest32 = KeyEvent.noContactKey
+    ) throws -> SignedKeyEvent {
         try SignedKeyEvent(
             .rotation(
                 after: previous, signingKey: signers[index].publicKey, nextKey: signers[index + 1].publicKey,
-                agreementKey: agreement.publicKey, ledgerPosition: position),
+                agreementKey: agreement.publicKey, ledgerPosition: position, contactKeyDigest: contactKeyDigest),
             signer: signers[index], previous: countersign ? signers[index - 1] : nil)
     }
 

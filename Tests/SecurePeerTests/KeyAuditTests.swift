@@ -123,7 +123,9 @@ struct KeyAuditTests {
         #expect(rows.allSatisfy { $0.role != .unknown })
         // Inception and both rotation events record the origin of the key they put in force: SoftHSM's word.
         let log = test.wallet!.keyLog.events
-        #expect(log.count == 3 && log.allSatisfy { $0.event.origin == .modulesWord && $0.event.version == 2 })
+        #expect(
+            log.count == 3
+                && log.allSatisfy { $0.event.origin == .modulesWord && $0.event.version == KeyEvent.encodingVersion })
         #expect(log.allSatisfy { $0.event.recoveryCommitment == KeyEvent.noRecoveryCommitment })
     }
 }

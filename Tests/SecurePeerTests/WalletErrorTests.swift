@@ -10,7 +10,7 @@ struct WalletErrorTests {
     func walletKinds() {
         let expected: [WalletError.Code: FailureKind] = [
             .locked: .integrity, .verificationFailed: .integrity, .keyMismatch: .integrity, .invalidInput: .usage,
-            .refused: .refused, .notFound: .refused,
+            .refused: .refused, .notFound: .refused, .noContactKey: .refused,
         ]
         for code in WalletError.Code.allCases {
             #expect(WalletError(code, "x").kind == expected[code], "\(code)")

@@ -16,15 +16,17 @@ final class TestWallet {
     private(set) var wallet: Wallet?
     var now: Int64 = 1_767_225_600_000 // 2026-01-01T00:00:00Z
 
-    /// A wallet, or with `isIssuer` an issuer's wallet (`secure issuer init`).
-    init(_ name: String = "w", isIssuer: Bool = false) throws {
+    /// A wallet, or with `isIssuer` an issuer's wallet (`secure issuer init`); `inceptionVersion` 2 makes it as a
+    /// wallet made before contact keys was.
+    init(_ name: String = "w", isIssuer: Bool = false, inceptionVersion: UInt8 = KeyEvent.encodingVersion) throws {
         main = try TestTokens.fresh(name)
         backup = try TestTokens.fresh(name + "-bk")
         paths = WalletPaths(directory: TestTokens.layout.directory + "/wallet-\(name)-\(UUID().uuidString.prefix(8))")
         let backupSession = try backup.session()
         defer { backupSession.close() }
-        let options = Wallet.InitOptions(
+        var options = Wallet.InitOptions(
             tokenURI: main.uri, backup: (backupSession, backup.uri), allowFileAnchor: false, isIssuer: isIssuer)
+        options.inceptionVersion = inceptionVersion
         wallet = try Wallet.create(paths: paths, token: try main.session(), options: options, clock: clockFunction())
     }
 

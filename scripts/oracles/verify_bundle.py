@@ -76,11 +76,13 @@ def parse_signed_event(data):
     e = Reader(body)
     event = {"version": e.u8(), "kind": e.u8(), "sequence": e.u64(), "previous": e.take(32), "key": e.take(65),
              "next": e.take(32), "agreement": e.take(65), "position": e.u64()}
-    if event["version"] == 2:  # version 2 adds the key's origin (code, evidence) and the recovery commitment
+    if event["version"] in (2, 3):  # version 2 adds the key's origin (code, evidence) and the recovery commitment
         event.update(origin=e.u8(), originEvidence=e.take(32), recoveryCommitment=e.take(32))
         zero = event["originEvidence"] == bytes(32)
         if event["origin"] not in (0, 1, 2) or zero != (event["origin"] != 2):
             raise ValueError("key event origin %d with the wrong evidence" % event["origin"])
+        if event["version"] == 3:  # version 3 adds the contact key digest (32 zero bytes: none)
+            event.update(contactKey=e.take(32))
     elif event["version"] != 1:
         raise ValueError("key event version %d" % event["version"])
     if not e.at_end():
@@ -364,6 +366,8 @@ def verify(bundle):
             problems.append(f"event {i}: puts in force a key the previous event did not commit to")
         if ev["position"] <= prev["position"]:
             problems.append(f"event {i}: ledger position does not move forward")
+        if ev.get("contactKey", bytes(32)) != bytes(32) and ev.get("contactKey") == prev.get("contactKey"):
+            problems.append(f"event {i}: puts in force the contact key the previous event put in force")
         if ev["countersignature"] is not None and not verify_signature(
                 prev["key"], b"secure-key-event-countersignature-v1", ev["body"], ev["countersignature"]):
             problems.append(f"event {i}: countersignature is not the previous key's")

@@ -11,11 +11,11 @@ public struct KeyEvent: Hashable, Sendable {
     public static let countersignatureLabel = SignatureLabel("secure-key-event-countersignature-v1")
     /// The label of the recovery key's signature on a recovery rotation.
     public static let recoveryLabel = SignatureLabel("secure-key-event-recovery-v1")
-    /// The version new events are written in. Version 1 (no origin, no recovery commitment) still decodes,
-    /// and re-encodes byte for byte, because wallets made before version 2 keep their logs.
-    public static let encodingVersion: UInt8 = 2
+    /// The version new events are written in. Versions 1 (no origin, no recovery commitment) and 2 (no
+    /// contact key) still decode, and re-encode byte for byte, because wallets made before keep their logs.
+    public static let encodingVersion: UInt8 = 3
     /// The versions that decode.
-    static let decodableVersions: ClosedRange<UInt8> = 1...2
+    static let decodableVersions: ClosedRange<UInt8> = 1...3
 
     /// Inception or rotation. An issuer's wallet is incepted as one, and stays one: its ledger records the
     /// vouchers it mints as liabilities and never holds spendable money.
@@ -41,7 +41,8 @@ public struct KeyEvent: Hashable, Sendable {
     public let agreementKey: P256.PublicKey
     /// The ledger position from which this event's key signs.
     public let ledgerPosition: UInt64
-    /// The encoding version: 2 for new events, 1 for events of logs written before origins were recorded.
+    /// The encoding version: 3 for new events; 2 for events written before contact keys, 1 for events of logs
+    /// written before origins were recorded.
     public let version: UInt8
     /// Where `signingKey` came from, as proven when the event was made (version 2; `.notRecorded` in 1).
     public let origin: KeyOrigin
@@ -49,18 +50,34 @@ public struct KeyEvent: Hashable, Sendable {
     /// recovery words derive for this event's sequence (`RecoveryKey`); all zero means none (a wallet made
     /// without `--recovery-words`). Only that key may sign the recovery rotation that follows this event.
     public let recoveryCommitment: Digest32
+    /// SHA-256 of the raw ML-KEM-1024 encapsulation key (1,568 bytes) this event puts in force as the wallet's
+    /// long-term contact key (version 3); all zero means none (every version 1 and 2 event). Contacts
+    /// encapsulate to that key, and a rotation replaces it with the key its own event commits to.
+    public let contactKeyDigest: Digest32
 
     /// The "no recovery key" commitment: 32 zero bytes.
     public static let noRecoveryCommitment = Digest32.zero
+    /// The "no contact key" digest: 32 zero bytes.
+    public static let noContactKey = Digest32.zero
+
+    /// The digest a key event records for a contact key: SHA-256 of its raw encapsulation key.
+    public static func contactKeyDigest(of key: MLKEM1024.PublicKey) -> Digest32 {
+        Digest32(of: key.rawRepresentation)
+    }
+
+    /// Whether this event puts a contact key in force (a version 3 event with a non-zero digest).
+    public var hasContactKey: Bool { contactKeyDigest != Self.noContactKey }
 
     init(
         kind: Kind, sequence: UInt64, previousEvent: KeyEventDigest, signingKey: P256.PublicKey,
         nextKeyDigest: Digest32, agreementKey: P256.PublicKey, ledgerPosition: UInt64,
         version: UInt8 = KeyEvent.encodingVersion, origin: KeyOrigin = .unproven,
-        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment
+        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment, contactKeyDigest: Digest32 = KeyEvent.noContactKey
     ) {
-        precondition(version == 2 || (origin == .notRecorded && recoveryCommitment == Self.noRecoveryCommitment))
-        precondition(version == 1 || origin != .notRecorded, "a version 2 event records its key's origin")
+        precondition(Self.decodableVersions.contains(version), "key event version \(version) is never written")
+        precondition(version >= 2 || (origin == .notRecorded && recoveryCommitment == Self.noRecoveryCommitment))
+        precondition(version == 1 || origin != .notRecorded, "an event of version 2 or later records its key's origin")
+        precondition(version >= 3 || contactKeyDigest == Self.noContactKey, "only version 3 names a contact key")
         self.kind = kind
         self.sequence = sequence
         self.previousEvent = previousEvent
@@ -71,49 +88,67 @@ public struct KeyEvent: Hashable, Sendable {
         self.version = version
         self.origin = origin
         self.recoveryCommitment = recoveryCommitment
+        self.contactKeyDigest = contactKeyDigest
     }
 
     /// The inception event of a new wallet, or of a new issuer when `issuer` is set.
-    /// `origin` is where the signing key came from; `recoveryCommitment` commits to recovery key 0.
+    /// `origin` is where the signing key came from; `recoveryCommitment` commits to recovery key 0;
+    /// `contactKeyDigest` (`contactKeyDigest(of:)`) names the contact key put in force, zero for none.
     public static func inception(
         signingKey: P256.PublicKey, nextKey: P256.PublicKey, agreementKey: P256.PublicKey, issuer: Bool = false,
-        origin: KeyOrigin = .unproven, recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment
+        origin: KeyOrigin = .unproven, recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment,
+        contactKeyDigest: Digest32 = KeyEvent.noContactKey
     ) -> KeyEvent {
         KeyEvent(
             kind: issuer ? .issuerInception : .inception, sequence: 0, previousEvent: .beforeInception,
             signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: 0, origin: origin,
-            recoveryCommitment: recoveryCommitment)
+            recoveryCommitment: recoveryCommitment, contactKeyDigest: contactKeyDigest)
     }
 
     /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
     /// committed to) and commits to `nextKey`. `ledgerPosition` is the position of the ledger entry that
-    /// records this event: that entry's checkpoint is the first the new key signs.
+    /// records this event: that entry's checkpoint is the first the new key signs. `contactKeyDigest` names the
+    /// contact key this event puts in force in place of the previous one (zero for none).
     public static func rotation(
         after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
         agreementKey: P256.PublicKey, ledgerPosition: UInt64, origin: KeyOrigin = .unproven,
-        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment
+        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment, contactKeyDigest: Digest32 = KeyEvent.noContactKey
     ) -> KeyEvent {
         KeyEvent(
             kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
-            origin: origin, recoveryCommitment: recoveryCommitment)
+            origin: origin, recoveryCommitment: recoveryCommitment, contactKeyDigest: contactKeyDigest)
     }
 
     /// A recovery rotation after `previous`, made with recovery words after the keys were lost: it puts in
     /// force `signingKey` (a key just made on the new token, in place of the committed next key), commits to
     /// `nextKey`, and records its origin as recovery words, naming the commitment of `previous` that the
     /// recovery key satisfies. It is signed by `signingKey` and by that recovery key (`SignedKeyEvent`).
+    /// `contactKeyDigest` names the new contact key (zero for none).
     public static func recoveryRotation(
         after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
-        agreementKey: P256.PublicKey, ledgerPosition: UInt64, recoveryCommitment: Digest32
+        agreementKey: P256.PublicKey, ledgerPosition: UInt64, recoveryCommitment: Digest32,
+        contactKeyDigest: Digest32 = KeyEvent.noContactKey
     ) -> KeyEvent {
         precondition(
             previous.recoveryCommitment != noRecoveryCommitment, "the previous event commits to no recovery key")
         return KeyEvent(
             kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
-            origin: .recoveryWords(previous.recoveryCommitment), recoveryCommitment: recoveryCommitment)
+            origin: .recoveryWords(previous.recoveryCommitment), recoveryCommitment: recoveryCommitment,
+            contactKeyDigest: contactKeyDigest)
+    }
+
+    /// This event as an older encoding `version` writes it, without the fields that came later (which must be
+    /// unset; version 1 records no origin). Only for tests that make a wallet as one made before those fields.
+    package func writtenAsVersion(_ older: UInt8) -> KeyEvent {
+        precondition(older >= 1 && older <= version, "an event is only written in an older version")
+        return KeyEvent(
+            kind: kind, sequence: sequence, previousEvent: previousEvent, signingKey: signingKey,
+            nextKeyDigest: nextKeyDigest, agreementKey: agreementKey, ledgerPosition: ledgerPosition, version: older,
+            origin: older == 1 ? .notRecorded : origin, recoveryCommitment: recoveryCommitment,
+            contactKeyDigest: contactKeyDigest)
     }
 
     /// Whether this event was put in force by recovery words (origin code 3).
@@ -123,9 +158,10 @@ public struct KeyEvent: Hashable, Sendable {
     }
 
     /// The canonical encoding that is hashed and signed (docs/PROTOCOL.md, "Key events"): version 1 is 212
-    /// bytes, version 2 adds the origin (u8 code ‖ 32 bytes) and the recovery commitment (32 bytes), 277.
+    /// bytes, version 2 adds the origin (u8 code ‖ 32 bytes) and the recovery commitment (32 bytes), 277;
+    /// version 3 adds the contact key digest (32 bytes), 309.
     public var encoded: [UInt8] {
-        var writer = ByteWriter(capacity: 288)
+        var writer = ByteWriter(capacity: 320)
         writer.write(version)
         writer.write(kind.rawValue)
         writer.write(sequence)
@@ -139,6 +175,7 @@ public struct KeyEvent: Hashable, Sendable {
             writer.write(origin.evidenceDigest)
             writer.write(recoveryCommitment)
         }
+        if version >= 3 { writer.write(contactKeyDigest) }
         return writer.bytes
     }
 
@@ -174,6 +211,11 @@ public struct KeyEvent: Hashable, Sendable {
             origin = try KeyOrigin(code: code, evidenceDigest: evidence)
             recoveryCommitment = recovery
         }
+        var contactKeyDigest = noContactKey
+        if version >= 3 {
+            guard let contact = reader.read(Digest32.self) else { return nil }
+            contactKeyDigest = contact
+        }
         try reader.expectEnd("key event")
         guard kind.isInception == (sequence == 0) else {
             throw FormatError(.invalidValue, "a key event's kind does not match its sequence number")
@@ -182,14 +224,15 @@ public struct KeyEvent: Hashable, Sendable {
             return KeyEvent(
                 kind: kind, sequence: sequence, previousEvent: previous, signingKey: try P256.PublicKey(x963: signing),
                 nextKeyDigest: next, agreementKey: try P256.PublicKey(x963: agreement), ledgerPosition: position,
-                version: version, origin: origin, recoveryCommitment: recoveryCommitment)
+                version: version, origin: origin, recoveryCommitment: recoveryCommitment,
+                contactKeyDigest: contactKeyDigest)
         } catch {
             throw FormatError(.invalidValue, "a key event names a key that is not a valid P-256 point")
         }
     }
 }
 
-/// Where the signing key a key event puts in force came from, as proven when the event was made. Version 2
+/// Where the signing key a key event puts in force came from, as proven when the event was made. Version 2 and 3
 /// events record it as a code and a 32-byte field (docs/PROTOCOL.md, "Key events"); version 1 events have none.
 public enum KeyOrigin: Hashable, Sendable {
     /// Nothing proves where the key was made (a PIV key without attestation, or a token that does not report
@@ -208,7 +251,7 @@ public enum KeyOrigin: Hashable, Sendable {
     /// A version 1 event: no origin was recorded. Never encoded.
     case notRecorded
 
-    /// The codes a version 2 event may carry.
+    /// The codes a version 2 or 3 event may carry.
     var code: UInt8 {
         switch self {
         case .unproven: 0

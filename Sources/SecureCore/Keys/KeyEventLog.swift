@@ -43,6 +43,10 @@ public struct KeyEventLog: Hashable, Sendable {
     public var isIssuer: Bool { events[0].event.kind == .issuerInception }
     /// The event in force: the last one.
     public var current: KeyEvent { events[events.count - 1].event }
+    /// SHA-256 of the contact key (raw ML-KEM-1024 encapsulation key) that the event in force puts in force, or
+    /// nil when that event commits to none (an event written before version 3). Only the event in force counts:
+    /// a rotation's new contact key replaces the old one, which nobody should encapsulate to any more.
+    public var currentContactKeyDigest: Digest32? { current.hasContactKey ? current.contactKeyDigest : nil }
     /// The head of the log: (sequence, digest) of the event in force, as `hello` carries it.
     public var head: KeyEventHead { KeyEventHead(sequence: current.sequence, digest: current.digest) }
 
@@ -77,6 +81,11 @@ public struct KeyEventLog: Hashable, Sendable {
             return KeyEventError(
                 .reusedKey, "rotation \(event.sequence) commits to the recovery key event \(last.sequence) committed to"
             )
+        }
+        guard !event.hasContactKey || event.contactKeyDigest != last.contactKeyDigest else {
+            return KeyEventError(
+                .reusedKey,
+                "rotation \(event.sequence) puts in force the contact key event \(last.sequence) already put in force")
         }
         return nil
     }
