@@ -16,7 +16,7 @@ import SecureTestSupport
 enum Selector: UInt8, CaseIterable {
     case transfer, receipt, refusal, voucher, checkpoint, signedCheckpoint, envelope, walletCard, walletCardText
     case keyEvent, keyEventLog, forkEvidence, auditBundle, peerMessage, wrappedKeyFile, rangingLine, pkcs11URI
-    case moneyText, settings, ledgerEntry, peerRecords
+    case moneyText, settings, ledgerEntry, peerRecords, contactMessage, contactRecord
 }
 
 /// Fixed private scalars: the keys, and so every seed and corpus input that names them, are the same in
@@ -106,6 +106,29 @@ struct Fixture {
             (.settings, SettingsChange.tokenAllowance(.unenforcedPIN, allowed: true).payload),
         ]
         seeds.append((.wrappedKeyFile, WrappedKeyFile.magic + [WrappedKeyFile.version, 0, 0]))
+        let card = ContactCard(
+            log: payer.log, contactKey: payer.contactKey.publicKey, trustedIssuers: [issuerLog.walletID])
+        seeds += [
+            (.contactMessage, ContactMessage.card(card).encoded),
+            (
+                .contactMessage,
+                ContactMessage.gate(
+                    ContactGate(
+                        nonceContribution: NonceContribution(exactly: [UInt8](repeating: 7, count: 16)),
+                        source: .external, medianMillimetres: 150, allowsSimulated: false)
+                ).encoded
+            ),
+            (.contactMessage, ContactMessage.failure(ContactFailure(reason: .declined)).encoded),
+            (
+                .contactRecord,
+                try ContactRecord(
+                    walletID: payer.walletID, log: payer.log, contactKey: card.contactKey.rawRepresentation,
+                    name: "Bob",
+                    addedAt: 1_700_000_000_000, verification: .verified, rangingSource: .external,
+                    medianMillimetres: 150, trustedIssuers: [issuerLog.walletID]
+                ).encoded
+            ),
+        ]
         return seeds
     }
 
@@ -291,6 +314,8 @@ private func run(_ selector: Selector, _ body: [UInt8]) -> Bool {
         _ = try? SignedReceipt.decode(body)
         _ = try? SignedRefusal.decode(body)
         _ = try? SignedVoucher.decode(body)
+    case .contactMessage: _ = try? ContactMessage.decode(body)
+    case .contactRecord: _ = try? ContactRecord.decode(body)
     }
     return false
 }
