@@ -159,7 +159,7 @@ enum CommandTable {
                 ),
                 ("deposit", "FILE", "credit a voucher, once", MoneyCommands.deposit),
                 (
-                    "spend", "--to CARD --amount A --category C [--issuer ID] --out FILE",
+                    "spend", "--to CARD|CONTACT --amount A --category C [--issuer ID] --out FILE",
                     "pay by file: a signed transfer with no proximity proof", MoneyCommands.spend
                 ),
                 ("accept", "FILE [--no-proximity]", "credit a transfer file, idempotently", MoneyCommands.accept),

@@ -171,6 +171,17 @@ enum ContactCommands {
                 + "at the same time, on the same network")
     }
 
+    /// Opens a file sealed to one of this wallet's contacts, or nil when no contact's file key opens it.
+    static func unseal(_ bytes: [UInt8], wallet: Wallet) throws -> [UInt8]? {
+        for contact in try wallet.contacts() {
+            let key = try ContactSecret.fileKey(secret: try wallet.contactSecret(walletID: contact.walletID))
+            if ContactSealedFile.isFor(bytes, fileKey: key) {
+                return try ContactSealedFile.open(bytes, fileKey: key, recipient: wallet.walletID)
+            }
+        }
+        return nil
+    }
+
     private static func refusal(_ service: FoundService, _ own: Set<String>) -> Error? {
         PeerCommands.refusal(of: service, ownAddresses: own)
     }

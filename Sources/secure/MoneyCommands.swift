@@ -20,8 +20,21 @@ func readWalletCard(_ path: String) throws -> WalletCard {
 
 /// Reads an envelope file (a transfer, receipt or refusal with its signer's key-event log), or says on
 /// stderr why it is not one and returns nil.
-func readEnvelope(_ path: String, what: String) throws -> Envelope? {
-    let bytes = try readFile(path, what: "the \(what)")
+func readEnvelope(_ path: String, what: String, wallet: Wallet? = nil) throws -> Envelope? {
+    var bytes = try readFile(path, what: "the \(what)")
+    if ContactSealedFile.isSealed(bytes) {
+        guard let wallet else {
+            printError("secure: \(path) is sealed to a contact; only a transfer can be; nothing was recorded")
+            return nil
+        }
+        guard let opened = try ContactCommands.unseal(bytes, wallet: wallet) else {
+            printError(
+                "secure: \(path) is sealed to a contact, and none of this wallet's contacts' keys opens it; "
+                    + "nothing was recorded")
+            return nil
+        }
+        bytes = opened
+    }
     do {
         guard let envelope = try Envelope.decode(bytes) else {
             printError("secure: \(path) is not a \(what) (truncated); nothing was recorded")
@@ -139,10 +152,11 @@ enum MoneyCommands {
           secure mint --to CARD --amount "50.00 EUR" --out FILE   (in the issuer's wallet)
               Signs a voucher for the wallet of CARD and records it as outstanding.
           secure deposit FILE                         credit a voucher of a trusted issuer, once
-          secure spend --to CARD --amount A --category C [--note N] [--issuer ID] [--override-budget] --out FILE
+          secure spend --to CARD|CONTACT --amount A --category C [--note N] [--issuer ID] [--override-budget] --out FILE
               Budget check, PIN, sign, append: writes the signed transfer (no proximity proof) in an
               envelope with this wallet's key-event log. A payment moves one asset: --issuer (an issuer id
               or its first hex digits) picks it when the wallet holds the currency of several issuers.
+              To a contact (its name), the file is sealed to it: only that contact's wallet opens it.
           secure accept FILE [--no-proximity] [--receipt-out FILE] [--refusal-out FILE]
               Credit a transfer, idempotently; a transfer without a proximity proof needs --no-proximity.
           secure reverse REFUSAL_FILE                 append the reversal the payee's signed refusal allows
@@ -262,13 +276,25 @@ enum MoneyCommands {
             words, options: walletOptions.union(["to", "amount", "category", "note", "out", "issuer"]),
             flags: appendingFlags.union(["override-budget"]))
         _ = try arguments.positionals(0, "no positional arguments")
-        let payee = try readWalletCard(try arguments.required("to"))
+        let to = try arguments.required("to")
         let amount = try MoneyText.parse(try arguments.required("amount"))
         guard !amount.isZero else { throw UsageError("a payment's amount must be positive") }
         let category = try arguments.required("category")
         try Budget.validateCategory(category)
         let out = try arguments.required("out")
+        // --to names a contact, or a card file: a file to a contact is sealed to it (its pairwise file key).
         let wallet = try openWallet(arguments, .appending)
+        let payee: WalletCard
+        var sealing: (key: SecretBytes, recipient: WalletID)?
+        if let contact = try wallet.contact(named: to) {
+            payee = WalletCard(log: try wallet.peerKeyLog(of: contact.walletID) ?? contact.log)
+            sealing = (
+                try ContactSecret.fileKey(secret: try wallet.contactSecret(walletID: contact.walletID)),
+                contact.walletID
+            )
+        } else {
+            payee = try readWalletCard(to)
+        }
         do {
             let amount = try wallet.asset(for: amount, issuer: arguments.value("issuer"), payee: payee.walletID)
             if case .alert(let usage) = try wallet.checkSpend(
@@ -296,7 +322,11 @@ enum MoneyCommands {
                 throw error
             }
             do {
-                try DurableFile.write(envelope.encoded, to: out)
+                let bytes =
+                    try sealing.map {
+                        try ContactSealedFile.seal(envelope.encoded, fileKey: $0.key, recipient: $0.recipient).encoded
+                    } ?? envelope.encoded
+                try DurableFile.write(bytes, to: out)
             } catch {
                 let id = (try? envelope.transfer().0.payload.order.transferID.hex) ?? "?"
                 printError(
@@ -305,7 +335,8 @@ enum MoneyCommands {
                 return .failure
             }
             print(
-                "paid \(MoneyText.format(amount)) to \(payee.walletID.hex) (\(category)); signed transfer in \(out). "
+                "paid \(MoneyText.format(amount)) to \(payee.walletID.hex) (\(category)); signed transfer in \(out)"
+                    + (sealing == nil ? ". " : ", sealed to contact \(PeerText.escaped(to, limit: 64)). ")
                     + "It carries no proximity proof: the payee accepts it with --no-proximity")
             return .success
         } catch let refusal as Wallet.SpendRefusal {
@@ -319,8 +350,13 @@ enum MoneyCommands {
             words, options: walletOptions.union(["receipt-out", "refusal-out"]),
             flags: appendingFlags.union(["no-proximity"]))
         let path = try arguments.positionals(1, "one transfer FILE")[0]
-        guard let envelope = try readEnvelope(path, what: "transfer") else { return .verification }
-        let wallet = try openWallet(arguments, .appending)
+        // A file sealed to a contact needs the wallet (its contacts' keys) to be read; any other is read first,
+        // so a file that is not a transfer is refused before the wallet is opened.
+        let sealed = ContactSealedFile.isSealed(try readFile(path, what: "the transfer"))
+        var opened: Wallet? = sealed ? try openWallet(arguments, .appending) : nil
+        guard let envelope = try readEnvelope(path, what: "transfer", wallet: opened) else { return .verification }
+        if opened == nil { opened = try openWallet(arguments, .appending) }
+        guard let wallet = opened else { preconditionFailure("the wallet was opened above") }
         let transfer: SignedTransfer
         let outcome: StatementOutcome
         do {

@@ -120,6 +120,7 @@ struct ContactCLITests {
 
     @Test func bothSidesShowTheSameWordsAndStoreTheContactAfterBothConfirm() throws {
         let world = try World()
+        try world.fund("alice", "20.00 EUR")
         let (bob, alice) = try Self.exchange(world, bob: 150, alice: 160)
         #expect(alice.wait(for: "Did the other person read"), "\(alice.seen)")
         #expect(bob.wait(for: "Did the other person read"), "\(bob.seen)")
@@ -137,6 +138,27 @@ struct ContactCLITests {
         // After the gate, the identities did cross: bob's id is in a record alice received.
         let received = try alice.channelRecords().filter { !$0.sent }
         #expect(received.contains { Self.contains($0.payload, bobID) }, "bob's card reached alice")
+        for name in ["alice", "bob"] {
+            let list = try world.run(["contact", "list"] + world.wallet(name))
+            #expect(list.output.contains(name == "alice" ? "bob" : "alice") && list.output.contains("verified"))
+        }
+
+        // A transfer file to a contact is sealed to it: no wallet id in the file, bob opens it, and a wallet
+        // that is not the contact (alice herself, who holds the same key) cannot.
+        let spend = try world.run(
+            ["spend", "--to", "bob", "--amount", "2.00 EUR", "--category", "gift", "--out", "to-bob.bin"]
+                + world.wallet("alice"))
+        #expect(spend.status == 0, "\(spend.output)\(spend.stderr)")
+        #expect(spend.output.contains("sealed to contact bob"), "\(spend.output)")
+        let file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: world.directory + "/to-bob.bin")))
+        #expect(file.starts(with: Array("SECSEAL1".utf8)) && !Self.contains(file, bobID))
+        let reflected = try world.run(["accept", "to-bob.bin", "--no-proximity"] + world.wallet("alice"))
+        #expect(reflected.status != 0 && reflected.stderr.contains("sealed"), "\(reflected.stderr)")
+        let accepted = try world.run(["accept", "to-bob.bin", "--no-proximity"] + world.wallet("bob"))
+        #expect(accepted.status == 0, "\(accepted.output)\(accepted.stderr)")
+        #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("2.00 EUR"))
+        let history = try world.run(["history"] + world.wallet("bob"))
+        #expect(history.output.contains("contact \"alice\""), "\(history.output)")
     }
 
     @Test(arguments: [(300, 150), (150, 300), (100, 240)])
