@@ -140,6 +140,13 @@ public final class ContactDriver {
                     message.encoded, on: channel, whole: Self.messageRecordType, fragment: Self.fragmentRecordType)
                 return []
             case .signMeasurement(let measurement):
+                // Meeting a contact again would replace a record the other side may not replace (a link that
+                // drops after one confirm leaves the two with different secrets): both remove it first.
+                if let existing = try wallet.contact(walletID: measurement.binding.peerWalletID) {
+                    return machine.localFailure(
+                        "this wallet is already your contact \(PeerText.quoted(existing.name)); to exchange again, "
+                            + "both of you remove it first (`secure contact remove NAME`)")
+                }
                 try unlock("sign this exchange's measurement")
                 return machine.measurementSigned(
                     try SignedContactMeasurement(signing: measurement, with: wallet.signer))

@@ -56,7 +56,7 @@ enum ContactCommands {
             defer { listener.close() }
             person.event(
                 "listening", ["address": "\(host):\(listener.port)"], "listening on \(host):\(listener.port)")
-            channel = try SecureChannel.respond(over: try listener.accept(timeoutSeconds: seconds))
+            channel = try acceptExchange(listener, seconds: seconds, person: person)
         } else {
             let (host, port) = try PeerCommands.address(arguments.value("to"))
             channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port))
@@ -97,10 +97,8 @@ enum ContactCommands {
                 "the other wallet's key-event log conflicts with the one this wallet knows (two events with one "
                     + "sequence): the evidence is kept; no contact added")
         }
-        // Meeting a contact again makes a new secret: the old record goes (an entry) and the new one comes.
-        if let existing = try wallet.contact(walletID: result.peer.walletID) {
-            try wallet.removeContact(named: existing.name)
-        }
+        // The driver refused an existing contact before signing; one added meanwhile by another process is
+        // refused here by the wallet (one wallet id, one contact).
         try wallet.addContact(record, secret: result.secret)
         let state = result.verified ? "verified" : "unconfirmed"
         person.event(
@@ -137,7 +135,7 @@ enum ContactCommands {
         while deadline.timeIntervalSinceNow > 0 {
             if let transport = try? listener.accept(timeoutSeconds: 0.5) {
                 do {
-                    return try SecureChannel.respond(over: transport)
+                    return try SecureChannel.respond(over: transport, timeoutSeconds: handshakeSeconds)
                 } catch {
                     person.event("ignored", ["reason": "\(error)"], "  -  an incoming connection failed: \(error)")
                     continue
@@ -169,6 +167,32 @@ enum ContactCommands {
             .notFound,
             "no other wallet exchanged contacts within \(Int(seconds)) s; both people run `secure contact add --near` "
                 + "at the same time, on the same network")
+    }
+
+    /// The first connection whose handshake completes within `seconds`: a connection that sends garbage or
+    /// stays silent is logged and the listener keeps waiting, so nobody can end an exchange by racing the
+    /// other person to the port. Handshakes here are shorter than a receiver's: the other device is in reach.
+    static let handshakeSeconds = 5.0
+
+    private static func acceptExchange(_ listener: TCPListener, seconds: Double, person: TerminalPerson) throws
+        -> SecureChannel
+    {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while deadline.timeIntervalSinceNow > 0 {
+            let transport: TCPTransport
+            do {
+                transport = try listener.accept(timeoutSeconds: min(1, deadline.timeIntervalSinceNow))
+            } catch let error as ChannelError where error.code == .timeout {
+                continue
+            }
+            do {
+                return try SecureChannel.respond(
+                    over: transport, timeoutSeconds: min(handshakeSeconds, max(1, deadline.timeIntervalSinceNow)))
+            } catch {
+                person.event("ignored", ["reason": "\(error)"], "  -  a connection failed its handshake: \(error)")
+            }
+        }
+        throw DiscoveryError(.notFound, "no other wallet connected within \(Int(seconds)) s")
     }
 
     /// Opens a file sealed to one of this wallet's contacts, or nil when no contact's file key opens it.
@@ -248,6 +272,9 @@ extension PeerCommands {
         return answer
     }
 
+    /// How many announcements carrying a contact's tag `pay --to NAME` tries.
+    static let contactCandidatesMax = 4
+
     /// `pay --to NAME`: browses for an announcement tagged under the contact's discovery key, connects, and
     /// proves on the new channel that the receiver holds that key before anything else is sent. An
     /// announcement replayed or relayed by someone without the key gets the probe and nothing more.
@@ -272,17 +299,31 @@ extension PeerCommands {
         let own = Set(NetworkInterfaces.multicastIPv4().map(\.address))
         let found = try Browser.browse(type: DiscoveryRecord.payServiceType, seconds: seconds)
         let shown = PeerText.escaped(name, limit: 64)
+        // Copies of the contact's announcement (replayed tags) can point at tarpits: at most four are tried,
+        // each with a short handshake, so a flood costs the payer seconds, not minutes.
+        var tried = 0
         for service in found {
             guard refusal(of: service, ownAddresses: own) == nil,
                 (try? DiscoveryRecord(txt: service.txtPairs))?.tagChecks(under: key) == true
             else { continue }
+            guard tried < contactCandidatesMax else {
+                person.event(
+                    "ignored", ["instance": service.instanceName, "reason": "too many tagged announcements"],
+                    "  -  more announcements carry \(shown)'s tag than a payer tries (\(contactCandidatesMax)); "
+                        + "someone copies them")
+                break
+            }
+            tried += 1
             person.event(
                 "found", ["instance": service.instanceName, "address": service.address, "port": "\(service.port)"],
                 "an announcement at \(service.address):\(service.port) carries \(shown)'s tag; proving it is \(shown)")
             do {
                 let channel = try SecureChannel.initiate(
-                    over: try TCPTransport.connect(host: service.address, port: service.port))
-                if try PeerDriver.probe(channel: channel, discoveryKey: key) {
+                    over: try TCPTransport.connect(host: service.address, port: service.port),
+                    timeoutSeconds: ContactCommands.handshakeSeconds)
+                if try PeerDriver.probe(
+                    channel: channel, discoveryKey: key, timeoutSeconds: ContactCommands.handshakeSeconds)
+                {
                     person.event(
                         "probe", ["answered": "yes"],
                         "it answered \(shown)'s probe on this channel; the payment starts (contact, proof pending)")

@@ -58,10 +58,20 @@ enum ContactListCommands {
         ]
     }
 
+    /// A locked wallet (a failed `ledger verify`, a rollback) may show contacts the ledger no longer holds:
+    /// say so on stderr before listing anything, as `balance` does on its LOCKED line.
+    static func warnIfLocked(_ wallet: Wallet) {
+        if let lock = wallet.lockReason {
+            printError(
+                "secure: WARNING: the wallet is locked (\(lock)); these contacts may not be what its ledger holds")
+        }
+    }
+
     static func list(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag))
         _ = try arguments.positionals(0, "no positional arguments")
         let wallet = try openWallet(arguments, .reading)
+        warnIfLocked(wallet)
         let contacts = try wallet.contacts()
         if arguments.flag("json") {
             JSONOutput.print(.contactList, ["contacts": contacts.map(jsonObject)])
@@ -86,6 +96,7 @@ enum ContactListCommands {
         let arguments = try Arguments(words, options: walletOptions, flags: walletFlags.union(jsonFlag))
         let name = try arguments.positionals(1, "the contact's NAME")[0]
         let wallet = try openWallet(arguments, .reading)
+        warnIfLocked(wallet)
         guard let record = try wallet.contact(named: name) else { throw noContact(name) }
         if arguments.flag("json") {
             JSONOutput.print(.contact, jsonObject(record))

@@ -93,18 +93,24 @@ struct ContactCLITests {
     /// Bob listens, Alice connects; both with simulated ranging at the given distances.
     static func exchange(
         _ world: World, bob bobMillimetres: Int, alice aliceMillimetres: Int, bobExtra: [String] = [],
-        aliceExtra: [String] = []
+        aliceExtra: [String] = [], names: (bob: String, alice: String) = ("alice", "bob"), junkFirst: Bool = false
     ) throws -> (bob: Side, alice: Side) {
-        let address = "127.0.0.1:\(port())"
+        let port = port()
+        let address = "127.0.0.1:\(port)"
         let bob = try Side(
             world,
-            ["contact", "add", "--listen", address, "--name", "alice", "--near-seconds", "30"] + world.wallet("bob")
+            ["contact", "add", "--listen", address, "--name", names.bob, "--near-seconds", "30"] + world.wallet("bob")
                 + ["--allow-simulated-ranging", "--distance", "\(bobMillimetres)"] + bobExtra,
             records: world.directory + "/bob.records")
         #expect(bob.wait(for: "listening on", seconds: 30), "\(bob.seen)")
+        if junkFirst {
+            // Someone races alice to bob's port with garbage: bob logs it and keeps waiting for her.
+            _ = try Run.program("/bin/bash", ["-c", "exec 3<>/dev/tcp/127.0.0.1/\(port); echo junk >&3; exec 3>&-"])
+            #expect(bob.wait(for: "failed its handshake", seconds: 15), "\(bob.seen)")
+        }
         let alice = try Side(
             world,
-            ["contact", "add", "--to", address, "--name", "bob"] + world.wallet("alice")
+            ["contact", "add", "--to", address, "--name", names.alice] + world.wallet("alice")
                 + (aliceExtra.contains("--ranging-file")
                     ? [] : ["--allow-simulated-ranging", "--distance", "\(aliceMillimetres)"]) + aliceExtra,
             records: world.directory + "/alice.records")
@@ -121,7 +127,7 @@ struct ContactCLITests {
     @Test func bothSidesShowTheSameWordsAndStoreTheContactAfterBothConfirm() throws {
         let world = try World()
         try world.fund("alice", "20.00 EUR")
-        let (bob, alice) = try Self.exchange(world, bob: 150, alice: 160)
+        let (bob, alice) = try Self.exchange(world, bob: 150, alice: 160, junkFirst: true)
         #expect(alice.wait(for: "Did the other person read"), "\(alice.seen)")
         #expect(bob.wait(for: "Did the other person read"), "\(bob.seen)")
         let words = try #require(alice.words, "\(alice.seen)")
@@ -159,6 +165,16 @@ struct ContactCLITests {
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("2.00 EUR"))
         let history = try world.run(["history"] + world.wallet("bob"))
         #expect(history.output.contains("contact \"alice\""), "\(history.output)")
+
+        // Meeting again under other names changes nothing on either side: a link that dropped after one
+        // confirm would otherwise leave the two with different secrets. Both must remove the contact first.
+        let (bobAgain, aliceAgain) = try Self.exchange(world, bob: 150, alice: 150, names: ("alice2", "bob2"))
+        let (againStatus, againOutput) = aliceAgain.finish()
+        #expect(againStatus == 11 && againOutput.contains("already your contact"), "\(againOutput)")
+        #expect(bobAgain.finish().status == 11, "\(bobAgain.seen)")
+        let lists = try ["alice", "bob"].map { try world.run(["contact", "list"] + world.wallet($0)).output }
+        #expect(lists[0].contains("bob") && !lists[0].contains("bob2") && lists[0].contains("verified"), "\(lists[0])")
+        #expect(lists[1].contains("alice") && !lists[1].contains("alice2"), "\(lists[1])")
     }
 
     @Test(arguments: [(300, 150), (150, 300), (100, 240)])

@@ -541,6 +541,20 @@ struct ContactExchangeTests {
         #expect(mirror.sides.allSatisfy { exchangeFailure($0.outcome)?.reason == .violation })
     }
 
+    /// A card whose ML-KEM-1024 key is not the one its key-event log commits to (a relay's own key beside the
+    /// victim's log, or a log from before contact keys) is refused before anything is signed.
+    @Test func aCardWhoseKeyItsLogDoesNotCommitToIsRefused() throws {
+        var run = ContactExchangeRun(alice, bob)
+        try run.run()
+        let other = MLKEM1024.PrivateKey.generate().publicKey
+        for (index, party) in [bob, alice].enumerated() {
+            var machine = try #require(run.sides[index].stages.first { $0.name == "waiting for card" }?.machine)
+            let swapped = ContactCard(log: party.card.log, contactKey: other, trustedIssuers: [])
+            #expect(throws: ContactProtocolError.self) { _ = try machine.receive(.card(swapped)) }
+            #expect(exchangeFailure(machine.outcome)?.reason == .violation)
+        }
+    }
+
     // MARK: Relays
 
     /// A relay runs two channels: to the initiator as its responder, to the responder as its initiator, each with

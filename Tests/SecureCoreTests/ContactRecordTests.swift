@@ -113,7 +113,8 @@ struct ContactRecordTests {
         ("host:", true), ("Ana:Bea", true), ("::1", false),
         ("9a39c3c7", false), ("9A39-C3C7", false), ("9A39…C3C7", false), (String(repeating: "ab", count: 32), false),
         ("cafe", true), ("deadbeef", false), ("Ana\u{202E}", false), ("\u{2066}Ana", false), ("A\u{200B}na", false),
-        ("Ana\n", false), ("Ana\u{1B}[2J", false), (" Ana", false), ("Ana ", false),
+        ("Ana\n", false), ("Ana\u{1B}[2J", false), (" Ana", false), ("Ana ", false), ("\u{FFFD}", false),
+        ("Ana\u{FFFD}", false),
         (String(repeating: "z", count: 64), true), (String(repeating: "z", count: 65), false),
         (String(repeating: "é", count: 32), true), (String(repeating: "é", count: 33), false),
     ])

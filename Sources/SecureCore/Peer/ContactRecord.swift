@@ -33,6 +33,10 @@ public enum ContactName {
         guard bytes <= byteCountMax else {
             return "a contact name is at most \(byteCountMax) bytes of UTF-8; this one is \(bytes)"
         }
+        // The command line repairs bytes that are not UTF-8 into U+FFFD; such a name was never typed as text.
+        if name.unicodeScalars.contains("\u{FFFD}") {
+            return "a contact name must be valid UTF-8 text (it held bytes that are not)"
+        }
         if name.unicodeScalars.contains(where: PeerText.isUnsafe) {
             return "a contact name cannot hold control, format, bidi or invisible characters"
         }
