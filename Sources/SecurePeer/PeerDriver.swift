@@ -139,6 +139,14 @@ public final class PeerDriver {
                     queue = actions.linkDropped()
                     continue
                 }
+                // Only payment records make messages; another protocol's record (a probe, a contact message)
+                // mid-session is dropped, never glued onto the next message.
+                guard record.type == Self.messageRecordType || record.type == Self.fragmentRecordType else {
+                    interface.event(
+                        "protocol", ["error": "record type \(record.type) mid-session"],
+                        "ignored a record of type \(record.type), which no payment sends")
+                    continue
+                }
                 fragments += record.payload
                 guard fragments.count <= PeerMessage.encodedByteCountMax else {
                     queue = actions.linkDropped(); continue
