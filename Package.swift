@@ -68,12 +68,21 @@ let package = Package(
                 "SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet",
                 "SecureChannel",
             ]),
+        // Rehearsal (issue 18, docs/TILL.md §4): both sides of a till payment in one process, on the real
+        // machines and a real channel handshake, with in-memory rehearsal tokens and wallets on tmpfs; every
+        // signature under the rehearsal label. Linked into `secure`; never SecureTestSupport.
+        .target(
+            name: "SecureRehearsal",
+            dependencies: [
+                "SecureCore", "SecureCrypto", "SecureStore", "SecureToken", "SecureWallet", "SecurePeer",
+                "SecureChannel",
+            ]),
         .executableTarget(
             name: "secure",
             dependencies: [
                 "CBuildInfo", "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore",
                 "SecureWallet",
-                "SecurePeer", "SecureChannel", "SecureDiscovery", "SecureReport",
+                "SecurePeer", "SecureChannel", "SecureDiscovery", "SecureReport", "SecureRehearsal",
             ]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
         // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the
@@ -115,6 +124,9 @@ let package = Package(
             name: "SecureCLITests", dependencies: ["SecureTestSupport", "SecureWallet", "SecureStore", "SecureChannel"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
+        .testTarget(
+            name: "SecureRehearsalTests",
+            dependencies: ["SecureRehearsal", "SecureTestSupport", "SecureWallet", "SecureStore"]),
         .testTarget(name: "SecureBenchTests", dependencies: ["SecureBench", "SecureTestSupport"]),
     ]
 )

@@ -18,9 +18,12 @@ public struct SignatureLabel: Hashable, Sendable, CustomStringConvertible {
     /// Detached file signatures made by `secure sign`.
     public static let file = SignatureLabel("secure-file-v1")
 
-    /// The digest a token signs for this label and payload: SHA-256(label ‖ 0x00 ‖ payload).
+    /// The digest a token signs for this label and payload: SHA-256(label ‖ 0x00 ‖ payload). Inside
+    /// `SignatureDomain.rehearsal` it is SHA-256("secure-rehearsal-v1" ‖ 0x00 ‖ label ‖ 0x00 ‖ payload), so a
+    /// rehearsal's signatures verify nowhere else, and no real signature verifies inside a rehearsal.
     public func digest(of payload: [UInt8]) -> [UInt8] {
         var hasher = SHA256.Hasher()
+        if SignatureDomain.isRehearsal { hasher.update(DomainLabel.bytes(SignatureDomain.rehearsalLabel)) }
         hasher.update(DomainLabel.bytes(rawValue))
         hasher.update(payload)
         return hasher.finalize()
@@ -41,4 +44,65 @@ public protocol MessageSigner: AnyObject {
 
     /// Signs `payload` under `label`. The result is low-s and has been verified against `publicKey`.
     func sign(_ payload: [UInt8], label: SignatureLabel) throws -> ECDSASignature
+}
+
+/// Where signatures are made and checked. Outside a rehearsal (always, for every real command) the digest is
+/// the label's alone. `secure rehearse` runs its whole engine inside `SignatureDomain.rehearsal { … }`: every
+/// signature made and every one checked there carries the `secure-rehearsal-v1` prefix, a label that no real
+/// statement's verification uses (docs/PROTOCOL.md, "Signature labels"), so nothing signed in a rehearsal is
+/// ever accepted by a real wallet.
+///
+/// The flag is a task-local. A rehearsal is one synchronous loop on one thread, and outside any task a
+/// task-local binds to the current thread: work moved to another thread or queue does not see the domain and
+/// signs or verifies as real code, which fails closed (a rehearsal key refuses to sign there, and a rehearsal
+/// signature does not verify there).
+public enum SignatureDomain {
+    /// The prefix label of every rehearsal digest.
+    public static let rehearsalLabel = "secure-rehearsal-v1"
+
+    private static let rehearsalFlag = TaskLocal<Bool>(wrappedValue: false)
+
+    /// Whether the current task (or thread, outside tasks) is inside a rehearsal.
+    public static var isRehearsal: Bool { rehearsalFlag.get() }
+
+    /// Runs `body` inside the rehearsal domain.
+    public static func rehearsal<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try rehearsalFlag.withValue(true, operation: body)
+    }
+}
+
+/// A P-256 signing key made fresh in process memory for one rehearsal (`secure rehearse`), never stored and
+/// in no real wallet's key-event log. After `RecoveryKey` it is the second software signing key in
+/// production code, and it cannot sign for a real wallet: it signs only inside `SignatureDomain.rehearsal`
+/// (a precondition), where every digest carries the rehearsal label (docs/THREAT-MODEL.md).
+public final class RehearsalKey {
+    private let key: EVPPrivateKey
+    /// The public half.
+    public let publicKey: P256.PublicKey
+
+    /// A fresh random key: a scalar drawn in wiped memory, redrawn when out of [1, n − 1].
+    public init() throws {
+        while true {
+            let candidate = SecretBytes(randomCount: P256.scalarByteCount)
+            let inRange = candidate.withUnsafeBytes { bytes in
+                // Compared in place, so no copy of the scalar is left in unwiped memory.
+                let first = zip(bytes, P256.order).first { $0 != $1 }
+                return bytes.contains { $0 != 0 } && first.map { $0 < $1 } == true
+            }
+            guard inRange else { continue }
+            key = try EVPPrivateKey.p256(scalar: candidate)
+            publicKey = try P256.PublicKey(spki: try key.subjectPublicKeyInfo())
+            return
+        }
+    }
+
+    /// A low-s signature over a 32-byte digest, verified before it is returned. Only inside a rehearsal.
+    public func sign(digest: [UInt8]) throws -> ECDSASignature {
+        precondition(SignatureDomain.isRehearsal, "a rehearsal key signs only inside SignatureDomain.rehearsal")
+        let signature = try ECDSASignature(der: try key.signDigest(digest)).lowS
+        guard publicKey.isValidSignature(signature, digest: digest) else {
+            throw CryptoError.openSSL("a rehearsal key's signature does not verify")
+        }
+        return signature
+    }
 }

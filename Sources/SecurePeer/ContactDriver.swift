@@ -191,8 +191,9 @@ public final class ContactDriver {
 
 /// Sends one protocol message over a channel as records: whole when it fits, otherwise fragments and a last
 /// whole record (the same framing for payments and contact exchanges).
-enum ChannelMessages {
-    static func send(_ bytes: [UInt8], on channel: SecureChannel, whole: UInt8, fragment: UInt8) throws {
+public enum ChannelMessages {
+    /// Sends `bytes` as records of type `whole`, after fragments of type `fragment` when they do not fit one.
+    public static func send(_ bytes: [UInt8], on channel: SecureChannel, whole: UInt8, fragment: UInt8) throws {
         let chunk = ChannelLimits.recordPayloadByteCountMax
         var offset = 0
         while bytes.count - offset > chunk {

@@ -128,8 +128,9 @@ public final class PeerActions {
     }
     public func linkDropped() -> [PeerAction] { mutate(payer: { $0.linkDropped() }, payee: { $0.linkDropped() }) }
     public func localFailure() -> [PeerAction] { mutate(payer: { $0.localFailure() }, payee: { $0.localFailure() }) }
-    /// The payee withdraws its request or stops waiting (payee only; a payer ignores it).
-    public func withdraw() -> [PeerAction] { mutate(payer: { _ in [] }, payee: { $0.withdraw() }) }
+    /// The person withdraws: a payee its request (or it stops waiting), a payer its confirmed offer before the
+    /// debit (`PayerMachine.userDeclined`: failure 2 after the offer, 1 before it; ignored after the debit).
+    public func withdraw() -> [PeerAction] { mutate(payer: { $0.userDeclined() }, payee: { $0.withdraw() }) }
 
     private func payerOnly(_ body: (inout PayerMachine) -> [PeerAction]) -> [PeerAction] {
         mutate(payer: body, payee: { _ in preconditionFailure("a payer action reached the payee") })

@@ -32,33 +32,28 @@ public final class SimulatedToken: WalletToken {
         case slow(milliseconds: Int64)
     }
 
-    private enum Material {
-        case signing(SoftwareSigner)
-        case agreement(P256.KeyAgreementPrivateKey)
-    }
-
-    public let label: String
-    public let uri: PKCS11URI
+    /// The keys and data objects, in memory (shared with production's rehearsal token).
+    private let store: MemoryTokenKeys
+    public var label: String { store.label }
+    public var uri: PKCS11URI { store.uri }
     /// Decides each operation's fault, from the simulator's seeded generator; nil means no faults.
     public var faultPlan: ((Operation) -> Fault?)?
     /// Called with the milliseconds a slow operation takes, so the simulator's clock moves on.
     public var onSlow: ((Int64) -> Void)?
     /// The private data objects: (application, label, value). Public so that the simulator can clone a
     /// token's objects, the attack where both the database and the anchor are restored from a backup.
-    public var objects: [(application: String, label: String, value: [UInt8])] = []
+    public var objects: [(application: String, label: String, value: [UInt8])] {
+        get { store.objects }
+        set { store.objects = newValue }
+    }
     /// How many operations ran, and how many faults were injected, by kind (for the run's report).
     public private(set) var operationCount = 0
     public private(set) var faultCount = 0
-    private var keyMaterial: [[UInt8]: Material] = [:]
-    private var keyList: [TokenKey] = []
     private var loggedIn = false
 
     /// A token with no keys.
     public init(label: String) {
-        self.label = label
-        var uri = PKCS11URI()
-        uri.token = label
-        self.uri = uri
+        store = MemoryTokenKeys(label: label, makeSigningKey: { try SoftwareSigner() })
     }
 
     public var isUnlocked: Bool { loggedIn }
@@ -84,79 +79,42 @@ public final class SimulatedToken: WalletToken {
 
     public func generateKey(label keyLabel: String, usage: KeyUsage) throws -> TokenKey {
         _ = try begin(.generateKey, needsLogin: true)
-        let id = Array(SHA256.hash(Array((label + "/" + keyLabel + "/\(keyList.count)").utf8)).prefix(16))
-        let material: Material
-        let publicKey: P256.PublicKey
-        switch usage {
-        case .sign:
-            let signer = try SoftwareSigner()
-            material = .signing(signer)
-            publicKey = signer.publicKey
-        case .derive:
-            let agreement = P256.KeyAgreementPrivateKey.generate()
-            material = .agreement(agreement)
-            publicKey = agreement.publicKey
-        case .decrypt:
-            throw TokenError(.unsupported, "the simulated token has no RSA keys")
-        }
-        var keyURI = uri
-        keyURI.id = id
-        keyURI.object = keyLabel
-        let key = TokenKey(id: id, label: keyLabel, publicKey: publicKey, uri: keyURI)
-        keyMaterial[id] = material
-        keyList.append(key)
-        return key
+        return try store.generateKey(label: keyLabel, usage: usage)
     }
 
     public func key(_ wanted: PKCS11URI) throws -> TokenKey {
         _ = try begin(.findKey, needsLogin: false)
-        let matches = keyList.filter { key in
-            (wanted.id.map { $0 == key.id } ?? true) && (wanted.object.map { $0 == key.label } ?? true)
-        }
-        guard matches.count == 1 else {
-            throw TokenError(
-                matches.isEmpty ? .keyNotFound : .ambiguous, "no single key on \"\(label)\" matches \(wanted)")
-        }
-        return matches[0]
+        return try store.key(wanted)
     }
 
     public func keys() throws -> [TokenKey] {
         _ = try begin(.listKeys, needsLogin: false)
-        return keyList
+        return store.keys
     }
 
     public func deriveSharedSecret(key: TokenKey, peer: P256.PublicKey) throws -> [UInt8] {
         _ = try begin(.derive, needsLogin: true)
-        guard case .agreement(let agreement)? = keyMaterial[key.id] else {
-            throw TokenError(
-                .keyRefused, "the key \(key.label) cannot derive", returnValueName: "CKR_KEY_TYPE_INCONSISTENT")
-        }
-        return try agreement.sharedSecret(with: peer).copyBytes()
+        return try store.deriveSharedSecret(key: key, peer: peer)
     }
 
     public func sign(digest: [UInt8], key: TokenKey) throws -> ECDSASignature {
         _ = try begin(.sign, needsLogin: true)
-        guard case .signing(let signer)? = keyMaterial[key.id] else {
-            throw TokenError(
-                .keyRefused, "the key \(key.label) cannot sign", returnValueName: "CKR_KEY_TYPE_INCONSISTENT")
-        }
-        return try signer.sign(digest: digest)
+        return try store.sign(digest: digest, key: key)
     }
 
     public func dataObjects(application: String) throws -> [(label: String, value: [UInt8])] {
         _ = try begin(.readObjects, needsLogin: true)
-        return objects.filter { $0.application == application }.map { ($0.label, $0.value) }
+        return store.dataObjects(application: application)
     }
 
     public func replaceDataObject(application: String, label objectLabel: String, value: [UInt8]) throws {
         _ = try begin(.writeObject, needsLogin: true)
-        objects.removeAll { $0.application == application && $0.label == objectLabel }
-        objects.append((application, objectLabel, value))
+        store.replaceDataObject(application: application, label: objectLabel, value: value)
     }
 
     public func destroyDataObjects(application: String, label objectLabel: String) throws {
         _ = try begin(.destroyObjects, needsLogin: true)
-        objects.removeAll { $0.application == application && $0.label == objectLabel }
+        store.destroyDataObjects(application: application, label: objectLabel)
     }
 
     /// Counts the operation, asks the plan for a fault, and throws the faults that end it. Returns the
@@ -189,3 +147,5 @@ public final class SimulatedToken: WalletToken {
         return operation == .unlock ? fault : nil
     }
 }
+
+extension SoftwareSigner: MemorySigningKey {}
