@@ -307,6 +307,17 @@ struct RehearsalFileTests {
         #expect(Self.failure(Array(Self.till.utf8) + [0x23, 0xFF]) == "bad.txt:3: not UTF-8", "a comment is UTF-8 too")
     }
 
+    /// The codes' texts are named in docs/TILL.md §4.2's error table: pinned here.
+    @Test func errorCodesKeepTheirTexts() {
+        #expect(
+            RehearsalFileErrorCode.allCases.map(\.rawValue) == [
+                "first-line", "second-line", "unknown-directive", "given-twice", "malformed", "unexpected-words",
+                "needs-unit", "wrong-unit", "out-of-range", "invalid-value", "unknown-name", "wrong-side", "conflict",
+                "no-ending", "line-too-long", "too-many-lines", "not-utf8", "control-character",
+            ])
+        #expect(RehearsalFileErrorCode.allCases.allSatisfy { $0.kind == .usage })
+    }
+
     /// The error's description, or nil when the file parsed; any other error type fails the test.
     static func failure(_ bytes: [UInt8]) -> String? {
         do {

@@ -404,12 +404,12 @@ private struct Shape {
     let line: Int
     let fileName: String
 
-    func error(_ code: RehearsalFileErrorCode, _ message: String) -> RehearsalFileError {
-        RehearsalFileError(code, fileName: fileName, message)
+    func refusal(_ code: RehearsalFileErrorCode, _ message: String) -> RehearsalFileError {
+        RehearsalFileError(code, fileName: fileName, line: line, message)
     }
 
     func malformed() -> RehearsalFileError {
-        error(.malformed, "expected \"\(usage)\", found \"\(words.joined(separator: " "))\"")
+        refusal(.malformed, "expected \"\(usage)\", found \"\(words.joined(separator: " "))\"")
     }
 
     /// Matches the words against a pattern of literal words and UPPER-CASE slots; returns the slots' words.
@@ -427,7 +427,7 @@ private struct Shape {
         guard words.count == pattern.count else {
             let known = words[..<pattern.count].joined(separator: " ")
             let extra = words[pattern.count...].joined(separator: " ")
-            throw error(.unexpectedWords, "unknown words after \"\(known)\": \"\(extra)\"")
+            throw refusal(.unexpectedWords, "unknown words after \"\(known)\": \"\(extra)\"")
         }
         return slots
     }
@@ -436,7 +436,7 @@ private struct Shape {
         do {
             return try MoneyText.parse(text)
         } catch let error as MoneyError {
-            throw error(.invalidValue, "\(words[0]): \(error.message)")
+            throw refusal(.invalidValue, "\(words[0]): \(error.message)")
         }
     }
 
@@ -445,7 +445,7 @@ private struct Shape {
             try Budget.validateCategory(text)
             return text
         } catch let error as BudgetError {
-            throw error(.invalidValue, "\(words[0]): \(error.message)")
+            throw refusal(.invalidValue, "\(words[0]): \(error.message)")
         }
     }
 
@@ -455,24 +455,24 @@ private struct Shape {
         let hint = "write whole ms or s, as in 1500ms or 2s"
         switch unit {
         case "" where value.fraction.isEmpty && !value.whole.isEmpty:
-            throw error(.needsUnit, "\"\(word)\" needs a unit: ms or s")
+            throw refusal(.needsUnit, "\"\(word)\" needs a unit: ms or s")
         case "ms", "s", "min":
             let factor: Int64 = unit == "ms" ? 1 : unit == "s" ? 1000 : 60_000
             guard value.whole.count <= NumberWord.digitCountMax else {
-                throw error(.outOfRange, "\"\(word)\" is a duration over 3600 s")
+                throw refusal(.outOfRange, "\"\(word)\" is a duration over 3600 s")
             }
             guard let milliseconds = value.scaled(by: factor) else {
-                throw error(.wrongUnit, "\"\(word)\" is not a duration (\(hint))")
+                throw refusal(.wrongUnit, "\"\(word)\" is not a duration (\(hint))")
             }
             guard milliseconds <= RehearsalFile.durationMillisecondsMax else {
-                throw error(.outOfRange, "\"\(word)\" is a duration over 3600 s")
+                throw refusal(.outOfRange, "\"\(word)\" is a duration over 3600 s")
             }
             guard unit == "ms" || (unit == "s" && value.fraction.isEmpty) else {
                 let better = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
-                throw error(.wrongUnit, "\"\(word)\" is not a duration (write \(better))")
+                throw refusal(.wrongUnit, "\"\(word)\" is not a duration (write \(better))")
             }
             return milliseconds
-        default: throw error(.wrongUnit, "\"\(word)\" is not a duration (\(hint))")
+        default: throw refusal(.wrongUnit, "\"\(word)\" is not a duration (\(hint))")
         }
     }
 
@@ -481,25 +481,25 @@ private struct Shape {
         let (value, unit) = NumberWord(word).split
         switch unit {
         case "" where value.fraction.isEmpty && !value.whole.isEmpty:
-            throw error(.needsUnit, "\"\(word)\" needs a unit: mm")
+            throw refusal(.needsUnit, "\"\(word)\" needs a unit: mm")
         case "mm", "cm", "m":
             let factor: Int64 = unit == "mm" ? 1 : unit == "cm" ? 10 : 1000
             guard value.whole.count <= NumberWord.digitCountMax else {
-                throw error(.outOfRange, "\"\(word)\" is over \(RehearsalFile.millimetresMax) mm (100 m)")
+                throw refusal(.outOfRange, "\"\(word)\" is over \(RehearsalFile.millimetresMax) mm (100 m)")
             }
             guard let millimetres = value.scaled(by: factor) else {
-                throw error(.wrongUnit, "\"\(word)\" is not millimetres (write a whole number, as in 400mm)")
+                throw refusal(.wrongUnit, "\"\(word)\" is not millimetres (write a whole number, as in 400mm)")
             }
             guard millimetres <= Int64(RehearsalFile.millimetresMax) else {
-                throw error(
+                throw refusal(
                     .outOfRange, "\"\(word)\" is over \(RehearsalFile.millimetresMax) mm (100 m)")
             }
             guard unit == "mm" && value.fraction.isEmpty else {
-                throw error(.wrongUnit, "\"\(word)\" is not millimetres (write \(millimetres)mm)")
+                throw refusal(.wrongUnit, "\"\(word)\" is not millimetres (write \(millimetres)mm)")
             }
             return UInt32(millimetres)
         default:
-            throw error(.wrongUnit, "\"\(word)\" is not millimetres (write a whole number, as in 400mm)")
+            throw refusal(.wrongUnit, "\"\(word)\" is not millimetres (write a whole number, as in 400mm)")
         }
     }
 
@@ -509,7 +509,8 @@ private struct Shape {
         guard unit.isEmpty, value.fraction.isEmpty, let number = value.scaled(by: 1), number >= 1,
             number <= Int64(RehearsalFile.pinEntryNumberMax)
         else {
-            throw error(.outOfRange, "\"\(word)\" is not a PIN entry number (1 to \(RehearsalFile.pinEntryNumberMax))")
+            throw refusal(
+                .outOfRange, "\"\(word)\" is not a PIN entry number (1 to \(RehearsalFile.pinEntryNumberMax))")
         }
         return Int(number)
     }
@@ -520,7 +521,7 @@ private struct Shape {
         guard unit.isEmpty, value.fraction.isEmpty, let number = value.scaled(by: 1), number >= 1,
             number <= Int64(RehearsalFile.messageNumberMax)
         else {
-            throw error(
+            throw refusal(
                 .outOfRange, "\"\(word)\" is not a message number (1 to \(RehearsalFile.messageNumberMax))")
         }
         return Int(number)
