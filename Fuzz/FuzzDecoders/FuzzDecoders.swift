@@ -16,7 +16,7 @@ import SecureTestSupport
 enum Selector: UInt8, CaseIterable {
     case transfer, receipt, refusal, voucher, checkpoint, signedCheckpoint, envelope, walletCard, walletCardText
     case keyEvent, keyEventLog, forkEvidence, auditBundle, peerMessage, wrappedKeyFile, rangingLine, pkcs11URI
-    case moneyText, settings, ledgerEntry, peerRecords, contactMessage, contactRecord
+    case moneyText, settings, ledgerEntry, peerRecords, contactMessage, contactRecord, rehearsalFile
 }
 
 /// Fixed private scalars: the keys, and so every seed and corpus input that names them, are the same in
@@ -67,6 +67,28 @@ struct Fixture {
         ).sign(with: payee.signer)
         refusal = try payee.refusal(of: transfer, reason: .debitMismatch)
     }
+
+    /// A rehearsal file that uses every directive (docs/TILL.md §4.2), so mutations reach each one's checks.
+    static let rehearsalSeed = """
+        # every directive once
+        rehearsal 1
+        plays till
+        ending too-far
+        amount 4.50 EUR
+        countdown 90s
+        balance 20.00 EUR
+        budget groceries 10.00 EUR hard
+        category groceries
+        pin this wrong from 2
+        pin other locked
+        distance this 400mm 410mm
+        distance other 1400mm
+        delay receipt 250ms
+        fault token removed other at credit
+        expect-payee other
+        contact Corner Shop
+
+        """
 
     /// One honest input per selector: the fuzzer starts from valid encodings rather than from nothing.
     func seeds() throws -> [(Selector, [UInt8])] {
@@ -128,6 +150,7 @@ struct Fixture {
                     medianMillimetres: 150, trustedIssuers: [issuerLog.walletID]
                 ).encoded
             ),
+            (.rehearsalFile, Array(Self.rehearsalSeed.utf8)),
         ]
         return seeds
     }
@@ -316,6 +339,7 @@ private func run(_ selector: Selector, _ body: [UInt8]) -> Bool {
         _ = try? SignedVoucher.decode(body)
     case .contactMessage: _ = try? ContactMessage.decode(body)
     case .contactRecord: _ = try? ContactRecord.decode(body)
+    case .rehearsalFile: _ = try? RehearsalFile.parse(body, name: "fuzz")
     }
     return false
 }
