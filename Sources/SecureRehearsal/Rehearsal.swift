@@ -54,8 +54,8 @@ public final class Rehearsal {
     let output: (RehearsalEvent) -> Void
     var world: RehearsalWorld!
     var clock: RehearsalClock { world.clock }
-    var payer: RehearsalSide!
-    var till: RehearsalSide!
+    var payer: RehearsalSessionEnd!
+    var till: RehearsalSessionEnd!
     var gate: TillMachine
     let instance: String
     /// Payment messages delivered so far (§4.2's numbering), and whether the fault has fired.
@@ -77,8 +77,8 @@ public final class Rehearsal {
         instance = "TILL-" + Hex.encode(SystemRandom.bytes(2)).uppercased()
     }
 
-    var this: RehearsalSide { settings.plays == .payer ? till : payer }
-    var other: RehearsalSide { settings.plays == .payer ? payer : till }
+    var this: RehearsalSessionEnd { settings.plays == .payer ? till : payer }
+    var other: RehearsalSessionEnd { settings.plays == .payer ? payer : till }
 
     /// Plays the file to its end, inside the rehearsal signature domain, and removes the rehearsal wallets.
     public func run() throws -> RehearsalResult {
@@ -90,10 +90,10 @@ public final class Rehearsal {
     }
 
     private func play() throws -> RehearsalResult {
-        payer = RehearsalSide(
+        payer = RehearsalSessionEnd(
             role: .payer, played: settings.plays == .payer, engine: self, owner: world.payer, displayName: "payer",
             distances: settings.plays == .payer ? settings.distanceOther : settings.distanceThis)
-        till = RehearsalSide(
+        till = RehearsalSessionEnd(
             role: .till, played: settings.plays == .till, engine: self, owner: world.till, displayName: instance,
             distances: settings.plays == .till ? settings.distanceOther : settings.distanceThis)
         let asset = world.asset
@@ -136,18 +136,19 @@ public final class Rehearsal {
 
     /// Locks the amount, counts down, lets the payer connect, and plays the session; returns the ending.
     private func playPayment() throws -> String {
-        world.payer.token.pinAnswer = .right
-        world.till.token.pinAnswer = .right
-        // Locking: the operator's PIN unlocks the till's token; then the till opens.
+        for side in [payer!, till!] {
+            side.owner.token.resetPINEntries()
+            side.owner.token.pinAnswer = side.played ? settings.pinOther : settings.pinThis
+            side.owner.token.pinAnswerFromEntry = side.played ? settings.pinOtherFromEntry : settings.pinThisFromEntry
+        }
+        // Locking: the operator's PIN (entry 1) unlocks the till's token; then the till opens.
         let lockPIN = try till.readPIN()
         do {
             try world.till.token.unlock(pin: lockPIN, confirmFinalTry: false)
         } catch {
-            emit(till, "pin", ["error": "\(error)"], "the token refused: \(error)")
+            emit(till, "pin", ["error": "\(error)"], "the token refused: \(error); the amount is not offered")
             return "pin-refused-till"
         }
-        world.payer.token.pinAnswer = settings.plays == .payer ? settings.pinOther : settings.pinThis
-        world.till.token.pinAnswer = settings.plays == .till ? settings.pinOther : settings.pinThis
         gate.opened(now: clock.now)
         emitTill()
         let connectAt = settings.connectAfterMilliseconds.map { clock.now + $0 }
@@ -247,7 +248,7 @@ public final class Rehearsal {
     }
 
     /// One thing a side can do now; false when it can do nothing until something arrives or a time comes.
-    private func step(_ side: RehearsalSide) throws -> Bool {
+    private func step(_ side: RehearsalSessionEnd) throws -> Bool {
         guard !side.finished, !side.silent else { return false }
         if let first = side.outbox.first, first.sendAt <= clock.now {
             side.outbox.removeFirst()
@@ -312,7 +313,7 @@ public final class Rehearsal {
     }
 
     /// Carries out one action, with the token fault the file plants at its step.
-    private func perform(_ side: RehearsalSide, _ action: PeerAction) throws {
+    private func perform(_ side: RehearsalSessionEnd, _ action: PeerAction) throws {
         if faultsOn, case .tokenRemoved(let thisSide, let step)? = settings.fault,
             (thisSide ? this : other) === side, Self.step(of: action) == step, !side.owner.token.removed
         {
@@ -337,7 +338,7 @@ public final class Rehearsal {
     }
 
     /// The side's session ended: it closes its channel end, as a real driver does.
-    private func finish(_ side: RehearsalSide) {
+    private func finish(_ side: RehearsalSessionEnd) {
         side.finished = true
         side.actions?.finishSession()
         side.channel?.close()
@@ -348,7 +349,7 @@ public final class Rehearsal {
 
     /// The till says nothing until the connector's first payment message: then the gate admits it (or answers
     /// busy or closed) and the till's session starts.
-    private func awaitConnector(_ side: RehearsalSide) throws -> Bool {
+    private func awaitConnector(_ side: RehearsalSessionEnd) throws -> Bool {
         guard let channel = side.channel else { return false }
         if side.currentWait != .peerHello {
             side.currentWait = .peerHello
@@ -379,7 +380,7 @@ public final class Rehearsal {
     }
 
     /// The next whole message on the side's channel end, or nil. A closed or broken link tells the machine.
-    private func receive(_ side: RehearsalSide) throws -> PeerMessage? {
+    private func receive(_ side: RehearsalSessionEnd) throws -> PeerMessage? {
         guard let channel = side.channel, !side.linkCut else { return nil }
         while true {
             let record: ChannelRecord?
@@ -403,14 +404,14 @@ public final class Rehearsal {
         }
     }
 
-    private func linkGone(_ side: RehearsalSide, _ why: String) -> PeerMessage? {
+    private func linkGone(_ side: RehearsalSessionEnd, _ why: String) -> PeerMessage? {
         side.linkCut = true
         if side.actions != nil { emit(side, "link", ["error": why], "the link dropped: \(why)") }
         return nil
     }
 
     /// Hands one message to a side, counting payment messages and firing the file's faults at their number.
-    private func deliver(_ message: PeerMessage, to side: RehearsalSide) -> [PeerAction] {
+    private func deliver(_ message: PeerMessage, to side: RehearsalSessionEnd) -> [PeerAction] {
         guard let actions = side.actions else { return [] }
         var message = message
         if !message.isSideMessage { delivered += 1 }
@@ -589,7 +590,7 @@ public final class Rehearsal {
     }
 
     func emit(
-        _ side: RehearsalSide?, _ name: String, _ fields: [String: String], amounts: [String: AssetAmount] = [:],
+        _ side: RehearsalSessionEnd?, _ name: String, _ fields: [String: String], amounts: [String: AssetAmount] = [:],
         _ text: String
     ) {
         output(
@@ -599,7 +600,8 @@ public final class Rehearsal {
     }
 
     func emit(
-        side: RehearsalSide, _ name: String, _ fields: [String: String], amounts: [String: AssetAmount], _ text: String
+        side: RehearsalSessionEnd, _ name: String, _ fields: [String: String], amounts: [String: AssetAmount],
+        _ text: String
     ) {
         emit(side, name, fields, amounts: amounts, text)
     }

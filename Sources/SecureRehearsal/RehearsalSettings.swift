@@ -3,11 +3,6 @@ import SecureCore
 /// What a rehearsal plays (docs/TILL.md §4.2), with the file format's defaults. `RehearsalFile` (SecureCore)
 /// parses the file; this is the engine's own view of it, so the engine can also be driven from code.
 public struct RehearsalSettings: Hashable, Sendable {
-    /// A side of the till payment.
-    public enum Role: String, Hashable, Sendable {
-        case payer, till
-    }
-
     /// The step from which a token fails (`fault token removed SIDE at STEP`).
     public enum Step: String, Hashable, Sendable, CaseIterable {
         case measure, debit, credit, receipt
@@ -42,7 +37,7 @@ public struct RehearsalSettings: Hashable, Sendable {
     }
 
     /// The side the file plays; this side (the person at the terminal) is the other one.
-    public var plays: Role
+    public var plays: RehearsalSide
     /// The ending the rehearsal must reach (a name from docs/TILL.md §4.3).
     public var ending: String
     public var amount: Money
@@ -59,6 +54,10 @@ public struct RehearsalSettings: Hashable, Sendable {
     public var decideAfterMilliseconds: Int64 = 1_000
     public var pinThis: RehearsalToken.PINAnswer = .right
     public var pinOther: RehearsalToken.PINAnswer = .right
+    /// The first PIN entry of each side that its answer applies to (earlier entries are right): a till types
+    /// its PIN at lock-in (entry 1), then again at the approval (entry 2).
+    public var pinThisFromEntry = 1
+    public var pinOtherFromEntry = 1
     /// Ranging readings in millimetres, in order, repeated to 16.
     public var distanceThis: [UInt32] = [400]
     public var distanceOther: [UInt32] = [400]
@@ -83,7 +82,7 @@ public struct RehearsalSettings: Hashable, Sendable {
     }
 
     /// The defaults of the file format: 4.50 EUR at the till, 20.00 EUR on the payer.
-    public init(plays: Role, ending: String) {
+    public init(plays: RehearsalSide, ending: String) {
         self.plays = plays
         self.ending = ending
         amount = try! Money(minorUnits: 450, currency: .eur)
@@ -91,5 +90,46 @@ public struct RehearsalSettings: Hashable, Sendable {
     }
 
     /// This side's role.
-    public var this: Role { plays == .payer ? .till : .payer }
+    public var this: RehearsalSide { plays.other }
+}
+
+extension RehearsalSettings {
+    /// The settings a parsed rehearsal file gives (`RehearsalFile.parse`, docs/TILL.md §4.2).
+    public init(_ file: RehearsalFile) {
+        self.init(plays: file.plays, ending: file.ending.rawValue)
+        amount = file.amount
+        countdownMilliseconds = file.countdownMilliseconds
+        balance = file.balance
+        budget = file.budget.map { Budget(category: $0.category, limit: $0.limit, hard: $0.isHardCap) }
+        category = file.category
+        switch file.connect {
+        case .after(let milliseconds): connectAfterMilliseconds = milliseconds
+        case .never: connectAfterMilliseconds = nil
+        }
+        decideConfirms = file.decision.answer == .confirm
+        decideAfterMilliseconds = file.decision.afterMilliseconds
+        pinThis = RehearsalToken.PINAnswer(rawValue: file.pinThis.rawValue) ?? .right
+        pinOther = RehearsalToken.PINAnswer(rawValue: file.pinOther.rawValue) ?? .right
+        pinThisFromEntry = file.pinThisFromEntry
+        pinOtherFromEntry = file.pinOtherFromEntry
+        distanceThis = file.distanceThis
+        distanceOther = file.distanceOther
+        delays = Dictionary(file.delays.map { ($0.message.rawValue, $0.milliseconds) }) { first, _ in first }
+        expectPayee = file.expectPayee.flatMap { ExpectedPayee(rawValue: $0.rawValue) }
+        contact = file.contact
+        fault = file.fault.map(Self.fault)
+    }
+
+    private static func fault(_ fault: SecureCore.RehearsalFault) -> Fault {
+        switch fault {
+        case .dropAfter(let message): .dropAfter(message)
+        case .decline: .decline
+        case .timeOutAt(let wait): .timeOutAt(wait)
+        case .cancelAfter(let message): .cancelAfter(message)
+        case .busy: .busy
+        case .tokenRemoved(let party, let step): .tokenRemoved(this: party == .this, at: Step(rawValue: step.rawValue)!)
+        case .recordFails: .recordFails
+        case .refuseTransfer: .refuseTransfer
+        }
+    }
 }

@@ -26,8 +26,11 @@ public final class RehearsalToken: WalletToken {
 
     private let store: MemoryTokenKeys
     private var loggedIn = false
-    /// How logins are answered.
+    /// How logins are answered, from entry `pinAnswerFromEntry` on (earlier logins take the rehearsal PIN).
     public var pinAnswer: PINAnswer = .right
+    public var pinAnswerFromEntry = 1
+    /// Logins tried so far (PIN entries).
+    public private(set) var entries = 0
     /// The token was pulled out: every operation fails from now on.
     public var removed = false
     /// How many logins were refused (for the rehearsal's ending).
@@ -38,6 +41,12 @@ public final class RehearsalToken: WalletToken {
         store = MemoryTokenKeys(label: label, makeSigningKey: { try RehearsalKey() })
     }
 
+    /// Starts counting PIN entries (and refusals) afresh: the rehearsal's setup logins are not the person's.
+    public func resetPINEntries() {
+        entries = 0
+        refusedLogins = 0
+    }
+
     public var label: String { store.label }
     public var uri: PKCS11URI { store.uri }
     public var isUnlocked: Bool { loggedIn && !removed }
@@ -46,7 +55,8 @@ public final class RehearsalToken: WalletToken {
 
     public func unlock(pin: PIN, confirmFinalTry: Bool) throws {
         try checkPresent()
-        switch pinAnswer {
+        entries += 1
+        switch entries >= pinAnswerFromEntry ? pinAnswer : .right {
         case .right where MemoryTokenKeys.pin(pin, is: Self.pin):
             loggedIn = true
         case .right, .wrong:

@@ -277,6 +277,7 @@ enum CommandTable {
 
     /// Finds the command the words name: the one whose words are the longest prefix of them.
     static func lookup(_ words: [String]) -> Lookup {
+        if words.first == "rehearse" { return .command(RehearsalCommands.command, arguments: Array(words.dropFirst())) }
         let matches = commands.filter { words.starts(with: $0.words) }
         if let command = matches.max(by: { $0.words.count < $1.words.count }) {
             return .command(command, arguments: Array(words.dropFirst(command.words.count)))

@@ -19,7 +19,7 @@ public protocol RehearsalPerson: AnyObject {
 /// real session's), or of the rehearsal itself (`side` nil).
 public struct RehearsalEvent: Sendable {
     /// The side it happened on; nil for the rehearsal's own events.
-    public let side: RehearsalSettings.Role?
+    public let side: RehearsalSide?
     /// Whether that side is the one the file plays.
     public let played: Bool
     public let name: String
@@ -31,7 +31,7 @@ public struct RehearsalEvent: Sendable {
 }
 
 /// A fault the rehearsal file plants (storage failing at the credit).
-struct RehearsalFault: Error, CustomStringConvertible {
+struct PlantedFault: Error, CustomStringConvertible {
     let description: String
 }
 
@@ -39,8 +39,8 @@ struct RehearsalFault: Error, CustomStringConvertible {
 /// writes, and the environment (`PeerEnvironment`) and person (`PeerInterface`) the engine gives it. Each
 /// call of `step` does at most one thing: send a delayed message, carry out one action, hand over one message,
 /// or fire one timer, so the engine's single loop interleaves the two sides deterministically.
-final class RehearsalSide: PeerEnvironment, PeerInterface {
-    let role: RehearsalSettings.Role
+final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
+    let role: RehearsalSide
     let played: Bool
     unowned let engine: Rehearsal
     let owner: RehearsalWallet
@@ -72,7 +72,7 @@ final class RehearsalSide: PeerEnvironment, PeerInterface {
     let distances: [UInt32]
 
     init(
-        role: RehearsalSettings.Role, played: Bool, engine: Rehearsal, owner: RehearsalWallet, displayName: String,
+        role: RehearsalSide, played: Bool, engine: Rehearsal, owner: RehearsalWallet, displayName: String,
         distances: [UInt32]
     ) {
         self.role = role
@@ -166,7 +166,7 @@ final class RehearsalSide: PeerEnvironment, PeerInterface {
         if point == .afterReadyRecord { readyStored = true }
         if point == .beforeCredit, played, engine.faultActive(.recordFails) {
             engine.firedFault = true
-            throw RehearsalFault(description: "the till's storage failed at the credit (as the rehearsal file says)")
+            throw PlantedFault(description: "the till's storage failed at the credit (as the rehearsal file says)")
         }
     }
 
