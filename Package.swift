@@ -121,7 +121,8 @@ let package = Package(
                 "SecureBench",
             ]),
         .testTarget(
-            name: "SecureCLITests", dependencies: ["SecureTestSupport", "SecureWallet", "SecureStore", "SecureChannel"]),
+            name: "SecureCLITests",
+            dependencies: ["SecureTestSupport", "SecureWallet", "SecureStore", "SecureChannel", "SecureRehearsal"]),
         .testTarget(name: "SecureChannelTests", dependencies: ["SecureChannel", "SecureTestSupport"]),
         .testTarget(name: "SecureSimulationTests", dependencies: ["SecureSimulation"]),
         .testTarget(

@@ -82,10 +82,12 @@ public final class RehearsalWorld {
     public let asset: Asset
 
     /// Makes the folder and the wallets, mints `settings.balance` to the payer and sets its budget.
-    public init(settings: RehearsalSettings, environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws
-    {
-        directory = try Self.makeFolder(environment: environment)
+    /// `environment` gives $XDG_RUNTIME_DIR; `fallback` is the folder tried after it (tests pass nil).
+    public init(
+        settings: RehearsalSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+        fallback: String? = "/dev/shm"
+    ) throws {
+        directory = try Self.makeFolder(candidates: [environment["XDG_RUNTIME_DIR"], fallback])
         clock = RehearsalClock(start: Wallet.systemClock())
         do {
             issuer = try RehearsalWallet(name: "issuer", directory: directory, clock: clock, isIssuer: true)
@@ -123,9 +125,8 @@ public final class RehearsalWorld {
 
     /// A fresh mode-0700 folder (mkdtemp) under $XDG_RUNTIME_DIR when it is tmpfs, else /dev/shm; refused
     /// when neither is.
-    static func makeFolder(environment: [String: String]) throws -> String {
-        let candidates = [environment["XDG_RUNTIME_DIR"], "/dev/shm"].compactMap { $0 }.filter { !$0.isEmpty }
-        guard let base = candidates.first(where: isTmpfs) else {
+    static func makeFolder(candidates: [String?]) throws -> String {
+        guard let base = candidates.compactMap({ $0 }).filter({ !$0.isEmpty }).first(where: isTmpfs) else {
             throw RehearsalError(
                 .noMemoryFolder,
                 "a rehearsal keeps its wallets in memory, on tmpfs, and neither $XDG_RUNTIME_DIR nor /dev/shm is one")

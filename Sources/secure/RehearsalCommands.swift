@@ -47,7 +47,8 @@ enum RehearsalCommands {
         section: .peers, help: help, handler: rehearse)
 
     static func rehearse(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: [], flags: ["yes", "json"])
+        // The wallet options are taken and ignored: a rehearsal never opens the real wallet or its token.
+        let arguments = try Arguments(words, options: ["wallet", "pin-source"], flags: ["yes", "json"])
         let path = try arguments.positionals(1, "one rehearsal FILE")[0]
         let file: RehearsalFile
         do {
