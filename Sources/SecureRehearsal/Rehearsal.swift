@@ -61,8 +61,12 @@ public final class Rehearsal {
     /// Payment messages delivered so far (§4.2's numbering), and whether the fault has fired.
     var delivered = 0
     var firedFault = false
-    /// Faults are off during the settling retry.
-    var faultsOn = true
+    /// The fault being played: the file's, none during the settling retry, the prelude's before `paid-retry`.
+    var fault: RehearsalSettings.Fault?
+    /// Whether the file's delays apply (not in the prelude or the settling retry).
+    var delaysOn = true
+    /// Whether this payment retries one the prelude left pending (`paid-retry`).
+    var retrying: TransferMessage?
     var cancelAt: Int64?
 
     /// Prepares a rehearsal; `output` gets every event, in order.
@@ -75,6 +79,7 @@ public final class Rehearsal {
                 max(settings.countdownMilliseconds, TillMachine.countdownRange.lowerBound),
                 TillMachine.countdownRange.upperBound))
         instance = "TILL-" + Hex.encode(SystemRandom.bytes(2)).uppercased()
+        fault = settings.fault
     }
 
     var this: RehearsalSessionEnd { settings.plays == .payer ? till : payer }
@@ -136,6 +141,7 @@ public final class Rehearsal {
 
     /// Locks the amount, counts down, lets the payer connect, and plays the session; returns the ending.
     private func playPayment() throws -> String {
+        if settings.ending == RehearsalEnding.paidRetry.rawValue { try prelude() }
         for side in [payer!, till!] {
             side.owner.token.resetPINEntries()
             side.owner.token.pinAnswer = side.played ? settings.pinOther : settings.pinThis
@@ -167,20 +173,46 @@ public final class Rehearsal {
         try connect()
         try runLoop()
         if case .busy = gate.state, let outcome = till.outcome {
-            gate.sessionEnded(outcome, servedRequest: true, now: clock.now)
+            gate.sessionEnded(outcome, servedRequest: retrying == nil, now: clock.now)
         }
         return ending()
     }
 
-    /// The payer connects: a real handshake on an in-memory link, then the payer's session starts (hello).
+    /// The payer connects: a real handshake on an in-memory link, then the payer's session starts (hello): it
+    /// answers the till's request, or retries the payment the prelude left pending.
     private func connect() throws {
         let (initiator, responder) = try Self.handshake()
         emit(
             nil, "channel", ["sas": initiator.sas.digits, "sasWords": initiator.sas.words.joined(separator: " ")],
             "secure channel up (a real handshake, in memory); code \(initiator.sas)")
         let payerContext = try payer.context(initiator)
-        payer.begin(.payer(PayerMachine(answeringRequestWith: payerContext, transferID: .random())), on: initiator)
+        let machine =
+            retrying.map { PayerMachine(retrying: $0, context: payerContext) }
+            ?? PayerMachine(answeringRequestWith: payerContext, transferID: .random())
+        payer.begin(.payer(machine), on: initiator)
         till.channel = responder
+    }
+
+    /// Before `paid-retry`: an earlier payment at this till whose link dropped after the debit (as
+    /// link-lost-after-debit.txt), so the payer holds a pending transfer when the till opens again.
+    private func prelude() throws {
+        emit(nil, "prelude", [:], "first, an earlier payment at this till loses its link after the debit")
+        fault = .dropAfter(8)
+        delaysOn = false
+        gate.opened(now: clock.now)
+        try connect()
+        try runLoop()
+        gate = TillMachine(countdownMilliseconds: gate.countdownMilliseconds)
+        retrying = try pendingTransfers().first
+        guard retrying != nil else {
+            throw RehearsalError(.setup, "the prelude of paid-retry left no pending payment")
+        }
+        fault = settings.fault
+        delaysOn = true
+        delivered = 0
+        firedFault = false
+        for side in [payer!, till!] { side.reset() }
+        emit(nil, "prelude", [:], "the payer's payment is pending; the till opens again")
     }
 
     /// A real SecureChannel handshake over a `MemoryLink`: the initiator on a short-lived thread (the handshake
@@ -314,7 +346,7 @@ public final class Rehearsal {
 
     /// Carries out one action, with the token fault the file plants at its step.
     private func perform(_ side: RehearsalSessionEnd, _ action: PeerAction) throws {
-        if faultsOn, case .tokenRemoved(let thisSide, let step)? = settings.fault,
+        if case .tokenRemoved(let thisSide, let step)? = fault,
             (thisSide ? this : other) === side, Self.step(of: action) == step, !side.owner.token.removed
         {
             side.owner.token.removed = true
@@ -343,7 +375,10 @@ public final class Rehearsal {
         side.actions?.finishSession()
         side.channel?.close()
         if side === till, case .busy = gate.state, let outcome = side.outcome {
-            gate.sessionEnded(outcome, servedRequest: true, now: clock.now)
+            gate.sessionEnded(outcome, servedRequest: retrying == nil, now: clock.now)
+            if case .countingDown = gate.state {
+                emit(till, "till", ["state": "countingDown"], "CREDITED an earlier payment (retry); counting down again")
+            }
         }
     }
 
@@ -415,7 +450,7 @@ public final class Rehearsal {
         guard let actions = side.actions else { return [] }
         var message = message
         if !message.isSideMessage { delivered += 1 }
-        if faultsOn, side.played, side.role == .till, settings.fault == .refuseTransfer,
+        if side.played, side.role == .till, fault == .refuseTransfer,
             case .transfer(let transfer) = message
         {
             // The played till's check refuses finally: the transfer is matched against a proof it does not hold
@@ -428,8 +463,8 @@ public final class Rehearsal {
             firedFault = true
         }
         let answer = actions.deliver(message)
-        if faultsOn, !message.isSideMessage {
-            switch settings.fault {
+        if !message.isSideMessage {
+            switch fault {
             case .dropAfter(let number)? where number == delivered:
                 firedFault = true
                 emit(
@@ -457,7 +492,7 @@ public final class Rehearsal {
                 side.queue += side.actions?.withdraw() ?? []
             }
         }
-        if faultsOn, case .timeOutAt(let wait)? = settings.fault, this.actions?.wait == wait, !other.silent,
+        if case .timeOutAt(let wait)? = fault, this.actions?.wait == wait, !other.silent,
             !other.finished
         {
             firedFault = true
@@ -471,16 +506,9 @@ public final class Rehearsal {
     /// After an ending that leaves the payer's payment pending, the payer retries on a new channel (as
     /// `secure retry`), with the file's faults off; returns the retry's payer outcome, or nil when none ran.
     private func settle() throws -> PeerOutcome? {
-        let pending = try world.payer.wallet.pendingTransfers().compactMap { pending -> TransferMessage? in
-            guard
-                let bytes = try world.payer.wallet.ledger.outgoingMessage(
-                    transferID: pending.transfer.payload.order.transferID),
-                case .transfer(let message)? = try PeerMessage.decode(bytes)
-            else { return nil }
-            return message
-        }
-        guard let message = pending.first else { return nil }
-        faultsOn = false
+        guard let message = try pendingTransfers().first else { return nil }
+        fault = nil
+        delaysOn = false
         for side in [payer!, till!] {
             side.reset()
             side.owner.token.removed = false
@@ -496,12 +524,24 @@ public final class Rehearsal {
         return payer.outcome
     }
 
+    /// The payer's pending payments, as `secure retry` re-sends them.
+    private func pendingTransfers() throws -> [TransferMessage] {
+        try world.payer.wallet.pendingTransfers().compactMap { pending -> TransferMessage? in
+            guard
+                let bytes = try world.payer.wallet.ledger.outgoingMessage(
+                    transferID: pending.transfer.payload.order.transferID),
+                case .transfer(let message)? = try PeerMessage.decode(bytes)
+            else { return nil }
+            return message
+        }
+    }
+
     // MARK: The people
 
-    func faultActive(_ fault: RehearsalSettings.Fault) -> Bool { faultsOn && settings.fault == fault }
+    func faultActive(_ planted: RehearsalSettings.Fault) -> Bool { fault == planted }
 
     /// How long the played side waits before sending this message.
-    func delay(of message: PeerMessage) -> Int64? { faultsOn ? settings.delays[message.name] : nil }
+    func delay(of message: PeerMessage) -> Int64? { delaysOn ? settings.delays[message.name] : nil }
 
     /// Why this side's payer refuses the till, or nil: `expect-payee other` names another wallet.
     func refusesPayee(_ peer: PeerIdentity) -> String? {
@@ -539,7 +579,9 @@ public final class Rehearsal {
         if world.payer.token.refusedLogins > 0 { return "pin-refused" }
         if world.till.token.refusedLogins > 0 { return "pin-refused-till" }
         switch payerOutcome {
-        case .paid?: return payer.receiptKept ? "paid" : "receipt-unrecorded"
+        case .paid?:
+            guard payer.receiptKept else { return "receipt-unrecorded" }
+            return retrying == nil ? "paid" : "paid-retry"
         case .reversed?: return "reversed"
         case .unconfirmed?:
             if faultActive(.recordFails) && firedFault { return "not-recorded" }
@@ -559,7 +601,7 @@ public final class Rehearsal {
             case .timeout: return "decision-deadline"
             default: break
             }
-            if case .tokenRemoved? = settings.fault, firedFault { return "token-removed" }
+            if case .tokenRemoved? = fault, firedFault { return "token-removed" }
             if reason == .localFailure, payer.linkCut || till.linkCut {
                 if till.readyStored, case .failed(_, false)? = tillOutcome { return "link-lost-after-ready" }
                 return "link-lost"
