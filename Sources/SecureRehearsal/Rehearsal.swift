@@ -128,7 +128,7 @@ public final class Rehearsal {
             ending: ending, expected: settings.ending, payerOutcome: payerOutcome, tillOutcome: tillOutcome,
             retryOutcome: retried, before: before, after: after)
         emit(
-            nil, "balances", ["conserved": result.conserved ? "yes" : "no"],
+            nil, "balances", ["money": result.conserved ? "conserved" : "not-conserved"],
             amounts: ["payer": after.payer, "till": after.till],
             "payer \(MoneyText.format(after.payer)), till \(MoneyText.format(after.till)): money "
                 + (result.conserved ? "conserved" : "NOT conserved")
@@ -377,7 +377,8 @@ public final class Rehearsal {
         if side === till, case .busy = gate.state, let outcome = side.outcome {
             gate.sessionEnded(outcome, servedRequest: retrying == nil, now: clock.now)
             if case .countingDown = gate.state {
-                emit(till, "till", ["state": "countingDown"], "CREDITED an earlier payment (retry); counting down again")
+                emit(
+                    till, "till", ["state": "countingDown"], "CREDITED an earlier payment (retry); counting down again")
             }
         }
     }

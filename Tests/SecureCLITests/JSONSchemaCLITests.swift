@@ -175,6 +175,15 @@ struct JSONSchemaCLITests {
                 command: "receive", format: "secure-peer-event-v3", output: receiver.stdout, lines: true,
                 amounts: [225, 675]))
 
+        // A rehearsal (the hidden `secure rehearse`, docs/TILL.md §4): its own format, never a peer event's.
+        let rehearsal = try Run.program(
+            Run.secure, ["rehearse", Run.projectRoot + "/rehearsals/paid.txt", "--yes", "--json"])
+        try #require(rehearsal.status == 0, "secure rehearse: \(rehearsal.stderr)")
+        cases.append(
+            Case(
+                command: "rehearse", format: "secure-rehearsal-event-v1", output: rehearsal.stdout, lines: true,
+                amounts: [450, 2000, 1550]))
+
         // Every reading command, with its text output where it shows the same amounts.
         let alice = world.wallet("alice")
         try add(
