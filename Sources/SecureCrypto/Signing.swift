@@ -36,8 +36,9 @@ public struct SignatureLabel: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// The signer seam: SecureCore asks for a signature and a token produces it. Production code holds no
-/// software private signing key but `RecoveryKey`, which signs one recovery rotation in its life; test
-/// support provides one only for simulations too fast for a token.
+/// software private signing key but `RecoveryKey`, which signs one recovery rotation in its life, and
+/// `RehearsalKey`, which signs only inside a rehearsal; test support provides one only for simulations too
+/// fast for a token.
 public protocol MessageSigner: AnyObject {
     /// The public key whose signatures this signer makes.
     var publicKey: P256.PublicKey { get }

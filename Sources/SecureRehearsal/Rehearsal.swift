@@ -49,7 +49,8 @@ public final class Rehearsal {
     /// The handshake runs at machine speed in memory.
     static let handshakeSeconds = 10.0
 
-    public let settings: RehearsalSettings
+    /// The parsed rehearsal file (`RehearsalFile.parse`).
+    public let file: RehearsalFile
     let person: RehearsalPerson
     let output: (RehearsalEvent) -> Void
     var world: RehearsalWorld!
@@ -62,7 +63,7 @@ public final class Rehearsal {
     var delivered = 0
     var firedFault = false
     /// The fault being played: the file's, none during the settling retry, the prelude's before `paid-retry`.
-    var fault: RehearsalSettings.Fault?
+    var fault: RehearsalFault?
     /// Whether the file's delays apply (not in the prelude or the settling retry).
     var delaysOn = true
     /// Whether this payment retries one the prelude left pending (`paid-retry`).
@@ -70,25 +71,25 @@ public final class Rehearsal {
     var cancelAt: Int64?
 
     /// Prepares a rehearsal; `output` gets every event, in order.
-    public init(settings: RehearsalSettings, person: RehearsalPerson, output: @escaping (RehearsalEvent) -> Void) {
-        self.settings = settings
+    public init(file: RehearsalFile, person: RehearsalPerson, output: @escaping (RehearsalEvent) -> Void) {
+        self.file = file
         self.person = person
         self.output = output
         gate = TillMachine(
             countdownMilliseconds: min(
-                max(settings.countdownMilliseconds, TillMachine.countdownRange.lowerBound),
+                max(file.countdownMilliseconds, TillMachine.countdownRange.lowerBound),
                 TillMachine.countdownRange.upperBound))
         instance = "TILL-" + Hex.encode(SystemRandom.bytes(2)).uppercased()
-        fault = settings.fault
+        fault = file.fault
     }
 
-    var this: RehearsalSessionEnd { settings.plays == .payer ? till : payer }
-    var other: RehearsalSessionEnd { settings.plays == .payer ? payer : till }
+    var this: RehearsalSessionEnd { file.plays == .payer ? till : payer }
+    var other: RehearsalSessionEnd { file.plays == .payer ? payer : till }
 
     /// Plays the file to its end, inside the rehearsal signature domain, and removes the rehearsal wallets.
     public func run() throws -> RehearsalResult {
         try SignatureDomain.rehearsal {
-            world = try RehearsalWorld(settings: settings)
+            world = try RehearsalWorld(file: file)
             defer { world.remove() }
             return try play()
         }
@@ -96,11 +97,11 @@ public final class Rehearsal {
 
     private func play() throws -> RehearsalResult {
         payer = RehearsalSessionEnd(
-            role: .payer, played: settings.plays == .payer, engine: self, owner: world.payer, displayName: "payer",
-            distances: settings.plays == .payer ? settings.distanceOther : settings.distanceThis)
+            role: .payer, played: file.plays == .payer, engine: self, owner: world.payer, displayName: "payer",
+            distances: file.plays == .payer ? file.distanceOther : file.distanceThis)
         till = RehearsalSessionEnd(
-            role: .till, played: settings.plays == .till, engine: self, owner: world.till, displayName: instance,
-            distances: settings.plays == .till ? settings.distanceOther : settings.distanceThis)
+            role: .till, played: file.plays == .till, engine: self, owner: world.till, displayName: instance,
+            distances: file.plays == .till ? file.distanceOther : file.distanceThis)
         let asset = world.asset
         let before = (
             payer: AssetAmount(issuer: asset.issuer, money: world.payer.balance(asset)),
@@ -108,9 +109,9 @@ public final class Rehearsal {
         )
         emit(
             nil, "rehearsal",
-            ["plays": settings.plays.rawValue, "expected": settings.ending, "this": settings.this.rawValue],
-            "rehearsal of a till payment: this side is the \(settings.this.rawValue), the file plays the "
-                + "\(settings.plays.rawValue); expected ending \(settings.ending). No real wallet, token or money "
+            ["plays": file.plays.rawValue, "expected": file.ending.rawValue, "this": file.plays.other.rawValue],
+            "rehearsal of a till payment: this side is the \(file.plays.other.rawValue), the file plays the "
+                + "\(file.plays.rawValue); expected ending \(file.ending.rawValue). No real wallet, token or money "
                 + "is used.")
         emit(
             nil, "balances", [:], amounts: ["payer": before.payer, "till": before.till],
@@ -125,7 +126,7 @@ public final class Rehearsal {
             till: AssetAmount(issuer: asset.issuer, money: world.till.balance(asset))
         )
         let result = RehearsalResult(
-            ending: ending, expected: settings.ending, payerOutcome: payerOutcome, tillOutcome: tillOutcome,
+            ending: ending, expected: file.ending.rawValue, payerOutcome: payerOutcome, tillOutcome: tillOutcome,
             retryOutcome: retried, before: before, after: after)
         emit(
             nil, "balances", ["money": result.conserved ? "conserved" : "not-conserved"],
@@ -141,11 +142,11 @@ public final class Rehearsal {
 
     /// Locks the amount, counts down, lets the payer connect, and plays the session; returns the ending.
     private func playPayment() throws -> String {
-        if settings.ending == RehearsalEnding.paidRetry.rawValue { try prelude() }
+        if file.ending == .paidRetry { try prelude() }
         for side in [payer!, till!] {
             side.owner.token.resetPINEntries()
-            side.owner.token.pinAnswer = side.played ? settings.pinOther : settings.pinThis
-            side.owner.token.pinAnswerFromEntry = side.played ? settings.pinOtherFromEntry : settings.pinThisFromEntry
+            side.owner.token.pinAnswer = side.played ? file.pinOther : file.pinThis
+            side.owner.token.pinAnswerFromEntry = side.played ? file.pinOtherFromEntry : file.pinThisFromEntry
         }
         // Locking: the operator's PIN (entry 1) unlocks the till's token; then the till opens.
         let lockPIN = try till.readPIN()
@@ -157,7 +158,11 @@ public final class Rehearsal {
         }
         gate.opened(now: clock.now)
         emitTill()
-        let connectAt = settings.connectAfterMilliseconds.map { clock.now + $0 }
+        let connectAt: Int64?
+        switch file.connect {
+        case .after(let milliseconds): connectAt = clock.now + milliseconds
+        case .never: connectAt = nil
+        }
         // Counting down until the payer connects (or never).
         while true {
             if gate.tick(now: clock.now) {
@@ -197,7 +202,7 @@ public final class Rehearsal {
     /// link-lost-after-debit.txt), so the payer holds a pending transfer when the till opens again.
     private func prelude() throws {
         emit(nil, "prelude", [:], "first, an earlier payment at this till loses its link after the debit")
-        fault = .dropAfter(8)
+        fault = .dropAfter(message: 8)
         delaysOn = false
         gate.opened(now: clock.now)
         try connect()
@@ -207,7 +212,7 @@ public final class Rehearsal {
         guard retrying != nil else {
             throw RehearsalError(.setup, "the prelude of paid-retry left no pending payment")
         }
-        fault = settings.fault
+        fault = file.fault
         delaysOn = true
         delivered = 0
         firedFault = false
@@ -299,7 +304,7 @@ public final class Rehearsal {
             if side.played, !side.decisionStarted, case .askApproval(let approval) = action, approval.needsConfirmation
             {
                 side.decisionStarted = true
-                side.decidingUntil = clock.now + (faultActive(.decline) ? 0 : settings.decideAfterMilliseconds)
+                side.decidingUntil = clock.now + (faultActive(.decline) ? 0 : file.decision.afterMilliseconds)
                 return true
             }
             side.queue.removeFirst()
@@ -346,8 +351,8 @@ public final class Rehearsal {
 
     /// Carries out one action, with the token fault the file plants at its step.
     private func perform(_ side: RehearsalSessionEnd, _ action: PeerAction) throws {
-        if case .tokenRemoved(let thisSide, let step)? = fault,
-            (thisSide ? this : other) === side, Self.step(of: action) == step, !side.owner.token.removed
+        if case .tokenRemoved(let party, let step)? = fault,
+            (party == .this ? this : other) === side, Self.step(of: action) == step, !side.owner.token.removed
         {
             side.owner.token.removed = true
             firedFault = true
@@ -359,7 +364,7 @@ public final class Rehearsal {
         side.queue += try actions.perform(action)
     }
 
-    static func step(of action: PeerAction) -> RehearsalSettings.Step? {
+    static func step(of action: PeerAction) -> RehearsalStep? {
         switch action {
         case .measure: .measure
         case .commitDebit: .debit
@@ -404,7 +409,7 @@ public final class Rehearsal {
         case .take:
             emitTill()
             let request = try PaymentRequest(
-                requestID: .random(), amount: AssetAmount(issuer: world.asset.issuer, money: settings.amount), note: "")
+                requestID: .random(), amount: AssetAmount(issuer: world.asset.issuer, money: file.amount), note: "")
             side.begin(
                 .payee(PayeeMachine(context: try side.context(channel), request: request)), on: channel, first: message)
         case .busy, .closed:
@@ -539,14 +544,16 @@ public final class Rehearsal {
 
     // MARK: The people
 
-    func faultActive(_ planted: RehearsalSettings.Fault) -> Bool { fault == planted }
+    func faultActive(_ planted: RehearsalFault) -> Bool { fault == planted }
 
     /// How long the played side waits before sending this message.
-    func delay(of message: PeerMessage) -> Int64? { delaysOn ? settings.delays[message.name] : nil }
+    func delay(of message: PeerMessage) -> Int64? {
+        delaysOn ? file.delays.first { $0.message.rawValue == message.name }?.milliseconds : nil
+    }
 
     /// Why this side's payer refuses the till, or nil: `expect-payee other` names another wallet.
     func refusesPayee(_ peer: PeerIdentity) -> String? {
-        guard settings.expectPayee == .other else { return nil }
+        guard file.expectPayee == .other else { return nil }
         return "NOT THE EXPECTED TILL: wallet \(peer.walletID.hex.prefix(8))… is not the one expected; refused"
     }
 
@@ -557,7 +564,7 @@ public final class Rehearsal {
         let code = (payer.channel ?? till.channel).map { ", code \($0.sas.digits)" } ?? ""
         switch approval.role {
         case .payer:
-            let standing = settings.contact.map { "contact " + PeerText.escaped($0) } ?? "unverified till"
+            let standing = file.contact.map { "contact " + PeerText.escaped($0) } ?? "unverified till"
             return "Pay \(amount) to "
                 + PeerText.quoted(approval.peer.displayName, limit: PeerHello.displayNameByteCountMax)
                 + " (\(fingerprint), \(standing)\(code))?"
@@ -621,8 +628,8 @@ public final class Rehearsal {
             emit(
                 till, "till",
                 ["state": "countingDown", "instance": instance, "secondsLeft": "\((until - clock.now) / 1000)"],
-                amounts: ["amount": AssetAmount(issuer: world.asset.issuer, money: settings.amount)],
-                "\(instance) open for \(MoneyText.format(settings.amount)): counting down \((until - clock.now) / 1000) s"
+                amounts: ["amount": AssetAmount(issuer: world.asset.issuer, money: file.amount)],
+                "\(instance) open for \(MoneyText.format(file.amount)): counting down \((until - clock.now) / 1000) s"
             )
         case .busy(let remaining):
             emit(

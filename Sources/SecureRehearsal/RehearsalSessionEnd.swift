@@ -178,7 +178,7 @@ final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
 
     func decide(_ approval: Approval) -> PeerDecision {
         if played {
-            return engine.settings.decideConfirms && !engine.faultActive(.decline)
+            return engine.file.decision.answer == .confirm && !engine.faultActive(.decline)
                 ? .approve(overridingBudget: false) : .decline
         }
         if role == .payer, let refusal = engine.refusesPayee(approval.peer) {
@@ -204,7 +204,7 @@ final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
             event("refused", ["reason": "unexpected-peer", "walletID": peer.walletID.hex], refusal)
             return nil
         }
-        return engine.settings.category
+        return engine.file.category
     }
 
     func readPIN() throws -> PIN {

@@ -1,3 +1,4 @@
+import SecureCore
 import SecureCrypto
 import SecureToken
 
@@ -14,20 +15,10 @@ public final class RehearsalToken: WalletToken {
     /// The rehearsal PIN: the only PIN a rehearsal token takes.
     public static let pin = "0000"
 
-    /// How the token answers a login.
-    public enum PINAnswer: String, Sendable, CaseIterable {
-        /// The rehearsal PIN logs in; anything else is CKR_PIN_INCORRECT.
-        case right
-        /// Whatever is typed is CKR_PIN_INCORRECT.
-        case wrong
-        /// Whatever is typed is CKR_PIN_LOCKED.
-        case locked
-    }
-
     private let store: MemoryTokenKeys
     private var loggedIn = false
     /// How logins are answered, from entry `pinAnswerFromEntry` on (earlier logins take the rehearsal PIN).
-    public var pinAnswer: PINAnswer = .right
+    public var pinAnswer: RehearsalPIN = .right
     public var pinAnswerFromEntry = 1
     /// Logins tried so far (PIN entries).
     public private(set) var entries = 0

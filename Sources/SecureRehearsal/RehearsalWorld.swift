@@ -81,10 +81,10 @@ public final class RehearsalWorld {
     /// The asset the payment moves: the rehearsal issuer's, in the amount's currency.
     public let asset: Asset
 
-    /// Makes the folder and the wallets, mints `settings.balance` to the payer and sets its budget.
+    /// Makes the folder and the wallets, mints the file's `balance` to the payer and sets its budget.
     /// `environment` gives $XDG_RUNTIME_DIR; `fallback` is the folder tried after it (tests pass nil).
     public init(
-        settings: RehearsalSettings, environment: [String: String] = ProcessInfo.processInfo.environment,
+        file: RehearsalFile, environment: [String: String] = ProcessInfo.processInfo.environment,
         fallback: String? = "/dev/shm"
     ) throws {
         directory = try Self.makeFolder(candidates: [environment["XDG_RUNTIME_DIR"], fallback])
@@ -93,16 +93,16 @@ public final class RehearsalWorld {
             issuer = try RehearsalWallet(name: "issuer", directory: directory, clock: clock, isIssuer: true)
             payer = try RehearsalWallet(name: "payer", directory: directory, clock: clock, isIssuer: false)
             till = try RehearsalWallet(name: "till", directory: directory, clock: clock, isIssuer: false)
-            asset = Asset(issuer: issuer.wallet.walletID, currency: settings.amount.currency)
+            asset = Asset(issuer: issuer.wallet.walletID, currency: file.amount.currency)
             let card = WalletCard(log: issuer.wallet.keyLog)
             for side in [payer, till] { _ = try side.wallet.trust(issuer: card) }
-            if !settings.balance.isZero {
-                let voucher = try issuer.wallet.mint(to: WalletCard(log: payer.wallet.keyLog), amount: settings.balance)
+            if !file.balance.isZero {
+                let voucher = try issuer.wallet.mint(to: WalletCard(log: payer.wallet.keyLog), amount: file.balance)
                 _ = try payer.wallet.deposit(voucher)
             }
-            if let budget = settings.budget {
+            if let budget = file.budget {
                 let value = try Budget(
-                    category: budget.category, limit: budget.limit, window: .month, isHardCap: budget.hard,
+                    category: budget.category, limit: budget.limit, window: .month, isHardCap: budget.isHardCap,
                     timeZoneIdentifier: "UTC")
                 try payer.wallet.append { position, previous, time in
                     try LedgerEntry(

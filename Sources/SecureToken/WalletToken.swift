@@ -3,7 +3,9 @@ import SecureCrypto
 /// What a wallet needs from its token: keys generated on it, signatures and ECDH made on it, private data
 /// objects for the anchor, and a PIN that is held only between `unlock` and `lock`. `TokenSession` is the
 /// real one (PKCS#11). The simulator's stand-in, too fast for SoftHSM's millions of steps, lives only in
-/// SecureTestSupport; production code holds no software signing key.
+/// SecureTestSupport. Production's only other token is the rehearsal's (`RehearsalToken`, SecureRehearsal),
+/// whose in-memory keys sign only inside `SignatureDomain.rehearsal` and never for a real wallet; both keep
+/// their keys in `MemoryTokenKeys`.
 public protocol WalletToken: AnyObject {
     /// The token's label, for messages.
     var label: String { get }

@@ -59,7 +59,7 @@ enum RehearsalCommands {
         }
         let json = arguments.flag("json")
         let rehearsal = Rehearsal(
-            settings: RehearsalSettings(file), person: RehearsalTerminalPerson(yes: arguments.flag("yes"))
+            file: file, person: RehearsalTerminalPerson(yes: arguments.flag("yes"))
         ) {
             show($0, json: json)
         }

@@ -150,7 +150,8 @@ struct RehearsalCLITests {
         #expect(trusted.status == 0, "\(trusted.stderr)")
         // The rehearsal's issuer card and a transfer its payer signs to alice, all inside the rehearsal domain.
         let transfer = try SignatureDomain.rehearsal { () throws -> Envelope in
-            let rehearsal = try RehearsalWorld(settings: RehearsalSettings(plays: .till, ending: "paid"))
+            let rehearsal = try RehearsalWorld(
+                file: try RehearsalFile.parse(Array("rehearsal 1\nplays till\nending paid\n".utf8), name: "test"))
             defer { rehearsal.remove() }
             try WalletCard(log: rehearsal.issuer.wallet.keyLog).text.write(
                 toFile: world.directory + "/rehearsal.card", atomically: true, encoding: .utf8)

@@ -21,30 +21,58 @@ final class YesPerson: RehearsalPerson {
 struct RehearsalEngineTests {
     static func euros(_ minorUnits: Int64) -> Money { try! Money(minorUnits: minorUnits, currency: .eur) }
 
-    static func play(_ settings: RehearsalSettings) throws -> (RehearsalResult, [RehearsalEvent]) {
+    /// A rehearsal file from its directives, after `rehearsal 1` and the `plays` line.
+    static func file(plays: String, _ directives: String) throws -> RehearsalFile {
+        try RehearsalFile.parse(Array("rehearsal 1\nplays \(plays)\n\(directives)\n".utf8), name: "test")
+    }
+
+    static func play(_ file: RehearsalFile) throws -> (RehearsalResult, [RehearsalEvent]) {
         var events: [RehearsalEvent] = []
-        let result = try Rehearsal(settings: settings, person: YesPerson()) { events.append($0) }.run()
+        let result = try Rehearsal(file: file, person: YesPerson()) { events.append($0) }.run()
         return (result, events)
     }
 
-    static func check(_ settings: RehearsalSettings, _ comment: Comment? = nil) throws {
-        let (result, events) = try play(settings)
-        let story = events.map { "\($0.side?.rawValue ?? "-") \($0.name): \($0.text)" }.joined(separator: "\n")
-        #expect(result.ending == settings.ending, "\(comment?.rawValue ?? "")\n\(story)")
-        #expect(result.conserved, "money not conserved\n\(story)")
-    }
-
     @Test func paidPlayingThePayer() throws {
-        var settings = RehearsalSettings(plays: .payer, ending: "paid")
-        settings.connectAfterMilliseconds = 3_000
-        settings.decideAfterMilliseconds = 2_000
-        settings.distanceOther = [410]
+        let file = try Self.file(
+            plays: "payer", "ending paid\nconnect after 3s\ndecide confirm after 2s\ndistance other 410mm")
         let start = Date()
-        let (result, events) = try Self.play(settings)
+        let (result, events) = try Self.play(file)
         #expect(result.ending == "paid", "\(events.map(\.text))")
         #expect(result.after.payer.money == Self.euros(1_550))
         #expect(result.after.till.money == Self.euros(450))
-        #expect(Date().timeIntervalSince(start) < 10)
+        #expect(result.conserved)
+        // The countdown's 3 s and the decision's 2 s passed on the rehearsal clock, not the wall's.
+        #expect(events.last!.elapsedMilliseconds >= 3_000)
+        #expect(Date().timeIntervalSince(start) < 3)
+    }
+
+    @Test func aSixtySecondCountdownExpiresInAMoment() throws {
+        let (result, events) = try Self.play(try Self.file(plays: "payer", "ending expired\nconnect never"))
+        #expect(result.ending == "expired")
+        #expect(events.last!.elapsedMilliseconds == 60_000)
+        #expect(result.retryOutcome == nil && result.conserved)
+    }
+
+    @Test func anUnresolvedEndingIsSettledByTheRetry() throws {
+        let (result, _) = try Self.play(try Self.file(plays: "till", "ending unconfirmed\nfault drop after 8"))
+        #expect(result.ending == "unconfirmed")
+        guard case .unconfirmed? = result.payerOutcome, case .paid? = result.retryOutcome else {
+            Issue.record(
+                "payer \(String(describing: result.payerOutcome)), retry \(String(describing: result.retryOutcome))")
+            return
+        }
+        #expect(result.after.payer.money == Self.euros(1_550) && result.after.till.money == Self.euros(450))
+    }
+
+    @Test func theWrongPINIsRefusedByTheRehearsalToken() throws {
+        final class Typist: RehearsalPerson {
+            func confirm(_ question: String) -> Bool { true }
+            func readPIN(_ prompt: String) throws -> PIN { try PIN("1234") }
+        }
+        let file = try Self.file(plays: "till", "ending pin-refused")
+        let result = try Rehearsal(file: file, person: Typist()) { _ in }.run()
+        #expect(result.ending == "pin-refused")
+        #expect(result.after.payer.money == Self.euros(2_000))
     }
 }
 
@@ -96,7 +124,7 @@ struct SignatureDomainTests {
 struct RehearsalWorldTests {
     @Test func walletsLiveInAPrivateTmpfsFolderRemovedAfterwards() throws {
         let directory = try SignatureDomain.rehearsal { () throws -> String in
-            let world = try RehearsalWorld(settings: RehearsalSettings(plays: .payer, ending: "paid"))
+            let world = try RehearsalWorld(file: try RehearsalEngineTests.file(plays: "payer", "ending paid"))
             var info = stat()
             #expect(stat(world.directory, &info) == 0)
             #expect(info.st_mode & 0o777 == 0o700)
@@ -114,7 +142,7 @@ struct RehearsalWorldTests {
         #expect(throws: RehearsalError.self) {
             try SignatureDomain.rehearsal {
                 _ = try RehearsalWorld(
-                    settings: RehearsalSettings(plays: .payer, ending: "paid"),
+                    file: try RehearsalEngineTests.file(plays: "payer", "ending paid"),
                     environment: ["XDG_RUNTIME_DIR": Run.projectRoot], fallback: nil)
             }
         }
