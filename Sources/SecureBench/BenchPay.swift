@@ -179,7 +179,7 @@ final class BenchPerson: PeerInterface, @unchecked Sendable {
         note("approval")
         return .approve(overridingBudget: false)
     }
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { "bench" }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice { .category("bench") }
     func readPIN() throws -> PIN {
         defer { note("PIN read") }
         return try PINSource.file(pinPath).read()
