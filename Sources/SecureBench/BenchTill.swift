@@ -8,7 +8,7 @@ import SecurePeer
 import SecureToken
 import SecureWallet
 
-/// `secure-bench till [--runs N] [--first-contact-runs M] [--quick] [--json]`: issue 18's till benchmark
+/// `secure-bench till [--runs N] [--first-contact-runs M] [--quick] [--trace] [--json]`: issue 18's till benchmark
 /// (docs/TILL.md §6; docs/PERFORMANCE.md, "Till"). Two in-process wallets on SoftHSM tokens made for the run
 /// (`PayBenchLab`, as `secure-bench pay`), over loopback TCP. The till is a receiver in request mode
 /// (`PeerDriver(role: .receive(request:))`) served by a `PeerServer`, as a till serves; the payer answers
@@ -45,6 +45,7 @@ func runTillBenchmark(_ arguments: Arguments) throws {
 
     let server = try TillServer(till: till, host: "127.0.0.1")
     defer { server.stop() }
+    server.person.tracing = arguments.flag("trace")
     var result = TillBench.Result(requestBytes: server.requestByteCount)
     for index in 0..<warmUps {
         _ = try TillBench.connectToAmount(payer, server: server, host: "127.0.0.1", result: &result)
@@ -52,6 +53,8 @@ func runTillBenchmark(_ arguments: Arguments) throws {
         if index == 0 { result.firstSessionFetches = result.takeFetches() }
     }
     _ = result.takeFetches()
+    result.steps = [:]
+    _ = (payer.token.take(), till.token.take())
     for run in 0..<runs {
         // Alternate the order so that drift on a shared machine hits both sides alike.
         for step in run % 2 == 0 ? [true, false] : [false, true] {
@@ -65,6 +68,12 @@ func runTillBenchmark(_ arguments: Arguments) throws {
         }
     }
     result.knownFetches = result.takeFetches()
+    result.knownSteps = result.steps
+    // Nothing in these sessions asks for the PIN, so no token operation may be in the span.
+    result.tokenOperations = [payer.token.take(), till.token.take()].reduce(0) {
+        $0 + $1.unlocks + $1.locks + $1.signatures + $1.sharedSecrets + $1.anchorWrites + $1.dataObjectReads
+            + $1.other
+    }
     for stranger in strangers {
         let milliseconds = try TillBench.connectToAmount(stranger, server: server, result: &result)
         result.firstContact.append(milliseconds)
@@ -83,6 +92,9 @@ final class TillBenchPerson: PeerInterface, @unchecked Sendable {
     private var shownAt: UInt64?
     private var shownAmount: AssetAmount?
     private var followed = 0
+    /// With `--trace`, the first time of each step's name in the current session.
+    var tracing = false
+    private var steps: [(name: String, nanoseconds: UInt64)] = []
 
     func decide(_ approval: Approval) -> PeerDecision { .decline }
 
@@ -96,6 +108,7 @@ final class TillBenchPerson: PeerInterface, @unchecked Sendable {
                 shownAmount = request.amount
             }
         }
+        note("amount shown")
         return nil
     }
 
@@ -103,6 +116,22 @@ final class TillBenchPerson: PeerInterface, @unchecked Sendable {
 
     func event(_ name: String, _ fields: [String: String], _ text: String) {
         if name == "keyEvents", fields["outcome"] == "followed" { mutex.withLock { followed += 1 } }
+        note(name)
+    }
+
+    /// Notes a step of the session, with `--trace`.
+    func note(_ name: String) {
+        guard tracing else { return }
+        let now = ChannelBench.now()
+        mutex.withLock { if !steps.contains(where: { $0.name == name }) { steps.append((name, now)) } }
+    }
+
+    /// The steps since the last call, then none.
+    func takeSteps() -> [(name: String, nanoseconds: UInt64)] {
+        mutex.withLock {
+            defer { steps = [] }
+            return steps
+        }
     }
 
     /// When the request reached the person and its amount, then none.
@@ -176,11 +205,13 @@ final class TillServer: @unchecked Sendable {
         var ended: PeerOutcome?
         switch mode {
         case .till(let request):
-            ended = try? PeerDriver(
+            person.note("handshake done")
+            let driver = try? PeerDriver(
                 wallet: till.wallet, channel: channel, role: .receive(request: request), interface: watch(person),
                 ranging: .simulated(seed: 1, distanceMillimetres: 450), policy: PayBench.policy,
-                displayName: "Till 1"
-            ).run()
+                displayName: "Till 1")
+            person.note("driver made")
+            ended = driver?.run()
         case .echo:
             if let record = try? channel.receive(timeoutSeconds: 10) {
                 try? channel.send(type: record.type, payload: record.payload)
@@ -237,6 +268,10 @@ enum TillBench {
         var firstSessionFetches = (payer: 0, till: 0), knownFetches = (payer: 0, till: 0)
         var firstContactFetches = (payer: 0, till: 0)
         var fetchesSoFar = (payer: 0, till: 0)
+        /// With `--trace`: each side's steps in milliseconds from the connect call, over every session.
+        var steps: [String: [Double]] = [:], knownSteps: [String: [Double]] = [:]
+        /// Token operations on both sides during the known runs.
+        var tokenOperations = 0
         var serverFailures: [String] = []
         var avahi = Avahi.skipped("not run")
 
@@ -260,13 +295,23 @@ enum TillBench {
         let request = try server.newRequest()
         server.next(.till(request))
         let person = TillBenchPerson()
+        person.tracing = server.person.tracing
         let start = startedAt ?? ChannelBench.now()
-        let channel = try SecureChannel.initiate(over: try TCPTransport.connect(host: host, port: port ?? server.port))
-        let paid = try PeerDriver(
+        let transport = try TCPTransport.connect(host: host, port: port ?? server.port)
+        person.note("connected")
+        let channel = try SecureChannel.initiate(over: transport)
+        person.note("handshake done")
+        let driver = try PeerDriver(
             wallet: payer.wallet, channel: channel, role: .answerRequest, interface: person,
-            ranging: .simulated(seed: 2, distanceMillimetres: 400), policy: PayBench.policy, displayName: payer.name
-        ).run()
+            ranging: .simulated(seed: 2, distanceMillimetres: 400), policy: PayBench.policy, displayName: payer.name)
+        person.note("driver made")
+        let paid = driver.run()
         let received = try server.awaitSession()
+        for (side, steps) in [("payer", person.takeSteps()), ("till", server.person.takeSteps())] {
+            for step in steps where step.nanoseconds >= start {
+                result.steps["\(side) \(step.name)", default: []].append(milliseconds(step.nanoseconds - start))
+            }
+        }
         result.fetchesSoFar.payer += person.takeFollowed()
         result.fetchesSoFar.till += server.person.takeFollowed()
         let shown = person.takeShown()
@@ -382,6 +427,7 @@ extension TillBench {
                 "knownPayer": [
                     "connectToAmount": figures(result.known), "ratio": known / baseline, "goalMax": goalMax,
                     "keyEventLogsFollowed": fetches(result.knownFetches),
+                    "tokenOperations": result.tokenOperations,
                 ] as [String: Any],
                 "firstSessionKeyEventLogsFollowed": fetches(result.firstSessionFetches),
                 "firstContact": [
@@ -412,7 +458,8 @@ extension TillBench {
                 result.firstContact.count, first, ChannelBench.percentile(result.firstContact, 0.9), baseline,
                 first / baseline))
         print(
-            "  key-event logs followed (payer, till): the pair's first session \(result.firstSessionFetches.payer), "
+            "  token operations in the known runs: \(result.tokenOperations); "
+                + "key-event logs followed (payer, till): the pair's first session \(result.firstSessionFetches.payer), "
                 + "\(result.firstSessionFetches.till); the known runs \(result.knownFetches.payer), "
                 + "\(result.knownFetches.till); the first contacts \(result.firstContactFetches.payer), "
                 + "\(result.firstContactFetches.till)")
@@ -426,6 +473,12 @@ extension TillBench {
                         + "median %.1f ms, p90 %.1f ms, of which browse and resolve median %.1f ms (no goal)%@",
                     serviceType, total.count, BenchCommands.median(total), ChannelBench.percentile(total, 0.9),
                     BenchCommands.median(browse), missed > 0 ? "; \(missed) browses missed the till" : ""))
+        }
+        if !result.knownSteps.isEmpty {
+            print(
+                "  the known payer's steps (median ms from the connect call): "
+                    + result.knownSteps.map { ($0.key, BenchCommands.median($0.value)) }.sorted { $0.1 < $1.1 }
+                    .map { String(format: "%@ %.2f", $0.0, $0.1) }.joined(separator: ", "))
         }
         if !expected {
             print(

@@ -113,6 +113,7 @@ struct BenchTests {
         positive(first?["connectToAmount"], "first contact")
         #expect((known?["ratio"] as? Double ?? 0) > 0 && (first?["ratio"] as? Double ?? 0) > 0)
         #expect(known?["goalMax"] as? Double == 1.3 && first?["runs"] as? Int == 1)
+        #expect(known?["tokenOperations"] as? Int == 0)
         // Each side follows the other's log in its first session only.
         #expect(json["firstSessionKeyEventLogsFollowed"] as? [String: Int] == ["payer": 1, "till": 1])
         #expect(known?["keyEventLogsFollowed"] as? [String: Int] == ["payer": 0, "till": 0])
