@@ -20,7 +20,9 @@ import SecureWallet
 ///   plus one record of the request message's size sent and echoed by the responder;
 /// - both for a payer that already follows the till's key-event log (the first session between the pair
 ///   stores each side's log in the other's ledger; later sessions fetch nothing) and for a first contact (a
-///   fresh payer wallet per run, made before the runs, so each side fetches the other's log);
+///   fresh payer wallet per run, made before the runs, so each side fetches the other's log); before each
+///   known session, outside the span, each side deposits a voucher (`moveOn`), so both hellos carry new
+///   checkpoints, as after a sale;
 /// - **browse → amount through Avahi** when a daemon answers (a second till announced as
 ///   `_secure-till._tcp` on a multicast interface, browsed and resolved through the daemon), else one line
 ///   saying why it was skipped.
@@ -58,8 +60,8 @@ func runTillBenchmark(_ arguments: Arguments) throws {
     for run in 0..<runs {
         try TillBench.moveOn(lab: lab, payer: payer, till: till)
         // Alternate the order so that drift on a shared machine hits both sides alike.
-        for step in run % 2 == 0 ? [true, false] : [false, true] {
-            if step {
+        for isSession in run % 2 == 0 ? [true, false] : [false, true] {
+            if isSession {
                 _ = (payer.token.take(), till.token.take())
                 let milliseconds = try TillBench.connectToAmount(payer, server: server, result: &result)
                 result.known.append(milliseconds)
