@@ -283,6 +283,19 @@ final class PayBenchLab {
     }
 }
 
+extension PayBenchLab {
+    /// Moves `bench`'s ledger on by one deposit of `funds` (a new voucher of the run's issuer), its token unlocked
+    /// for it and locked again: its next hello carries a checkpoint no one has verified yet, as after a sale.
+    func deposit(_ funds: String, to bench: BenchWallet) throws {
+        let voucher = try issuer.voucher(try MoneyText.parse(funds), to: bench.wallet.walletID)
+        try bench.token.unlock(pin: try PINSource.file(bench.person.pinPath).read(), confirmFinalTry: false)
+        defer { bench.token.lock() }
+        guard case .recorded = try bench.wallet.deposit(voucher) else {
+            throw WalletError(.refused, "the bench voucher was not deposited")
+        }
+    }
+}
+
 // MARK: The measurements
 
 enum PayBench {
