@@ -91,7 +91,7 @@ let package = Package(
             name: "SecureBench",
             dependencies: [
                 "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
-                "SecurePeer", "SecureChannel", "CP11Kit", "CPKCS11Baseline",
+                "SecurePeer", "SecureChannel", "SecureDiscovery", "CP11Kit", "CPKCS11Baseline",
             ]),
         .executableTarget(
             name: "secure-bench",

@@ -32,6 +32,10 @@ public enum BenchCommands {
               to balance at 100,000 and 1,000,000 entries. Fixtures are cached in DIR (.local/bench-fixtures);
               the first run builds them (the verification fixture with `secure-bench fixtures verify DIR COUNT`,
               which it runs itself in a process of its own).
+          secure-bench till [--runs N] [--first-contact-runs M] [--quick] [--trace] [--json]
+              A till's connect → amount on screen over loopback TCP on SoftHSM (a payer that follows the till's
+              key-event log, and first contacts), against the handshake plus one round trip of the request's
+              size; browse → amount through Avahi when a daemon answers. Build with -c release.
 
         Exit codes: 0 success, 1 failure, 2 usage error.
         """
@@ -69,6 +73,12 @@ public enum BenchCommands {
                 Array(words.dropFirst()), options: ["payments", "rounds", "per-payer"], flags: ["json", "trace"])
             _ = try arguments.positionals(0, "no positional arguments")
             try runPayBenchmark(arguments)
+            return .success
+        case "till":
+            let arguments = try Arguments(
+                Array(words.dropFirst()), options: ["runs", "first-contact-runs"], flags: ["json", "quick", "trace"])
+            _ = try arguments.positionals(0, "no positional arguments")
+            try runTillBenchmark(arguments)
             return .success
         default: throw UsageError("unknown benchmark \"\(sub)\"; `secure-bench --help` lists them")
         }

@@ -179,7 +179,7 @@ final class BenchPerson: PeerInterface, @unchecked Sendable {
         note("approval")
         return .approve(overridingBudget: false)
     }
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { "bench" }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice { .category("bench") }
     func readPIN() throws -> PIN {
         defer { note("PIN read") }
         return try PINSource.file(pinPath).read()
@@ -280,6 +280,19 @@ final class PayBenchLab {
         _ = token.take()
         return BenchWallet(
             name: name, wallet: wallet, token: token, person: BenchPerson(pinPath: main.pinPath), signer: signer)
+    }
+}
+
+extension PayBenchLab {
+    /// Moves `bench`'s ledger on by one deposit of `funds` (a new voucher of the run's issuer), its token unlocked
+    /// for it and locked again: its next hello carries a checkpoint no one has verified yet, as after a sale.
+    func deposit(_ funds: String, to bench: BenchWallet) throws {
+        let voucher = try issuer.voucher(try MoneyText.parse(funds), to: bench.wallet.walletID)
+        try bench.token.unlock(pin: try PINSource.file(bench.person.pinPath).read(), confirmFinalTry: false)
+        defer { bench.token.lock() }
+        guard case .recorded = try bench.wallet.deposit(voucher) else {
+            throw WalletError(.refused, "the bench voucher was not deposited")
+        }
     }
 }
 

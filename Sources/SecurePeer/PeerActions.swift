@@ -58,6 +58,30 @@ public final class PeerActions {
     /// with the key-event log as known before, instead of waiting for the peer's rotated log.
     @_spi(Simulation) public var answersLookupBeforeKeyEvents = false
 
+    // MARK: Till hooks (docs/TILL.md §1.4); all off by default
+
+    /// The decision deadline's length in milliseconds (`TillLimits.decisionMilliseconds`), or nil (off). On:
+    /// a payee fixes `decisionDeadline` when its `request` goes out; a payer when a `request` arrives, less
+    /// `TillLimits.payerDecisionMarginMilliseconds`. Set before `start()`.
+    public var decisionMilliseconds: Int64?
+    /// The decision deadline on the environment's clock (milliseconds), once fixed; nil while none is.
+    public private(set) var decisionDeadline: Int64?
+    /// When the payee was handed the offer, on the environment's clock (with a decision deadline only).
+    private var offerDeliveredAt: Int64?
+    /// A payee approval given before the session (a till's lock-in PIN): when set, an approval that answers
+    /// this wallet's own request exactly (`needsConfirmation == false`) is given without a prompt and without
+    /// a PIN, against the token's live login, which this session then holds until the absolute time the
+    /// closure returns (environment clock, milliseconds). Nil from the closure, a time already past or a
+    /// locked token end the session with `localFailure` (14). Other approvals go to the person as ever.
+    public var approvalHoldUntil: (() -> Int64?)?
+    /// Called when the machine asks to look up the peer, before the lookup; a throw ends the session with
+    /// `localFailure` (14). A till asks its operator for the PIN again there when its hold is short.
+    public var beforeLookUp: (() throws -> Void)?
+    /// True when the session ended `paid` but keeping the receipt failed (token removed, storage): the
+    /// payment is paid, yet `secure pending` still lists it until `secure retry` records the receipt, so a
+    /// driver says "settled: unresolved".
+    public private(set) var receiptUnrecorded = false
+
     /// Prepares one side of a session. `helloSize` is the checkpoint size of this wallet's hello.
     public init(
         wallet: Wallet, machine: Machine, helloSize: UInt64, environment: PeerEnvironment,
@@ -109,6 +133,52 @@ public final class PeerActions {
         return false
     }
 
+    /// The absolute deadline (environment clock, milliseconds) that replaces `wait.seconds` for this wait, or
+    /// nil: the decision deadline, for a payee's `offer` wait and a payer's `category` and `approval` waits.
+    public func deadline(for wait: PeerWait) -> Int64? {
+        guard let decisionDeadline else { return nil }
+        switch wait {
+        case .offer: return isPayer ? nil : decisionDeadline
+        case .category, .approval: return isPayer ? decisionDeadline : nil
+        case .peerHello, .peerLookup, .request, .paymentCheck, .reply, .ranging, .peerMeasurement, .readyPersist,
+            .ready, .debit, .transfer, .readyRecord, .credit, .receipt:
+            return nil
+        }
+    }
+
+    /// Whether a payer's person answered after the decision deadline: its answer then is a timeout.
+    private var decidedTooLate: Bool {
+        guard isPayer, let decisionDeadline else { return false }
+        return environment.now() > decisionDeadline
+    }
+
+    /// The payer's person answered too late: the session times out (failure 3) instead of going on.
+    private func decisionTimedOut() -> [PeerAction] {
+        environment.person.event(
+            "timeout", ["wait": "decision"], "the decision deadline passed before the answer; nothing moved")
+        return timeoutExpired()
+    }
+
+    /// A payee with a decision deadline stores no ready record (and so never sends `ready`) when the offer came
+    /// after the deadline, or when its PIN hold would end within `TillLimits.afterReadyMilliseconds`: the
+    /// credit after `ready` needs the token.
+    private var tooLateForReady: Bool {
+        guard !isPayer, decisionMilliseconds != nil else { return false }
+        if let decisionDeadline, let offerDeliveredAt, offerDeliveredAt > decisionDeadline { return true }
+        if hold.expired { return true }
+        if let holdEnd = hold.until, environment.now() > holdEnd - TillLimits.afterReadyMilliseconds { return true }
+        return false
+    }
+
+    /// Fixes the decision deadline and the offer's arrival when a message comes (till sessions only).
+    private func noteArrival(_ message: PeerMessage) {
+        guard let decisionMilliseconds else { return }
+        if isPayer, decisionDeadline == nil, case .request = message {
+            decisionDeadline = environment.now() + decisionMilliseconds - TillLimits.payerDecisionMarginMilliseconds
+        }
+        if !isPayer, offerDeliveredAt == nil, case .offer = message { offerDeliveredAt = environment.now() }
+    }
+
     private func mutate(payer: (inout PayerMachine) -> [PeerAction], payee: (inout PayeeMachine) -> [PeerAction])
         -> [PeerAction]
     {
@@ -156,6 +226,7 @@ public final class PeerActions {
 
     /// Delivers one message: held while the lookup waits for the peer's key events, else to the machine.
     public func deliver(_ message: PeerMessage) -> [PeerAction] {
+        noteArrival(message)
         // While the lookup waits for the peer's key events, the machine cannot take protocol messages yet;
         // side messages (evidence, key events) still pass, or two rotated wallets would wait for each other.
         if keyEventFetch != nil, !message.isSideMessage, !Self.isHello(message) {
@@ -208,9 +279,11 @@ public final class PeerActions {
         }
     }
 
+    /// Ends the session on bytes that are no message, or a flood: a violation in whatever state the machine is
+    /// (a local failure would be an answer the machine did not ask for in most states, and trap).
     private func protocolViolation(_ what: String) -> [PeerAction] {
         environment.person.event("protocol", ["error": what], "received \(what); ending the session")
-        return localFailure()
+        return mutate(payer: { $0.malformedMessage(what) }, payee: { $0.malformedMessage(what) })
     }
 
     // MARK: The token
@@ -240,9 +313,10 @@ public final class PeerActions {
             return ended
         }
         if ended {
+            let held = hold.milliseconds
             environment.person.event(
-                "pin", ["expired": "\(pinHoldMilliseconds)"],
-                "the PIN hold expired: the PIN was wiped \(Self.seconds(pinHoldMilliseconds)) after the approval")
+                "pin", ["expired": "\(held)"],
+                "the PIN hold expired: the PIN was wiped \(Self.seconds(held)) after the approval")
         }
     }
 
@@ -256,16 +330,19 @@ public final class PeerActions {
         guard hold.expired else { return }
         throw WalletError(
             .refused,
-            "PIN hold expired: the PIN was wiped \(Self.seconds(pinHoldMilliseconds)) after the approval, before "
+            "PIN hold expired: the PIN was wiped \(Self.seconds(hold.milliseconds)) after the approval, before "
                 + "\(step); nothing was recorded by this step")
     }
 
-    /// Starts this session's hold (or renews it after a new PIN) and arms its timer.
-    private func beginHold() {
-        let generation = hold.begin(until: environment.now() + pinHoldMilliseconds)
+    /// Starts this session's hold (or renews it after a new PIN) and arms its timer: `pinHoldMilliseconds`
+    /// from now, or until `until` (an approval given before the session), never longer.
+    private func beginHold(until: Int64? = nil) {
+        let now = environment.now()
+        let end = min(until ?? now + pinHoldMilliseconds, now + pinHoldMilliseconds)
+        let generation = hold.begin(until: end, milliseconds: end - now)
         // Weak: a finished session is not kept alive for the rest of its hold.
         nonisolated(unsafe) weak var actions = self
-        environment.armPINTimer(milliseconds: pinHoldMilliseconds) { actions?.expireHold(generation: generation) }
+        environment.armPINTimer(milliseconds: end - now) { actions?.expireHold(generation: generation) }
     }
 
     /// A retried transfer was approved in its first session (the ready record is that approval), and a
@@ -305,6 +382,8 @@ public final class PeerActions {
         do {
             return try performThrowing(action)
         } catch {
+            // The machine decided `paid` before it asked to keep the receipt; it is paid, but not settled here.
+            if case .keepReceipt = action { receiptUnrecorded = true }
             try environment.failed(error, during: action)
             guard outcome == nil else { return [] }
             // A message that cannot be sent means the link is gone; any other failure is in a step the
@@ -331,13 +410,22 @@ public final class PeerActions {
         switch action {
         case .send(let message):
             try environment.send(message)
-            return []
-        case .lookUpPeer(let identity): return try lookUp(identity)
-        case .chooseCategory(let request, let peer):
-            guard let category = person.chooseCategory(for: request, from: peer) else {
-                return payerOnly { $0.userDeclined() }
+            // A till's decision deadline runs from its request (docs/TILL.md §1.4).
+            if case .request = message, !isPayer, let decisionMilliseconds, decisionDeadline == nil {
+                decisionDeadline = environment.now() + decisionMilliseconds
             }
-            return payerOnly { $0.categoryChosen(category) }
+            return []
+        case .lookUpPeer(let identity):
+            try beforeLookUp?()
+            return try lookUp(identity)
+        case .chooseCategory(let request, let peer):
+            switch person.chooseCategory(for: request, from: peer) {
+            case .decline: return payerOnly { $0.userDeclined() }
+            case .refuse: return payerOnly { $0.walletRefused() }
+            case .category(let category):
+                if decidedTooLate { return decisionTimedOut() }
+                return payerOnly { $0.categoryChosen(category) }
+            }
         case .checkPayment(let amount, let category):
             // The wallet's clock, as `Wallet.append` dates the debit: budgets' periods agree with the entry.
             let check = try walletLock.withLock {
@@ -350,6 +438,13 @@ public final class PeerActions {
             return []
         case .measure(let task): return try measure(task)
         case .persistReadyRecord(let record):
+            if tooLateForReady {
+                person.event(
+                    "timeout", ["wait": "decision"],
+                    "the offer came after the decision deadline, or the PIN hold ends too soon after ready; "
+                        + "no ready record, nothing moved")
+                return payeeOnly { $0.timeoutExpired() }
+            }
             try environment.crashPoint(.beforeReadyRecord, of: action)
             try walletLock.withLock {
                 try wallet.ledger.storeReadyRecord(
@@ -414,6 +509,10 @@ public final class PeerActions {
                 amounts["balance"] = now
                 text += "\nbalance now \(MoneyText.format(now))"
             default: break
+            }
+            if receiptUnrecorded {
+                text +=
+                    "\nthe receipt is not recorded here: `secure pending` lists the payment; `secure retry` records it"
             }
             person.event("finished", ["outcome": Self.name(of: outcome)], amounts: amounts, text)
             return []
@@ -530,18 +629,49 @@ public final class PeerActions {
     // MARK: The person, ranging and the ledger
 
     private func approve(_ approval: Approval) throws -> [PeerAction] {
+        if approval.role == .payee, !approval.needsConfirmation, let approvalHoldUntil {
+            return approveAgainstHold(until: approvalHoldUntil())
+        }
         switch environment.person.decide(approval) {
         case .decline:
             return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
+        case .refuse:
+            return mutate(payer: { $0.walletRefused() }, payee: { $0.userDeclined() })
         case .approve(let overriding):
+            if decidedTooLate { return decisionTimedOut() }
             do {
                 try holdUnlocked()
             } catch {
+                // A wrong or locked PIN is the token's refusal, not the person's: failure 14, nothing recorded.
                 environment.person.event("pin", ["error": "\(error)"], "the token refused: \(error)")
-                return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
+                return localFailure()
             }
+            // The PIN read is part of the decision (docs/TILL.md §1.4).
+            if decidedTooLate { return decisionTimedOut() }
             return mutate(payer: { $0.userApproved(overridingBudget: overriding) }, payee: { $0.userApproved() })
         }
+    }
+
+    /// A payee's approval given before the session: the token's live login is held for this session until
+    /// `until`, with no prompt and no PIN read; anything less than a live login ends the session (14).
+    private func approveAgainstHold(until: Int64?) -> [PeerAction] {
+        let person = environment.person
+        guard let until, until > environment.now() else {
+            person.event("pin", ["error": "hold over"], "the PIN approval given before the session is over")
+            return localFailure()
+        }
+        // Hold first: then no other session of this process can lock the token between the check and the use.
+        environment.holdToken(wallet.token)
+        guard wallet.token.isUnlocked else {
+            environment.releaseToken(wallet.token)
+            person.event("pin", ["error": "locked"], "the token is locked: the approval given before is gone")
+            return localFailure()
+        }
+        beginHold(until: until)
+        person.event(
+            "approval", ["answer": "held"],
+            "the amount answers this wallet's own request exactly; approved by the PIN given before the session")
+        return payeeOnly { $0.userApproved() }
     }
 
     private func measure(_ task: MeasurementTask) throws -> [PeerAction] {

@@ -41,7 +41,9 @@ public final class PeerDriver {
 
     let channel: SecureChannel
     let interface: PeerInterface
-    private let actions: PeerActions
+    /// What carries out the machine's actions; a caller sets its till hooks (`decisionMilliseconds`,
+    /// `approvalHoldUntil`, `beforeLookUp`) before `run()` and reads `receiptUnrecorded` after.
+    public let actions: PeerActions
     /// Multiplies every wait's timeout; tests of silent links shorten them.
     private let timeoutScale: Double
     /// The receiver speaks only after the connector did: it answers probes, and sends its hello after the
@@ -101,7 +103,11 @@ public final class PeerDriver {
         // then the payer's first message, which the machine gets right after its own start.
         var firstMessage: [UInt8]?
         if waitsForConnector {
-            guard let first = awaitConnector() else { return .failed(.timeout, byPeer: true) }
+            guard
+                let first = Self.awaitConnector(
+                    channel: channel, timeoutScale: timeoutScale, probeResponder: probeResponder,
+                    log: { [interface] in interface.event($0, $1, $2) })
+            else { return .failed(.timeout, byPeer: true) }
             firstMessage = first
         }
         var queue = actions.start()
@@ -125,7 +131,10 @@ public final class PeerDriver {
             guard let wait = actions.wait else { return .failed(.localFailure, byPeer: false) }
             if wait != currentWait {
                 currentWait = wait
-                deadline = Date(timeIntervalSinceNow: Double(wait.seconds) * timeoutScale)
+                // A till's decision deadline is absolute, on the environment's clock (the system clock here).
+                deadline =
+                    actions.deadline(for: wait).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+                    ?? Date(timeIntervalSinceNow: Double(wait.seconds) * timeoutScale)
             }
             let remaining = deadline.timeIntervalSinceNow
             if remaining <= 0 {
@@ -164,9 +173,13 @@ public final class PeerDriver {
         }
     }
 
-    /// The receiver's wait for the connector's first payment message, answering contact probes meanwhile;
-    /// nil when the connector hangs up, stays silent for the hello's wait, or sends something else.
-    private func awaitConnector() -> [UInt8]? {
+    /// The receiver's wait for the connector's first payment message, answering contact probes meanwhile
+    /// (with `probeResponder`, or with an empty answer); nil when the connector hangs up, stays silent for the
+    /// hello's wait, or sends something else.
+    private static func awaitConnector(
+        channel: SecureChannel, timeoutScale: Double, probeResponder: ProbeResponder?,
+        log interface: (String, [String: String], String) -> Void
+    ) -> [UInt8]? {
         let deadline = Date(timeIntervalSinceNow: Double(PeerWait.peerHello.seconds) * timeoutScale)
         var fragments: [UInt8] = []
         var probes = 0
@@ -181,7 +194,7 @@ public final class PeerDriver {
                     probes += 1
                     guard probes == 1 else { return nil }
                     let answer = probeResponder?(record.payload, channel.channelBinding) ?? []
-                    interface.event(
+                    interface(
                         "probe", ["answered": answer.isEmpty ? "no" : "yes"],
                         answer.isEmpty
                             ? "a connector asked for a contact this wallet does not have"
@@ -193,7 +206,7 @@ public final class PeerDriver {
                 case Self.messageRecordType:
                     return fragments + record.payload
                 default:
-                    interface.event(
+                    interface(
                         "ignored", ["record": "\(record.type)"],
                         "the connector sent something other than a payment (record type \(record.type)); closed")
                     return nil
@@ -201,11 +214,37 @@ public final class PeerDriver {
             } catch let error as ChannelError where error.code == .timeout {
                 continue
             } catch {
-                interface.event("link", ["error": "\(error)"], "the link dropped: \(error)")
+                interface("link", ["error": "\(error)"], "the link dropped: \(error)")
                 return nil
             }
         }
         return nil
+    }
+
+    /// A receiver that will not serve this connection (a busy till: `tillBusy`; a closed one: `timeout`)
+    /// still speaks second: it waits for the connector's first payment message as a session would (a contact
+    /// probe gets an empty answer), then sends `failure(no offer, reason)` in place of its hello and closes
+    /// the channel. Nothing of the wallet is read or sent. Returns whether the failure went out.
+    @discardableResult
+    public static func refuse(
+        channel: SecureChannel, reason: PeerFailureReason, timeoutScale: Double = 1,
+        log: @escaping (String, [String: String], String) -> Void = { _, _, _ in }
+    ) -> Bool {
+        precondition(timeoutScale > 0 && timeoutScale <= 1, "timeouts may only be shortened, for tests of silent links")
+        defer { channel.close() }
+        guard awaitConnector(channel: channel, timeoutScale: timeoutScale, probeResponder: nil, log: log) != nil else {
+            return false
+        }
+        let failure = PeerMessage.failure(PeerFailure(offerID: nil, reason: reason))
+        do {
+            try ChannelMessages.send(
+                failure.encoded, on: channel, whole: messageRecordType, fragment: fragmentRecordType)
+        } catch {
+            log("link", ["error": "\(error)"], "the link dropped: \(error)")
+            return false
+        }
+        log("refused", ["reason": "\(reason)"], "told the connector: \(reason); closed")
+        return true
     }
 
     /// The payer's side of `pay --to NAME`, before anything else on a new channel: sends the probe for this

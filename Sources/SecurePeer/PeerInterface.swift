@@ -6,7 +6,21 @@ import SecureToken
 /// What a person decided at a prompt.
 public enum PeerDecision: Sendable {
     case approve(overridingBudget: Bool)
+    /// The person said no.
     case decline
+    /// The person's wallet says no by its own policy (`--max-amount`, `--expect-payee`, a budget that `--yes`
+    /// may not override): a payer ends with `refusedByPayerWallet` (21). A payee treats it as `decline`.
+    case refuse
+}
+
+/// The payer's answer to a payee's request (request flow): a category to pay it under, or no.
+public enum CategoryChoice: Sendable, Hashable {
+    /// Pay under this category (its budget decides next).
+    case category(String)
+    /// The person said no: `declined` (1).
+    case decline
+    /// The wallet's own policy says no (an unexpected payee, a limit): `refusedByPayerWallet` (21).
+    case refuse
 }
 
 /// How a peer session talks to its person: prompts, the PIN and what to show. The CLI implements it for a
@@ -14,8 +28,8 @@ public enum PeerDecision: Sendable {
 public protocol PeerInterface: AnyObject {
     /// Asks "Accept 4.50 EUR from 3F2A…9C (Alice)? [y/N]" or the payer's equivalent; blocking.
     func decide(_ approval: Approval) -> PeerDecision
-    /// The payer's category for a payee's request; nil declines.
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String?
+    /// The payer's category for a payee's request, or a decline or a refusal.
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice
     /// The PIN for this approval, read fresh each time (it is wiped after the machine-speed steps).
     func readPIN() throws -> PIN
     /// An event to show: a short name, fields for `--json`, and a sentence for people.

@@ -28,9 +28,33 @@ public struct ListenerLimits: Sendable {
 /// its deadline, then the caller's session under the session deadline. A failed connection is logged and
 /// never ends the server. Handshakes, live sessions and the connections of one source address are capped;
 /// at a cap the oldest connection that waits on its peer is dropped (a handshake always does; a session does
-/// unless it is at a prompt or reading the PIN, which is waiting on our own person), and when none can be
-/// dropped the newcomer is.
+/// unless it is at a prompt or reading the PIN, which is waiting on our own person, or its person approved,
+/// or the caller marked it busy), and when none can be dropped the newcomer is.
 public final class PeerServer: @unchecked Sendable {
+    /// A connection past its handshake, as `serve(sessions:)` hands it to the caller's session.
+    public struct Session: @unchecked Sendable {
+        /// The open channel.
+        public let channel: SecureChannel
+        let connection: Connection
+        let server: PeerServer
+
+        /// The connector's address.
+        public var source: String { connection.source }
+
+        /// Wraps the person so that the server sees when a prompt or a PIN read is open (no cap or deadline
+        /// drops the session then) and when the person approved (no cap drops it from then on).
+        public func watch(_ person: PeerInterface) -> PeerInterface {
+            PersonWatch(person: person, connection: connection, lock: server.lock)
+        }
+
+        /// Marks the session busy, or no longer: a busy session is never dropped by a cap (a till's payer,
+        /// whatever other connections arrive meanwhile; the till refuses those itself, `PeerDriver.refuse`),
+        /// and a first `stop()` waits for it as for an approved one.
+        public func markBusy(_ busy: Bool = true) {
+            server.lock.withLock { connection.busy = busy }
+        }
+    }
+
     /// One accepted connection, as the server tracks it.
     final class Connection: @unchecked Sendable {
         let number: Int
@@ -43,7 +67,13 @@ public final class PeerServer: @unchecked Sendable {
         /// Whether our person approved in this session: from then on the payer may have debited, so a
         /// stopping receiver lets the session finish.
         var approved = false
+        /// Whether the caller marked the session busy (a till's one payer, docs/TILL.md §1.1): like an approved
+        /// one, it is never dropped by a cap, nor by a first stop.
+        var busy = false
         var evicted = false
+
+        /// Whether no cap may drop the session: its person approved (the payer may debit), or it is busy.
+        var isKept: Bool { approved || busy }
 
         init(number: Int, source: String, transport: TCPTransport) {
             self.number = number
@@ -58,7 +88,7 @@ public final class PeerServer: @unchecked Sendable {
     private let listener: TCPListener
     private let limits: ListenerLimits
     private let log: (String, [String: String], String) -> Void
-    private let lock = NSLock()
+    fileprivate let lock = NSLock()
     /// Open connections by arrival number; the lowest number is the oldest.
     private var connections: [Int: Connection] = [:]
     private var nextNumber = 0
@@ -83,7 +113,7 @@ public final class PeerServer: @unchecked Sendable {
         let doomed = lock.withLock { () -> [Connection] in
             stopRequests += 1
             return connections.values.filter {
-                !$0.live || stopRequests > 1 || (!$0.approved && $0.withPerson == 0)
+                !$0.live || stopRequests > 1 || (!$0.isKept && $0.withPerson == 0)
             }
         }
         for connection in doomed { evict(connection, "the receiver is stopping") }
@@ -94,6 +124,12 @@ public final class PeerServer: @unchecked Sendable {
     /// Serves until `stop()`. `session` runs each connection past its handshake, with a person wrapper that
     /// marks the session as waiting on our own person while a prompt or a PIN read is open.
     public func serve(session: @escaping @Sendable (SecureChannel, (PeerInterface) -> PeerInterface) -> Void) {
+        serve(sessions: { served in session(served.channel, served.watch) })
+    }
+
+    /// Serves until `stop()`, handing each connection past its handshake to `sessions` as a `Session`, which
+    /// can also mark it busy.
+    public func serve(sessions session: @escaping @Sendable (Session) -> Void) {
         while !stopping {
             sweepDeadlines()
             let transport: TCPTransport
@@ -148,19 +184,19 @@ public final class PeerServer: @unchecked Sendable {
             transport.close()
             log(
                 "connection", ["source": source, "refused": "per-source cap"],
-                "refused a connection from \(source): it holds \(limits.perSourceCountMax) already, each at a prompt")
+                "refused a connection from \(source): it holds \(limits.perSourceCountMax) already, each at a prompt, "
+                    + "approved or busy")
         }
         return connection
     }
 
-    /// The oldest of `candidates` that waits on its peer: a handshake, or a session with no prompt open.
+    /// The oldest of `candidates` that waits on its peer: a handshake, or a session with no prompt open that
+    /// nobody approved or marked busy.
     private func oldestWaitingOnPeer(_ candidates: [Connection]) -> Connection? {
-        candidates.filter { $0.withPerson == 0 && !$0.evicted }.min { $0.number < $1.number }
+        candidates.filter { $0.withPerson == 0 && !$0.isKept && !$0.evicted }.min { $0.number < $1.number }
     }
 
-    private func run(
-        _ connection: Connection, session: (SecureChannel, (PeerInterface) -> PeerInterface) -> Void
-    ) {
+    private func run(_ connection: Connection, session: (Session) -> Void) {
         defer {
             connection.transport.close()
             lock.withLock { _ = connections.removeValue(forKey: connection.number) }
@@ -179,7 +215,7 @@ public final class PeerServer: @unchecked Sendable {
             return
         }
         guard goLive(connection) else { return }
-        session(channel) { PersonWatch(person: $0, connection: connection, lock: self.lock) }
+        session(Session(channel: channel, connection: connection, server: self))
     }
 
     /// Moves a connection past its handshake under the session cap; false when it is refused.
@@ -203,8 +239,8 @@ public final class PeerServer: @unchecked Sendable {
         if !admitted {
             log(
                 "connection", ["source": connection.source, "refused": "session cap"],
-                "refused a session from \(connection.source): \(limits.sessionCountMax) sessions are live, each at a "
-                    + "prompt, or the receiver is stopping")
+                "refused a session from \(connection.source): \(limits.sessionCountMax) sessions are live, each at a prompt, "
+                    + "approved or busy, or the receiver is stopping")
         }
         return admitted
     }
@@ -262,7 +298,7 @@ final class PersonWatch: PeerInterface {
         return decision
     }
 
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
         atPrompt { person.chooseCategory(for: request, from: peer) }
     }
 

@@ -41,6 +41,7 @@ final class TokenHolds: @unchecked Sendable {
 final class PINHold: @unchecked Sendable {
     private let lock = NSLock()
     private var deadline: Int64?
+    private var length: Int64 = 0
     private var generation = 0
     private var ranOut = false
 
@@ -48,11 +49,15 @@ final class PINHold: @unchecked Sendable {
     var until: Int64? { lock.withLock { deadline } }
     /// Whether a hold of this session ended because its time was up.
     var expired: Bool { lock.withLock { ranOut } }
+    /// How long the latest hold lasts from its start, for the sentences that name it.
+    var milliseconds: Int64 { lock.withLock { length } }
 
-    /// Starts (or renews) the hold until `until`; returns its generation, which the timer names.
-    func begin(until: Int64) -> Int {
+    /// Starts (or renews) the hold until `until`, `milliseconds` from now; returns its generation, which the
+    /// timer names.
+    func begin(until: Int64, milliseconds: Int64) -> Int {
         lock.withLock {
             deadline = until
+            length = milliseconds
             generation += 1
             return generation
         }

@@ -95,8 +95,8 @@ final class SimulatedEnvironment: PeerEnvironment, PeerInterface {
         return .approve(overridingBudget: false)
     }
 
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
-        simulator.chance(100) ? nil : "food"
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
+        simulator.chance(100) ? .decline : .category("food")
     }
 
     func readPIN() throws -> PIN { try PIN("1234") }

@@ -21,7 +21,9 @@ final class Yes: PeerInterface {
     let pinSource: PINSource
     init(pinSource: PINSource) { self.pinSource = pinSource }
     func decide(_ approval: Approval) -> PeerDecision { .approve(overridingBudget: false) }
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { "hostile" }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
+        .category("hostile")
+    }
     func readPIN() throws -> PIN { try pinSource.read(prompt: "PIN: ") }
     func event(_ name: String, _ fields: [String: String], _ text: String) {
         print("hostile-peer: \(name): \(PeerText.escaped(text, limit: 200))")

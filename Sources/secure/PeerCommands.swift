@@ -142,15 +142,15 @@ final class TerminalPerson: PeerInterface {
             ? .approve(overridingBudget: overriding) : .decline
     }
 
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
-        if let category { return category }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
+        if let category { return .category(category) }
         guard !yes,
             let answer = Self.ask(
                 (request.note.isEmpty ? "" : "  note:   " + PeerText.quoted(request.note) + "\n")
                     + "\(PeerDriver.shortFingerprint(peer.key)) requests \(MoneyText.format(request.amount)). Category: "
             ), !answer.isEmpty
-        else { return nil }
-        return answer
+        else { return .decline }
+        return .category(answer)
     }
 
     func readPIN() throws -> PIN {

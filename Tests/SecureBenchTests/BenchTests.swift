@@ -72,7 +72,7 @@ struct BenchTests {
         let bench = Run.productsDirectory + "/secure-bench"
         let help = try Run.program(bench, ["--help"])
         #expect(help.status == 0)
-        for name in ["sign", "kem", "channel", "pay", "ledger"] {
+        for name in ["sign", "kem", "channel", "pay", "ledger", "till"] {
             #expect(help.output.contains("secure-bench \(name)"))
         }
         let unknown = try Run.program(bench, ["frobnicate"])
@@ -84,5 +84,41 @@ struct BenchTests {
         // The wallet's own binary has no benchmarks any more.
         let secure = try Run.program(Run.secure, ["bench", "sign"])
         #expect(secure.status == 2 && secure.stderr.contains("unknown command \"bench\""))
+    }
+
+    /// `secure-bench till --quick --json` with two runs and one first contact: the JSON's shape, positive
+    /// figures, both sessions ending as declined at the amount, and the key-event logs followed exactly in
+    /// the sessions that need them. The D-Bus system bus points at a socket that does not exist, so the Avahi
+    /// part takes its skip path at once (scripts/lan gives it a daemon for the figures in PERFORMANCE.md).
+    @Test func tillQuickJSON() throws {
+        let bench = Run.productsDirectory + "/secure-bench"
+        let noBus = FileManager.default.temporaryDirectory.appendingPathComponent("no-bus-\(UUID().uuidString)").path
+        let run = try Run.program(
+            bench, ["till", "--quick", "--json", "--runs", "2", "--first-contact-runs", "1"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + noBus])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+        let json = try #require(object, "not a JSON object: \(run.output)")
+        #expect(json["benchmark"] as? String == "till" && json["runs"] as? Int == 2)
+        #expect(json["allAsExpected"] as? Bool == true, "unexpected: \(json["unexpected"] ?? "")")
+        #expect((json["loadAverage"] as? String)?.isEmpty == false)
+        #expect((json["requestRecordBytes"] as? Int ?? 0) > 0)
+        func positive(_ figures: Any?, _ what: String) {
+            let pair = figures as? [String: Double]
+            #expect((pair?["medianMilliseconds"] ?? 0) > 0 && (pair?["p90Milliseconds"] ?? 0) > 0, "\(what)")
+        }
+        positive(json["baseline"], "baseline")
+        let known = json["knownPayer"] as? [String: Any], first = json["firstContact"] as? [String: Any]
+        positive(known?["connectToAmount"], "known payer")
+        positive(first?["connectToAmount"], "first contact")
+        #expect((known?["ratio"] as? Double ?? 0) > 0 && (first?["ratio"] as? Double ?? 0) > 0)
+        #expect(known?["goalMax"] as? Double == 1.3 && first?["runs"] as? Int == 1)
+        #expect(known?["tokenOperations"] as? Int == 0)
+        // Each side follows the other's log in its first session only.
+        #expect(json["firstSessionKeyEventLogsFollowed"] as? [String: Int] == ["payer": 1, "till": 1])
+        #expect(known?["keyEventLogsFollowed"] as? [String: Int] == ["payer": 0, "till": 0])
+        #expect(first?["keyEventLogsFollowed"] as? [String: Int] == ["payer": 1, "till": 1])
+        let avahi = json["avahi"] as? [String: Any]
+        #expect(avahi?["skipped"] as? Bool == true && (avahi?["reason"] as? String)?.isEmpty == false)
     }
 }

@@ -94,6 +94,26 @@ struct PeerMessageTests {
         }
     }
 
+    @Test("failure codes 1 to 22 decode, 0 and 23 are refused; the till codes' vectors")
+    func failureCodes() throws {
+        for code in UInt8(1)...22 {
+            let reason = try #require(PeerFailureReason(rawValue: code), "code \(code)")
+            #expect(try PeerMessage.decode([2, 12, 0, code]) == .failure(PeerFailure(offerID: nil, reason: reason)))
+        }
+        #expect(PeerFailureReason.allCases.count == 22)
+        for code: UInt8 in [0, 23] {
+            #expect(throws: FormatError(.invalidValue, ""), "code \(code)") {
+                try PeerMessage.decode([2, 12, 0, code])
+            }
+        }
+        // The vectors in docs/PROTOCOL.md ("Peer messages"): a busy till's failure, sent in place of its hello,
+        // and a payer wallet's refusal naming the till's request id 0x11 × 16.
+        #expect(PeerMessage.failure(PeerFailure(offerID: nil, reason: .tillBusy)).encoded == [0x02, 0x0c, 0x00, 0x16])
+        #expect(
+            PeerMessage.failure(PeerFailure(offerID: Fixture.id(0x11), reason: .refusedByPayerWallet)).encoded
+                == [0x02, 0x0c, 0x01] + [UInt8](repeating: 0x11, count: 16) + [0x15])
+    }
+
     @Test("a key-event page holds consecutive sequences within a bounded log")
     func keyEventPages() throws {
         let payer = try TestWallet(seed: 1)

@@ -27,6 +27,14 @@ struct PeerSimulation {
         var payeeTrustsIssuer = true
         /// The payee's offline limit per payer; nil: the payee's driver counts nothing (no limit).
         var payeeOfflineLimit: OfflineLimit? = nil
+        /// The payer pays a till: its wallet's refusals go out as 21 (`masksWalletRefusals`).
+        var payerMasksWalletRefusals = false
+        /// The payer's wallet refuses by its own policy at this wait (`.category` or `.approval`).
+        var payerRefusesAt: PeerWait? = nil
+        /// The token of this side refuses the PIN at its approval: the driver answers `localFailure`.
+        var tokenRefusesPINOf: PeerRole? = nil
+        /// The payee opens a retry's session with its request too, as a till does.
+        var payeeRequestsOnRetry = false
     }
 
     var config: Config
@@ -88,12 +96,13 @@ struct PeerSimulation {
         let transcript = Digest32.random(using: &random)
         let binding = random.bytes(32)
         let policy = RangingPolicy(allowsSimulated: config.allowsSimulated)
-        let payerContext = PeerSessionContext(
+        var payerContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
             hello: try PeerHello(
                 walletKey: payer.key, displayName: "Alice", rangingToken: [1],
                 nonceContribution: .random(using: &random), checkpoint: try payer.checkpoint()),
             rangingPolicy: policy, trustedIssuers: issuers, isIssuer: false)
+        payerContext.masksWalletRefusals = config.payerMasksWalletRefusals
         let payeeContext = PeerSessionContext(
             transcriptHash: transcript, channelBinding: binding,
             hello: try PeerHello(
@@ -115,7 +124,8 @@ struct PeerSimulation {
                 requestID: .random(using: &random),
                 amount: payer.asset(Fixture.eur(config.requestAmount ?? config.amount)), note: $0)
         }
-        payeeMachine = PayeeMachine(context: payeeContext, request: pending == nil ? request : nil)
+        payeeMachine = PayeeMachine(
+            context: payeeContext, request: pending == nil || config.payeeRequestsOnRetry ? request : nil)
         queue = []
         delivered = 0
         isCut = false
@@ -180,7 +190,9 @@ struct PeerSimulation {
             switch action {
             case .send(let message): send(message, toPayee: true)
             case .lookUpPeer: try payerDo(payerMachine.peerLookedUp(PeerRecord(knownName: "Bob", keyLog: payee.log)))
-            case .chooseCategory: try payerDo(payerMachine.categoryChosen(config.category))
+            case .chooseCategory:
+                if config.payerRefusesAt == .category { try payerDo(payerMachine.walletRefused()); break }
+                try payerDo(payerMachine.categoryChosen(config.category))
             case .checkPayment(let amount, let category):
                 let check = try PaymentCheck.evaluate(
                     state: payer.state, amount: amount, category: category,
@@ -188,6 +200,8 @@ struct PeerSimulation {
                 try payerDo(payerMachine.paymentChecked(check))
             case .askApproval(let approval):
                 approvals.append(approval)
+                if config.payerRefusesAt == .approval { try payerDo(payerMachine.walletRefused()); break }
+                if config.tokenRefusesPINOf == .payer { try payerDo(payerMachine.localFailure()); break }
                 try payerDo(payerMachine.userApproved(overridingBudget: config.overrideBudget))
             case .cancelApproval: break
             case .measure(let task):
@@ -235,6 +249,7 @@ struct PeerSimulation {
             case .askApproval(let approval):
                 approvals.append(approval)
                 if config.payeeDefersApproval { break }
+                if config.tokenRefusesPINOf == .payee { try payeeDo(payeeMachine.localFailure()); break }
                 try payeeDo(config.payeeApproves ? payeeMachine.userApproved() : payeeMachine.userDeclined())
             case .cancelApproval: break
             case .measure(let task):

@@ -16,7 +16,7 @@ final class TimedPerson: PeerInterface, @unchecked Sendable {
     init(pinPath: String) { self.pinPath = pinPath }
 
     func decide(_ approval: Approval) -> PeerDecision { .approve(overridingBudget: false) }
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { "food" }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice { .category("food") }
     func readPIN() throws -> PIN { try PINSource.file(pinPath).read() }
     func event(_ name: String, _ fields: [String: String], _ text: String) {
         lock.withLock { log.append((name, text, Date().timeIntervalSince(start))) }

@@ -15,7 +15,7 @@ struct PeerServerTests {
         let reading = DispatchSemaphore(value: 0)
 
         func decide(_ approval: Approval) -> PeerDecision { .decline }
-        func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { nil }
+        func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice { .decline }
         func readPIN() throws -> PIN {
             reading.signal()
             release.wait()
@@ -75,5 +75,44 @@ struct PeerServerTests {
         #expect(serving.wait(timeout: .now() + 10) == .success, "the server did not stop")
         c.close()
         b.close()
+    }
+
+    /// A till's one payer (docs/TILL.md §7.7): a session the caller marked busy is never dropped by a cap,
+    /// though it waits on its peer; newcomers are refused instead, and it goes on.
+    @Test func aBusySessionIsNeverDroppedByACap() throws {
+        let listener = try TCPListener()
+        var limits = ListenerLimits()
+        limits.sessionCountMax = 1
+        limits.drainTimeoutSeconds = 5
+        let log = Log()
+        let server = PeerServer(listener: listener, limits: limits) { _, _, text in log.add(text) }
+        let busy = DispatchSemaphore(value: 0)
+        let serving = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            server.serve(sessions: { session in
+                // The busy session waits on its peer, then echoes one record back.
+                session.markBusy()
+                busy.signal()
+                if let record = try? session.channel.receive(timeoutSeconds: 30) {
+                    try? session.channel.send(type: record.type, payload: record.payload)
+                }
+            })
+            serving.signal()
+        }
+        let a = try SecureChannel.initiate(over: try TCPTransport.connect(port: listener.port))
+        #expect(busy.wait(timeout: .now() + 10) == .success, "the first session never started")
+        // Two newcomers at the cap: each is refused, and the busy session is kept.
+        for _ in 0..<2 {
+            let newcomer = try SecureChannel.initiate(over: try TCPTransport.connect(port: listener.port))
+            #expect((try? newcomer.receive(timeoutSeconds: 5)) == nil, "a newcomer was served")
+            newcomer.close()
+        }
+        #expect(log.text.contains("refused a session") && !log.text.contains("dropped"), "\(log.text)")
+        try a.send(type: 1, payload: [7])
+        let echo = try a.receive(timeoutSeconds: 5)
+        #expect(echo?.payload == [7], "the busy session was dropped")
+        a.close()
+        server.stop()
+        #expect(serving.wait(timeout: .now() + 10) == .success, "the server did not stop")
     }
 }

@@ -15,7 +15,7 @@ final class ScriptedPerson: PeerInterface, @unchecked Sendable {
     let pinPath: String
     var approves = true
     var overridesBudget = false
-    var category: String? = "food"
+    var category: CategoryChoice = .category("food")
     private let lock = NSLock()
     private var log: [String] = []
 
@@ -24,7 +24,7 @@ final class ScriptedPerson: PeerInterface, @unchecked Sendable {
     func decide(_ approval: Approval) -> PeerDecision {
         approves ? .approve(overridingBudget: overridesBudget) : .decline
     }
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? { category }
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice { category }
     func readPIN() throws -> PIN { try PINSource.file(pinPath).read() }
     func event(_ name: String, _ fields: [String: String], _ text: String) { lock.withLock { log.append(name) } }
     var events: [String] { lock.withLock { log } }
@@ -234,19 +234,22 @@ struct PeerSessionTests {
             payer: alice, payerRole: .pay(try Self.intent(alice, "2.00 EUR")), payerPerson: alicePerson,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: wrongBob,
             payeeRanging: Self.nearToo)
-        #expect(result.payer.map { if case .failed = $0 { true } else { false } } == true)
+        // A PIN the token refuses is the token's failure (14), not the person's decline (1).
+        #expect(result.payee == .failed(.localFailure, byPeer: false), "\(String(describing: result))")
+        #expect(result.payer == .failed(.localFailure, byPeer: true), "\(String(describing: result))")
         let wrongAlice = ScriptedPerson(pinPath: bob.main.pinPath + ".wrong")
         let second = try PeerHarness.run(
             payer: alice, payerRole: .pay(try Self.intent(alice, "2.00 EUR")), payerPerson: wrongAlice,
             payerRanging: Self.near, payee: bob, payeeRole: .receive(request: nil), payeePerson: bobPerson,
             payeeRanging: Self.nearToo)
-        #expect(second.payer.map { if case .failed = $0 { true } else { false } } == true)
+        #expect(second.payer == .failed(.localFailure, byPeer: false), "\(String(describing: second))")
+        #expect(second.payee == .failed(.localFailure, byPeer: true), "\(String(describing: second))")
         #expect(Self.euros(alice) == "20.00 EUR" && Self.euros(bob) == "0.00 EUR")
     }
 
     @Test func requestFlowWithNote() throws {
         let (alice, bob, alicePerson, bobPerson) = try Self.pair("request")
-        alicePerson.category = "coffee"
+        alicePerson.category = .category("coffee")
         let request = try PaymentRequest(
             requestID: .random(),
             amount: try bob.wallet!.requestAsset(for: try MoneyText.parse("3.20 EUR"), issuer: nil),

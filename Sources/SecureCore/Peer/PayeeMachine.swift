@@ -371,6 +371,11 @@ public struct PayeeMachine: PeerMachine {
         }
     }
 
+    /// Bytes from the peer that are no message (truncated, malformed), or a flood the driver refused: a
+    /// protocol violation in any state, like a message the state does not allow (after the debit, the
+    /// payment is unconfirmed). Ignored after the end.
+    public mutating func malformedMessage(_ detail: String) -> [PeerAction] { violation(detail).actions }
+
     /// The link dropped. Nothing was credited; a persisted ready record stays for the payer's retry.
     public mutating func linkDropped() -> [PeerAction] { ended(.localFailure, tell: false) }
 

@@ -62,12 +62,17 @@ public struct PayerMachine: PeerMachine {
     private var state: State
     private let context: PeerSessionContext
     private let transferID: TransferID
+    /// A retry: the payee may have opened with its own request (a till, docs/TILL.md §1.4), which the retry
+    /// does not answer; one such request is ignored while the receipt is awaited.
+    private let isRetry: Bool
+    private var ignoredRequest = false
     var sideMessageCount = 0
 
     /// The pay flow: pay `intent` to whoever answers on this channel. `transferID` is fresh: `TransferID.random()`.
     public init(paying intent: PaymentIntent, context: PeerSessionContext, transferID: TransferID) {
         self.context = context
         self.transferID = transferID
+        isRetry = false
         state = .idle(.pay(intent))
     }
 
@@ -75,6 +80,7 @@ public struct PayerMachine: PeerMachine {
     public init(answeringRequestWith context: PeerSessionContext, transferID: TransferID) {
         self.context = context
         self.transferID = transferID
+        isRetry = false
         state = .idle(.answerRequest)
     }
 
@@ -82,6 +88,7 @@ public struct PayerMachine: PeerMachine {
     public init(retrying pending: TransferMessage, context: PeerSessionContext) {
         self.context = context
         transferID = pending.transfer.payload.order.transferID
+        isRetry = true
         state = .idle(.retry(pending))
     }
 
@@ -160,6 +167,11 @@ public struct PayerMachine: PeerMachine {
                 payload.keyDate.follows(session.peer.checkpoint.checkpoint)
             else { throw violation("a refusal that is not the payee's signed refusal of the transfer sent") }
             return finish(.reversed(expected.reason), before: [.appendReversal(message.refusal, of: sent.transfer)])
+        case (.awaitingReceipt, .request) where isRetry && !ignoredRequest:
+            // A payee that opens with a request (a till) sends it after its lookup, while the retried transfer
+            // is on its way; the retry answers no request, and the payee's retry path goes on.
+            ignoredRequest = true
+            return []
         // The one `default:`: it pairs states with messages, and every pair not listed above is by
         // definition a message this state does not allow, which is exactly what it throws for.
         default:
@@ -326,6 +338,20 @@ public struct PayerMachine: PeerMachine {
         }
     }
 
+    /// The person's wallet refused by its own policy (`PeerDecision.refuse`: a limit, an unexpected payee)
+    /// before the offer: ends like `userDeclined`, with `refusedByPayerWallet` (21). After the offer it is
+    /// too late and ignored.
+    public mutating func walletRefused() -> [PeerAction] {
+        switch state {
+        case .awaitingRequest: return fail(.refusedByPayerWallet, offerID: nil)
+        case .choosingCategory(_, _, let request): return fail(.refusedByPayerWallet, offerID: request.requestID)
+        case .approving(_, let offer, _, _): return fail(.refusedByPayerWallet, offerID: offer.offerID)
+        case .idle, .greeting, .lookingUp, .checking, .awaitingReply, .measuring, .awaitingReady, .committing,
+            .awaitingReceipt, .finished:
+            return []
+        }
+    }
+
     /// The driver's answer to `measure`: this wallet's signed measurement, and the consistency proof the
     /// task asked for (nil when it asked for none).
     public mutating func measured(_ measurement: SignedMeasurement, consistencyProof: [Digest32]?) -> [PeerAction] {
@@ -370,6 +396,11 @@ public struct PayerMachine: PeerMachine {
             return unasked("localFailure")
         }
     }
+
+    /// Bytes from the peer that are no message (truncated, malformed), or a flood the driver refused: a
+    /// protocol violation in any state, like a message the state does not allow (after the debit, the
+    /// payment is unconfirmed). Ignored after the end.
+    public mutating func malformedMessage(_ detail: String) -> [PeerAction] { violation(detail).actions }
 
     /// The link dropped. Before the debit nothing moved; after it the payment is unconfirmed.
     public mutating func linkDropped() -> [PeerAction] { ended(.localFailure) }
@@ -429,12 +460,14 @@ public struct PayerMachine: PeerMachine {
     }
 
     private func failureMessage(_ reason: PeerFailureReason) -> [PeerAction] {
-        [.send(.failure(PeerFailure(offerID: offerID, reason: reason)))]
+        [.send(.failure(PeerFailure(offerID: offerID, reason: context.peerReason(reason))))]
     }
 
-    /// Ends the session before the debit, telling the payee why.
+    /// Ends the session before the debit, telling the payee why (a wallet refusal masked as 21 for a till);
+    /// the outcome keeps the real reason.
     private mutating func fail(_ reason: PeerFailureReason, offerID: OfferID?) -> [PeerAction] {
-        finish(.failed(reason, byPeer: false), before: [.send(.failure(PeerFailure(offerID: offerID, reason: reason)))])
+        let sent = PeerFailure(offerID: offerID, reason: context.peerReason(reason))
+        return finish(.failed(reason, byPeer: false), before: [.send(.failure(sent))])
     }
 
     private mutating func finish(_ outcome: PeerOutcome, before actions: [PeerAction] = []) -> [PeerAction] {

@@ -32,3 +32,30 @@ public enum PeerLimits {
     /// peer message's limit, and a log of `KeyEventLog.eventCountMax` (1,024) events takes 16 pages.
     public static let keyEventPageEventCountMax = 64
 }
+
+/// The limits of a till (docs/TILL.md §1.3, §1.4): its countdown, its PIN hold and the payer's decision
+/// deadline. The decision deadline is a constant of till protocol `v=1`, so both sides know it without a
+/// message.
+public enum TillLimits {
+    /// `secure till --countdown` when not given: the seed's minute.
+    public static let countdownSecondsDefault = 60
+    /// The shortest countdown: time for a payer to find the till and connect.
+    public static let countdownSecondsMin = 5
+    /// The longest countdown: an hour; a till left longer should be started again.
+    public static let countdownSecondsMax = 3600
+    /// The lock-in PIN's hold, absolute from its entry: the payer's 60 s hold (`PeerLimits.pinHoldMillisecondsMax`).
+    public static let pinHoldSeconds = Int(PeerLimits.pinHoldMillisecondsMax / 1000)
+    /// A payer connecting with less hold left than this makes the till ask the PIN again, at connect: the
+    /// 20 s decision, a few seconds of ranging (16 readings) and the 10 s kept after `ready`.
+    public static let pinReserveAtConnectSeconds = 40
+    /// The decision deadline, counted from the till's `request`: shorter than the ordinary 30 s offer wait,
+    /// so that decision, ranging and the steps after `ready` fit in one 60 s PIN hold.
+    public static let decisionSeconds = 20
+    /// `decisionSeconds` in milliseconds, on the environment's clock.
+    public static let decisionMilliseconds = Int64(decisionSeconds) * 1000
+    /// The till's hold time that must remain when `ready` would go out: the transfer's wait, the credit and
+    /// the receipt need the token after it.
+    public static let afterReadyMilliseconds: Int64 = 10_000
+    /// The payer's prompt closes this much before the till's deadline, so that its offer arrives in time.
+    public static let payerDecisionMarginMilliseconds: Int64 = 2_000
+}

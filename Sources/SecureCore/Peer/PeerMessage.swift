@@ -693,6 +693,12 @@ public enum PeerFailureReason: UInt8, Hashable, Sendable, CaseIterable {
     /// To an issuer: the offer pays back more of its asset than it has outstanding (money nobody minted, or
     /// already paid back by others): refused before `ready`, so nothing is debited.
     case redemptionExceedsOutstanding = 20
+    /// Till sessions only (docs/TILL.md): the payer's wallet refused before the offer, by its balance, its
+    /// budget or its own policy (`--max-amount`, `--expect-payee`). A payer in till mode sends this in place
+    /// of `overBudget` and `insufficientFunds`, so the till learns that the payer's wallet refused, not why.
+    case refusedByPayerWallet = 21
+    /// Till sessions only: another payer holds the till; sent in place of the till's `hello`.
+    case tillBusy = 22
 }
 
 /// One side tells the other it stops, optionally naming the offer.

@@ -18,6 +18,10 @@ public struct PeerSessionContext: Hashable, Sendable {
     /// For an issuer: what it has outstanding per asset when the session starts. A payment back of more is
     /// refused before `ready`, so the payer debits nothing.
     public var outstanding: [Asset: Money] = [:]
+    /// A payer paying a till (docs/TILL.md §1.5): refusals by its own wallet (`overBudget`,
+    /// `insufficientFunds`, `refusedByPayerWallet`) go out as `refusedByPayerWallet` (21), so the till learns
+    /// that the payer's wallet refused, not its balance or budget. The local outcome keeps the real reason.
+    public var masksWalletRefusals = false
 
     public init(
         transcriptHash: Digest32, channelBinding: [UInt8], hello: PeerHello, rangingPolicy: RangingPolicy,
@@ -30,6 +34,18 @@ public struct PeerSessionContext: Hashable, Sendable {
         self.rangingPolicy = rangingPolicy
         self.trustedIssuers = trustedIssuers
         self.isIssuer = isIssuer
+    }
+
+    /// The code this side sends for `reason`: the reason itself, or 21 for a wallet refusal when masked.
+    func peerReason(_ reason: PeerFailureReason) -> PeerFailureReason {
+        switch reason {
+        case .overBudget, .insufficientFunds: masksWalletRefusals ? .refusedByPayerWallet : reason
+        case .declined, .withdrawn, .timeout, .tooFar, .distancesDisagree, .rangingFailed, .measurementInvalid,
+            .amountMismatch, .checkpointInconsistent, .protocolViolation, .transferInvalid, .localFailure,
+            .simulatedRangingRefused, .peerUnproven, .peerBanned, .untrustedAsset, .offlineLimitExceeded,
+            .redemptionExceedsOutstanding, .refusedByPayerWallet, .tillBusy:
+            reason
+        }
     }
 
     /// Why this wallet will not take `amount` as a payee, or nil.
@@ -298,12 +314,13 @@ public enum PeerAction: Hashable, Sendable {
     case send(PeerMessage)
     /// Look up what this wallet knows of the peer; answer with `peerLookedUp`.
     case lookUpPeer(PeerIdentity)
-    /// Payer, request flow: ask the person for a category for this request; answer with `categoryChosen`
-    /// or `userDeclined`.
+    /// Payer, request flow: ask the person for a category for this request; answer with `categoryChosen`,
+    /// `userDeclined` or `walletRefused`.
     case chooseCategory(PaymentRequest, PeerIdentity)
     /// Payer: compute `PaymentCheck.evaluate`; answer with `paymentChecked`.
     case checkPayment(amount: AssetAmount, category: String)
-    /// Ask the person, then collect the PIN; answer with `userApproved` or `userDeclined`.
+    /// Ask the person, then collect the PIN; answer with `userApproved` or `userDeclined` (a payer also
+    /// `walletRefused`), or `localFailure` when the token refuses the PIN.
     case askApproval(Approval)
     /// The open prompt is moot (the other side withdrew or a wait ran out): close it. A late answer is ignored.
     case cancelApproval
