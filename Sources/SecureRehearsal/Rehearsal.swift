@@ -68,6 +68,11 @@ public final class Rehearsal {
     var delaysOn = true
     /// Whether this payment retries one the prelude left pending (`paid-retry`).
     var retrying: TransferMessage?
+    /// When the till operator's PIN hold ends (lock-in, or the re-ask at connect), on the rehearsal clock.
+    var holdEnd: Int64?
+    /// Whether the till rules (decision deadline, lock-in hold, re-ask at connect) apply: not to the prelude
+    /// or the settling retry, which are not sessions at a counting-down till.
+    var tillRules = true
     var cancelAt: Int64?
 
     /// Prepares a rehearsal; `output` gets every event, in order.
@@ -152,6 +157,7 @@ public final class Rehearsal {
         let lockPIN = try till.readPIN()
         do {
             try world.till.token.unlock(pin: lockPIN, confirmFinalTry: false)
+            holdEnd = clock.now + Int64(TillLimits.pinHoldSeconds) * 1_000
         } catch {
             emit(till, "pin", ["error": "\(error)"], "the token refused: \(error); the amount is not offered")
             return "pin-refused-till"
@@ -203,6 +209,7 @@ public final class Rehearsal {
     private func prelude() throws {
         emit(nil, "prelude", [:], "first, an earlier payment at this till loses its link after the debit")
         fault = .dropAfter(message: 8)
+        tillRules = false
         delaysOn = false
         gate.opened(now: clock.now)
         try connect()
@@ -214,6 +221,7 @@ public final class Rehearsal {
         }
         fault = file.fault
         delaysOn = true
+        tillRules = true
         delivered = 0
         firedFault = false
         for side in [payer!, till!] { side.reset() }
@@ -237,6 +245,30 @@ public final class Rehearsal {
         let responder = Result { try SecureChannel.respond(over: link.responderEnd, timeoutSeconds: handshakeSeconds) }
         done.wait()
         return (try box.result!.get(), try responder.get())
+    }
+
+    /// The till's hooks (docs/TILL.md §1.4) on a session's `PeerActions`: both sides know the decision deadline;
+    /// the till approves its own request against the lock-in hold, and asks its operator for the PIN again
+    /// when a payer connects with less than `TillLimits.pinReserveAtConnectSeconds` of the hold left.
+    func installTillHooks(_ actions: PeerActions, on side: RehearsalSessionEnd) {
+        guard tillRules else { return }
+        actions.decisionMilliseconds = TillLimits.decisionMilliseconds
+        guard side.role == .till else { return }
+        actions.approvalHoldUntil = { [unowned self] in holdEnd }
+        actions.beforeLookUp = { [unowned self, unowned side] in
+            let reserve = Int64(TillLimits.pinReserveAtConnectSeconds) * 1_000
+            guard (holdEnd ?? clock.now) - clock.now < reserve else { return }
+            emit(side, "pin", [:], "the lock-in PIN hold is short: the operator types the PIN again")
+            world.till.token.lock()
+            holdEnd = nil
+            do {
+                try world.till.token.unlock(pin: try side.readPIN(), confirmFinalTry: false)
+            } catch {
+                emit(side, "pin", ["error": "\(error)"], "PIN REFUSED; the amount is not offered: \(error)")
+                throw error
+            }
+            holdEnd = clock.now + Int64(TillLimits.pinHoldSeconds) * 1_000
+        }
     }
 
     // MARK: The loop
@@ -294,6 +326,9 @@ public final class Rehearsal {
             }
             return true
         }
+        // A side that waits before sending does nothing else meanwhile, as a driver blocked in its send: it
+        // reads nothing and its timers start again once the message is out.
+        if !side.outbox.isEmpty { return false }
         if let until = side.decidingUntil {
             guard until <= clock.now else { return false }
             side.decidingUntil = nil
@@ -335,11 +370,13 @@ public final class Rehearsal {
             side.queue = deliver(message, to: side)
             return true
         }
+        // The read found the link gone: the next step tells the machine, at this same time.
+        if side.linkCut { return true }
         actions.releasePINIfExpired()
         guard let wait = actions.wait else { return false }
         if wait != side.currentWait {
             side.currentWait = wait
-            side.deadline = clock.now + Int64(wait.seconds) * 1_000
+            side.deadline = actions.deadline(for: wait) ?? clock.now + Int64(wait.seconds) * 1_000
         }
         if clock.now >= side.deadline {
             emit(side, "timeout", ["wait": wait.rawValue], "no answer while waiting for \(wait.rawValue); giving up")
@@ -404,6 +441,15 @@ public final class Rehearsal {
                 return true
             }
             return false
+        }
+        if side.played, fault == .busy {
+            // Another payer holds the played till: failure 22 instead of its hello (docs/TILL.md §1.1).
+            firedFault = true
+            emit(side, "connection", ["refused": "till busy"], "another payer holds the till: answered till busy")
+            try? side.transmit(.failure(PeerFailure(offerID: nil, reason: .tillBusy)))
+            channel.close()
+            side.channel = nil
+            return true
         }
         switch gate.payerArrived(now: clock.now) {
         case .take:
@@ -515,6 +561,7 @@ public final class Rehearsal {
         guard let message = try pendingTransfers().first else { return nil }
         fault = nil
         delaysOn = false
+        tillRules = false
         for side in [payer!, till!] {
             side.reset()
             side.owner.token.removed = false
@@ -602,7 +649,8 @@ public final class Rehearsal {
             }
             switch reason {
             case .tooFar, .distancesDisagree: return "too-far"
-            case .insufficientFunds, .overBudget: return "refused-by-wallet"
+            case .insufficientFunds, .overBudget, .refusedByPayerWallet: return "refused-by-wallet"
+            case .tillBusy: return "till-busy"
             case .declined where !byPeer: return "declined"
             case .withdrawn where !byPeer: return "withdrawn"
             case .withdrawn: return "cancelled"

@@ -90,10 +90,13 @@ final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
         let wallet = owner.wallet
         let hello = try PeerActions.hello(
             wallet: wallet, displayName: displayName, randomBytes: { SystemRandom.bytes($0) })
-        return PeerSessionContext(
+        var context = PeerSessionContext(
             transcriptHash: Digest32(exactly: channel.summary.transcriptHash), channelBinding: channel.channelBinding,
             hello: hello, rangingPolicy: RangingPolicy(allowsSimulated: true),
             trustedIssuers: try wallet.trustedIssuers(), isIssuer: wallet.isIssuer)
+        // A till's payer tells the till "refused by the payer's wallet" (21), never why (docs/TILL.md §1.5).
+        context.masksWalletRefusals = role == .payer
+        return context
     }
 
     /// Starts a session on `channel` with `machine`.
@@ -101,6 +104,7 @@ final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
         self.channel = channel
         let actions = PeerActions(
             wallet: owner.wallet, machine: machine, helloSize: owner.wallet.latest!.checkpoint.size, environment: self)
+        engine.installTillHooks(actions, on: self)
         self.actions = actions
         queue = actions.start()
         firstMessage = first
@@ -184,7 +188,7 @@ final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
         if role == .payer, let refusal = engine.refusesPayee(approval.peer) {
             refusedPeer = true
             event("refused", ["reason": "unexpected-peer", "walletID": approval.peer.walletID.hex], refusal)
-            return .decline
+            return .refuse
         }
         let question = engine.question(for: approval)
         guard approval.needsConfirmation else {
@@ -198,13 +202,14 @@ final class RehearsalSessionEnd: PeerEnvironment, PeerInterface {
         return yes ? .approve(overridingBudget: false) : .decline
     }
 
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
+    /// `--expect-payee` is checked first, before the amount is shown (docs/TILL.md §3.3).
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
         if !played, let refusal = engine.refusesPayee(peer) {
             refusedPeer = true
             event("refused", ["reason": "unexpected-peer", "walletID": peer.walletID.hex], refusal)
-            return nil
+            return .refuse
         }
-        return engine.file.category
+        return .category(engine.file.category)
     }
 
     func readPIN() throws -> PIN {
