@@ -65,23 +65,25 @@ struct RehearsalCLITests {
         #expect(run.output.contains("money conserved"))
     }
 
+    /// A rehearsal file with this text, in the temporary folder.
+    static func write(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rehearse-\(UUID().uuidString).txt")
+            .path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     @Test func aFileThatMissesItsEndingExitsOne() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rehearse-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("wrong.txt").path
-        try "rehearsal 1\nplays payer\nending declined\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.write("rehearsal 1\nplays payer\nending declined\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let run = try Run.program(Run.secure, ["rehearse", path, "--yes"], environment: Self.environment)
         #expect(run.status == 1)
         #expect(run.output.hasSuffix("REHEARSAL expected declined, reached paid\n"), "\(run.output)")
     }
 
     @Test func aBadFileIsAUsageErrorNamingItsLine() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rehearse-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("bad.txt").path
-        try "rehearsal 1\nplays payer\nending paid\nwobble 3\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let path = try Self.write("rehearsal 1\nplays payer\nending paid\nwobble 3\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let run = try Run.program(Run.secure, ["rehearse", path, "--yes"], environment: Self.environment)
         #expect(run.status == 2)
         #expect(run.stderr.contains(path + ":4: "), "\(run.stderr)")
@@ -112,7 +114,9 @@ struct RehearsalCLITests {
         let run =
             traced
             ? try Run.program(
-                strace, ["-f", "-qq", "-e", "trace=socket,connect,socketpair", "-o", log, Run.secure] + arguments,
+                strace,
+                ["-f", "-qq", "-e", "trace=socket,connect,socketpair,open,openat", "-o", log, Run.secure]
+                    + arguments,
                 environment: environment, directory: world.directory)
             : try Run.program(Run.secure, arguments, environment: environment, directory: world.directory)
         #expect(run.status == 0, "\(run.stderr)")
@@ -120,9 +124,16 @@ struct RehearsalCLITests {
         // The same files, byte for byte: no -wal, -shm or lock file was made, nothing was written.
         #expect(try Self.digests(folder) == before)
         if traced {
-            let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
-                .filter { $0.contains("socket(") || $0.contains("connect(") || $0.contains("socketpair(") }
+            let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            let calls = lines.filter { $0.contains("socket(") || $0.contains("connect(") || $0.contains("socketpair(") }
             #expect(calls.isEmpty, "socket calls: \(calls)")
+            // Nothing in the real wallet's folder is opened, and no PKCS#11 module (SoftHSM here) is loaded.
+            let opened = lines.filter { $0.contains("open") }
+            #expect(opened.count > 10, "strace saw the opens")
+            let touched = opened.filter {
+                $0.contains(folder) || $0.contains("softhsm") || $0.contains("p11-kit/modules")
+            }
+            #expect(touched.isEmpty, "opened: \(touched)")
         }
     }
 
