@@ -446,9 +446,7 @@ public final class Rehearsal {
             // Another payer holds the played till: failure 22 instead of its hello (docs/TILL.md §1.1).
             firedFault = true
             emit(side, "connection", ["refused": "till busy"], "another payer holds the till: answered till busy")
-            try? side.transmit(.failure(PeerFailure(offerID: nil, reason: .tillBusy)))
-            channel.close()
-            side.channel = nil
+            refuse(side, .tillBusy)
             return true
         }
         switch gate.payerArrived(now: clock.now) {
@@ -458,12 +456,19 @@ public final class Rehearsal {
                 requestID: .random(), amount: AssetAmount(issuer: world.asset.issuer, money: file.amount), note: "")
             side.begin(
                 .payee(PayeeMachine(context: try side.context(channel), request: request)), on: channel, first: message)
-        case .busy, .closed:
-            try? side.transmit(.failure(PeerFailure(offerID: nil, reason: .timeout)))
-            channel.close()
-            side.channel = nil
+        case .busy:
+            refuse(side, .tillBusy)
+        case .closed:
+            refuse(side, .timeout)
         }
         return true
+    }
+
+    /// The till answers a connector with a failure instead of its hello (22 busy, 3 closed), and hangs up.
+    private func refuse(_ side: RehearsalSessionEnd, _ reason: PeerFailureReason) {
+        try? side.transmit(.failure(PeerFailure(offerID: nil, reason: reason)))
+        side.channel?.close()
+        side.channel = nil
     }
 
     /// The next whole message on the side's channel end, or nil. A closed or broken link tells the machine.
