@@ -121,7 +121,25 @@ public final class RehearsalWorld {
     deinit { remove() }
 
     /// Removes the folder and everything in it.
-    public func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    public func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+        Self.live.withLock { _ = $0.remove(directory) }
+    }
+
+    /// The folders of the worlds alive in this process, for a signal handler to remove before the process
+    /// exits (a rehearsal interrupted at its prompt leaves nothing on tmpfs).
+    private static let live = LiveFolders()
+
+    /// Removes every live world's folder; safe from a signal source's handler thread.
+    public static func removeLiveFolders() {
+        for folder in live.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
+    }
+
+    private final class LiveFolders: @unchecked Sendable {
+        private let lock = NSLock()
+        private var folders: Set<String> = []
+        func withLock<T>(_ body: (inout Set<String>) -> T) -> T { lock.withLock { body(&folders) } }
+    }
 
     /// A fresh mode-0700 folder (mkdtemp) under $XDG_RUNTIME_DIR when it is tmpfs, else /dev/shm; refused
     /// when neither is.
@@ -138,6 +156,7 @@ public final class RehearsalWorld {
         }
         let path = String(cString: made)
         chmod(path, 0o700)
+        live.withLock { _ = $0.insert(path) }
         return path
     }
 

@@ -57,6 +57,19 @@ enum RehearsalCommands {
             printError("secure: \(error)")
             return .usage
         }
+        // Interrupted (at a prompt, say): the rehearsal wallets are removed from tmpfs before the process ends.
+        let signals = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                RehearsalWorld.removeLiveFolders()
+                printError("secure: rehearsal interrupted; its rehearsal wallets are removed")
+                exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
         let json = arguments.flag("json")
         let rehearsal = Rehearsal(
             file: file, person: RehearsalTerminalPerson(yes: arguments.flag("yes"))
