@@ -105,7 +105,7 @@ final class TillBenchPerson: PeerInterface, @unchecked Sendable {
 
     /// Today's signature: nil declines. When `chooseCategory` returns `CategoryChoice` (issue 18), this
     /// returns `.decline`.
-    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> String? {
+    func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
         let now = ChannelBench.now()
         mutex.withLock {
             if shownAt == nil {
@@ -114,7 +114,7 @@ final class TillBenchPerson: PeerInterface, @unchecked Sendable {
             }
         }
         note("amount shown")
-        return nil
+        return .decline
     }
 
     func readPIN() throws -> PIN { throw WalletError(.refused, "the till benchmark never approves") }
