@@ -77,6 +77,10 @@ public final class PeerActions {
     /// Called when the machine asks to look up the peer, before the lookup; a throw ends the session with
     /// `localFailure` (14). A till asks its operator for the PIN again there when its hold is short.
     public var beforeLookUp: (() throws -> Void)?
+    /// Whether this payee session stored its ready record (the payer may have debited from then on).
+    public private(set) var readyStored = false
+    /// Whether this payee session credited (or answered) a retried transfer of an earlier session.
+    public private(set) var servedRetry = false
     /// True when the session ended `paid` but keeping the receipt failed (token removed, storage): the
     /// payment is paid, yet `secure pending` still lists it until `secure retry` records the receipt, so a
     /// driver says "settled: unresolved".
@@ -450,10 +454,12 @@ public final class PeerActions {
                 try wallet.ledger.storeReadyRecord(
                     offerID: record.offerID, payer: record.payerWalletID, record: record.encoded)
             }
+            readyStored = true
             try environment.crashPoint(.afterReadyRecord, of: action)
             return payeeOnly { $0.readyPersisted() }
         case .commitDebit(let task): return try commitDebit(task, action)
         case .loadReadyRecord(let offerID, let payer):
+            servedRetry = true
             let stored = try walletLock.withLock { try wallet.ledger.readyRecord(offerID: offerID, payer: payer) }
             let record = try stored.flatMap { try ReadyRecord.decode($0.record) }
             return payeeOnly { $0.readyRecordLoaded(record, consumedBy: stored?.consumedBy) }

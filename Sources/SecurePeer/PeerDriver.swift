@@ -55,7 +55,8 @@ public final class PeerDriver {
     public init(
         wallet: Wallet, channel: SecureChannel, role: Role, interface: PeerInterface, ranging: RangingConfiguration,
         policy: RangingPolicy, displayName: String, walletLock: NSLock = NSLock(), timeoutScale: Double = 1,
-        pinHoldMilliseconds: Int64 = PeerActions.pinHoldMillisecondsMax, probeResponder: ProbeResponder? = nil
+        pinHoldMilliseconds: Int64 = PeerActions.pinHoldMillisecondsMax, probeResponder: ProbeResponder? = nil,
+        till: Bool = false
     ) throws {
         precondition(timeoutScale > 0 && timeoutScale <= 1, "timeouts may only be shortened, for tests of silent links")
         self.timeoutScale = timeoutScale
@@ -75,6 +76,8 @@ public final class PeerDriver {
             transcriptHash: Digest32(exactly: channel.summary.transcriptHash), channelBinding: channel.channelBinding,
             hello: hello, rangingPolicy: policy, trustedIssuers: trusted, isIssuer: wallet.isIssuer)
         if wallet.isIssuer { context.outstanding = walletLock.withLock { wallet.state.balances } }
+        // A payer at a till: its own wallet's refusals go out as one code (21), never the reason.
+        if till, !waitsForConnector { context.masksWalletRefusals = true }
         let machine: PeerActions.Machine
         switch role {
         case .pay(let intent): machine = .payer(PayerMachine(paying: intent, context: context, transferID: .random()))
@@ -86,7 +89,31 @@ public final class PeerDriver {
             wallet: wallet, machine: machine, helloSize: hello.checkpoint.checkpoint.size,
             environment: ChannelEnvironment(channel: channel, person: interface, ranging: ranging),
             walletLock: walletLock, pinHoldMilliseconds: pinHoldMilliseconds)
+        if till { actions.decisionMilliseconds = TillLimits.decisionMilliseconds }
     }
+
+    // MARK: Till sessions
+
+    /// A till's admission (docs/TILL.md §1.1): asked when the connector's first payment message arrived;
+    /// nil serves the session, a reason refuses it (`tillBusy`, or `timeout` for a closed till) in place of
+    /// the hello. Set before `run()`.
+    public var admit: (() -> PeerFailureReason?)?
+    private let control = NSLock()
+    private var withdrawRequested = false
+    private var pastReady = false
+
+    /// Asks the session, from another thread (the till operator's cancel), to withdraw before `ready`.
+    /// Returns false when it is too late: the ready record is stored and only the payer's transfer (or its
+    /// absence) can end the session.
+    public func requestWithdraw() -> Bool {
+        control.withLock {
+            withdrawRequested = true
+            return !pastReady
+        }
+    }
+
+    /// Whether this session stored a ready record (a payee): from then on the payer may have debited.
+    public var readyStored: Bool { control.withLock { pastReady } }
 
     // MARK: The loop
 
@@ -109,6 +136,14 @@ public final class PeerDriver {
                     log: { [interface] in interface.event($0, $1, $2) })
             else { return .failed(.timeout, byPeer: true) }
             firstMessage = first
+            if let refusal = admit?() {
+                let failure = PeerMessage.failure(PeerFailure(offerID: nil, reason: refusal))
+                try? ChannelMessages.send(
+                    failure.encoded, on: channel, whole: Self.messageRecordType, fragment: Self.fragmentRecordType)
+                interface.event(
+                    "connection", ["refused": "\(refusal)"], "a second payer was told: \(refusal); closed")
+                return .failed(refusal, byPeer: false)
+            }
         }
         var queue = actions.start()
         var currentWait: PeerWait?
@@ -117,6 +152,15 @@ public final class PeerDriver {
         while true {
             // The channel environment never rethrows: every failure becomes the machine's answer.
             while !queue.isEmpty { queue += (try? actions.perform(queue.removeFirst())) ?? [] }
+            let withdraw = control.withLock {
+                pastReady = actions.readyStored
+                defer { withdrawRequested = false }
+                return withdrawRequested
+            }
+            if withdraw {
+                queue = actions.withdraw()
+                continue
+            }
             if let first = firstMessage {
                 firstMessage = nil
                 queue = actions.deliver(bytes: first)

@@ -181,13 +181,21 @@ enum CommandTable {
                     "wait for payers on loopback or a LAN, with ranging", PeerCommands.receive
                 ),
                 (
-                    "pay", "--to ADDR | --near [--amount A --category C] [--json]",
+                    "pay", "--to ADDR | --near | --till [--amount A --category C] [--json]",
                     "pay a receiving wallet, or answer its request", PeerCommands.pay
                 ),
                 (
-                    "retry", "[TRANSFER_ID] --to ADDR [--json]", "re-send an unconfirmed payment, unchanged",
+                    "retry", "[TRANSFER_ID] --to ADDR | --till [--json]", "re-send an unconfirmed payment, unchanged",
                     PeerCommands.retry
                 ),
+            ]),
+        group(
+            .peers, help: TillCommands.help,
+            [
+                (
+                    "till", "--amount AMOUNT [--countdown S] [--label L] [--repeat] [--json]",
+                    "receive at a counter: lock an amount, announce it, count down", TillCommands.till
+                )
             ]),
         group(
             .peers, help: ContactCommands.addHelp + "\n" + ContactListCommands.help,

@@ -28,7 +28,7 @@ enum JSONFormat: String, CaseIterable {
     case contactList = "secure-contact-list-v1"
     case contact = "secure-contact-v1"
     /// One object per line for `pay`, `receive` and `retry`.
-    case peerEvent = "secure-peer-event-v3"
+    case peerEvent = "secure-peer-event-v4"
     /// One object per line for `secure rehearse` (docs/TILL.md §4): the peer events of both sides and the
     /// rehearsal's own, each with `"rehearsal": true`.
     case rehearsalEvent = "secure-rehearsal-event-v1"

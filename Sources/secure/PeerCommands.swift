@@ -29,6 +29,13 @@ final class TerminalPerson: PeerInterface {
     var expectedContact: WalletID?
     /// The contact the person approved in this session: named "verified" once its measurement checked.
     private var approvedContact: String?
+    /// `pay --till`: the till's name as picked (its announced instance, peer text), shown with the amount; in
+    /// till mode this wallet's own refusals are "refused by the payer's wallet" (code 21) and the payer has the
+    /// till's decision deadline.
+    var till: String?
+    /// When the till's request arrived: the payer's prompts close `TillLimits.decisionSeconds` minus a margin
+    /// after it.
+    private var requestArrived: Date?
     /// One lock for every session's output, so two sessions' event lines never interleave.
     private static let output = NSLock()
     /// The session's channel code (the SAS), named in each question so a person with two sessions open knows
@@ -60,6 +67,7 @@ final class TerminalPerson: PeerInterface {
         person.sas = sas
         person.contacts = contacts
         person.expectedContact = expectedContact
+        person.till = till
         return person
     }
 
@@ -73,15 +81,17 @@ final class TerminalPerson: PeerInterface {
         if let expectedPeer = expectedPeer ?? expectedContact, approval.peer.walletID != expectedPeer {
             event(
                 "refused", ["reason": "unexpected-peer", "walletID": approval.peer.walletID.hex],
-                "the other side is wallet \(approval.peer.walletID.hex), not \(expectedPeer.hex) as expected; declined")
-            return .decline
+                "the other side is wallet \(approval.peer.walletID.hex), not \(expectedPeer.hex) as expected; "
+                    + (till == nil ? "declined" : "refused"))
+            return till == nil ? .decline : .refuse
         }
         if let maxAmount, approval.amount.currency != maxAmount.currency || approval.amount.money > maxAmount {
             event(
                 "refused", ["reason": "over-max-amount"],
-                "\(MoneyText.format(approval.amount)) is more than --max-amount \(MoneyText.format(maxAmount)); declined"
+                "\(MoneyText.format(approval.amount)) is more than --max-amount \(MoneyText.format(maxAmount)); "
+                    + (till == nil ? "declined" : "refused")
             )
-            return .decline
+            return till == nil ? .decline : .refuse
         }
         // Peer text (the name it chose, the note) goes on lines of its own, escaped; the question line, printed
         // last, holds only what comes from this wallet: the amount, the fingerprint, a name given here and the
@@ -91,7 +101,9 @@ final class TerminalPerson: PeerInterface {
         // the key its key-event log has in force; any other wallet is "unverified".
         let contact = contacts[approval.peer.walletID]
         approvedContact = contact
-        let standing = contact.map { "contact " + PeerText.escaped($0) + " (proof pending)" } ?? "unverified"
+        let standing =
+            contact.map { "contact " + PeerText.escaped($0) + " (proof pending)" }
+            ?? (till == nil ? "unverified" : "unverified till")
         let who =
             fingerprint + " " + standing + (approval.knownName.map { " (" + PeerText.escaped($0) + ")" } ?? "")
             + (sas.map { ", code \($0)" } ?? "")
@@ -103,7 +115,9 @@ final class TerminalPerson: PeerInterface {
         var question: String
         switch approval.role {
         case .payee: question = "Accept \(amount) from \(who)?"
-        case .payer: question = "Pay \(amount) to \(who)?"
+        case .payer:
+            question =
+                "Pay \(amount) to " + (till.map { "till " + PeerText.escaped($0, limit: 40) + ", " } ?? "") + "\(who)?"
         }
         var overriding = false
         switch approval.check {
@@ -114,7 +128,7 @@ final class TerminalPerson: PeerInterface {
                 event(
                     "refused", ["reason": "over-budget"],
                     "over the \(usage.category) budget; pass --override-budget to pay anyway")
-                return .decline
+                return till == nil ? .decline : .refuse
             }
             question =
                 "OVER BUDGET: \(usage.category) would exceed \(MoneyText.format(usage.limit)); pay anyway (recorded)? "
@@ -133,7 +147,7 @@ final class TerminalPerson: PeerInterface {
             return .approve(overridingBudget: overriding)
         }
         guard
-            let answer = Self.ask(details + question + " [y/N] ")
+            let answer = Self.ask(details + question + " [y/N] ", timeoutSeconds: promptSeconds)
         else {
             event("approval", ["answer": "none"], "no answer (or another session held the prompt: busy); declined")
             return .decline
@@ -143,6 +157,7 @@ final class TerminalPerson: PeerInterface {
     }
 
     func chooseCategory(for request: PaymentRequest, from peer: PeerIdentity) -> CategoryChoice {
+        if let till { return tillCategory(for: request, from: peer, till: till) }
         if let category { return .category(category) }
         guard !yes,
             let answer = Self.ask(
@@ -151,6 +166,60 @@ final class TerminalPerson: PeerInterface {
             ), !answer.isEmpty
         else { return .decline }
         return .category(answer)
+    }
+
+    /// `pay --till`: the expected payee is checked before the amount is shown (another wallet is refused,
+    /// code 21); then the till's screen: the amount, the till's name, the channel code, its fingerprint and
+    /// whether it is a contact, with the decision deadline. The category is `--category` or "till".
+    private func tillCategory(for request: PaymentRequest, from peer: PeerIdentity, till: String) -> CategoryChoice {
+        requestArrived = Date()
+        if let expected = expectedPeer ?? expectedContact, peer.walletID != expected {
+            event(
+                "refused", ["reason": "unexpected-peer", "walletID": peer.walletID.hex],
+                "NOT THE EXPECTED TILL: wallet \(peer.walletID.hex) is not \(expected.hex); refused, nothing moved")
+            return .refuse
+        }
+        let fingerprint = PeerDriver.shortFingerprint(peer.key)
+        let standing = contacts[peer.walletID].map { "contact " + PeerText.escaped($0) + " (proof pending)" }
+        var screen =
+            "  till:    " + PeerText.quoted(till, limit: 40) + "\n"
+            + "  amount:  \(MoneyText.format(request.amount))\n"
+        if !request.note.isEmpty { screen += "  note:    " + PeerText.quoted(request.note) + "\n" }
+        if peer.displayName != till {
+            screen +=
+                "  calls itself " + PeerText.quoted(peer.displayName, limit: PeerHello.displayNameByteCountMax) + "\n"
+        }
+        screen += "  code:    \(sas ?? "-")\n"
+        screen += "  wallet:  \(fingerprint) " + (standing ?? "unverified till") + "\n"
+        screen += "  decide within \(Int(promptSeconds.rounded(.down))) s (the till's deadline)"
+        event("request", ["till": till, "fingerprint": fingerprint], amounts: ["amount": request.amount], screen)
+        return .category(category ?? "till")
+    }
+
+    /// How long a prompt may stay open: the decision wait, or in till mode what is left of the payer's part of
+    /// the till's decision deadline.
+    private var promptSeconds: Double {
+        guard till != nil, let arrived = requestArrived else { return Self.decisionSeconds }
+        let budget = Double(TillLimits.decisionMilliseconds - TillLimits.payerDecisionMarginMilliseconds) / 1000
+        return max(0, min(Self.decisionSeconds, budget + arrived.timeIntervalSinceNow))
+    }
+
+    /// The till's live countdown: one line redrawn on a terminal, a line each 10 s (and the last 5) otherwise.
+    func showCountdown(instance: String, amount: AssetAmount, secondsLeft: Int64) {
+        let text = "till \(instance): \(MoneyText.format(amount)), \(secondsLeft) s left"
+        if !json, isatty(STDOUT_FILENO) == 1 {
+            Self.output.withLock {
+                guard !Self.promptOpen else { return }
+                print("\r\u{1B}[2K" + text, terminator: "")
+                Self.liveLineOpen = true
+                fflush(nil)
+            }
+            return
+        }
+        guard secondsLeft % 10 == 0 || secondsLeft <= 5 else { return }
+        event(
+            "till", ["state": "countingDown", "instance": instance, "secondsLeft": "\(secondsLeft)"],
+            amounts: ["amount": amount], text)
     }
 
     func readPIN() throws -> PIN {
@@ -198,7 +267,7 @@ final class TerminalPerson: PeerInterface {
         }
     }
 
-    /// The keys of each event's JSON line besides `format`, `event` and `text` (format `secure-peer-event-v3`):
+    /// The keys of each event's JSON line besides `format`, `event` and `text` (format `secure-peer-event-v4`):
     /// each line of one event has all of its event's keys, null when that occurrence has no value. Values are
     /// strings, except amounts (`amount`, `balance`: amount objects) and `integerKeys`. docs/schemas holds the
     /// schema.
@@ -215,12 +284,15 @@ final class TerminalPerson: PeerInterface {
         "timeout": ["wait"], "warning": ["ranging"],
         "announced": ["instance", "host", "port", "addresses"], "found": ["choice", "instance", "address", "port"],
         "ignored": ["instance", "reason"], "contact": ["contact", "verification"], "probe": ["answered"],
+        "till": ["state", "instance", "outcome", "settled", "secondsLeft", "amount"],
+        "request": ["till", "fingerprint", "amount"],
     ]
 
     /// The keys whose values are counts or positions, printed as JSON integers (SecurePeer passes every field
     /// as text).
     static let integerKeys: Set<String> = [
         "position", "millimetres", "median", "spread", "expired", "keySequence", "signal", "port", "choice",
+        "secondsLeft",
     ]
 
     /// An event's JSON line.
@@ -428,12 +500,16 @@ enum PeerCommands {
         try receive(try Arguments(words, options: options, flags: flags))
     }
 
+    /// `pay` and `retry` also take `--till` and its options (TillCommands).
+    static let payOptions = options.union(["label", "rehearse"])
+    static let payFlags = flags.union(["till"])
+
     static func pay(_ words: [String]) throws -> ExitCode {
-        try pay(try Arguments(words, options: options, flags: flags), retrying: nil)
+        try pay(try Arguments(words, options: payOptions, flags: payFlags), retrying: nil)
     }
 
     static func retry(_ words: [String]) throws -> ExitCode {
-        let arguments = try Arguments(words, options: options, flags: flags)
+        let arguments = try Arguments(words, options: payOptions, flags: payFlags)
         let pending = try arguments.positionals(
             arguments.positional.count <= 1 ? arguments.positional.count : 1,
             "at most one TRANSFER_ID")
@@ -565,6 +641,10 @@ enum PeerCommands {
     }
 
     static func pay(_ arguments: Arguments, retrying: String??) throws -> ExitCode {
+        if arguments.flag("till") { return try TillCommands.pay(arguments, retrying: retrying) }
+        for option in ["label", "rehearse"] where arguments.value(option) != nil {
+            throw UsageError("--\(option) goes with --till")
+        }
         guard arguments.value("to") != nil || arguments.flag("near") else {
             throw UsageError(
                 "--to ADDR (the receiver's HOST:PORT) or --near (find it on the local network) is required")

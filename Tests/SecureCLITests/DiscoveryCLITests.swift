@@ -113,7 +113,7 @@ struct DiscoveryCLITests {
                           for e in Draft202012Validator(schema).iter_errors(json.loads(line))]
                 print("\\n".join(errors) or "valid")
                 sys.exit(1 if errors else 0)
-                """, Run.projectRoot + "/docs/schemas/peer-event.v3.schema.json",
+                """, Run.projectRoot + "/docs/schemas/peer-event.v4.schema.json",
             ], input: Array(lines.joined(separator: "\n").utf8))
         #expect(validated.status == 0, "\(validated.output)\(validated.stderr)")
         #expect(lines.contains { $0.contains("\"event\":\"announced\"") })

@@ -168,11 +168,11 @@ struct JSONSchemaCLITests {
         try #require(payer.status == 0 && receiver.status == 0, "\(payer.stderr) \(receiver.stderr)")
         cases.append(
             Case(
-                command: "pay", format: "secure-peer-event-v3", output: payer.stdout, lines: true, amounts: [225, 4325])
+                command: "pay", format: "secure-peer-event-v4", output: payer.stdout, lines: true, amounts: [225, 4325])
         )
         cases.append(
             Case(
-                command: "receive", format: "secure-peer-event-v3", output: receiver.stdout, lines: true,
+                command: "receive", format: "secure-peer-event-v4", output: receiver.stdout, lines: true,
                 amounts: [225, 675]))
 
         // A rehearsal (the hidden `secure rehearse`, docs/TILL.md §4): its own format, never a peer event's.
@@ -253,6 +253,18 @@ struct JSONSchemaCLITests {
             "keys rotate", "secure-key-rotation-v3",
             ["keys", "rotate", "--backup-pin-source", "file:toks/alice-bk.pin", "--json"] + alice)
 
+        // Last, since it moves money (the outputs above show balances): a till and its payer (issue 18): the till's countdown and ending events, the payer's till screen.
+        let (till, port) = try TillCLITests.till(world, amount: "1.00 EUR")
+        let tillPayer = try TillCLITests.pay(world, port: port, ["--expect-payee", "bob.card"])
+        try #require(TillCLITests.finish(till) == 0 && tillPayer.status == 0, "\(till.seen) \(tillPayer.stderr)")
+        cases.append(
+            Case(
+                command: "till", format: "secure-peer-event-v4", output: Array(till.seen.utf8), lines: true,
+                amounts: [100]))
+        cases.append(
+            Case(
+                command: "pay --till", format: "secure-peer-event-v4", output: tillPayer.stdout, lines: true,
+                amounts: [100]))
         let (status, report) = try Self.check(cases, in: world.directory)
         #expect(status == 0, "\(report)")
 
