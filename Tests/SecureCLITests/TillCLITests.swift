@@ -214,6 +214,38 @@ struct TillCLITests {
         try Self.conserved(world, ["alice", "bob"], total: before)
     }
 
+    @Test func declinedAndLinkLostBeforeTheDebit() throws {
+        let world = try Self.fixture.get()
+        let before = try Self.balance(world, "alice") + Self.balance(world, "bob")
+        // A person who does not answer y: here no one can (setsid leaves no terminal), so the prompt declines.
+        var (till, port) = try Self.till(world)
+        let declined = try Run.program(
+            "/usr/bin/setsid",
+            ["-w", Run.secure, "pay", "--till", "--to", "127.0.0.1:" + port, "--json"] + Self.ranging
+                + world.wallet("alice"), environment: world.environment, directory: world.directory)
+        #expect(Self.finish(till) == 11)
+        #expect(Self.ending(declined.output) ?? ("", "") == ("failed:declined", "final"), "\(declined.output)")
+        #expect(Self.ending(till.seen) ?? ("", "") == ("failed:declined", "final"), "\(till.seen)")
+        // The payer's process dies while it ranges (after both approvals, before ready): nothing moved.
+        let fifo = world.directory + "/uwb-\(UUID().uuidString.prefix(6))"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        (till, port) = try Self.till(world)
+        let payer = try Side(
+            world,
+            [
+                "pay", "--till", "--to", "127.0.0.1:" + port, "--yes", "--max-amount", "10.00 EUR", "--json",
+                "--allow-simulated-ranging", "--ranging-file", fifo,
+            ] + world.wallet("alice"),
+            records: world.directory + "/records-\(UUID().uuidString)")
+        #expect(payer.wait(for: "\"event\":\"approval\""), "\(payer.seen)")
+        Thread.sleep(forTimeInterval: 0.3)
+        kill(payer.process.processIdentifier, SIGKILL)
+        payer.process.waitUntilExit()
+        #expect(Self.finish(till) == 11)
+        #expect(Self.ending(till.seen) ?? ("", "") == ("failed:localFailure", "final"), "\(till.seen)")
+        try Self.conserved(world, ["alice", "bob"], total: before)
+    }
+
     @Test func linkLostAfterTheDebitIsSettledByRetryAtTheTill() throws {
         let world = try Self.fixture.get()
         let before = try Self.balance(world, "alice") + Self.balance(world, "bob")
