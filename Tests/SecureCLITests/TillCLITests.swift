@@ -214,6 +214,38 @@ struct TillCLITests {
         try Self.conserved(world, ["alice", "bob"], total: before)
     }
 
+    @Test func declinedAndLinkLostBeforeTheDebit() throws {
+        let world = try Self.fixture.get()
+        let before = try Self.balance(world, "alice") + Self.balance(world, "bob")
+        // A person who does not answer y: here no one can (setsid leaves no terminal), so the prompt declines.
+        var (till, port) = try Self.till(world)
+        let declined = try Run.program(
+            "/usr/bin/setsid",
+            ["-w", Run.secure, "pay", "--till", "--to", "127.0.0.1:" + port, "--json"] + Self.ranging
+                + world.wallet("alice"), environment: world.environment, directory: world.directory)
+        #expect(Self.finish(till) == 11)
+        #expect(Self.ending(declined.output) ?? ("", "") == ("failed:declined", "final"), "\(declined.output)")
+        #expect(Self.ending(till.seen) ?? ("", "") == ("failed:declined", "final"), "\(till.seen)")
+        // The payer's process dies while it ranges (after both approvals, before ready): nothing moved.
+        let fifo = world.directory + "/uwb-\(UUID().uuidString.prefix(6))"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        (till, port) = try Self.till(world)
+        let payer = try Side(
+            world,
+            [
+                "pay", "--till", "--to", "127.0.0.1:" + port, "--yes", "--max-amount", "10.00 EUR", "--json",
+                "--allow-simulated-ranging", "--ranging-file", fifo,
+            ] + world.wallet("alice"),
+            records: world.directory + "/records-\(UUID().uuidString)")
+        #expect(payer.wait(for: "\"event\":\"approval\""), "\(payer.seen)")
+        Thread.sleep(forTimeInterval: 0.3)
+        kill(payer.process.processIdentifier, SIGKILL)
+        payer.process.waitUntilExit()
+        #expect(Self.finish(till) == 11)
+        #expect(Self.ending(till.seen) ?? ("", "") == ("failed:localFailure", "final"), "\(till.seen)")
+        try Self.conserved(world, ["alice", "bob"], total: before)
+    }
+
     @Test func linkLostAfterTheDebitIsSettledByRetryAtTheTill() throws {
         let world = try Self.fixture.get()
         let before = try Self.balance(world, "alice") + Self.balance(world, "bob")
@@ -241,5 +273,81 @@ struct TillCLITests {
         kill(till.process.processIdentifier, SIGTERM)
         _ = Self.finish(till)
         try Self.conserved(world, ["alice", "bob"], total: before)
+    }
+}
+
+/// Issue 18's "done when", on two network namespaces with their own Avahi daemons (scripts/lan): a till with
+/// a 60 s countdown announced as MIZAN-XXXX is found by `secure pay --till --label MIZAN` and paid; an
+/// impostor announcing the same label is refused with `--expect-payee`, and shown as an unverified till
+/// with its own fingerprint without it.
+@Suite("Till: found by DNS-SD, impostor refused", .serialized)
+struct TillDiscoveryCLITests {
+    typealias World = WalletCLITests.World
+    typealias Side = ContactCLITests.Side
+    static let ranging = ["--allow-simulated-ranging", "--distance", "400"]
+
+    static func till(_ world: World, _ lan: DiscoveryCLITests.LAN, _ name: String) throws -> Side {
+        let side = try Side(
+            world,
+            ["till", "--amount", "4.50 EUR", "--label", "mizan", "--countdown", "60", "--json"] + Self.ranging
+                + world.wallet(name),
+            records: world.directory + "/\(name)-till.records",
+            launcher: [Run.projectRoot + "/scripts/lan", "run", lan.directory, "a"])
+        #expect(side.wait(for: "countingDown"), "\(side.seen)")
+        return side
+    }
+
+    @Test func foundPaidAndTheImpostorRefused() throws {
+        let lan = try DiscoveryCLITests.LAN()
+        let world = try World(wallets: ["alice", "bob", "carol"])
+        try world.fund("alice", "20.00 EUR")
+        let bob = try Self.till(world, lan, "bob")
+        let announced = TillCLITests.events(bob.seen).first { $0["event"] as? String == "announced" }
+        let instance = try #require(announced?["instance"] as? String, "\(bob.seen)")
+        #expect(instance.hasPrefix("MIZAN-") && instance.count == 10, "\(instance)")
+        let paid = try lan.run(
+            "b",
+            [
+                Run.secure, "pay", "--till", "--label", "MIZAN", "--yes", "--max-amount", "10.00 EUR",
+                "--expect-payee", "bob.card", "--json",
+            ] + Self.ranging + world.wallet("alice"), world: world)
+        #expect(paid.status == 0, "\(paid.output)\n\(paid.stderr)")
+        #expect(TillCLITests.ending(paid.output) ?? ("", "") == ("paid", "final"), "\(paid.output)")
+        #expect(paid.output.contains(instance), "the payer shows the name it picked")
+        #expect(TillCLITests.finish(bob) == 0, "\(bob.seen)")
+        #expect(TillCLITests.ending(bob.seen) ?? ("", "") == ("received", "final"))
+
+        // Carol announces a till with the same label. With --expect-payee: refused before the amount.
+        let carol = try Self.till(world, lan, "carol")
+        let refused = try lan.run(
+            "b",
+            [
+                Run.secure, "pay", "--till", "--label", "MIZAN", "--yes", "--max-amount", "10.00 EUR",
+                "--expect-payee", "bob.card", "--json",
+            ] + Self.ranging + world.wallet("alice"), world: world)
+        #expect(refused.status == 11, "\(refused.output)\n\(refused.stderr)")
+        #expect(refused.output.contains("NOT THE EXPECTED TILL"), "\(refused.output)")
+        #expect(TillCLITests.ending(refused.output) ?? ("", "") == ("failed:refusedByPayerWallet", "final"))
+        #expect(TillCLITests.finish(carol) == 11, "\(carol.seen)")
+        // Without it, a person sees the impostor as an unverified till with Carol's fingerprint (here no one
+        // answers the prompt: setsid leaves no terminal, so it is declined).
+        let again = try Self.till(world, lan, "carol")
+        let shown = try lan.run(
+            "b",
+            ["setsid", "-w", Run.secure, "pay", "--till", "--label", "MIZAN", "--json"] + Self.ranging
+                + world.wallet("alice"), world: world)
+        #expect(shown.output.contains("unverified till"), "\(shown.output)\n\(shown.stderr)")
+        let card = try SoundMoneyCLITests.card(world, "carol")
+        let events = TillCLITests.events(shown.output)
+        let peer = events.first { $0["event"] as? String == "peer" }
+        let request = events.first { $0["event"] as? String == "request" }
+        #expect(peer?["walletID"] as? String == card.walletID.hex, "\(shown.output)")
+        let full = (peer?["fingerprint"] as? String ?? "").uppercased()
+        #expect(
+            (request?["fingerprint"] as? String).map { !full.isEmpty && $0.hasPrefix(String(full.prefix(4))) } == true,
+            "the till screen shows the impostor's own fingerprint: \(shown.output)")
+        #expect(TillCLITests.ending(shown.output) ?? ("", "") == ("failed:declined", "final"), "\(shown.output)")
+        _ = TillCLITests.finish(again)
+        #expect(try world.run(["balance"] + world.wallet("alice")).output.contains("15.50 EUR"))
     }
 }
