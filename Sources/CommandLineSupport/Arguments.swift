@@ -130,6 +130,9 @@ public struct Arguments: Sendable {
     /// Whether a flag was given.
     public func flag(_ name: String) -> Bool { present.contains(name) }
 
+    /// Every option and flag given on the command line (not from `defaults`), sorted.
+    public var given: [String] { (Array(values.keys) + Array(present)).sorted() }
+
     /// Exactly `count` positional arguments, or a usage error naming what is expected.
     public func positionals(_ count: Int, _ what: String) throws -> [String] {
         guard positional.count == count else {

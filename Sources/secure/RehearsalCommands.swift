@@ -50,12 +50,38 @@ enum RehearsalCommands {
         // The wallet options are taken and ignored: a rehearsal never opens the real wallet or its token.
         let arguments = try Arguments(words, options: ["wallet", "pin-source"], flags: ["yes", "json"])
         let path = try arguments.positionals(1, "one rehearsal FILE")[0]
+        return try play(path, yes: arguments.flag("yes"), json: arguments.flag("json"), thisSide: nil)
+    }
+
+    /// `secure till --rehearse FILE` (this side is the till, the file plays the payer) and
+    /// `secure pay --till --rehearse FILE` (the other way round). Only --yes and --json go with it (and the
+    /// wallet options, ignored): the file sets the amount, the countdown, the distances and the rest.
+    static func alias(_ arguments: Arguments, thisSide: RehearsalSide) throws -> ExitCode {
+        let allowed: Set<String> = ["rehearse", "wallet", "pin-source", "yes", "json", "till"]
+        if let other = arguments.given.first(where: { !allowed.contains($0) }) {
+            throw UsageError(
+                "--\(other) does not go with --rehearse: the rehearsal file sets the amount, countdown, distances and "
+                    + "faults (rehearsals/README.md)")
+        }
+        _ = try arguments.positionals(0, "no positional arguments with --rehearse FILE")
+        return try play(
+            try arguments.required("rehearse"), yes: arguments.flag("yes"), json: arguments.flag("json"),
+            thisSide: thisSide)
+    }
+
+    /// Plays FILE; with `thisSide`, the file must play the other side.
+    static func play(_ path: String, yes: Bool, json: Bool, thisSide: RehearsalSide?) throws -> ExitCode {
         let file: RehearsalFile
         do {
             file = try RehearsalFile.parse(try readRehearsal(path), name: path)
         } catch let error as RehearsalFileError {
             printError("secure: \(error)")
             return .usage
+        }
+        if let thisSide, file.plays == thisSide {
+            throw UsageError(
+                "\(path) plays the \(file.plays.rawValue): rehearse it with "
+                    + (file.plays == .till ? "`secure pay --till --rehearse FILE`" : "`secure till --rehearse FILE`"))
         }
         // Interrupted (at a prompt, say): the rehearsal wallets are removed from tmpfs before the process ends.
         let signals = [SIGINT, SIGTERM].map { number in
@@ -70,9 +96,8 @@ enum RehearsalCommands {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
-        let json = arguments.flag("json")
         let rehearsal = Rehearsal(
-            file: file, person: RehearsalTerminalPerson(yes: arguments.flag("yes"))
+            file: file, person: RehearsalTerminalPerson(yes: yes)
         ) {
             show($0, json: json)
         }

@@ -44,6 +44,7 @@ enum TillCommands {
 
     static func till(_ words: [String]) throws -> ExitCode {
         let arguments = try Arguments(words, options: options, flags: flags)
+        if arguments.value("rehearse") != nil { return try RehearsalCommands.alias(arguments, thisSide: .till) }
         _ = try arguments.positionals(0, "no positional arguments")
         let amountText = try arguments.required("amount")
         let money = try MoneyText.parse(amountText)
@@ -453,6 +454,12 @@ extension TillCommands {
     /// `secure pay --till` and `secure retry --till`: find the till, connect, and answer its request with an
     /// unchanged payer machine; refusals by this wallet go out as "refused by the payer's wallet" (21).
     static func pay(_ arguments: Arguments, retrying: String??) throws -> ExitCode {
+        if arguments.value("rehearse") != nil {
+            guard retrying == nil else {
+                throw UsageError("a rehearsal plays its retry itself: `secure pay --till --rehearse FILE`")
+            }
+            return try RehearsalCommands.alias(arguments, thisSide: .payer)
+        }
         guard !arguments.flag("near") else { throw UsageError("--till browses for tills itself; drop --near") }
         guard arguments.value("amount") == nil else {
             throw UsageError("a till asks its own amount: drop --amount (--max-amount caps what a script approves)")

@@ -29,11 +29,12 @@ struct RehearsalCLITests {
         #expect(files.count == 23)
         for name in files {
             let path = Self.rehearsals + "/" + name
-            let expected = try RehearsalFile.parse(
-                Array(try Data(contentsOf: URL(fileURLWithPath: path))), name: name
-            ).ending.rawValue
-            let run = try Run.program(
-                Run.secure, ["rehearse", path, "--yes", "--json"], environment: Self.environment)
+            let file = try RehearsalFile.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))), name: name)
+            let expected = file.ending.rawValue
+            // Played by the names: a file that plays the payer rehearses this side's till, and the other
+            // way round.
+            let command = file.plays == .payer ? ["till", "--rehearse", path] : ["pay", "--till", "--rehearse", path]
+            let run = try Run.program(Run.secure, command + ["--yes", "--json"], environment: Self.environment)
             let lines = run.output.split(separator: "\n").map(String.init)
             let objects = lines.compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -63,6 +64,20 @@ struct RehearsalCLITests {
         #expect(lines.allSatisfy { $0.hasPrefix("REHEARSAL ") }, "\(run.output)")
         #expect(lines.last == "REHEARSAL reached unconfirmed")
         #expect(run.output.contains("money conserved"))
+    }
+
+    @Test func theAliasesTakeOnlyFilesOfTheOtherSideAndNoPaymentOptions() throws {
+        let tillFile = Self.rehearsals + "/too-far.txt" // plays the till
+        let wrongSide = try Run.program(
+            Run.secure, ["till", "--rehearse", tillFile, "--yes"], environment: Self.environment)
+        #expect(wrongSide.status == 2 && wrongSide.stderr.contains("pay --till --rehearse"), "\(wrongSide.stderr)")
+        let withAmount = try Run.program(
+            Run.secure, ["pay", "--till", "--rehearse", tillFile, "--yes", "--max-amount", "1.00 EUR"],
+            environment: Self.environment)
+        #expect(withAmount.status == 2 && withAmount.stderr.contains("--max-amount"), "\(withAmount.stderr)")
+        let played = try Run.program(
+            Run.secure, ["pay", "--till", "--rehearse", tillFile, "--yes"], environment: Self.environment)
+        #expect(played.status == 0 && played.output.hasSuffix("REHEARSAL reached too-far\n"), "\(played.output)")
     }
 
     /// A rehearsal file with this text, in the temporary folder.
