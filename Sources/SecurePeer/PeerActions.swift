@@ -640,6 +640,8 @@ public final class PeerActions {
         }
         switch environment.person.decide(approval) {
         case .decline:
+            // A prompt that closed unanswered at the till's deadline is "too late" on both sides, not a decline.
+            if decidedTooLate { return decisionTimedOut() }
             return mutate(payer: { $0.userDeclined() }, payee: { $0.userDeclined() })
         case .refuse:
             return mutate(payer: { $0.walletRefused() }, payee: { $0.userDeclined() })
@@ -813,6 +815,12 @@ public final class PeerActions {
         case .received(let receipt): return "received; receipt sent: \(Self.describe(receipt))"
         case .refusedTransfer(let reason): return "refused the transfer (\(reason)) with a signed refusal"
         case .failed(let reason, let byPeer):
+            // A payee that stored its ready record and then failed itself (link, timeout, token) cannot know
+            // whether the payer debited: its retry settles it.
+            if readyStored, !byPeer {
+                return "NOT SETTLED: \(reason) after the ready record was stored; the payer may have debited, and "
+                    + "its `secure retry` will be credited from that record"
+            }
             return "nothing moved: \(reason)" + (byPeer ? " (said the other side)" : "")
         }
     }

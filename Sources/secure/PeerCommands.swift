@@ -200,7 +200,9 @@ final class TerminalPerson: PeerInterface {
     /// the till's decision deadline.
     private var promptSeconds: Double {
         guard till != nil, let arrived = requestArrived else { return Self.decisionSeconds }
-        let budget = Double(TillLimits.decisionMilliseconds - TillLimits.payerDecisionMarginMilliseconds) / 1000
+        // A tenth of a second past the payer's own deadline: an unanswered prompt then ends as "too late"
+        // (failure 3) on both sides, not as a decline.
+        let budget = Double(TillLimits.decisionMilliseconds - TillLimits.payerDecisionMarginMilliseconds) / 1000 + 0.1
         return max(0, min(Self.decisionSeconds, budget + arrived.timeIntervalSinceNow))
     }
 

@@ -236,7 +236,8 @@ enum TillCommands {
             driver.actions.approvalHoldUntil = { state.hold.until }
             driver.actions.beforeLookUp = { try state.renewHoldIfShort(person: person) }
             let outcome = driver.run()
-            state.sessionEnded(driver: driver, outcome: outcome, request: request)
+            state.sessionEnded(
+                driver: driver, outcome: outcome, request: request, person: shared.1, instance: instance)
         } catch {
             shared.1.event("error", ["error": "\(error)"], "session failed: \(error)")
         }
@@ -393,18 +394,39 @@ final class TillState: @unchecked Sendable {
 
     /// The session that held the till ended: the amount ends with its outcome, or (a payer's retry of an
     /// earlier payment) the countdown goes on with the time it had left.
-    func sessionEnded(driver: PeerDriver, outcome: PeerOutcome, request: PaymentRequest) {
-        lock.withLock {
-            guard busyDriver === driver, var current = machine else { return }
+    func sessionEnded(
+        driver: PeerDriver, outcome: PeerOutcome, request: PaymentRequest, person: TerminalPerson, instance: String
+    ) {
+        let secondsLeft: Int64? = lock.withLock {
+            guard busyDriver === driver, var current = machine else { return nil }
             busyDriver = nil
             // A session that only credited a payer's retry of an earlier payment did not answer this request.
-            current.sessionEnded(outcome, servedRequest: !driver.actions.servedRetry, now: Wallet.systemClock())
+            let now = Wallet.systemClock()
+            current.sessionEnded(outcome, servedRequest: !driver.actions.servedRetry, now: now)
             machine = current
             if current.isFinal {
                 ending = TillEnding(
                     state: current.state, settlement: Settlement.payee(outcome, readyStored: driver.readyStored))
             }
+            return driver.actions.servedRetry ? current.millisecondsLeft(now: now).map { ($0 + 999) / 1000 } : nil
         }
+        // A retry is never this sale: the operator must not take it for one (the `finished` event above it
+        // says "received" for the earlier payment, or for a duplicate already credited before).
+        guard let secondsLeft else { return }
+        let earlier: String
+        switch outcome {
+        case .received(let receipt):
+            earlier = "CREDITED AN EARLIER PAYMENT of \(MoneyText.format(receipt.payload.amount)) (a payer's retry)"
+        default: earlier = "A RETRY of an earlier payment ended (\(PeerActions.name(of: outcome)))"
+        }
+        person.event(
+            "till",
+            [
+                "state": "countingDown", "instance": instance, "outcome": PeerActions.name(of: outcome),
+                "secondsLeft": "\(secondsLeft)",
+            ], amounts: ["amount": request.amount],
+            earlier
+                + "; NOT this sale of \(MoneyText.format(request.amount)), which is still open, \(secondsLeft) s left")
     }
 
     /// The operator cancelled.

@@ -269,6 +269,8 @@ struct TillCLITests {
                 ["retry", "--till", "--to", "127.0.0.1:" + port, "--json"] + Self.ranging + world.wallet("alice"))
             #expect(retry.status == 0, "\(retry.output) \(retry.stderr)")
             #expect(Self.ending(retry.output)?.0 == "paid", "\(retry.output)")
+            // The till never shows a retry as this sale: it says so, and counts down on.
+            #expect(till.wait(for: "NOT this sale"), "\(till.seen)")
         }
         kill(till.process.processIdentifier, SIGTERM)
         _ = Self.finish(till)

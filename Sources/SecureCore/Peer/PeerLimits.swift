@@ -53,9 +53,11 @@ public enum TillLimits {
     public static let decisionSeconds = 20
     /// `decisionSeconds` in milliseconds, on the environment's clock.
     public static let decisionMilliseconds = Int64(decisionSeconds) * 1000
-    /// The till's hold time that must remain when `ready` would go out: the transfer's wait, the credit and
-    /// the receipt need the token after it.
-    public static let afterReadyMilliseconds: Int64 = 10_000
+    /// The till's hold time that must remain when `ready` would go out: the credit and the receipt need the
+    /// token after it, and the payer's transfer may take the whole transfer wait (15 s, `PeerWait.transfer`)
+    /// to arrive; 2 s more for the credit's signature and commit. With less left, the session ends before
+    /// `ready` (nothing moved) instead of a `ready` whose transfer could find the hold gone (unresolved).
+    public static let afterReadyMilliseconds: Int64 = Int64(PeerLimits.stepTimeoutSeconds) * 1000 + 2_000
     /// The payer's prompt closes this much before the till's deadline, so that its offer arrives in time.
     public static let payerDecisionMarginMilliseconds: Int64 = 2_000
 }
