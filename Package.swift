@@ -92,6 +92,9 @@ let package = Package(
             dependencies: [
                 "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore", "SecureWallet",
                 "SecurePeer", "SecureChannel", "SecureDiscovery", "CP11Kit", "CPKCS11Baseline",
+                // BenchPay's issuer is SecureTestSupport's TestIssuer: declared, so that no build order leaves
+                // the module missing.
+                "SecureTestSupport",
             ]),
         .executableTarget(
             name: "secure-bench",
