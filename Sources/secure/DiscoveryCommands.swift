@@ -98,13 +98,7 @@ extension PeerCommands {
                 "pay --near --yes needs --expect-payee CARD|WALLET-ID: anyone on the network can announce, so a "
                     + "script must name the wallet it means to pay")
         }
-        let seconds =
-            try arguments.value("near-seconds").map { text -> Double in
-                guard let value = Double(text), value > 0, value <= Browser.secondsMax else {
-                    throw UsageError("--near-seconds takes more than 0 and at most \(Int(Browser.secondsMax)) seconds")
-                }
-                return value
-            } ?? nearSecondsDefault
+        let seconds = try browseSeconds(arguments)
         let found = try Browser.browse(type: DiscoveryRecord.payServiceType, seconds: seconds)
             .sorted { ($0.instanceName, $0.address) < ($1.instanceName, $1.address) }
         var choices: [FoundService] = []
@@ -134,24 +128,40 @@ extension PeerCommands {
                 "no wallet announced \(DiscoveryRecord.payServiceType) within \(seconds) s; the payee runs "
                     + "`secure receive --announce --count 1`, or give its address with --to HOST:PORT")
         }
-        let pick: Int
-        if let text = arguments.value("pick") {
-            guard let number = Int(text), number >= 1, number <= choices.count else {
-                throw UsageError("--pick takes a number from 1 to \(choices.count), as listed")
-            }
-            pick = number
-        } else if isatty(STDIN_FILENO) == 1, !arguments.flag("yes") {
-            let answer = TerminalPerson.ask("Pay which? 1-\(choices.count) (anything else: none): ")
-            guard let answer, let number = Int(answer), number >= 1, number <= choices.count else {
-                throw UsageError("no receiver picked; nothing was paid")
-            }
-            pick = number
-        } else {
-            throw UsageError(
-                "\(choices.count) found; pass --pick N (a script must say which, even when one answers)")
-        }
+        let pick = try pickNumber(
+            of: choices.count, arguments, question: "Pay which?", none: "no receiver picked; nothing was paid",
+            scripted: "\(choices.count) found; pass --pick N (a script must say which, even when one answers)")
         let chosen = choices[pick - 1]
         return (chosen.address, chosen.port)
+    }
+
+    /// `--near-seconds`: how long to browse (default `nearSecondsDefault`, at most `Browser.secondsMax`).
+    static func browseSeconds(_ arguments: Arguments) throws -> Double {
+        try arguments.value("near-seconds").map { text -> Double in
+            guard let value = Double(text), value > 0, value <= Browser.secondsMax else {
+                throw UsageError("--near-seconds takes more than 0 and at most \(Int(Browser.secondsMax)) seconds")
+            }
+            return value
+        } ?? nearSecondsDefault
+    }
+
+    /// Which of `count` listed announcements to use (1-based): `--pick N`, else the only one when
+    /// `onlyOne` allows it, else asked on a terminal (`question`; anything else is `none`); a script that
+    /// gave neither gets `scripted`.
+    static func pickNumber(
+        of count: Int, _ arguments: Arguments, question: String, none: String, scripted: String, onlyOne: Bool = false
+    ) throws -> Int {
+        if let text = arguments.value("pick") {
+            guard let number = Int(text), number >= 1, number <= count else {
+                throw UsageError("--pick takes a number from 1 to \(count), as listed")
+            }
+            return number
+        }
+        if onlyOne, count == 1 { return 1 }
+        guard isatty(STDIN_FILENO) == 1, !arguments.flag("yes") else { throw UsageError(scripted) }
+        let answer = TerminalPerson.ask("\(question) 1-\(count) (anything else: none): ")
+        guard let answer, let number = Int(answer), number >= 1, number <= count else { throw UsageError(none) }
+        return number
     }
 
     /// `--for SECONDS`: the receiver stops taking connections after this long (live sessions may finish).

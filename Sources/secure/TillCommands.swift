@@ -569,13 +569,7 @@ extension TillCommands {
             let (host, port) = try PeerCommands.address(to)
             return (host, port, "the till at \(host):\(port)")
         }
-        let seconds =
-            try arguments.value("near-seconds").map { text -> Double in
-                guard let value = Double(text), value > 0, value <= Browser.secondsMax else {
-                    throw UsageError("--near-seconds takes more than 0 and at most \(Int(Browser.secondsMax)) seconds")
-                }
-                return value
-            } ?? PeerCommands.nearSecondsDefault
+        let seconds = try PeerCommands.browseSeconds(arguments)
         let wanted = try arguments.value("label").map { text -> String in
             let upper = text.uppercased()
             if TillRecord.label(ofInstance: upper) != nil { return upper }
@@ -618,24 +612,10 @@ extension TillCommands {
                 "no till" + (wanted.map { " labelled \($0)" } ?? "") + " announced \(TillRecord.serviceType) within "
                     + "\(seconds) s; the till runs `secure till --amount …`, or give its address with --to HOST:PORT")
         }
-        let pick: Int
-        if let text = arguments.value("pick") {
-            guard let number = Int(text), number >= 1, number <= choices.count else {
-                throw UsageError("--pick takes a number from 1 to \(choices.count), as listed")
-            }
-            pick = number
-        } else if choices.count == 1 {
-            pick = 1
-        } else if isatty(STDIN_FILENO) == 1, !arguments.flag("yes") {
-            let answer = TerminalPerson.ask("Pay which till? 1-\(choices.count) (anything else: none): ")
-            guard let answer, let number = Int(answer), number >= 1, number <= choices.count else {
-                throw UsageError("no till picked; nothing was paid")
-            }
-            pick = number
-        } else {
-            throw UsageError(
-                "\(choices.count) tills found; pass --label LABEL-XXXX or --pick N (a script must say which)")
-        }
+        let pick = try PeerCommands.pickNumber(
+            of: choices.count, arguments, question: "Pay which till?", none: "no till picked; nothing was paid",
+            scripted: "\(choices.count) tills found; pass --label LABEL-XXXX or --pick N (a script must say which)",
+            onlyOne: true)
         let chosen = choices[pick - 1]
         return (chosen.address, chosen.port, chosen.instanceName)
     }
