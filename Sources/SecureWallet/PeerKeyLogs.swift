@@ -72,7 +72,8 @@ extension Wallet {
             switch evidence.kind {
             case .retiredKeySignature(let late): retired = late.retiredEvent
             case .retiredKeyStatement(let late): retired = late.retiredEvent
-            case .conflictingCheckpoints, .conflictingLeaves, .conflictingKeyEvents, .rolledBack: continue
+            case .conflictingCheckpoints, .conflictingLeaves, .conflictingKeyEvents, .rolledBack, .replayMismatch:
+                continue
             }
             guard retired.event.sequence == keySequence, evidence.verify(knownLog: known).isProven else { continue }
             return EvidenceDigest(of: bytes)

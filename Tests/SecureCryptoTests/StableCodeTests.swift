@@ -48,6 +48,7 @@ struct StableCodeTests {
             (ForkVerdict.NotProvenReason.differentWallets, "different-wallets"), (.badSignature, "bad-signature"),
             (.sizesDiffer, "sizes-differ"), (.noConflict, "no-conflict"), (.indexOutOfRange, "index-out-of-range"),
             (.proofInvalid, "proof-invalid"), (.wrongLog, "wrong-log"), (.keyNotInForce, "key-not-in-force"),
+            (.claimMissing, "claim-missing"), (.notCommitted, "not-committed"), (.missingSource, "missing-source"),
         ])
     }
 

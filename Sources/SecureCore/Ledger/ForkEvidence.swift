@@ -23,6 +23,9 @@ public struct ForkEvidence: Hashable, Sendable {
         case retiredKeyStatement(RetiredKeyStatement)
         /// (f) A signed checkpoint whose root the wallet's own later signed history contradicts (type 6).
         case rolledBack(RolledBack)
+        /// (g) A signed checkpoint whose committed history, with the wallet's sync claims, does not replay to
+        /// its state (type 7, docs/CLEARING.md §2.5; in `ReplayMismatch.swift`).
+        case replayMismatch(ReplayMismatch)
 
         /// The type byte of the encoding.
         public var typeByte: UInt8 {
@@ -33,6 +36,7 @@ public struct ForkEvidence: Hashable, Sendable {
             case .retiredKeySignature: 4
             case .retiredKeyStatement: 5
             case .rolledBack: 6
+            case .replayMismatch: 7
             }
         }
     }
@@ -62,7 +66,7 @@ public struct ForkEvidence: Hashable, Sendable {
     /// session's hello), and type 3 a pair of key events: they bar no wallet.
     public var bannedWallet: WalletID? {
         switch kind {
-        case .conflictingCheckpoints, .conflictingLeaves, .rolledBack: log.walletID
+        case .conflictingCheckpoints, .conflictingLeaves, .rolledBack, .replayMismatch: log.walletID
         case .conflictingKeyEvents, .retiredKeySignature, .retiredKeyStatement: nil
         }
     }
@@ -127,6 +131,8 @@ public struct ForkEvidence: Hashable, Sendable {
                     + "dated at ledger size \(late.statement.keyDate.ledgerSize)")
         case .rolledBack(let rolledBack):
             return rolledBack.verify(log: log)
+        case .replayMismatch(let mismatch):
+            return mismatch.verify(log: log)
         }
     }
 
@@ -207,6 +213,8 @@ public struct ForkEvidence: Hashable, Sendable {
             late.statement.encode(into: &writer)
         case .rolledBack(let rolledBack):
             rolledBack.encode(into: &writer)
+        case .replayMismatch(let mismatch):
+            mismatch.encode(into: &writer)
         }
         return writer.bytes
     }
@@ -238,11 +246,14 @@ public struct ForkEvidence: Hashable, Sendable {
                 "fork evidence version 1 carries no key-event log, so nothing binds its keys to the wallet id it "
                     + "names; it is never acted on (evidence version 2 carries the accused wallet's log)")
         }
+        guard bytes.count <= ClearingLimits.evidenceReplayByteCountMax else {
+            throw FormatError(.fieldTooLong, "fork evidence of \(bytes.count) bytes is over the 64 MiB limit")
+        }
         var reader = ByteReader(bytes)
         guard try reader.readVersion(encodingVersion, of: "fork evidence"), let type = reader.readUInt8() else {
             return nil
         }
-        guard (1...6).contains(type) else {
+        guard (1...7).contains(type) else {
             throw FormatError(.invalidValue, "fork evidence type \(type) is not known")
         }
         guard let log = try KeyEventLog.decode(from: &reader), let kind = try decodeKind(type, from: &reader) else {
@@ -282,6 +293,8 @@ public struct ForkEvidence: Hashable, Sendable {
                 { .retiredKeyStatement(RetiredKeyStatement(retiredEvent: $0, rotation: $1, statement: $2)) })
         case 6:
             return try RolledBack.decode(from: &reader).map { .rolledBack($0) }
+        case 7:
+            return try ReplayMismatch.decode(from: &reader).map { .replayMismatch($0) }
         default:
             preconditionFailure("decodeKind is called with a known type only")
         }
@@ -398,6 +411,13 @@ public enum ForkVerdict: Hashable, Sendable {
         /// A checkpoint was signed by a key its wallet's log does not show in force at the checkpoint's size
         /// (another key, an unknown sequence, before its event, or after its retirement).
         case keyNotInForce
+        /// Type 7: an opaque entry is not covered by exactly one claim signed by the wallet's key in force,
+        /// or the claims do not chain from 0 to the checkpoint's size.
+        case claimMissing
+        /// Type 7: the entries do not give the checkpoint's chain head and root.
+        case notCommitted
+        /// Type 7: a log or transfer the replay's statement checks need is not carried.
+        case missingSource
     }
 
     /// Whether a fork is proven.

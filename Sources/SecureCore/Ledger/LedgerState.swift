@@ -35,6 +35,9 @@ public struct LedgerState: Hashable, Sendable {
     private var paymentsOut: [StatementID: PaymentOut] = [:]
     /// Where statements recorded before a resumption point are looked up; nil for a replayed state.
     private var index = IndexReference(nil)
+    /// The clearing's replay (docs/CLEARING.md §2.1): entries that reach it opaque only advance position and
+    /// chain (`applyOpaque`), budget and settings entries change nothing, and every money rule still holds.
+    public private(set) var isMoneyOnly = false
 
     /// A wallet never has more budgets than a person manages by hand; the bound keeps checkpoints small.
     public static let budgetCountMax = 256
@@ -68,6 +71,25 @@ public struct LedgerState: Hashable, Sendable {
         for budget in budgets { self.budgets[budget.category] = budget }
         for total in checkpoint.snapshot.windowTotals { windowTotals[total.category] = total }
         self.index = IndexReference(index)
+    }
+
+    /// The money-only state before entry 0: the clearing's replay of a wallet whose budgets, settings and
+    /// other issuers' money it never sees (docs/CLEARING.md §2.1).
+    public static func moneyOnly() -> LedgerState {
+        var state = LedgerState()
+        state.isMoneyOnly = true
+        return state
+    }
+
+    /// Money-only mode: an entry seen only as (position, id, δ) advances the position and the chain
+    /// (h(n) = SHA-256(τ ‖ h(n−1) ‖ n ‖ δ ‖ id)) and nothing else. Throws when it is not the next position.
+    public mutating func applyOpaque(position: UInt64, id: StatementID, digest: Digest32) throws {
+        precondition(isMoneyOnly, "only a money-only state takes opaque entries")
+        guard position == size else {
+            throw LedgerError(.positionGap, "entry \(position) cannot follow \(size) entries")
+        }
+        head = LedgerChain.link(previous: head, position: position, entryDigest: digest, id: id)
+        size += 1
     }
 
     /// The state after `entries`, applied in order from position 0.
@@ -180,7 +202,10 @@ public struct LedgerState: Hashable, Sendable {
         case .redemption: return try redemption(entry)
         case .reversal: return try reversal(entry)
         case .confirmation: return try confirmation(entry)
-        case .budgetChange: return try budgetChange(entry)
+        case .budgetChange:
+            // Money-only: the clearing never sees budgets, so no budget rule is applied (docs/CLEARING.md §2.1).
+            if isMoneyOnly { return Effect() }
+            return try budgetChange(entry)
         case .statementRefused:
             try requireNew(entry)
             return Effect(recordsStatement: true)
@@ -210,6 +235,7 @@ public struct LedgerState: Hashable, Sendable {
             return Effect(inception: (WalletID(inception: signed.event), signed.event.kind == .issuerInception))
         case .rollbackAccepted: return Effect()
         case .settings:
+            if isMoneyOnly { return Effect() }
             return Effect(settings: try settings.applying(try SettingsChange.decode(payload: entry.payload)))
         }
     }
@@ -480,4 +506,115 @@ private struct Effect {
     var recordsConflict = false
     var paymentOut: (StatementID, PaymentOut)?
     var settings: WalletSettings?
+}
+
+extension LedgerState {
+    /// The encoding version of a money-only state.
+    public static let moneyOnlyEncodingVersion: UInt8 = 1
+
+    /// A money-only state as the clearing stores it between syncs (`WalletSyncState`): version u8 (1) ‖ size
+    /// u64 ‖ head 32 ‖ last time i64 ‖ owner flag u8 (+ 32) ‖ issuer flag u8 ‖ u16 balances (asset amount) ‖
+    /// u32 statements (signer 32 ‖ id 16 ‖ payload digest 32 ‖ position u64) ‖ u32 conflicts (reference 80 ‖
+    /// position u64) ‖ u32 payments out (id 16 ‖ asset amount ‖ position u64 ‖ flags u8: 1 reversed, 2
+    /// confirmed). Lists are sorted, so equal states encode equally. Budgets and settings are never part of it.
+    public var moneyOnlyEncoded: [UInt8] {
+        precondition(isMoneyOnly && index.index == nil, "only a replayed money-only state is stored")
+        var writer = ByteWriter()
+        writer.write(Self.moneyOnlyEncodingVersion)
+        writer.write(size)
+        writer.write(head)
+        writer.write(lastTime)
+        writer.write(UInt8(owner == nil ? 0 : 1))
+        if let owner { writer.write(owner) }
+        writer.write(UInt8(isIssuer ? 1 : 0))
+        writer.write(UInt16(balances.count))
+        // Each entry records at most one statement, one conflict or one payment out: positions order them.
+        for (asset, money) in balances.sorted(by: { $0.key < $1.key }) {
+            AssetAmount(issuer: asset.issuer, money: money).encode(into: &writer)
+        }
+        writer.write(UInt32(statements.count))
+        for (key, recorded) in statements.sorted(by: { $0.value.position < $1.value.position }) {
+            writer.write(key.signer)
+            writer.write(key.id)
+            writer.write(recorded.payloadDigest)
+            writer.write(recorded.position)
+        }
+        writer.write(UInt32(conflicts.count))
+        for (reference, position) in conflicts.sorted(by: { $0.value < $1.value }) {
+            writer.write(reference.signer)
+            writer.write(reference.id)
+            writer.write(reference.payloadDigest)
+            writer.write(position)
+        }
+        writer.write(UInt32(paymentsOut.count))
+        for (id, payment) in paymentsOut.sorted(by: { $0.value.position < $1.value.position }) {
+            writer.write(id)
+            payment.amount.encode(into: &writer)
+            writer.write(payment.position)
+            writer.write(UInt8((payment.isReversed ? 1 : 0) | (payment.isConfirmed ? 2 : 0)))
+        }
+        return writer.bytes
+    }
+
+    /// Decodes `moneyOnlyEncoded` at the reader: nil when short, throws when malformed.
+    static func decodeMoneyOnly(from reader: inout ByteReader) throws -> LedgerState? {
+        guard try reader.readVersion(moneyOnlyEncodingVersion, of: "money-only ledger state") else { return nil }
+        var state = LedgerState.moneyOnly()
+        guard let size = reader.readUInt64(), let head = reader.read(Digest32.self), let time = reader.readInt64(),
+            let ownerFlag = reader.readUInt8()
+        else { return nil }
+        state.size = size
+        state.head = head
+        state.lastTime = time
+        guard ownerFlag <= 1 else { throw FormatError(.invalidValue, "an owner flag is 0 or 1") }
+        if ownerFlag == 1 {
+            guard let owner = reader.read(WalletID.self) else { return nil }
+            state.owner = owner
+        }
+        guard let issuerFlag = reader.readUInt8(), let balanceCount = reader.readUInt16() else { return nil }
+        guard issuerFlag <= 1 else { throw FormatError(.invalidValue, "an issuer flag is 0 or 1") }
+        state.isIssuer = issuerFlag == 1
+        guard Int(balanceCount) <= LedgerSnapshot.balanceCountMax else {
+            throw FormatError(.fieldTooLong, "more than \(LedgerSnapshot.balanceCountMax) balances")
+        }
+        for _ in 0..<balanceCount {
+            guard let amount = try AssetAmount.decode(from: &reader) else { return nil }
+            guard state.balances.updateValue(amount.money, forKey: amount.asset) == nil, amount.money.minorUnits >= 0
+            else { throw FormatError(.invalidValue, "a balance is repeated or negative") }
+        }
+        guard let statementCount = try readCount(&reader, max: size) else { return nil }
+        for _ in 0..<statementCount {
+            guard let signer = reader.read(Digest32.self), let id = reader.read(StatementID.self),
+                let digest = reader.read(Digest32.self), let position = reader.readUInt64()
+            else { return nil }
+            state.statements[StatementKey(signer: signer, id: id)] = RecordedStatement(
+                payloadDigest: digest, position: position)
+        }
+        guard let conflictCount = try readCount(&reader, max: size) else { return nil }
+        for _ in 0..<conflictCount {
+            guard let signer = reader.read(Digest32.self), let id = reader.read(StatementID.self),
+                let digest = reader.read(Digest32.self), let position = reader.readUInt64()
+            else { return nil }
+            state.conflicts[StatementReference(signer: signer, id: id, payloadDigest: digest)] = position
+        }
+        guard let paymentCount = try readCount(&reader, max: size) else { return nil }
+        for _ in 0..<paymentCount {
+            guard let id = reader.read(StatementID.self), let amount = try AssetAmount.decode(from: &reader),
+                let position = reader.readUInt64(), let flags = reader.readUInt8()
+            else { return nil }
+            guard flags <= 2 else {
+                throw FormatError(.invalidValue, "a payment out is reversed or confirmed, not both")
+            }
+            state.paymentsOut[id] = PaymentOut(
+                amount: amount, position: position, isReversed: flags & 1 != 0, isConfirmed: flags & 2 != 0)
+        }
+        return state
+    }
+
+    private static func readCount(_ reader: inout ByteReader, max: UInt64) throws -> UInt32? {
+        guard let count = reader.readUInt32() else { return nil }
+        // Each record comes from one entry, so there are never more than the state's size.
+        guard UInt64(count) <= max else { throw FormatError(.invalidValue, "more records than entries") }
+        return count
+    }
 }
