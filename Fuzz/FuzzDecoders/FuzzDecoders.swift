@@ -17,6 +17,8 @@ enum Selector: UInt8, CaseIterable {
     case transfer, receipt, refusal, voucher, checkpoint, signedCheckpoint, envelope, walletCard, walletCardText
     case keyEvent, keyEventLog, forkEvidence, auditBundle, peerMessage, wrappedKeyFile, rangingLine, pkcs11URI
     case moneyText, settings, ledgerEntry, peerRecords, contactMessage, contactRecord, rehearsalFile
+    // The clearing's request decoders (docs/CLEARING.md §3.4); a decoded chunk runs the first-sync checks.
+    case syncChunk, syncClaim, admissionRequest, walletSyncState
 }
 
 /// Fixed private scalars: the keys, and so every seed and corpus input that names them, are the same in
@@ -66,6 +68,41 @@ struct Fixture {
             for: transfer, payeeKey: payee.key, keyDate: credited.keyDate, creditPosition: credit.position
         ).sign(with: payee.signer)
         refusal = try payee.refusal(of: transfer, reason: .debitMismatch)
+    }
+
+    /// A first sync of the payer to its issuer's clearing: the chunk, the claim, the admission request, the
+    /// accepted state, and type 7 evidence of the same history.
+    func clearingSeeds() throws -> [(Selector, [UInt8])] {
+        let issuerID = issuerLog.walletID
+        let (entries, map) = try SyncEntry.make(payer.entries, issuer: issuerID, sentTransfer: { _ in transfer })
+        let session = SyncSessionID(bytes: [UInt8](repeating: 9, count: 16))!
+        let chunk = SyncChunk.chunks(
+            walletID: payer.walletID, session: session, entries: entries, keyEvents: payer.log.events,
+            peerLogs: [payee.walletID: payee.log])[0]
+        let checkpoint = try payer.checkpoint()
+        let claim = try SyncClaim(
+            walletID: payer.walletID, walletKey: payer.key, keyDate: KeyDate(checkpoint: checkpoint.checkpoint),
+            issuer: issuerID, fromSize: 0, toSize: checkpoint.checkpoint.size, opaqueMapDigest: map.digest,
+            session: session
+        ).sign(with: payer.signer)
+        let admission = AdmissionRequest(
+            log: payer.log, checkpoint: checkpoint, entry: payer.entries[1], proof: payer.tree.inclusionProof(index: 1))
+        var sync = WalletSync(first: payer.walletID, issuer: issuerID, knownLog: { [issuerLog] _ in issuerLog })
+        _ = sync.accept(chunk)
+        var seeds: [(Selector, [UInt8])] = [
+            (.syncChunk, chunk.encoded), (.syncClaim, claim.encoded), (.admissionRequest, admission.encoded),
+        ]
+        if case .accepted(let acceptance) = sync.close(
+            claim: claim, checkpoint: checkpoint, consistencyProof: [], opaqueMap: map)
+        {
+            seeds.append((.walletSyncState, acceptance.state.encoded))
+        }
+        let mismatch = ReplayMismatch(
+            checkpoint: checkpoint, entries: entries, claims: [ClaimedMap(claim: claim, map: map)],
+            issuerLogs: [issuerLog.events], peerLogs: [PeerLog(payee.log)], sentTransfers: [transfer],
+            assetIssuer: issuerID)
+        seeds.append((.forkEvidence, ForkEvidence(.replayMismatch(mismatch), log: payer.log).encoded))
+        return seeds
     }
 
     /// A rehearsal file that uses every directive (docs/TILL.md §4.2), so mutations reach each one's checks.
@@ -127,6 +164,7 @@ struct Fixture {
             (.settings, SettingsChange.anchorKind(.file).payload),
             (.settings, SettingsChange.tokenAllowance(.unenforcedPIN, allowed: true).payload),
         ]
+        seeds += try clearingSeeds()
         seeds.append((.wrappedKeyFile, WrappedKeyFile.magic + [WrappedKeyFile.version, 0, 0]))
         let card = ContactCard(
             log: payer.log, contactKey: payer.contactKey.publicKey, trustedIssuers: [issuerLog.walletID])
@@ -340,6 +378,21 @@ private func run(_ selector: Selector, _ body: [UInt8]) -> Bool {
     case .contactMessage: _ = try? ContactMessage.decode(body)
     case .contactRecord: _ = try? ContactRecord.decode(body)
     case .rehearsalFile: _ = try? RehearsalFile.parse(body, name: "fuzz")
+    case .syncChunk:
+        if let chunk = try? SyncChunk.decode(body) {
+            var sync = WalletSync(
+                first: chunk.walletID, issuer: fixture.issuerLog.walletID, knownLog: { _ in fixture.issuerLog })
+            _ = sync.accept(chunk)
+        }
+    case .syncClaim: if let claim = try? SignedSyncClaim.decode(body) { _ = claim.isSignatureValid }
+    case .admissionRequest:
+        if let request = try? AdmissionRequest.decode(body) {
+            let sources = StatementSources(
+                walletID: request.log.walletID, trustedIssuers: [fixture.issuerLog.walletID],
+                peerLog: { _ in fixture.issuerLog }, sentTransfer: { _ in nil })
+            _ = request.problem(issuer: fixture.issuerLog.walletID, sources: sources)
+        }
+    case .walletSyncState: _ = try? WalletSyncState.decode(body)
     }
     return false
 }

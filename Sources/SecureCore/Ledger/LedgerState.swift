@@ -574,6 +574,7 @@ extension LedgerState {
         guard let issuerFlag = reader.readUInt8(), let balanceCount = reader.readUInt16() else { return nil }
         guard issuerFlag <= 1 else { throw FormatError(.invalidValue, "an issuer flag is 0 or 1") }
         state.isIssuer = issuerFlag == 1
+        if state.isIssuer { state.settings = state.settings.issuers() }
         guard Int(balanceCount) <= LedgerSnapshot.balanceCountMax else {
             throw FormatError(.fieldTooLong, "more than \(LedgerSnapshot.balanceCountMax) balances")
         }
