@@ -19,6 +19,7 @@ enum Selector: UInt8, CaseIterable {
     case moneyText, settings, ledgerEntry, peerRecords, contactMessage, contactRecord, rehearsalFile
     // The clearing's request decoders (docs/CLEARING.md §3.4); a decoded chunk runs the first-sync checks.
     case syncChunk, syncClaim, admissionRequest, walletSyncState
+    case clearingListIncrement, clearingSettlement, clearingCosignature
 }
 
 /// Fixed private scalars: the keys, and so every seed and corpus input that names them, are the same in
@@ -103,6 +104,30 @@ struct Fixture {
             assetIssuer: issuerID)
         seeds.append((.forkEvidence, ForkEvidence(.replayMismatch(mismatch), log: payer.log).encoded))
         return seeds
+    /// The clearing's encodings (docs/PROTOCOL.md, "Clearing records, lists and cosignatures"), signed by the
+    /// issuer's fixed key standing in for the clearing key.
+    static func clearingSeeds(issuer: SoftwareSigner) throws -> [(Selector, [UInt8])] {
+        let wallet = WalletID(bytes: [UInt8](repeating: 0xA1, count: 32))!
+        let zeros = Digest32(bytes: [UInt8](repeating: 0, count: 32))!
+        let increment = ListIncrement.add(wallet: wallet, grounds: .unsynced, evidence: zeros)
+        let settlement = try ClearingSettlement(
+            issuer: wallet, wallet: wallet, listingVersion: 1, grounds: .inconsistent, groundsDigest: zeros,
+            note: "case 1")
+        var batch = CosignatureBatch()
+        batch.add(CosignatureLeaf(wallet: wallet, checkpointDigest: zeros, size: 3, syncedAt: 0), now: 0)
+        batch.add(
+            CosignatureLeaf(
+                wallet: WalletID(bytes: [UInt8](repeating: 0xB2, count: 32))!,
+                checkpointDigest: zeros, size: 4, syncedAt: 0), now: 0)
+        let cosignatures =
+            try batch.close(
+                issuer: wallet, delegationSequence: 1, batch: 1, time: 0, list: ListHead.empty.appending(increment),
+                signer: issuer) ?? []
+        return [
+            (.clearingListIncrement, increment.encoded),
+            (.clearingListIncrement, ListIncrement.remove(wallet: wallet, grounds: .proven, settlement: zeros).encoded),
+            (.clearingSettlement, try settlement.sign(with: issuer).encoded),
+        ] + cosignatures.map { (.clearingCosignature, $0.encoded) }
     }
 
     /// A rehearsal file that uses every directive (docs/TILL.md §4.2), so mutations reach each one's checks.
@@ -190,6 +215,7 @@ struct Fixture {
             ),
             (.rehearsalFile, Array(Self.rehearsalSeed.utf8)),
         ]
+        seeds += try Self.clearingSeeds(issuer: issuer)
         return seeds
     }
 
@@ -393,6 +419,15 @@ private func run(_ selector: Selector, _ body: [UInt8]) -> Bool {
             _ = request.problem(issuer: fixture.issuerLog.walletID, sources: sources)
         }
     case .walletSyncState: _ = try? WalletSyncState.decode(body)
+    case .clearingListIncrement: _ = try? ListIncrement.decode(body)
+    case .clearingSettlement:
+        if let signed = (try? SignedClearingSettlement.decode(body)) ?? nil {
+            _ = signed.isValid(signedBy: fixture.issuer.publicKey)
+        }
+    case .clearingCosignature:
+        if let cosignature = (try? Cosignature.decode(body)) ?? nil {
+            _ = cosignature.problem(clearingKey: fixture.issuer.publicKey, issuer: fixture.issuerLog.walletID)
+        }
     }
     return false
 }

@@ -17,6 +17,10 @@ public struct SignatureLabel: Hashable, Sendable, CustomStringConvertible {
 
     /// Detached file signatures made by `secure sign`.
     public static let file = SignatureLabel("secure-file-v1")
+    /// The clearing's signed tree heads of cosigned checkpoints (docs/CLEARING.md §2.7), by the clearing key.
+    public static let clearingHead = SignatureLabel("secure-clearing-head-v1")
+    /// The clearing's settlements, which end a listing (docs/CLEARING.md §2.9), by the clearing key.
+    public static let clearingSettlement = SignatureLabel("secure-clearing-settlement-v1")
 
     /// The digest a token signs for this label and payload: SHA-256(label ‖ 0x00 ‖ payload). Inside
     /// `SignatureDomain.rehearsal` it is SHA-256("secure-rehearsal-v1" ‖ 0x00 ‖ label ‖ 0x00 ‖ payload), so a
