@@ -78,10 +78,11 @@ public struct ClearingBook<Store: ClearingStore> {
     /// Records the money entries of one accepted sync of `wallet`, which closed with `checkpoint` at `now`
     /// (Unix ms), in one transaction that locks the wallet and every counterparty its entries name.
     /// `logs` gives the key-event logs the sync holds (payees' for reversals, payers' for fork evidence).
-    /// Throws only the store's own errors.
+    /// `also` runs last in the same transaction; what it throws rolls everything back. Throws only the store's
+    /// own errors and `also`'s.
     public func record(
         wallet: WalletID, entries: [SyncedEntry], checkpoint: SignedCheckpoint, now: Int64,
-        logs: (WalletID) -> KeyEventLog?
+        logs: (WalletID) -> KeyEventLog?, also: (Store.Transaction) throws -> Void = { _ in }
     ) throws -> RecordResult {
         let extracted = entries.map {
             ClearingRecord.extract(wallet: wallet, issuer: issuer, entry: $0.entry, transfer: $0.transfer)
@@ -91,8 +92,11 @@ public struct ClearingBook<Store: ClearingStore> {
         let order = locked.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
         return try withoutActuallyEscaping(logs) { logs in
             try store.transaction(locking: order) { (transaction: Store.Transaction) -> RecordResult in
-                try Self.run(
+                let result = try Self.run(
                     wallet: wallet, extracted: extracted, checkpoint: checkpoint, now: now, logs: logs, in: transaction)
+                // The caller's own writes of this sync (Clearing: state, history, logs) commit or roll back with it.
+                try also(transaction)
+                return result
             }
         }
     }

@@ -23,6 +23,11 @@ public final class InMemoryClearingStore: ClearingStore, ClearingTransaction {
         var listHead = ListHead.empty
         var listings: [ListingKey: Digest32] = [:]
         var settlements: [Digest32: SignedClearingSettlement] = [:]
+        // What `Clearing` keeps per wallet (ClearingSyncTransaction, InMemoryClearingSync.swift).
+        var logs: [WalletID: KeyEventLog] = [:]
+        var admitted: [WalletID: Int64] = [:]
+        var syncStates: [WalletID: WalletSyncState] = [:]
+        var histories: [WalletID: SyncHistory] = [:]
     }
 
     struct HeldKey: Hashable {
@@ -35,7 +40,7 @@ public final class InMemoryClearingStore: ClearingStore, ClearingTransaction {
         let grounds: ListingGrounds
     }
 
-    private(set) var tables = Tables()
+    var tables = Tables()
     /// Whether a transaction is running: transactions do not nest.
     private var inTransaction = false
 
