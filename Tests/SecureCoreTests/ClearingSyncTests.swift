@@ -265,6 +265,30 @@ struct ClearingSyncTests {
         }
     }
 
+    @Test("a checkpoint signed by a key after its rotation gives type 4")
+    func retiredKey() throws {
+        var fixture = try ClearingFixture(seed: 10)
+        try fixture.firstPart()
+        let retired = fixture.alice.signer
+        try fixture.alice.rotate()
+        try fixture.alice.deposit(ClearingFixture.eur(3), issuer: fixture.issuer)
+        var upload = try fixture.upload(from: 0)
+        let honest = upload.checkpoint.checkpoint
+        upload.checkpoint = try Checkpoint(
+            walletID: honest.walletID, walletKey: retired.publicKey, keySequence: 0, keyEventPosition: 0,
+            size: honest.size, root: honest.root, head: honest.head, time: honest.time, snapshot: honest.snapshot,
+            index: honest.index
+        ).sign(with: retired)
+        var sync = WalletSync(first: fixture.alice.walletID, issuer: fixture.issuerID, knownLog: fixture.knownLog())
+        guard case .evidence(let evidence) = ClearingFixture.run(&sync, upload),
+            case .retiredKeySignature = evidence.kind
+        else {
+            Issue.record("no type 4")
+            return
+        }
+        #expect(evidence.verify().isProven)
+    }
+
     @Test("entries go whole or opaque by kind and issuer")
     func forms() throws {
         var fixture = try ClearingFixture(seed: 3)
