@@ -158,6 +158,7 @@ struct ClearingSyncTests {
             second.state.money.balance(Asset(issuer: fixture.issuerID, currency: .eur))
                 == ClearingFixture.eur(7_500))
         #expect(second.state.checkpoint == next.checkpoint)
+        #expect(try WalletSyncState.decode(second.state.encoded) == second.state)
     }
 
     @Test("a chunk out of place, of another wallet or session is refused with its code")
@@ -263,6 +264,51 @@ struct ClearingSyncTests {
             Issue.record("no type 1")
             return
         }
+    }
+
+    @Test("a checkpoint signed by a key after its rotation gives type 4")
+    func retiredKey() throws {
+        var fixture = try ClearingFixture(seed: 10)
+        try fixture.firstPart()
+        let retired = fixture.alice.signer
+        try fixture.alice.rotate()
+        try fixture.alice.deposit(ClearingFixture.eur(3), issuer: fixture.issuer)
+        var upload = try fixture.upload(from: 0)
+        let honest = upload.checkpoint.checkpoint
+        upload.checkpoint = try Checkpoint(
+            walletID: honest.walletID, walletKey: retired.publicKey, keySequence: 0, keyEventPosition: 0,
+            size: honest.size, root: honest.root, head: honest.head, time: honest.time, snapshot: honest.snapshot,
+            index: honest.index
+        ).sign(with: retired)
+        var sync = WalletSync(first: fixture.alice.walletID, issuer: fixture.issuerID, knownLog: fixture.knownLog())
+        guard case .evidence(let evidence) = ClearingFixture.run(&sync, upload),
+            case .retiredKeySignature = evidence.kind
+        else {
+            Issue.record("no type 4")
+            return
+        }
+        #expect(evidence.verify().isProven)
+    }
+
+    @Test("a chunk's key event that conflicts with the followed log gives type 3")
+    func conflictingKeyEvent() throws {
+        var fixture = try ClearingFixture(seed: 11)
+        try fixture.firstPart()
+        var fork = fixture.alice
+        try fixture.alice.rotate()
+        var first = WalletSync(first: fixture.alice.walletID, issuer: fixture.issuerID, knownLog: fixture.knownLog())
+        let state = try #require(accepted(ClearingFixture.run(&first, try fixture.upload(from: 0)))).state
+        try fork.rotate()
+        try fork.deposit(ClearingFixture.eur(5), issuer: fixture.issuer)
+        let chunk = SyncChunk(
+            walletID: fork.walletID, session: .random(), firstPosition: state.size, keyEvents: [fork.log.events[1]],
+            peerLogs: [], entries: [.whole(fork.entries[Int(state.size)], nil)])
+        var later = WalletSync(resuming: state, issuer: fixture.issuerID, knownLog: fixture.knownLog())
+        guard case .evidence(let evidence) = later.accept(chunk), case .conflictingKeyEvents = evidence.kind else {
+            Issue.record("no type 3")
+            return
+        }
+        #expect(evidence.verify().isProven)
     }
 
     @Test("entries go whole or opaque by kind and issuer")
