@@ -18,7 +18,10 @@ struct ClearingCosignatureTests {
 
     func batch(_ count: Int) throws -> [Cosignature] {
         var batch = CosignatureBatch()
-        for byte in (0..<count).reversed() { #expect(batch.add(leaf(UInt8(byte + 1)), now: 0)) }
+        for byte in (0..<count).reversed() {
+            let added = batch.add(leaf(UInt8(byte + 1)), now: 0)
+            #expect(added)
+        }
         return try #require(
             try batch.close(
                 issuer: issuer, delegationSequence: 1, batch: 9, time: 2_000, list: .empty, signer: clearing))
@@ -93,10 +96,12 @@ struct ClearingCosignatureTests {
         var full = CosignatureBatch()
         for index in 0..<ClearingLimits.batchLeafCountMax {
             let id = WalletID(bytes: [UInt8(index >> 8), UInt8(index & 0xFF)] + [UInt8](repeating: 0, count: 30))!
-            #expect(
-                full.add(CosignatureLeaf(wallet: id, checkpointDigest: Fixture.id(0), size: 1, syncedAt: 0), now: 0))
+            let added = full.add(
+                CosignatureLeaf(wallet: id, checkpointDigest: Fixture.id(0), size: 1, syncedAt: 0), now: 0)
+            #expect(added)
         }
-        #expect(full.isDue(now: 0) && !full.add(leaf(0xFF), now: 0))
+        let refused = !full.add(leaf(0xFF), now: 0)
+        #expect(full.isDue(now: 0) && refused)
         #expect(throws: FormatError.self) {
             try ClearingTreeHead(
                 issuer: issuer, delegationSequence: 1, batch: 1, time: 0, leafCount: 4097, root: Fixture.id(0),
@@ -120,13 +125,19 @@ struct ClearingCosignatureTests {
     func vectors() throws {
         let leaf = CosignatureLeaf(
             wallet: Fixture.id(0xA1), checkpointDigest: Fixture.id(0xC0), size: 12, syncedAt: 1_709_294_400_000)
-        #expect(Hex.encode(leaf.encoded) == "LEAF")
-        #expect(Merkle.leafHash(leaf.encoded).hex == "LEAFHASH")
+        #expect(
+            Hex.encode(leaf.encoded)
+                == "01a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0000000000000000c0000018df9e2b200"
+        )
+        #expect(Merkle.leafHash(leaf.encoded).hex == "748c24e8c16cff25688d152b34de0723961722f2f36dba02a8632ec0ed895508")
         let head = try ClearingTreeHead(
             issuer: Fixture.id(0x1A), delegationSequence: 3, batch: 42, time: 1_709_294_401_000, leafCount: 1,
             root: Merkle.leafHash(leaf.encoded),
             list: ListHead.empty.appending(
                 .add(wallet: Fixture.id(0xA1), grounds: .unsynced, evidence: Fixture.id(0x00))))
-        #expect(Hex.encode(head.encoded) == "HEAD")
+        #expect(
+            Hex.encode(head.encoded)
+                == "011a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a0000000000000003000000000000002a0000018df9e2b5e800000001748c24e8c16cff25688d152b34de0723961722f2f36dba02a8632ec0ed8955080000000000000001caa70b57680135c2e62da3848cef6ad2f1469561d53d4d7e6fdea1bc46e61530"
+        )
     }
 }

@@ -27,8 +27,8 @@ struct ClearingListsTests {
                 + String(repeating: "00", count: 32))
         let one = ListHead.empty.appending(add)
         let two = one.appending(remove)
-        #expect(one.digest.hex == "ONE")
-        #expect(two.digest.hex == "TWO")
+        #expect(one.digest.hex == "caa70b57680135c2e62da3848cef6ad2f1469561d53d4d7e6fdea1bc46e61530")
+        #expect(two.digest.hex == "35d93e386a1c66bd2cdfe87aa260801ffb71fa8b5d140b3bc0d1ecfe699b0fb5")
     }
 
     @Test("Unsynced payers are listed, then removed when they sync; a follower tracks it")

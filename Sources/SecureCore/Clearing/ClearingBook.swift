@@ -292,8 +292,8 @@ extension ClearingBook {
     /// - inconsistent: a wallet with a kept contradiction (a reused transfer id, a credited and refused
     ///   transfer), or a payer whose credits by two payees lie beyond its cosigned size, unmatched, so nothing
     ///   proves the payer checkpoints they carry consistent;
-    /// - unsynced: a payer with a credit its debit has not matched, that has not synced within
-    ///   `unsyncedAfter` milliseconds (or never).
+    /// - unsynced: a payer seen in others' credits that has not synced within `unsyncedAfter` milliseconds
+    ///   (or never).
     public func listings(now: Int64, unsyncedAfter: Int64) throws -> [Listing] {
         let settled = Set(try store.allSettlements().map { SettledKey($0.settlement) })
         var chosen: [SettledKey: Digest32] = [:]
@@ -311,12 +311,16 @@ extension ClearingBook {
         let wallets = Dictionary(uniqueKeysWithValues: try store.allWallets().map { ($0.walletID, $0) })
         let matches = try store.allMatches()
         var unbacked: [WalletID: [CreditRecord]] = [:]
-        for credit in try store.allCredits() where !matches.contains(credit.key) {
-            unbacked[credit.key.payer, default: []].append(credit)
+        var payers: Set<WalletID> = []
+        for credit in try store.allCredits() {
+            payers.insert(credit.key.payer)
+            if !matches.contains(credit.key) { unbacked[credit.key.payer, default: []].append(credit) }
+        }
+        for payer in payers where wallets[payer].map({ now - $0.lastSyncAt > unsyncedAfter }) ?? true {
+            add(payer, .unsynced, Self.zeros)
         }
         for (payer, credits) in unbacked {
             let row = wallets[payer]
-            if row.map({ now - $0.lastSyncAt > unsyncedAfter }) ?? true { add(payer, .unsynced, Self.zeros) }
             let cosignedSize = row?.cosigned.checkpoint.size ?? 0
             let beyond = credits.filter { $0.payerCheckpoint.checkpoint.size > cosignedSize }
             if Set(beyond.map(\.payee)).count >= 2 {

@@ -193,11 +193,17 @@ public struct VoucherRecord: Hashable, Sendable {
 
 /// The money record one verified entry gives, if any.
 public enum ClearingRecord: Hashable, Sendable {
+    /// A payer's payment out.
     case debit(DebitRecord)
+    /// A payee's payment in, or the issuer's redemption.
     case credit(CreditRecord)
+    /// A payer's reversal.
     case reversal(ReversalRecord)
+    /// A payer's confirmation.
     case confirmation(ConfirmationRecord)
+    /// The issuer's mint.
     case mint(VoucherRecord)
+    /// A recipient's deposit.
     case deposit(VoucherRecord)
 }
 

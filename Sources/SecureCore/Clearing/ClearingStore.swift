@@ -128,21 +128,34 @@ public struct InconsistencyRecord: Hashable, Sendable {
 /// Errors thrown are the store's own (a lost connection), never a client's fault: the transaction then
 /// leaves nothing behind.
 public protocol ClearingTransaction {
+    /// Writes a debit, keyed (payer, transfer id).
     func insertDebit(_ record: DebitRecord) throws -> InsertResult
+    /// Writes a credit, keyed (payer, transfer id).
     func insertCredit(_ record: CreditRecord) throws -> InsertResult
+    /// Writes a reversal, keyed (payer, transfer id).
     func insertReversal(_ record: ReversalRecord) throws -> InsertResult
+    /// Writes a confirmation, keyed (payer, transfer id).
     func insertConfirmation(_ record: ConfirmationRecord) throws -> InsertResult
+    /// Writes a mint, keyed (issuer, voucher id).
     func insertMint(_ record: VoucherRecord) throws -> InsertResult
+    /// Writes a deposit, keyed (issuer, voucher id).
     func insertDeposit(_ record: VoucherRecord) throws -> InsertResult
     /// Writes the match of `key` at `time` (Unix ms); a second match of one key is `existedEqual`.
     func insertMatch(_ key: TransferKey, time: Int64) throws -> InsertResult
+    /// Writes a held checkpoint, keyed (wallet, size, checkpoint digest); equal keys are equal content.
     func insertHeldCheckpoint(_ held: HeldCheckpoint) throws -> InsertResult
+    /// Writes fork evidence, keyed by its digest.
     func insertEvidence(_ record: EvidenceRecord) throws -> InsertResult
+    /// Writes an inconsistency, keyed by its digest.
     func insertInconsistency(_ record: InconsistencyRecord) throws -> InsertResult
 
+    /// The debit of `key`, if held.
     func debit(_ key: TransferKey) throws -> DebitRecord?
+    /// The credit of `key`, if held.
     func credit(_ key: TransferKey) throws -> CreditRecord?
+    /// The reversal of `key`, if held.
     func reversal(_ key: TransferKey) throws -> ReversalRecord?
+    /// Whether `key` is matched.
     func isMatched(_ key: TransferKey) throws -> Bool
     /// The held checkpoints of `wallet` of exactly `size` entries.
     func heldCheckpoints(wallet: WalletID, size: UInt64) throws -> [HeldCheckpoint]
@@ -155,6 +168,7 @@ public protocol ClearingTransaction {
 
 /// The clearing's records: the in-memory store (`InMemoryClearingStore`) and, in step (b), PostgreSQL.
 public protocol ClearingStore {
+    /// The store's transaction.
     associatedtype Transaction: ClearingTransaction
 
     /// Runs `body` in one transaction that holds the rows of `wallets` locked, taken in wallet-id order
@@ -163,14 +177,23 @@ public protocol ClearingStore {
     func transaction<Result>(locking wallets: [WalletID], _ body: (Transaction) throws -> Result) throws -> Result
 
     // Whole-table reads for the reports (conservation, listings); PostgreSQL reads them with cursors.
+    /// Every wallet row.
     func allWallets() throws -> [WalletRow]
+    /// Every debit.
     func allDebits() throws -> [DebitRecord]
+    /// Every credit.
     func allCredits() throws -> [CreditRecord]
+    /// Every reversal.
     func allReversals() throws -> [ReversalRecord]
+    /// Every matched key.
     func allMatches() throws -> Set<TransferKey>
+    /// Every mint.
     func allMints() throws -> [VoucherRecord]
+    /// Every deposit.
     func allDeposits() throws -> [VoucherRecord]
+    /// Every piece of evidence.
     func allEvidence() throws -> [EvidenceRecord]
+    /// Every inconsistency.
     func allInconsistencies() throws -> [InconsistencyRecord]
 
     /// The list's head: its version (0 when empty) and digest(version).

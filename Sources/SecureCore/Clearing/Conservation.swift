@@ -40,7 +40,7 @@ public struct ConservationReport: Hashable, Sendable {
     public internal(set) var syncedBalances: Int64 = 0
     /// Σ the last cosigned balances of the wallets not synced within it.
     public internal(set) var unsyncedBalances: Int64 = 0
-    /// How many wallets those are (over every asset of the issuer).
+    /// How many wallets not synced within the period hold or held this asset.
     public internal(set) var unsyncedCount = 0
     /// The oldest of their last syncs, as an age in milliseconds at the report's time; nil when none.
     public internal(set) var oldestUnsyncedAge: Int64?
@@ -91,17 +91,24 @@ extension ClearingBook {
                 try update(deposit.amount.asset) { try Checked.add(&$0.depositsWithoutMint, deposit.amount) }
             }
         }
-        for debit in try store.allDebits() {
+        // A match counts only with both its records: a lost debit or credit then shows in the residue.
+        let debits = try store.allDebits()
+        let credits = try store.allCredits()
+        let debitKeys = Set(debits.map(\.key))
+        let creditKeys = Set(credits.map(\.key))
+        for debit in debits {
             try own.add(debit.key.payer, debit.amount, -1)
-            if !matches.contains(debit.key) && !reversed.contains(debit.key) {
+            let matched = matches.contains(debit.key) && creditKeys.contains(debit.key)
+            if !matched && !reversed.contains(debit.key) {
                 try update(debit.amount.asset) { try Checked.add(&$0.debitsWithoutCredit, debit.amount) }
             }
         }
-        for credit in try store.allCredits() {
+        for credit in credits {
             try own.add(credit.payee, credit.amount, credit.isRedemption ? -1 : +1)
+            let matched = matches.contains(credit.key) && debitKeys.contains(credit.key)
             try update(credit.amount.asset) { report in
                 if credit.isRedemption { try Checked.add(&report.redeemed, credit.amount) }
-                if !matches.contains(credit.key) { try Checked.add(&report.creditsWithoutDebit, credit.amount) }
+                if !matched { try Checked.add(&report.creditsWithoutDebit, credit.amount) }
             }
         }
         for reversal in try store.allReversals() { try own.add(reversal.key.payer, reversal.amount, +1) }

@@ -74,7 +74,7 @@ public struct CosignatureLeaf: Hashable, Sendable {
 }
 
 /// The head of one batch of cosigned checkpoints, signed by the clearing key under `secure-clearing-head-v1`
-/// (docs/CLEARING.md §2.7). Encoding, 129 bytes: version u8 (1) ‖ issuer 32 ‖ delegation sequence u64 ‖
+/// (docs/CLEARING.md §2.7). Encoding, 133 bytes: version u8 (1) ‖ issuer 32 ‖ delegation sequence u64 ‖
 /// batch u64 ‖ time i64 Unix ms ‖ leaf count u32 (1 … 4096) ‖ root 32 (RFC 9162 MTH of the leaves in wallet-id
 /// order) ‖ list version u64 ‖ list digest 32.
 public struct ClearingTreeHead: Hashable, Sendable {
@@ -96,7 +96,7 @@ public struct ClearingTreeHead: Hashable, Sendable {
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
     /// Every head is exactly this long.
-    public static let encodedByteCount = 129
+    public static let encodedByteCount = 133
 
     /// Makes a head; the leaf count must be 1 … `ClearingLimits.batchLeafCountMax`.
     public init(
@@ -228,8 +228,8 @@ public struct Cosignature: Hashable, Sendable {
 
     /// The encoding's version byte.
     public static let encodingVersion: UInt8 = 1
-    /// 1 + (1 + 2 + 129 + 1 + 72) + 81 + 4 + 1 + 65 × 32 bytes.
-    public static let encodedByteCountMax = 2372
+    /// 1 + (1 + 2 + 133 + 1 + 72) + 81 + 4 + 1 + 65 × 32 bytes.
+    public static let encodedByteCountMax = 2376
 
     /// Collects the parts; `problem(clearingKey:issuer:)` checks them.
     public init(head: SignedClearingTreeHead, leaf: CosignatureLeaf, index: UInt32, proof: [Digest32]) throws {
