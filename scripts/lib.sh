@@ -41,9 +41,14 @@ pg_start() {
     for attempt in 1 2 3 4 5; do
         port=$((20000 + RANDOM % 40000))
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
-        if "${as[@]}" "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 start \
-            -o "-k $dir -h 127.0.0.1 -p $port -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
-            >/dev/null 2>&1; then
+        # The server must inherit no descriptor but 0-2: a process runner that learns of its child's exit
+        # when a descriptor it passed down is closed (Foundation's Process does) would otherwise wait for the
+        # server to stop.
+        if (
+            _pg_close_descriptors
+            "${as[@]}" "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 start \
+                -o "-k $dir -h 127.0.0.1 -p $port -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        ) </dev/null >/dev/null 2>&1; then
             printf '%s\n' "$port" >"$dir/port"
             printf '%s\n' "$port"
             return 0
@@ -52,6 +57,14 @@ pg_start() {
     cat "$dir/log" >&2 2>/dev/null
     pg_stop "$dir"
     return 1
+}
+_pg_close_descriptors() {
+    local path fd
+    for path in /proc/self/fd/*; do
+        fd=${path##*/}
+        ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+    done
+    return 0
 }
 pg_stop() {
     local dir=$1 pid waited=0

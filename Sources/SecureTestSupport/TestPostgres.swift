@@ -49,7 +49,8 @@ public enum TestPostgres {
     /// A fixture failure.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
-        init(_ description: String) { self.description = description }
+        /// A failure with its sentence.
+        public init(_ description: String) { self.description = description }
     }
 
     private final class State: @unchecked Sendable {

@@ -73,7 +73,7 @@ func serve(_ words: [String]) throws {
     let server = try HTTPServer(configuration) { service.handle($0) }
     let host = listen[..<(listen.lastIndex(of: ":") ?? listen.endIndex)]
     print("listening \(host):\(server.port)")
-    fflush(stdout)
+    fflush(nil)
     var received: Int32 = 0
     sigwait(&signals, &received)
     server.stop()
