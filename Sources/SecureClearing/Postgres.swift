@@ -276,6 +276,9 @@ public final class PostgresConnection {
 
     private var preparedTypes: [String: [PostgresType]] = [:]
 
+    /// Whether `name` was prepared on this connection (a pooled connection prepares its statements on first use).
+    public func isPrepared(_ name: String) -> Bool { preparedTypes[name] != nil }
+
     /// Runs a statement prepared on this connection with binary parameters of the prepared types.
     @discardableResult
     public func execute(prepared name: String, _ parameters: [PostgresValue]) throws -> PostgresResult {

@@ -48,6 +48,7 @@ struct PostgresTests {
         try database.prepare(
             "pick", "SELECT i8 FROM t WHERE b = $1 AND i4 = $2 AND f = $3 AND s = $4",
             parameterTypes: [.bytea, .int4, .bool, .text])
+        #expect(database.isPrepared("pick") && !database.isPrepared("other"))
         let picked = try database.execute(prepared: "pick", [rows[1][0], rows[1][2], rows[1][3], rows[1][4]])
         #expect(picked.rows.map(\.values) == [[.int8(.max)]])
     }
