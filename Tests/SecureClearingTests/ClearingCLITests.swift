@@ -82,6 +82,27 @@ struct ClearingCLITests {
         }
     }
 
+    /// `serve` with TLS from key and certificate files: a client pinning the certificate's key gets health over
+    /// https; one pinning another key is refused before it sends anything.
+    @Test func serveOverTLS() throws {
+        let database = try TestPostgres.freshDatabase()
+        #expect(try Run.program(ClearingProcess.binary, ["migrate", "--db", database.url]).status == 0)
+        let certificate = try SelfSignedCertificate()
+        let serving = try ClearingProcess.Serving(
+            [
+                "--db", database.url, "--listen", "127.0.0.1:0", "--tls-key", certificate.keyPath, "--tls-cert",
+                certificate.certificatePath, "--threads", "1",
+            ])
+        let client = try HTTPClient(
+            baseURL: "https://127.0.0.1:\(serving.port)", pinnedKeyDigest: certificate.keyDigest)
+        #expect(try client.get("/v1/health").status == 200)
+        var other = certificate.keyDigest
+        other[31] ^= 0x80
+        let impostor = try HTTPClient(baseURL: "https://127.0.0.1:\(serving.port)", pinnedKeyDigest: other)
+        #expect(throws: HTTPClientError(.pinMismatch, "")) { try impostor.get("/v1/health") }
+        #expect(serving.stop() == 0)
+    }
+
     /// `serve` refuses a database that was never migrated (exit 1, naming `migrate`), and the arguments are
     /// checked: a TLS choice is required, plain HTTP only on loopback.
     @Test func serveRefusals() throws {

@@ -145,28 +145,11 @@ struct HTTPTests {
     /// TLS with a self-signed certificate made by openssl: the pinned key's digest connects; any other digest
     /// fails with CURLE_SSL_PINNEDPUBKEYNOTMATCH before the request is sent, so the server's handler never runs.
     @Test func tlsWithPinnedKey() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-tls-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let made = try Run.program(
-            "/usr/bin/openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-                "-subj", "/CN=clearing.test", "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem",
-            ])
-        #expect(made.status == 0, "\(made.stderr)")
-        let digest = try Run.program(
-            "/bin/bash",
-            [
-                "-c",
-                #"openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary"#,
-                "_", directory + "/cert.pem",
-            ]
-        ).stdout
-        #expect(digest.count == 32)
+        let certificate = try SelfSignedCertificate()
+        let digest = certificate.keyDigest
         let counter = Counter()
         let server = try Self.echoServer(
-            tls: (try Self.read(directory + "/key.pem"), try Self.read(directory + "/cert.pem")), counter: counter)
+            tls: (try Self.read(certificate.keyPath), try Self.read(certificate.certificatePath)), counter: counter)
         #expect(server.usesTLS)
         let pinned = try HTTPClient(baseURL: "https://127.0.0.1:\(server.port)", pinnedKeyDigest: digest)
         let answer = try pinned.post("/v1/echo", body: Array("over TLS".utf8))
@@ -245,6 +228,38 @@ struct HTTPTests {
     static func read(_ path: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     }
+}
+
+/// A P-256 key and a self-signed certificate made by the openssl command in a temporary folder (removed on
+/// deinit), and the SHA-256 of its DER SubjectPublicKeyInfo, the digest a client pins.
+final class SelfSignedCertificate {
+    let directory: String
+    var keyPath: String { directory + "/key.pem" }
+    var certificatePath: String { directory + "/cert.pem" }
+    let keyDigest: [UInt8]
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("secure-tls-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let made = try Run.program(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                "-subj", "/CN=clearing.test", "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem",
+            ])
+        guard made.status == 0 else { throw TestPostgres.Failure("openssl req failed: \(made.stderr)") }
+        keyDigest = try Run.program(
+            "/bin/bash",
+            [
+                "-c",
+                #"openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary"#,
+                "_", directory + "/cert.pem",
+            ]
+        ).stdout
+        guard keyDigest.count == 32 else { throw TestPostgres.Failure("the key digest is not 32 bytes") }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
 }
 
 /// A client that writes raw bytes to a TCP socket on loopback, to send what libcurl would not (a byte at a time,
