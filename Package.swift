@@ -11,6 +11,8 @@ let package = Package(
         .executable(name: "secure", targets: ["secure"]),
         // Every benchmark, outside the wallet's binary (docs/PERFORMANCE.md).
         .executable(name: "secure-bench", targets: ["secure-bench"]),
+        // The issuer's clearing service (docs/CLEARING.md §3), outside the wallet's binary.
+        .executable(name: "secure-clearing", targets: ["secure-clearing"]),
     ],
     targets: [
         // C libraries: a module map and a shim header each, nothing else.
@@ -18,6 +20,10 @@ let package = Package(
         .systemLibrary(name: "CP11Kit", pkgConfig: "p11-kit-1", providers: [.apt(["libp11-kit-dev"])]),
         .systemLibrary(name: "CSQLCipher", pkgConfig: "sqlcipher", providers: [.apt(["libsqlcipher-dev"])]),
         .systemLibrary(name: "CAvahi", pkgConfig: "avahi-client", providers: [.apt(["libavahi-client-dev"])]),
+        // The clearing's HTTP server, its PostgreSQL client, and the wallet's HTTP client (docs/CLEARING.md §6).
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The raw PKCS#11 sign and append loops that set the benchmarks' baselines; C is the point here.
         // Only SecureBench links it.
         .target(name: "CPKCS11Baseline", dependencies: ["CP11Kit"]),
@@ -44,6 +50,14 @@ let package = Package(
         // `secure report`'s pure parts: the figures from the ledger's entries, the charts' geometry, escaping and
         // the HTML page; no files, tokens or databases.
         .target(name: "SecureReport", dependencies: ["SecureCore", "SecureCrypto"]),
+        // The issuer's clearing service (docs/CLEARING.md §3): HTTP through libmicrohttpd (HTTPServer.swift), storage
+        // in PostgreSQL through libpq (Postgres.swift), the schema's migrations; the clearing's rules are SecureCore's.
+        .target(
+            name: "SecureClearing",
+            dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "CMicroHTTPD", "CLibPQ"]),
+        .executableTarget(name: "secure-clearing", dependencies: ["CommandLineSupport", "SecureClearing"]),
+        // The wallet's client of the clearing: HTTPS with a pinned key through libcurl (HTTPClient.swift).
+        .target(name: "SecureSync", dependencies: ["SecureCore", "SecureCrypto", "CCurl"]),
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.
         .target(name: "SecureWallet", dependencies: ["SecureCore", "SecureCrypto", "SecureStore", "SecureToken"]),
         // CLibCrypto only for SoftwareSigner, the test-only P-256 signer; production code has no software key.
@@ -132,6 +146,8 @@ let package = Package(
             name: "SecureRehearsalTests",
             dependencies: ["SecureRehearsal", "SecureTestSupport", "SecureWallet", "SecureStore"]),
         .testTarget(name: "SecureBenchTests", dependencies: ["SecureBench", "SecureTestSupport"]),
+        .testTarget(
+            name: "SecureClearingTests", dependencies: ["SecureClearing", "SecureSync", "SecureTestSupport"]),
     ]
 )
 
