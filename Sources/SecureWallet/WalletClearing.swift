@@ -53,7 +53,13 @@ extension Wallet {
     public func delegateClearing(
         clearingToken: TokenSession, clearingKey uri: PKCS11URI, tlsKeyDigest: Digest32, url: String
     ) throws -> SignedKeyEvent {
-        let key = try clearingToken.key(uri)
+        let key: TokenKey
+        do {
+            key = try clearingToken.key(uri)
+        } catch let error as TokenError where error.code == .keyRefused {
+            // The token has the key but its public point is not a P-256 one (another curve).
+            throw WalletError(.refused, "the clearing key \(uri.withoutPIN) is not a P-256 key: \(error.message)")
+        }
         let attributes = try clearingToken.attributes(of: uri)
         guard attributes.alwaysAuthenticate != true else {
             throw WalletError(

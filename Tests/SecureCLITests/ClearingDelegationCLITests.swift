@@ -57,6 +57,7 @@ struct ClearingDelegationCLITests {
         let pin = String(tls.output.prefix(64))
 
         try "000000\n".write(toFile: world.directory + "/wrong.pin", atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: world.directory + "/wrong.pin")
         let wrongPIN = try Self.delegate(world, id: "01", pinFile: "wrong.pin")
         #expect(wrongPIN.status != 0 && wrongPIN.stderr.contains("CKR_PIN_INCORRECT"), "\(wrongPIN.stderr)")
         let alwaysAuthenticate = try Self.delegate(world, id: "02")
