@@ -99,6 +99,18 @@ struct ClearingDelegationCLITests {
         let accept = try world.run(["accept", "t1", "--no-proximity"] + world.wallet("bob"))
         #expect(accept.status == 0, "\(accept.stderr)")
         #expect(try world.run(["balance"] + world.wallet("bob")).output.contains("12.00 EUR"))
+        // The issuer rotates after the delegation (the rotation follows the delegation in its log); the clearing
+        // stays in force, and bob follows the log with the delegation between rotations from the next voucher.
+        let rotate = try world.run(
+            ["keys", "rotate", "--backup-pin-source", "file:toks/issuer-bk.pin"] + world.wallet("issuer"))
+        #expect(rotate.status == 0, "\(rotate.stderr)")
+        let rotated = try world.run(["issuer", "show"] + world.wallet("issuer"))
+        #expect(rotated.output.contains("clearing https://clearing.example.org/v1"), "\(rotated.output)")
+        try world.mint("1.00 EUR", to: "bob", file: "rotated")
+        let bobDeposit = try world.run(["deposit", "rotated"] + world.wallet("bob"))
+        #expect(bobDeposit.status == 0, "\(bobDeposit.stderr)")
+        let bobFollows = try world.run(["issuer", "show", String(issuerID)] + world.wallet("bob"))
+        #expect(bobFollows.output.contains("key in force: event 3 of 4"), "\(bobFollows.output)")
         for name in ["issuer", "alice", "bob"] {
             let verify = try world.run(["ledger", "verify"] + world.wallet(name))
             #expect(verify.status == 0 && verify.output.contains("ledger OK"), "\(name): \(verify.output)")
