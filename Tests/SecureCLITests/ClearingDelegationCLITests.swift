@@ -115,5 +115,14 @@ struct ClearingDelegationCLITests {
             let verify = try world.run(["ledger", "verify"] + world.wallet(name))
             #expect(verify.status == 0 && verify.output.contains("ledger OK"), "\(name): \(verify.output)")
         }
+        // Alice's audit bundle carries the issuer's log with its delegation: it verifies by us and by the
+        // independent Python oracle.
+        let export = try world.run(["audit", "export", "--out", "alice.json"] + world.wallet("alice"))
+        #expect(export.status == 0, "\(export.stderr)")
+        let check = try world.run(["audit", "verify", "alice.json"])
+        #expect(check.status == 0 && check.output.contains("audit bundle OK"), "\(check.stderr)")
+        let oracle = try Run.program(
+            RotationCLITests.python, [RotationCLITests.oracle, world.directory + "/alice.json"])
+        #expect(oracle.status == 0 && oracle.output.hasPrefix("OK"), "\(oracle.output) \(oracle.stderr)")
     }
 }

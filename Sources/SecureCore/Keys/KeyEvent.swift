@@ -389,7 +389,8 @@ public struct SignedKeyEvent: Hashable, Sendable {
     public let event: KeyEvent
     public let signature: ECDSASignature
     /// The previous signing key's signature over the same encoding under `KeyEvent.countersignatureLabel`;
-    /// nil for inception and for a rotation made after the previous key was lost.
+    /// nil for inception and for a rotation made after the previous key was lost. On a clearing delegation it
+    /// is the clearing key's, under `ClearingDelegation.label`, and required.
     public let countersignature: ECDSASignature?
     /// The recovery key's signature: present exactly on recovery rotations.
     public let recovery: RecoverySignature?
