@@ -141,6 +141,39 @@ import Testing
         #expect(follower.follow(log.events) == .followed && follower == log)
     }
 
+    /// A recovery rotation after a delegation: its recovery key is the one the last key-bearing event committed
+    /// to, it follows the delegation in sequence and chain, and it retires the lost key, not the delegation.
+    @Test func aRecoveryRotationFollowsADelegation() throws {
+        let issuer = try Issuer()
+        let secret = SecretBytes(randomCount: 32)
+        var log = try KeyEventLog(
+            inception: try SignedKeyEvent(
+                .inception(
+                    signingKey: issuer.signers[0].publicKey, nextKey: issuer.signers[1].publicKey,
+                    agreementKey: issuer.agreement.publicKey, issuer: true,
+                    recoveryCommitment: try RecoveryKey(secret: secret, sequence: 0).publicKey.fingerprintDigest),
+                signer: issuer.signers[0]))
+        try log.append(try issuer.delegation(in: log, position: 3))
+        let newKey = try SoftwareSigner()
+        let event = KeyEvent.recoveryRotation(
+            after: log.current, signingKey: newKey.publicKey, nextKey: try SoftwareSigner().publicKey,
+            agreementKey: issuer.agreement.publicKey, ledgerPosition: 6,
+            recoveryCommitment: try RecoveryKey(secret: secret, sequence: 2).publicKey.fingerprintDigest,
+            following: log.last)
+        let recovery = try SignedKeyEvent(
+            recovery: event, signer: newKey, recoveryKey: try RecoveryKey(secret: secret, sequence: 0))
+        #expect(event.sequence == 2 && event.previousEvent == log.last.digest)
+        try log.append(recovery)
+        #expect(log.current.sequence == 2 && log.clearingInForce != nil)
+        let late = try issuer.checkpoint(log, signer: 0, sequence: 0, size: 7)
+        #expect(log.check(late) == .retired(recovery))
+        let evidence = ForkEvidence(
+            .retiredKeySignature(
+                RetiredKeySignature(retiredEvent: log.events[0], rotation: recovery, checkpoint: late)),
+            log: log)
+        #expect(evidence.verify().isProven)
+    }
+
     @Test func refusals() throws {
         let issuer = try Issuer()
         var log = try KeyEventLog(inception: try issuer.inception())
