@@ -397,3 +397,37 @@ extension EVPPrivateKey {
         return Array(signature.prefix(length))
     }
 }
+
+// MARK: - SubjectPublicKeyInfo of a key file (a clearing's TLS key pin)
+
+enum KeyFileDER {
+    /// The DER SubjectPublicKeyInfo of a DER public key (SubjectPublicKeyInfo) or private key (PKCS#8 or the
+    /// traditional EC or RSA form), re-encoded by OpenSSL, so a malformed key is refused rather than hashed.
+    static func subjectPublicKeyInfo(der: [UInt8], isPrivate: Bool) throws -> [UInt8] {
+        var consumed = 0
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let result =
+                isPrivate ? d2i_AutoPrivateKey(nil, &cursor, buffer.count) : d2i_PUBKEY(nil, &cursor, buffer.count)
+            if let cursor, let base = buffer.baseAddress { consumed = base.distance(to: cursor) }
+            return result
+        }
+        guard let parsed else {
+            throw CryptoError.openSSL(
+                "the \(isPrivate ? "private" : "public") key is not one OpenSSL reads", code: .invalidEncoding)
+        }
+        defer { EVP_PKEY_free(parsed) }
+        guard consumed == der.count else {
+            throw CryptoError(.invalidEncoding, "the key has \(der.count - consumed) bytes after its end")
+        }
+        let length = i2d_PUBKEY(parsed, nil)
+        guard length > 0 else { throw CryptoError.openSSL("could not encode the public key") }
+        var output = [UInt8](repeating: 0, count: Int(length))
+        let written = output.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_PUBKEY(parsed, &cursor)
+        }
+        guard written == length else { throw CryptoError.openSSL("could not encode the public key") }
+        return output
+    }
+}

@@ -64,6 +64,9 @@ public protocol MessageSigner: AnyObject {
 public enum SignatureDomain {
     /// The prefix label of every rehearsal digest.
     public static let rehearsalLabel = "secure-rehearsal-v1"
+    /// The label of the clearing key's countersignature on a clearing delegation (key-event kind 3): its proof
+    /// that the clearing key the issuer delegates to can sign (docs/PROTOCOL.md, "Key events").
+    public static let clearingDelegationLabel = "secure-clearing-delegation-v1"
 
     private static let rehearsalFlag = TaskLocal<Bool>(wrappedValue: false)
 

@@ -137,3 +137,41 @@ extension X509Certificate {
     /// version 1 roots and keyCertSign key usage (X509_check_ca).
     public var isCA: Bool { X509_check_ca(pointer) != 0 }
 }
+
+/// The pin of a TLS key: SHA-256 of its DER SubjectPublicKeyInfo, as a clearing delegation records it and as
+/// libcurl's CURLOPT_PINNEDPUBLICKEY checks it (docs/CLEARING.md §1.3).
+public enum TLSKeyPin {
+    /// A key or certificate file is a few KiB; 64 KiB bounds what a file can make us parse.
+    public static let fileByteCountMax = 64 * 1024
+
+    /// The DER SubjectPublicKeyInfo of the key a PEM text holds: its first PUBLIC KEY, PRIVATE KEY, EC PRIVATE
+    /// KEY, RSA PRIVATE KEY or CERTIFICATE block (a certificate gives its subject's key). An encrypted private
+    /// key is refused: give the public key or the certificate instead.
+    public static func subjectPublicKeyInfo(pem text: String) throws -> [UInt8] {
+        guard text.utf8.count <= fileByteCountMax else {
+            throw CryptoError(.invalidLength, "a key file of \(text.utf8.count) bytes is over \(fileByteCountMax)")
+        }
+        if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+            throw CryptoError(
+                .invalidEncoding, "the private key is encrypted; give its public key or certificate instead")
+        }
+        // The first block wins, whatever its label, so a file holding a key and its certificate pins the key.
+        let labels = ["PUBLIC KEY", "PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY", "CERTIFICATE"]
+        let found = labels.compactMap { label in
+            text.range(of: "-----BEGIN \(label)-----").map { (label: label, at: $0.lowerBound) }
+        }.min { $0.at < $1.at }
+        guard let found else {
+            throw CryptoError(
+                .invalidEncoding, "no PEM public key, private key or certificate (a -----BEGIN … ----- block)")
+        }
+        let der = try PEM.decode(text, label: found.label)
+        switch found.label {
+        case "CERTIFICATE": return try X509Certificate(der: der).publicKeySPKI
+        case "PUBLIC KEY": return try KeyFileDER.subjectPublicKeyInfo(der: der, isPrivate: false)
+        default: return try KeyFileDER.subjectPublicKeyInfo(der: der, isPrivate: true)
+        }
+    }
+
+    /// SHA-256 of `subjectPublicKeyInfo(pem:)`.
+    public static func digest(pem text: String) throws -> [UInt8] { SHA256.hash(try subjectPublicKeyInfo(pem: text)) }
+}

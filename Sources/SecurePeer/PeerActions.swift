@@ -608,8 +608,8 @@ public final class PeerActions {
             environment.person.event(
                 "peer", ["banned": banning.hex],
                 "this wallet holds proof that the other side signed two histories (evidence \(banning.hex))")
-        } else if let keyLog, let sequence = keyLog.events.firstIndex(where: { $0.event.signingKey == identity.key }),
-            sequence + 1 < keyLog.events.count
+        } else if let keyLog, let sequence = keyLog.event(for: identity.key)?.sequence,
+            keyLog.nextKeyBearing(after: sequence) != nil
         {
             // A key the peer has rotated away from: refused when held evidence shows it signed after retirement.
             banning = try walletLock.withLock {

@@ -107,7 +107,7 @@ public enum AuditBundleFile {
         }
         let document = Document(
             format: format, walletID: wallet.walletID.hex,
-            publicKeys: wallet.keyLog.events.map {
+            publicKeys: wallet.keyLog.events.filter(\.event.kind.isKeyBearing).map {
                 KeyJSON(
                     sequence: $0.event.sequence, spki: Hex.encode($0.event.signingKey.spki),
                     fingerprint: Hex.encode($0.event.signingKey.fingerprint))

@@ -252,7 +252,8 @@ public enum KeyAudit {
                     check: "retired", severity: .info,
                     detail:
                         "retired by a rotation; kept for verification, never signs again (`--destroy-old` deletes it)"))
-        case .agreement where log.events.allSatisfy({ $0.event.agreementKey != key.publicKey }):
+        case .agreement
+        where log.events.allSatisfy({ !$0.event.kind.isKeyBearing || $0.event.agreementKey != key.publicKey }):
             findings.append(
                 Finding(
                     check: "key-event-log", severity: .ok, detail: "a recipient of the wrapped database key (backup)"))
@@ -283,7 +284,9 @@ public enum KeyAudit {
             return (event.sequence == log.current.sequence ? .signing : .retired, event.sequence)
         }
         if key.fingerprintDigest == log.current.nextKeyDigest { return (.next, nil) }
-        if log.events.contains(where: { $0.event.agreementKey == key }) { return (.agreement, nil) }
+        if log.events.contains(where: { $0.event.kind.isKeyBearing && $0.event.agreementKey == key }) {
+            return (.agreement, nil)
+        }
         return (.unknown, nil)
     }
 

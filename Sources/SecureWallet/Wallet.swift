@@ -63,7 +63,8 @@ public final class Wallet {
     public let paths: WalletPaths
     public internal(set) var metadata: WalletMetadata
     public let walletID: WalletID
-    /// The key event currently in force: the last event of `keyLog`.
+    /// The key event currently in force: the last key-bearing event of `keyLog` (a clearing delegation after it
+    /// changes no key).
     public internal(set) var keyEvent: SignedKeyEvent
     /// The wallet's verified key-event log, read from the ledger's key-event entries.
     public internal(set) var keyLog: KeyEventLog
@@ -128,7 +129,7 @@ public final class Wallet {
         self.metadata = metadata
         walletID = keyLog.walletID // open checked it against wallet.json
         self.keyLog = keyLog
-        keyEvent = keyLog.events[keyLog.events.count - 1]
+        keyEvent = keyLog.inForce
         self.token = token
         self.lock = lock
         self.store = store

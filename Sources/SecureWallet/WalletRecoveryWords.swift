@@ -128,8 +128,9 @@ extension Wallet {
         if let lockReason { throw WalletError(.locked, "the wallet is locked and cannot recover: \(lockReason)") }
         let previous = keyEvent.event
         let agreement = try Wallet.keyOnToken(token, idHex: metadata.agreementKeyID, what: "key-agreement").publicKey
-        let newKey = try token.generateKey(label: "wallet-key-\(previous.sequence + 1)", usage: .sign)
-        let nextKey = try token.generateKey(label: "wallet-key-\(previous.sequence + 2)", usage: .sign)
+        let last = keyLog.last // a clearing delegation may follow the key-bearing event
+        let newKey = try token.generateKey(label: "wallet-key-\(last.sequence + 1)", usage: .sign)
+        let nextKey = try token.generateKey(label: "wallet-key-\(last.sequence + 2)", usage: .sign)
         _ = try Wallet.checkedOrigin(of: newKey, on: token, what: "the new signing key", paths: paths)
         _ = try Wallet.checkedOrigin(of: nextKey, on: token, what: "the new committed key", paths: paths)
         // A new contact key: whoever held the lost token may have read the old one's seed with the database.
@@ -137,9 +138,9 @@ extension Wallet {
         let event = KeyEvent.recoveryRotation(
             after: previous, signingKey: newKey.publicKey, nextKey: nextKey.publicKey, agreementKey: agreement,
             ledgerPosition: size,
-            recoveryCommitment: try RecoveryKey(secret: secret, sequence: previous.sequence + 1).publicKey
+            recoveryCommitment: try RecoveryKey(secret: secret, sequence: last.sequence + 1).publicKey
                 .fingerprintDigest,
-            contactKeyDigest: contactKey.digest)
+            contactKeyDigest: contactKey.digest, following: last)
         let signer = TokenSigner(token: token, key: newKey)
         let signed = try {
             let recoveryKey = try RecoveryKey(secret: secret, sequence: previous.sequence)

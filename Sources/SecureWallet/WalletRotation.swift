@@ -60,7 +60,7 @@ extension Wallet {
                     "the next key this wallet committed to (SHA-256 \(keyEvent.event.nextKeyDigest)) "
                         + "is on neither \"\(token.label)\" nor \"\(backup.label)\"; pass the wallet's backup token")
             }
-            let following = try uncommittedKey(on: other, label: base + "-key-\(keyEvent.event.sequence + 2)")
+            let following = try uncommittedKey(on: other, label: base + "-key-\(keyLog.last.sequence + 2)")
             try stop(crash, homeHop ? .homeKeyGenerated : .keyGenerated)
             // Both keys' origins are checked before anything is signed: the key put in force (recorded in the
             // event), and the key committed to, so an unproven one is refused before the log names it.
@@ -72,8 +72,8 @@ extension Wallet {
             let event = KeyEvent.rotation(
                 after: keyEvent.event, signingKey: newKey.publicKey, nextKey: following.publicKey,
                 agreementKey: agreement, ledgerPosition: size, origin: origin.recorded,
-                recoveryCommitment: try recoveryCommitment(forSequence: keyEvent.event.sequence + 1),
-                contactKeyDigest: contactKey.digest)
+                recoveryCommitment: try recoveryCommitment(forSequence: keyLog.last.sequence + 1),
+                contactKeyDigest: contactKey.digest, following: keyLog.last)
             let newSigner = TokenSigner(token: holder, key: newKey)
             let signed = try SignedKeyEvent(event, signer: newSigner, previous: previousSigner)
             try stop(crash, homeHop ? .homeEventSigned : .eventSigned)
@@ -164,7 +164,9 @@ extension Wallet {
     /// Deletes every retired key of the log still on these tokens; the key in force and the committed
     /// next key are never touched.
     private func destroyRetired(among tokens: [WalletToken]) throws -> Int {
-        let retired = Set(keyLog.events.dropLast().map(\.event.signingKey))
+        let current = keyLog.current.sequence
+        let retired = Set(
+            keyLog.events.filter { $0.event.kind.isKeyBearing && $0.event.sequence < current }.map(\.event.signingKey))
         var count = 0
         for holder in tokens {
             for key in try holder.keys() where retired.contains(key.publicKey) {

@@ -150,7 +150,14 @@ enum CommandTable {
                     "issuer init", "--token URI --backup-token URI [--json]", "make an issuer's wallet",
                     MoneyCommands.issuerInit
                 ),
-                ("issuer show", "[--json]", "an issuer's outstanding total per currency", MoneyCommands.issuerShow),
+                (
+                    "issuer show", "[ID] [--json]", "an issuer's outstanding total per currency, its clearing",
+                    MoneyCommands.issuerShow
+                ),
+                (
+                    "issuer delegate-clearing", "--clearing-key URI --tls-key FILE --url URL",
+                    "name the issuer's clearing in its key-event log", MoneyCommands.issuerDelegateClearing
+                ),
                 ("issuer trust", "CARD", "trust an issuer for deposits and payments", MoneyCommands.issuerTrust),
                 ("issuer untrust", "ID", "stop taking an issuer's money", MoneyCommands.issuerUntrust),
                 (

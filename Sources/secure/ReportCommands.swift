@@ -100,10 +100,14 @@ enum ReportCommands {
             case .inception: kind = "inception"
             case .issuerInception: kind = "issuer inception"
             case .rotation: kind = event.isRecovery ? "recovery rotation" : "rotation"
+            case .clearingDelegation: kind = "clearing delegation"
             }
+            // A delegation puts no key in force: its row shows the clearing key it names and that key's origin.
+            let key = event.clearing?.clearingKey ?? event.signingKey
+            let origin = event.clearing?.clearingKeyOrigin ?? event.origin
             return KeyEventRow(
                 sequence: event.sequence, kind: kind, time: builder.keyEventTime(event.ledgerPosition),
-                keyFingerprint: Hex.encode(event.signingKey.fingerprint), origin: event.origin.description,
+                keyFingerprint: Hex.encode(key.fingerprint), origin: origin.description,
                 ledgerPosition: event.ledgerPosition,
                 contactKeyFingerprint: event.hasContactKey ? event.contactKeyDigest.hex : nil)
         }

@@ -21,6 +21,14 @@ func readBackupPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws 
         what: "backup token")
 }
 
+/// The PIN of the token holding a clearing key (`issuer delegate-clearing`), by --clearing-pin-source.
+func readClearingPIN(_ arguments: Arguments, uri: PKCS11URI, token: Token) throws -> PIN {
+    try token.permitsLogin(confirmedFinalTry: arguments.flag("confirm-final-try"))
+    return try readPIN(
+        spec: arguments.value("clearing-pin-source"), option: "--clearing-pin-source", uri: uri, token: token,
+        what: "clearing key's token")
+}
+
 private func readPIN(spec: String?, option: String, uri: PKCS11URI, token: Token, what: String) throws -> PIN {
     let source: PINSource
     if let spec {

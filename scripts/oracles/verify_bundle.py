@@ -74,6 +74,8 @@ def parse_signed_event(data):
     if not r.at_end():
         raise ValueError("trailing bytes after a signed key event")
     e = Reader(body)
+    if len(body) >= 2 and body[1] == 3:
+        return parse_clearing_delegation(e, body, signature, countersignature)
     event = {"version": e.u8(), "kind": e.u8(), "sequence": e.u64(), "previous": e.take(32), "key": e.take(65),
              "next": e.take(32), "agreement": e.take(65), "position": e.u64()}
     if event["version"] in (2, 3):  # version 2 adds the key's origin (code, evidence) and the recovery commitment
@@ -231,6 +233,25 @@ def transfer_order(payload):
     return r.take(r.u16())
 
 
+def parse_clearing_delegation(e, body, signature, countersignature):
+    """Kind 3, version 3 only (PROTOCOL.md, "Key events"): the issuer key in force signs it and the clearing key
+    countersigns it under secure-clearing-delegation-v1; it puts no key in force."""
+    event = {"version": e.u8(), "kind": e.u8(), "sequence": e.u64(), "previous": e.take(32), "key": e.take(65),
+             "clearingKey": e.take(65), "origin": e.u8(), "originEvidence": e.take(32), "tlsKey": e.take(32)}
+    url = e.take(e.u8())
+    event.update(url=url, position=e.u64())
+    if not e.at_end() or event["version"] != 3 or event["sequence"] == 0:
+        raise ValueError("a malformed clearing delegation")
+    if not 8 <= len(url) <= 200 or not url.startswith(b"https://") or b"#" in url \
+            or any(not 0x21 <= b <= 0x7E for b in url):
+        raise ValueError("a clearing delegation with a bad URL")
+    if countersignature is None or not verify_signature(
+            event["clearingKey"], b"secure-clearing-delegation-v1", body, countersignature):
+        raise ValueError("a clearing delegation not countersigned by its clearing key")
+    event.update(body=body, signature=signature, countersignature=countersignature, digest=sha256(body))
+    return event
+
+
 def peer_keys(sources, wallet):
     """The signing keys of a peer's key-event log, if the log's inception is that wallet's and each event
     is signed by the key it puts in force and chains to the one before; else None."""
@@ -240,13 +261,20 @@ def peer_keys(sources, wallet):
         events = [parse_signed_event(bytes.fromhex(e)) for e in peer["events"]]
         if not events or events[0]["digest"] != wallet:
             return None
+        bearing = None  # the last key-bearing event: a clearing delegation (kind 3) changes no key
         for i, ev in enumerate(events):
             if not verify_signature(ev["key"], b"secure-key-event-v1", ev["body"], ev["signature"]):
                 return None
-            if i > 0 and (ev["previous"] != events[i - 1]["digest"]
-                          or fingerprint(ev["key"]) != events[i - 1]["next"]):
+            if i > 0 and ev["previous"] != events[i - 1]["digest"]:
                 return None
-        return {ev["key"] for ev in events}
+            if ev["kind"] == 3:
+                if events[0]["kind"] != 2 or ev["key"] != bearing["key"]:
+                    return None
+                continue
+            if i > 0 and fingerprint(ev["key"]) != bearing["next"]:
+                return None
+            bearing = ev
+        return {ev["key"] for ev in events if ev["kind"] != 3}
     return None
 
 

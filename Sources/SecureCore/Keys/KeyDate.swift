@@ -194,12 +194,17 @@ extension RetiredKeyEvidence {
     /// Whether a signature by `key` dated `date` came after the key's retirement: R and N validly signed
     /// and chained, N's key the one R committed to (or N a recovery rotation signed by R's recovery key), `key`
     /// R's key, `date` R's sequence and position, at a
-    /// ledger size past N's position. The late signature itself is the caller's to check.
+    /// ledger size past N's position. The late signature itself is the caller's to check. N follows R directly,
+    /// or, with clearing delegations between them (an issuer's log), later: that N is then the next key-bearing
+    /// event after R is the log's to show (`ForkEvidence.checkRetirement`).
     func provesRetired(_ key: P256.PublicKey, signedAt date: KeyDate) -> Bool {
         let retired = retiredEvent.event
         let next = rotation.event
-        return retiredEvent.verify() && rotation.verify() && next.previousEvent == retired.digest
-            && retired.sequence < UInt64.max && next.sequence == retired.sequence + 1
+        let chained =
+            retired.sequence < UInt64.max && next.sequence == retired.sequence + 1
+            ? next.previousEvent == retired.digest : next.sequence > retired.sequence
+        return retiredEvent.verify() && rotation.verify() && chained
+            && retired.kind.isKeyBearing && next.kind == .rotation
             && (next.isRecovery
                 ? rotation.verifyRecovery(committedTo: retired.recoveryCommitment)
                 : next.signingKey.fingerprintDigest == retired.nextKeyDigest)

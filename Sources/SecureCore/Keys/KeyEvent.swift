@@ -17,23 +17,32 @@ public struct KeyEvent: Hashable, Sendable {
     /// The versions that decode.
     static let decodableVersions: ClosedRange<UInt8> = 1...3
 
-    /// Inception or rotation. An issuer's wallet is incepted as one, and stays one: its ledger records the
-    /// vouchers it mints as liabilities and never holds spendable money.
+    /// Inception, rotation or clearing delegation. An issuer's wallet is incepted as one, and stays one: its
+    /// ledger records the vouchers it mints as liabilities and never holds spendable money. Only an issuer's
+    /// log holds clearing delegations (kind 3), which name the issuer's clearing and put no key in force.
     public enum Kind: UInt8, Sendable {
         case inception = 0
         case rotation = 1
         case issuerInception = 2
+        case clearingDelegation = 3
 
         /// Whether this kind starts a log (sequence 0).
-        public var isInception: Bool { self != .rotation }
+        public var isInception: Bool { self == .inception || self == .issuerInception }
+        /// Whether an event of this kind puts a signing key in force (kinds 0, 1, 2). The rules that compare a
+        /// rotation with the key before it, and "the event that retires a key", look only at these.
+        public var isKeyBearing: Bool { self != .clearingDelegation }
     }
 
     public let kind: Kind
-    /// 0 for inception, then 1, 2, … for each rotation.
+    /// 0 for inception, then 1, 2, … for each later event of any kind.
     public let sequence: UInt64
-    /// SHA-256 of the previous event's encoding; 32 zero bytes for inception.
+    /// SHA-256 of the previous event's encoding (of any kind); 32 zero bytes for inception.
     public let previousEvent: KeyEventDigest
-    /// The signing key this event puts in force.
+    /// The signing key this event puts in force. On a clearing delegation, which puts no key in force, it is the
+    /// issuer key in force that signs the event, and `nextKeyDigest`, `agreementKey`, `origin`,
+    /// `recoveryCommitment` and `contactKeyDigest` are placeholders that are never encoded (zero digests,
+    /// `agreementKey` the issuer key, origin unproven): read `clearing`, and skip the event wherever keys in
+    /// force are walked (`kind.isKeyBearing`).
     public let signingKey: P256.PublicKey
     /// SHA-256 of the next signing key's SubjectPublicKeyInfo.
     public let nextKeyDigest: Digest32
@@ -54,6 +63,8 @@ public struct KeyEvent: Hashable, Sendable {
     /// long-term contact key (version 3); all zero means none (every version 1 and 2 event). Contacts
     /// encapsulate to that key, and a rotation replaces it with the key its own event commits to.
     public let contactKeyDigest: Digest32
+    /// What a clearing delegation (kind 3) names: exactly the kind-3 events carry one.
+    public let clearing: ClearingDelegation?
 
     /// The "no recovery key" commitment: 32 zero bytes.
     public static let noRecoveryCommitment = Digest32.zero
@@ -72,8 +83,12 @@ public struct KeyEvent: Hashable, Sendable {
         kind: Kind, sequence: UInt64, previousEvent: KeyEventDigest, signingKey: P256.PublicKey,
         nextKeyDigest: Digest32, agreementKey: P256.PublicKey, ledgerPosition: UInt64,
         version: UInt8 = KeyEvent.encodingVersion, origin: KeyOrigin = .unproven,
-        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment, contactKeyDigest: Digest32 = KeyEvent.noContactKey
+        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment,
+        contactKeyDigest: Digest32 = KeyEvent.noContactKey,
+        clearing: ClearingDelegation? = nil
     ) {
+        precondition((kind == .clearingDelegation) == (clearing != nil), "exactly a delegation names a clearing")
+        precondition(clearing == nil || version == ClearingDelegation.encodingVersion, "a delegation is version 3")
         precondition(Self.decodableVersions.contains(version), "key event version \(version) is never written")
         precondition(version >= 2 || (origin == .notRecorded && recoveryCommitment == Self.noRecoveryCommitment))
         precondition(version == 1 || origin != .notRecorded, "an event of version 2 or later records its key's origin")
@@ -89,6 +104,7 @@ public struct KeyEvent: Hashable, Sendable {
         self.origin = origin
         self.recoveryCommitment = recoveryCommitment
         self.contactKeyDigest = contactKeyDigest
+        self.clearing = clearing
     }
 
     /// The inception event of a new wallet, or of a new issuer when `issuer` is set.
@@ -109,14 +125,19 @@ public struct KeyEvent: Hashable, Sendable {
     /// A rotation after `previous`: it puts `signingKey` in force (which must be the key `previous`
     /// committed to) and commits to `nextKey`. `ledgerPosition` is the position of the ledger entry that
     /// records this event: that entry's checkpoint is the first the new key signs. `contactKeyDigest` names the
-    /// contact key this event puts in force in place of the previous one (zero for none).
+    /// contact key this event puts in force in place of the previous one (zero for none). `previous` is the last
+    /// key-bearing event; `last`, when given, is the log's last event after it (a clearing delegation), which
+    /// the rotation follows in sequence and chain.
     public static func rotation(
         after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
         agreementKey: P256.PublicKey, ledgerPosition: UInt64, origin: KeyOrigin = .unproven,
-        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment, contactKeyDigest: Digest32 = KeyEvent.noContactKey
+        recoveryCommitment: Digest32 = KeyEvent.noRecoveryCommitment,
+        contactKeyDigest: Digest32 = KeyEvent.noContactKey,
+        following last: KeyEvent? = nil
     ) -> KeyEvent {
-        KeyEvent(
-            kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
+        let last = last ?? previous
+        return KeyEvent(
+            kind: .rotation, sequence: last.sequence + 1, previousEvent: last.digest, signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
             origin: origin, recoveryCommitment: recoveryCommitment, contactKeyDigest: contactKeyDigest)
     }
@@ -125,25 +146,41 @@ public struct KeyEvent: Hashable, Sendable {
     /// force `signingKey` (a key just made on the new token, in place of the committed next key), commits to
     /// `nextKey`, and records its origin as recovery words, naming the commitment of `previous` that the
     /// recovery key satisfies. It is signed by `signingKey` and by that recovery key (`SignedKeyEvent`).
-    /// `contactKeyDigest` names the new contact key (zero for none).
+    /// `contactKeyDigest` names the new contact key (zero for none). `previous` is the last key-bearing event;
+    /// `last`, when given, the log's last event after it (a clearing delegation), as for `rotation`.
     public static func recoveryRotation(
         after previous: KeyEvent, signingKey: P256.PublicKey, nextKey: P256.PublicKey,
         agreementKey: P256.PublicKey, ledgerPosition: UInt64, recoveryCommitment: Digest32,
-        contactKeyDigest: Digest32 = KeyEvent.noContactKey
+        contactKeyDigest: Digest32 = KeyEvent.noContactKey, following last: KeyEvent? = nil
     ) -> KeyEvent {
         precondition(
             previous.recoveryCommitment != noRecoveryCommitment, "the previous event commits to no recovery key")
+        let last = last ?? previous
         return KeyEvent(
-            kind: .rotation, sequence: previous.sequence + 1, previousEvent: previous.digest, signingKey: signingKey,
+            kind: .rotation, sequence: last.sequence + 1, previousEvent: last.digest, signingKey: signingKey,
             nextKeyDigest: Digest32(of: nextKey.spki), agreementKey: agreementKey, ledgerPosition: ledgerPosition,
             origin: .recoveryWords(previous.recoveryCommitment), recoveryCommitment: recoveryCommitment,
             contactKeyDigest: contactKeyDigest)
+    }
+
+    /// A clearing delegation after `previous` (the log's last event, of any kind): the issuer key in force,
+    /// `issuerKey`, names `clearing` as the issuer's clearing. `ledgerPosition` is the position of the issuer's
+    /// ledger entry that records it. It is signed by the issuer key and countersigned by the clearing key
+    /// (`SignedKeyEvent.init(delegation:issuerSigner:clearingSigner:)`).
+    public static func clearingDelegation(
+        after previous: KeyEvent, issuerKey: P256.PublicKey, clearing: ClearingDelegation, ledgerPosition: UInt64
+    ) -> KeyEvent {
+        KeyEvent(
+            kind: .clearingDelegation, sequence: previous.sequence + 1, previousEvent: previous.digest,
+            signingKey: issuerKey, nextKeyDigest: .zero, agreementKey: issuerKey, ledgerPosition: ledgerPosition,
+            version: ClearingDelegation.encodingVersion, clearing: clearing)
     }
 
     /// This event as an older encoding `version` writes it, without the fields that came later (which must be
     /// unset; version 1 records no origin). Only for tests that make a wallet as one made before those fields.
     package func writtenAsVersion(_ older: UInt8) -> KeyEvent {
         precondition(older >= 1 && older <= version, "an event is only written in an older version")
+        precondition(kind.isKeyBearing, "a clearing delegation has one version")
         return KeyEvent(
             kind: kind, sequence: sequence, previousEvent: previousEvent, signingKey: signingKey,
             nextKeyDigest: nextKeyDigest, agreementKey: agreementKey, ledgerPosition: ledgerPosition, version: older,
@@ -161,6 +198,11 @@ public struct KeyEvent: Hashable, Sendable {
     /// bytes, version 2 adds the origin (u8 code ‖ 32 bytes) and the recovery commitment (32 bytes), 277;
     /// version 3 adds the contact key digest (32 bytes), 309.
     public var encoded: [UInt8] {
+        if let clearing {
+            return clearing.encoded(
+                sequence: sequence, previousEvent: previousEvent,
+                issuerKey: signingKey, ledgerPosition: ledgerPosition)
+        }
         var writer = ByteWriter(capacity: 320)
         writer.write(version)
         writer.write(kind.rawValue)
@@ -196,6 +238,7 @@ public struct KeyEvent: Hashable, Sendable {
         guard let kind = Kind(rawValue: kindByte) else {
             throw FormatError(.invalidValue, "key event kind \(kindByte) is unknown")
         }
+        if kind == .clearingDelegation { return try decodeDelegation(version: version, reader: &reader) }
         guard let sequence = reader.readUInt64(), let previous = reader.read(KeyEventDigest.self),
             let signing = reader.readFixed(P256.uncompressedPointByteCount), let next = reader.read(Digest32.self),
             let agreement = reader.readFixed(P256.uncompressedPointByteCount), let position = reader.readUInt64()
@@ -229,6 +272,37 @@ public struct KeyEvent: Hashable, Sendable {
         } catch {
             throw FormatError(.invalidValue, "a key event names a key that is not a valid P-256 point")
         }
+    }
+}
+
+extension KeyEvent {
+    /// The fields of a clearing delegation after its version and kind bytes (docs/PROTOCOL.md, "Key events").
+    fileprivate static func decodeDelegation(version: UInt8, reader: inout ByteReader) throws -> KeyEvent? {
+        guard version == ClearingDelegation.encodingVersion else {
+            throw FormatError(.invalidValue, "a clearing delegation of version \(version) is not one (version 3)")
+        }
+        guard let sequence = reader.readUInt64(), let previous = reader.read(KeyEventDigest.self),
+            let issuer = reader.readFixed(P256.uncompressedPointByteCount),
+            let clearingPoint = reader.readFixed(P256.uncompressedPointByteCount), let code = reader.readUInt8(),
+            let evidence = reader.read(Digest32.self), let tlsKeyDigest = reader.read(Digest32.self),
+            let url = try reader.readPrefixed8(max: ClearingDelegation.urlByteCountMax, field: "clearing URL"),
+            let position = reader.readUInt64()
+        else { return nil }
+        try reader.expectEnd("clearing delegation")
+        guard sequence > 0 else { throw FormatError(.invalidValue, "a clearing delegation cannot start a log") }
+        let origin = try KeyOrigin(code: code, evidenceDigest: evidence)
+        guard let issuerKey = try? P256.PublicKey(x963: issuer),
+            let clearingKey = try? P256.PublicKey(x963: clearingPoint)
+        else {
+            throw FormatError(.invalidValue, "a clearing delegation names a key that is not a valid P-256 point")
+        }
+        let clearing = try ClearingDelegation(
+            clearingKey: clearingKey, clearingKeyOrigin: origin, tlsKeyDigest: tlsKeyDigest,
+            url: String(decoding: url, as: UTF8.self), urlBytes: url)
+        return KeyEvent(
+            kind: .clearingDelegation, sequence: sequence, previousEvent: previous, signingKey: issuerKey,
+            nextKeyDigest: .zero, agreementKey: issuerKey, ledgerPosition: position,
+            version: ClearingDelegation.encodingVersion, clearing: clearing)
     }
 }
 
@@ -315,7 +389,8 @@ public struct SignedKeyEvent: Hashable, Sendable {
     public let event: KeyEvent
     public let signature: ECDSASignature
     /// The previous signing key's signature over the same encoding under `KeyEvent.countersignatureLabel`;
-    /// nil for inception and for a rotation made after the previous key was lost.
+    /// nil for inception and for a rotation made after the previous key was lost. On a clearing delegation it
+    /// is the clearing key's, under `ClearingDelegation.label`, and required.
     public let countersignature: ECDSASignature?
     /// The recovery key's signature: present exactly on recovery rotations.
     public let recovery: RecoverySignature?
@@ -325,6 +400,7 @@ public struct SignedKeyEvent: Hashable, Sendable {
     public init(_ event: KeyEvent, signer: MessageSigner, previous: MessageSigner? = nil) throws {
         precondition(signer.publicKey == event.signingKey, "a key event is signed by the key it puts in force")
         precondition(previous == nil || event.kind == .rotation, "only a rotation is countersigned")
+        precondition(event.kind.isKeyBearing, "a clearing delegation is countersigned by its clearing key")
         precondition(!event.isRecovery, "a recovery rotation is signed by its recovery key")
         self.event = event
         signature = try signer.sign(event.encoded, label: KeyEvent.label)
@@ -347,6 +423,18 @@ public struct SignedKeyEvent: Hashable, Sendable {
             key: recoveryKey.publicKey, signature: try recoveryKey.sign(event.encoded, label: KeyEvent.recoveryLabel))
     }
 
+    /// Signs a clearing delegation with the issuer key in force (under `KeyEvent.label`) and countersigns it with
+    /// the clearing key it names (under `ClearingDelegation.label`): proof that the delegated key can sign.
+    public init(delegation event: KeyEvent, issuerSigner: MessageSigner, clearingSigner: MessageSigner) throws {
+        guard let clearing = event.clearing else { preconditionFailure("only a delegation names a clearing key") }
+        precondition(issuerSigner.publicKey == event.signingKey, "a delegation is signed by the issuer key it names")
+        precondition(clearingSigner.publicKey == clearing.clearingKey, "and countersigned by the clearing key")
+        self.event = event
+        signature = try issuerSigner.sign(event.encoded, label: KeyEvent.label)
+        countersignature = try clearingSigner.sign(event.encoded, label: ClearingDelegation.label)
+        recovery = nil
+    }
+
     /// An event and signatures read from storage or a peer; `verify()` must pass before it is trusted.
     public init(
         event: KeyEvent, signature: ECDSASignature, countersignature: ECDSASignature? = nil,
@@ -361,6 +449,13 @@ public struct SignedKeyEvent: Hashable, Sendable {
     /// Whether the signature is the named key's, over the event. The countersignature needs the previous
     /// event to check: `KeyEventLog` does that.
     public func verify() -> Bool { KeyEvent.label.verify(signature, of: event.encoded, by: event.signingKey) }
+
+    /// Whether a clearing delegation carries the clearing key's countersignature over it. False for any other
+    /// kind, and for a delegation without one.
+    public func verifyClearingCountersignature() -> Bool {
+        guard let clearing = event.clearing, let countersignature else { return false }
+        return ClearingDelegation.label.verify(countersignature, of: event.encoded, by: clearing.clearingKey)
+    }
 
     /// Whether the countersignature, if any, is `previousKey`'s over this event.
     public func verifyCountersignature(by previousKey: P256.PublicKey) -> Bool {
@@ -413,7 +508,7 @@ public struct SignedKeyEvent: Hashable, Sendable {
         }
         var countersignature: ECDSASignature?
         if let counterBytes {
-            guard event.kind == .rotation else {
+            guard !event.kind.isInception else {
                 throw FormatError(.invalidValue, "an inception event carries no countersignature")
             }
             guard let parsed = try? ECDSASignature(der: counterBytes) else {
@@ -423,6 +518,10 @@ public struct SignedKeyEvent: Hashable, Sendable {
         }
         let signed = SignedKeyEvent(event: event, signature: signature, countersignature: countersignature)
         guard signed.verify() else { throw FormatError(.invalidValue, "the key event's signature does not verify") }
+        guard event.kind.isKeyBearing || signed.verifyClearingCountersignature() else {
+            throw FormatError(
+                .invalidValue, "the clearing delegation is not countersigned by the clearing key it names")
+        }
         return signed
     }
 

@@ -1,7 +1,7 @@
 import SecureCrypto
 
-/// A verified key-event log: the inception event, then each rotation, every one checked against the one
-/// before it. It answers which key was in force for a checkpoint of a given size, so "signed by a retired
+/// A verified key-event log: the inception event, then each rotation (and, in an issuer's log, each clearing
+/// delegation), every one checked against the one before it. It answers which key was in force for a checkpoint of a given size, so "signed by a retired
 /// key after its retirement" is decidable from the signature's own (key sequence, key event position).
 /// The rules are in docs/PROTOCOL.md ("Key events", "Rotation rules").
 public struct KeyEventLog: Hashable, Sendable {
@@ -41,18 +41,41 @@ public struct KeyEventLog: Hashable, Sendable {
     public var walletID: WalletID { WalletID(inception: events[0].event) }
     /// Whether the wallet was incepted as an issuer: only an issuer's log proves a voucher's signer.
     public var isIssuer: Bool { events[0].event.kind == .issuerInception }
-    /// The event in force: the last one.
-    public var current: KeyEvent { events[events.count - 1].event }
+    /// The event in force: the last key-bearing one (kinds 0, 1, 2), whose key signs. A clearing delegation after
+    /// it changes no key.
+    public var current: KeyEvent { inForce.event }
+    /// The signed event in force (see `current`).
+    public var inForce: SignedKeyEvent {
+        guard let last = events.last(where: { $0.event.kind.isKeyBearing }) else {
+            preconditionFailure("a log starts with an inception, which bears a key")
+        }
+        return last
+    }
+    /// The last event of any kind: the one the next event follows (sequence, chain, position).
+    public var last: KeyEvent { events[events.count - 1].event }
+    /// The clearing in force: what the latest clearing delegation names (a later one replaces it), or nil when
+    /// the log holds none.
+    public var clearingInForce: ClearingDelegation? { events.last { $0.event.clearing != nil }?.event.clearing }
     /// SHA-256 of the contact key (raw ML-KEM-1024 encapsulation key) that the event in force puts in force, or
     /// nil when that event commits to none (an event written before version 3). Only the event in force counts:
     /// a rotation's new contact key replaces the old one, which nobody should encapsulate to any more.
     public var currentContactKeyDigest: Digest32? { current.hasContactKey ? current.contactKeyDigest : nil }
-    /// The head of the log: (sequence, digest) of the event in force, as `hello` carries it.
-    public var head: KeyEventHead { KeyEventHead(sequence: current.sequence, digest: current.digest) }
+    /// The head of the log: (sequence, digest) of its last event of any kind, as `hello` carries it, so a peer
+    /// that lacks a delegation fetches it.
+    public var head: KeyEventHead { KeyEventHead(sequence: last.sequence, digest: last.digest) }
 
-    /// Why `event` cannot follow the log, or nil when it can.
+    /// The next key-bearing event after event `sequence`: the one that retires the key of a key-bearing event
+    /// `sequence`, or nil while that key is in force.
+    public func nextKeyBearing(after sequence: UInt64) -> SignedKeyEvent? {
+        guard sequence < UInt64(events.count) else { return nil }
+        return events[(Int(sequence) + 1)...].first { $0.event.kind.isKeyBearing }
+    }
+
+    /// Why `event` cannot follow the log, or nil when it can. Sequence, chain and position are checked against
+    /// the last event of any kind; the key rules against the last key-bearing event (`current`).
     public func refusal(of next: SignedKeyEvent) -> KeyEventError? {
-        let last = current
+        if next.event.kind == .clearingDelegation { return delegationRefusal(of: next) }
+        let (last, keyed) = (self.last, current)
         let event = next.event
         guard event.kind == .rotation, event.sequence == last.sequence + 1 else {
             return KeyEventError(.wrongSequence, "key event \(event.sequence) cannot follow event \(last.sequence)")
@@ -70,22 +93,68 @@ public struct KeyEventLog: Hashable, Sendable {
                 "rotation \(event.sequence) takes effect at ledger position "
                     + "\(event.ledgerPosition), not after event \(last.sequence)'s \(last.ledgerPosition)")
         }
-        guard event.nextKeyDigest != event.signingKey.fingerprintDigest, event.nextKeyDigest != last.nextKeyDigest
+        guard event.nextKeyDigest != event.signingKey.fingerprintDigest, event.nextKeyDigest != keyed.nextKeyDigest
         else {
             return KeyEventError(.reusedKey, "rotation \(event.sequence) commits to a next key that is already in use")
         }
         guard
             event.recoveryCommitment == KeyEvent.noRecoveryCommitment
-                || event.recoveryCommitment != last.recoveryCommitment
+                || event.recoveryCommitment != keyed.recoveryCommitment
         else {
             return KeyEventError(
-                .reusedKey, "rotation \(event.sequence) commits to the recovery key event \(last.sequence) committed to"
+                .reusedKey,
+                "rotation \(event.sequence) commits to the recovery key event \(keyed.sequence) committed to"
             )
         }
-        guard !event.hasContactKey || event.contactKeyDigest != last.contactKeyDigest else {
+        guard !event.hasContactKey || event.contactKeyDigest != keyed.contactKeyDigest else {
             return KeyEventError(
                 .reusedKey,
-                "rotation \(event.sequence) puts in force the contact key event \(last.sequence) already put in force")
+                "rotation \(event.sequence) puts in force the contact key event \(keyed.sequence) already put in force")
+        }
+        return nil
+    }
+
+    /// The rules of a clearing delegation (docs/PROTOCOL.md, "Rotation rules"): an issuer's log, the next sequence
+    /// and chain, signed by the issuer key in force and countersigned by the clearing key, after the last event's
+    /// position, and a clearing key that is none of the log's signing keys or committed next keys.
+    private func delegationRefusal(of next: SignedKeyEvent) -> KeyEventError? {
+        let (last, event) = (self.last, next.event)
+        guard let clearing = event.clearing else { preconditionFailure("a delegation names a clearing") }
+        guard isIssuer else {
+            return KeyEventError(
+                .wrongKind, "clearing delegation \(event.sequence) is in a log that is not an issuer's")
+        }
+        guard event.sequence == last.sequence + 1 else {
+            return KeyEventError(.wrongSequence, "key event \(event.sequence) cannot follow event \(last.sequence)")
+        }
+        guard event.previousEvent == last.digest else {
+            return KeyEventError(
+                .brokenChain, "delegation \(event.sequence) does not name the digest of event \(last.sequence)")
+        }
+        guard event.signingKey == current.signingKey else {
+            return KeyEventError(
+                .uncommittedKey,
+                "delegation \(event.sequence) names an issuer key that is not the key in force (event "
+                    + "\(current.sequence)'s)")
+        }
+        guard next.verify(), next.verifyClearingCountersignature() else {
+            return KeyEventError(
+                .badSignature,
+                "delegation \(event.sequence) is not signed by the issuer key in force and countersigned by its "
+                    + "clearing key")
+        }
+        guard event.ledgerPosition > last.ledgerPosition else {
+            return KeyEventError(
+                .positionNotAfter,
+                "delegation \(event.sequence) is recorded at ledger position \(event.ledgerPosition), not after "
+                    + "event \(last.sequence)'s \(last.ledgerPosition)")
+        }
+        let clearingDigest = clearing.clearingKey.fingerprintDigest
+        let bearing = events.lazy.map(\.event).filter(\.kind.isKeyBearing)
+        guard !bearing.contains(where: { $0.signingKey == clearing.clearingKey || $0.nextKeyDigest == clearingDigest })
+        else {
+            return KeyEventError(
+                .reusedKey, "delegation \(event.sequence) names a clearing key that is one of the issuer's own keys")
         }
         return nil
     }
@@ -93,7 +162,7 @@ public struct KeyEventLog: Hashable, Sendable {
     /// The rules of an ordinary rotation: it puts in force the key the previous event committed to, signed by
     /// that key and, when countersigned, by the previous key.
     private func committedKeyRefusal(of next: SignedKeyEvent) -> KeyEventError? {
-        let (last, event) = (current, next.event)
+        let (last, event) = (current, next.event) // the last key-bearing event
         guard event.signingKey.fingerprintDigest == last.nextKeyDigest else {
             return KeyEventError(
                 .uncommittedKey,
@@ -117,7 +186,7 @@ public struct KeyEventLog: Hashable, Sendable {
     /// commitment as its origin, the recovery key is the committed one and signed the event, and the key put
     /// in force signed it too. The recovery key is never put in force itself, so it signs nothing else.
     private func recoveryRefusal(of next: SignedKeyEvent) -> KeyEventError? {
-        let (last, event) = (current, next.event)
+        let (last, event) = (current, next.event) // the last key-bearing event
         guard last.recoveryCommitment != KeyEvent.noRecoveryCommitment else {
             return KeyEventError(
                 .uncommittedKey,
@@ -142,7 +211,7 @@ public struct KeyEventLog: Hashable, Sendable {
         return nil
     }
 
-    /// Appends a rotation after checking every rule.
+    /// Appends a rotation or a clearing delegation after checking every rule.
     public mutating func append(_ next: SignedKeyEvent) throws {
         if let refusal = refusal(of: next) { throw refusal }
         guard events.count < Self.eventCountMax else {
@@ -157,11 +226,14 @@ public struct KeyEventLog: Hashable, Sendable {
     }
 
     /// The event that put `key` in force, if it ever was.
-    public func event(for key: P256.PublicKey) -> KeyEvent? { events.first { $0.event.signingKey == key }?.event }
+    public func event(for key: P256.PublicKey) -> KeyEvent? {
+        events.first { $0.event.kind.isKeyBearing && $0.event.signingKey == key }?.event
+    }
 
-    /// The event whose key signs the checkpoint of `size` entries: the last event recorded below `size`.
+    /// The event whose key signs the checkpoint of `size` entries: the last key-bearing event recorded below
+    /// `size`.
     public func event(signingCheckpointOfSize size: UInt64) -> KeyEvent? {
-        events.last { $0.event.ledgerPosition < size }?.event
+        events.last { $0.event.kind.isKeyBearing && $0.event.ledgerPosition < size }?.event
     }
 
     /// Whether a signature made with `key`, dated (sequence, event position) and covering `size` entries,
@@ -169,11 +241,13 @@ public struct KeyEventLog: Hashable, Sendable {
     public func keyUse(key: P256.PublicKey, sequence: UInt64, eventPosition: UInt64, size: UInt64) -> KeyUse {
         guard sequence < UInt64(events.count) else { return .unknown }
         let named = events[Int(sequence)].event
-        guard named.signingKey == key, named.ledgerPosition == eventPosition else { return .unknown }
+        guard named.kind.isKeyBearing, named.signingKey == key, named.ledgerPosition == eventPosition else {
+            return .unknown
+        }
         guard size > named.ledgerPosition else { return .beforeInForce }
-        if Int(sequence) + 1 < events.count {
-            let successor = events[Int(sequence) + 1]
-            if size > successor.event.ledgerPosition { return .retired(successor) }
+        // The next key-bearing event retires the key; a clearing delegation in between changes no key.
+        if let successor = nextKeyBearing(after: sequence), size > successor.event.ledgerPosition {
+            return .retired(successor)
         }
         return .inForce
     }
@@ -308,6 +382,7 @@ public enum KeyEventErrorCode: String, FailureCode {
     case notInception = "not-inception", wrongWallet = "wrong-wallet", wrongSequence = "wrong-sequence"
     case brokenChain = "broken-chain", uncommittedKey = "uncommitted-key", badSignature = "bad-signature"
     case positionNotAfter = "position-not-after", reusedKey = "reused-key", tooLong = "too-long"
+    case wrongKind = "wrong-kind"
 
     /// A refused key event exits 1.
     public var kind: FailureKind { .failure }

@@ -176,7 +176,8 @@ public struct ForkEvidence: Hashable, Sendable {
         return nil
     }
 
-    /// Types 4 and 5: the retired key's event and the rotation that retired it must be the log's own events.
+    /// Types 4 and 5: the retired key's event and the rotation that retired it must be the log's own events, the
+    /// rotation the next key-bearing event after the retired key's.
     static func checkRetirement(_ late: some RetiredKeyEvidence, log: KeyEventLog) -> ForkVerdict? {
         for signed in [late.retiredEvent, late.rotation] {
             let sequence = signed.event.sequence
@@ -184,6 +185,14 @@ public struct ForkEvidence: Hashable, Sendable {
                 return .notProven(
                     .wrongLog, "key event \(sequence) of the evidence is not the one in the key-event log it carries")
             }
+        }
+        // The retiring event is the next key-bearing one after the retired key's: clearing delegations between
+        // them (an issuer's log) change no key.
+        guard log.nextKeyBearing(after: late.retiredEvent.event.sequence)?.event == late.rotation.event else {
+            return .notProven(
+                .wrongLog,
+                "key event \(late.rotation.event.sequence) is not the one that retired the key of event "
+                    + "\(late.retiredEvent.event.sequence)")
         }
         return nil
     }
