@@ -104,6 +104,8 @@ struct Fixture {
             assetIssuer: issuerID)
         seeds.append((.forkEvidence, ForkEvidence(.replayMismatch(mismatch), log: payer.log).encoded))
         return seeds
+    }
+
     /// The clearing's encodings (docs/PROTOCOL.md, "Clearing records, lists and cosignatures"), signed by the
     /// issuer's fixed key standing in for the clearing key.
     static func clearingSeeds(issuer: SoftwareSigner) throws -> [(Selector, [UInt8])] {
