@@ -275,7 +275,7 @@ struct PostgresClearingStoreTests {
         let seen = try honest.sync(0)
         #expect(seen.outcomes.last == .recorded)
         let stored = try #require(try honest.store.allReversals().first)
-        #expect(stored.key == key(paid) && stored.refusal.payloadDigest == paid.payload.order.digest || true)
+        #expect(stored.key == key(paid) && stored.payee == honest.wallets[1].walletID)
         #expect(try honest.store.transaction(locking: []) { try $0.reversal(key(paid)) } == stored)
     }
 
