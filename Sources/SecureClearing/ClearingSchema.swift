@@ -20,7 +20,7 @@ public typealias SchemaError = CodedFailure<SchemaErrorCode>
 /// `schema_migrations` records what was applied.
 public enum ClearingSchema {
     /// Every migration this binary knows, in order; the version is the position from 1.
-    static let migrations: [String] = [migration0001]
+    static let migrations: [String] = [migration0001, migration0002]
 
     /// The schema version this binary writes and serves.
     public static var version: Int { migrations.count }

@@ -66,7 +66,7 @@ struct ClearingCLITests {
         let database = try TestPostgres.freshDatabase()
         let migrated = try Run.program(ClearingProcess.binary, ["migrate", "--db", database.url])
         #expect(migrated.status == 0, "\(migrated.stderr)")
-        #expect(migrated.output.contains("applied migration 1;"))
+        #expect(migrated.output.contains("applied migrations 1, 2;"))
         for signal in [SIGTERM, SIGINT] {
             let serving = try ClearingProcess.Serving(
                 ["--db", database.url, "--listen", "127.0.0.1:0", "--tls-terminated-by-proxy", "--threads", "1"])

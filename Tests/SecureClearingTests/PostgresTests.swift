@@ -57,7 +57,8 @@ struct PostgresTests {
     @Test func constraintViolationsCarrySQLState() throws {
         let database = try Self.connect()
         try ClearingSchema.migrate(database)
-        let insert = "INSERT INTO mints (issuer, voucher_id, recipient, currency, units) VALUES ($1, $2, $3, $4, $5)"
+        let insert =
+            "INSERT INTO mints (issuer, voucher_id, recipient, currency, units, encoded) VALUES ($1, $2, $3, $4, $5, '')"
         let row: [PostgresValue] = [.bytea([1]), .bytea([2]), .bytea([3]), .text("EUR"), .int8(500)]
         try database.query(insert, row)
         do {
@@ -134,13 +135,13 @@ struct PostgresTests {
         #expect(afterwards, "the lock ends with the first transaction")
     }
 
-    /// Migration 1 from an empty database makes every table of docs/CLEARING.md §3.2; running it again applies
+    /// Migrations 1 and 2 from an empty database makes every table of docs/CLEARING.md §3.2; running it again applies
     /// nothing; a database a newer binary migrated is refused by migrate and by serve's check.
     @Test func migrationsFromEmptyIdempotentAndNewerRefused() throws {
         let database = try Self.connect()
         #expect(try ClearingSchema.currentVersion(database) == 0)
         #expect(throws: SchemaError(.databaseBehind, "")) { try ClearingSchema.requireCurrent(database) }
-        #expect(try ClearingSchema.migrate(database) == [1])
+        #expect(try ClearingSchema.migrate(database) == [1, 2])
         #expect(try ClearingSchema.currentVersion(database) == ClearingSchema.version)
         try ClearingSchema.requireCurrent(database)
         let tables = try database.query(
@@ -150,13 +151,16 @@ struct PostgresTests {
             "schema_migrations", "wallets", "entries", "statements", "payments_out", "debits", "credits", "matches",
             "reversals", "mints", "deposits", "held_checkpoints", "evidence", "claims", "sync_sessions", "batches",
             "cosignatures", "list_increments", "listings", "quotas",
+            // Migration 2 (PostgresClearingStore).
+            "confirmations", "inconsistencies", "settlements", "wallet_logs", "admissions", "sync_states",
+            "sent_transfers", "sync_chunks",
         ]
         #expect(names == expected)
         // Every money column is bigint with a CHECK that refuses a negative amount.
         let money = try database.query(
             "SELECT table_name::text AS t, data_type::text AS type FROM information_schema.columns WHERE column_name = 'units'"
         )
-        #expect(money.rows.count == 5, "payments_out, debits, credits, mints, deposits")
+        #expect(money.rows.count == 6, "payments_out, debits, credits, reversals, mints, deposits")
         #expect(try money.rows.allSatisfy { try $0.text("type") == "bigint" })
 
         #expect(try ClearingSchema.migrate(database) == [])
@@ -167,7 +171,7 @@ struct PostgresTests {
     }
 
     /// Two `secure-clearing migrate` processes on one empty database at once: both succeed, exactly one applies
-    /// migration 1 (the other waits on the migration lock, then finds it applied).
+    /// the migrations (the other waits on the migration lock, then finds it applied).
     @Test func twoProcessesMigrateAtOnce() throws {
         let database = try TestPostgres.freshDatabase()
         final class Results: @unchecked Sendable {
@@ -182,7 +186,8 @@ struct PostgresTests {
         let outputs = results.values.compactMap { $0 }
         #expect(outputs.count == 2)
         #expect(outputs.allSatisfy { $0.status == 0 }, "\(outputs.map(\.stderr))")
-        #expect(outputs.filter { $0.output.contains("applied migration 1;") }.count == 1, "\(outputs.map(\.output))")
+        #expect(
+            outputs.filter { $0.output.contains("applied migrations 1, 2;") }.count == 1, "\(outputs.map(\.output))")
         #expect(outputs.filter { $0.output.contains("nothing to apply") }.count == 1, "\(outputs.map(\.output))")
         let connection = try PostgresConnection(database.connectionString)
         #expect(try ClearingSchema.currentVersion(connection) == ClearingSchema.version)
