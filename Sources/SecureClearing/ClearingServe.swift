@@ -94,7 +94,12 @@ extension ClearingServe {
                             "pid": Int(ProcessInfo.processInfo.processIdentifier),
                         ])
                 })
-            return (service, { service.stop(); key.session.close() })
+            return (
+                service,
+                {
+                    service.stop(); key.session.close()
+                }
+            )
         } catch {
             key.session.close()
             throw error

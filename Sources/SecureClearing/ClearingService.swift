@@ -128,12 +128,15 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
         } catch let error as ClearingServiceError where error.code == .unavailable {
             return .error(status: 503, code: "unavailable", message: error.message)
         } catch {
-            return .error(status: 503, code: "unavailable", message: "the clearing's store or key is unavailable; retry")
+            return .error(
+                status: 503, code: "unavailable", message: "the clearing's store or key is unavailable; retry")
         }
     }
 
     /// The body limit of each route, for `HTTPServerConfiguration.bodyLimit`.
-    public static func bodyLimit(method: String, path: String) -> Int { ClearingRoutes.bodyLimit(method: method, path: path) }
+    public static func bodyLimit(method: String, path: String) -> Int {
+        ClearingRoutes.bodyLimit(method: method, path: path)
+    }
 
     /// The route's name and its one path argument ("" when none), or nil for no route.
     private static func route(_ parts: [String]) -> (String, String)? {
@@ -275,7 +278,8 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
         guard held.count < configuration.sessionChunkCountMax else {
             return .error(
                 status: 413, code: "too-large",
-                message: "a sync session holds at most \(configuration.sessionChunkCountMax) chunks; claim and sync again")
+                message:
+                    "a sync session holds at most \(configuration.sessionChunkCountMax) chunks; claim and sync again")
         }
         let next = chunk.firstPosition + UInt64(chunk.entries.count)
         switch try clearing.store.putChunk(
@@ -362,7 +366,8 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
     private func lists(_ issuer: String, _ request: HTTPRequest) throws -> HTTPResponse {
         guard let id = WalletID(hex: issuer) else { return Self.malformed("\(issuer) is not an issuer id") }
         guard id == clearing.issuer else {
-            return .error(status: 404, code: "not-found", message: "this clearing keeps the list of \(clearing.issuer.hex) only")
+            return .error(
+                status: 404, code: "not-found", message: "this clearing keeps the list of \(clearing.issuer.hex) only")
         }
         let since: UInt64
         switch request.queryValue("since") {
@@ -374,7 +379,8 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
         let head = try clearing.store.listHead()
         let increments =
             since < head.version
-            ? Array(try clearing.store.listIncrements(from: since + 1).prefix(ClearingLimits.syncAnswerIncrementCountMax))
+            ? Array(
+                try clearing.store.listIncrements(from: since + 1).prefix(ClearingLimits.syncAnswerIncrementCountMax))
             : []
         var object: [String: Any] = [
             "format": Self.listsFormat, "issuer": id.hex, "fromVersion": since + 1,
@@ -416,5 +422,7 @@ public enum ClearingRoutes {
 /// The wall clock in Unix milliseconds.
 public enum ClearingClock {
     /// Now, in Unix milliseconds.
-    @Sendable public static func unixMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    @Sendable public static func unixMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
 }

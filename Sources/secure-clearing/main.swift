@@ -75,7 +75,8 @@ func serve(_ words: [String]) throws {
         stopService = close
     case nil, "postgres"?:
         let database = try arguments.required("db")
-        for option in ["issuer-card", "clearing-key", "pin-file", "unsynced-after"] where arguments.value(option) != nil {
+        for option in ["issuer-card", "clearing-key", "pin-file", "unsynced-after"] where arguments.value(option) != nil
+        {
             throw UsageError("--\(option) needs the clearing's store, which is not built on PostgreSQL yet")
         }
         try ClearingSchema.requireCurrent(try PostgresConnection(database))
@@ -111,7 +112,9 @@ func serve(_ words: [String]) throws {
 }
 
 /// The service over the in-memory store, with the issuer's card, the clearing key and its PIN file.
-func memoryService(_ arguments: Arguments) throws -> (service: ClearingService<LockedInMemoryClearingStore>, close: () -> Void) {
+func memoryService(_ arguments: Arguments) throws -> (
+    service: ClearingService<LockedInMemoryClearingStore>, close: () -> Void
+) {
     var configuration = ClearingServiceConfiguration()
     if let text = arguments.value("unsynced-after") {
         guard let milliseconds = ClearingServe.milliseconds(duration: text) else {

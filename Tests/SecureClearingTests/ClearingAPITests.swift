@@ -123,7 +123,7 @@ final class ClearingAPIWorld {
         let proof = from == 0 ? [] : alice.tree.consistencyProof(oldSize: from)
         let close = SyncClose(
             claim: claim, checkpoint: checkpoint, consistencyProof: proof,
-            opaqueMap: badMap ? OpaqueMap(items: []) : map)
+            opaqueMap: badMap ? OpaqueMap(items: [OpaqueMap.Item(position: from, kind: .noMoney)]) : map)
         return (chunks, close)
     }
 
@@ -146,7 +146,9 @@ final class ClearingAPIWorld {
         (json(response)["error"] as? [String: Any])?["code"] as? String
     }
 
-    func text(_ response: HTTPClientResponse) -> String { "\(response.status) " + String(decoding: response.body, as: UTF8.self) }
+    func text(_ response: HTTPClientResponse) -> String {
+        "\(response.status) " + String(decoding: response.body, as: UTF8.self)
+    }
 }
 
 @Suite("Clearing HTTP API over the in-memory store")
@@ -194,7 +196,8 @@ struct ClearingAPITests {
         let malformed = try world.client.post(world.path(alice, "chunks"), body: [0xFF, 1, 2, 3])
         #expect(malformed.status == 400 && world.errorCode(malformed) == "malformed")
         let large = try world.client.post(
-            world.path(alice, "admission"), body: [UInt8](repeating: 0, count: ClearingRoutes.admissionByteCountMax + 1))
+            world.path(alice, "admission"), body: [UInt8](repeating: 0, count: ClearingRoutes.admissionByteCountMax + 1)
+        )
         #expect(large.status == 413 && world.errorCode(large) == "too-large")
 
         // A later sync whose opaque map is not the one its claim signs: 422 refused, nothing kept.
