@@ -27,8 +27,7 @@ extension InMemoryClearingStore: ClearingSyncTransaction {
         tables.histories[wallet] ?? SyncHistory(entries: [], claims: [], sentTransfers: [])
     }
 
-    public func appendHistory(_ wallet: WalletID, entries: [SyncEntry], claim: ClaimedMap, transfers: [SignedTransfer])
-    {
+    public func appendHistory(_ wallet: WalletID, entries: [SyncEntry], claim: ClaimedMap, transfers: [SignedTransfer]) {
         let held = history(wallet)
         tables.histories[wallet] = SyncHistory(
             entries: held.entries + entries, claims: held.claims + [claim],
