@@ -1,7 +1,8 @@
 // secure-clearing: the issuer's clearing service (docs/CLEARING.md §3).
 //   secure-clearing migrate --db URL
 //   secure-clearing serve --db URL --listen ADDR [--tls-key F --tls-cert F | --tls-terminated-by-proxy]
-//       [--threads N] [--db-connections N]
+//       [--threads N] [--db-connections N] --issuer-card FILE --clearing-key PKCS11-URI --pin-file FILE
+//       [--unsynced-after DURATION]
 // Exit codes: 0 success, 1 failure, 2 usage error.
 import CommandLineSupport
 import Foundation
@@ -12,9 +13,15 @@ let usage = """
       secure-clearing migrate --db URL
           Brings the database's schema to this binary's version (each migration once, under a lock).
       secure-clearing serve --db URL --listen HOST:PORT (--tls-key FILE --tls-cert FILE | --tls-terminated-by-proxy)
-          [--threads N] [--db-connections N]
-          Serves the clearing's HTTP API. TLS from PEM key and certificate files, or plain HTTP on loopback
-          behind a TLS terminator. Refuses a database not at this binary's schema version.
+          [--threads N] [--db-connections N] --issuer-card FILE --clearing-key PKCS11-URI --pin-file FILE
+          [--unsynced-after DURATION] [--allow-unproven-origin] [--allow-unenforced-pin]
+          Serves the clearing's HTTP API (docs/CLEARING.md §3.3). TLS from PEM key and certificate files, or plain
+          HTTP on loopback behind a TLS terminator. Refuses a database not at this binary's schema version.
+          FILE of --issuer-card is the issuer's wallet card (`secure wallet show --card`); the key of
+          --clearing-key must be the clearing key its log delegates in force, on a token whose PIN is in the
+          --pin-file (held for the process's life). --unsynced-after (default 7d; 30s, 5m, 12h, 7d) is how long
+          a wallet may go unsynced before it is listed. Until the PostgreSQL store is built, serve --db answers
+          only GET /v1/health and takes none of the clearing's options.
           Prints "listening HOST:PORT" once it accepts connections; SIGINT or SIGTERM stops it.
 
     URL is a postgresql:// URL or a libpq connection string. Exit codes: 0 success, 1 failure, 2 usage.
@@ -36,10 +43,13 @@ func migrate(_ words: [String]) throws {
 
 func serve(_ words: [String]) throws {
     let arguments = try Arguments(
-        words, options: ["db", "listen", "tls-key", "tls-cert", "threads", "db-connections"],
-        flags: ["tls-terminated-by-proxy"])
+        words,
+        options: [
+            "db", "listen", "tls-key", "tls-cert", "threads", "db-connections", "issuer-card", "clearing-key",
+            "pin-file", "unsynced-after", "store",
+        ],
+        flags: ["tls-terminated-by-proxy", "allow-unproven-origin", "allow-unenforced-pin"])
     _ = try arguments.positionals(0, "no arguments besides the options")
-    let database = try arguments.required("db")
     let listen = try arguments.required("listen")
     var tls: (keyPEM: [UInt8], certificatePEM: [UInt8])?
     switch (arguments.value("tls-key"), arguments.value("tls-cert"), arguments.flag("tls-terminated-by-proxy")) {
@@ -55,8 +65,26 @@ func serve(_ words: [String]) throws {
     let connections = try arguments.integer(
         "db-connections", default: min(threads * 2, PostgresPool.sizeMax), max: PostgresPool.sizeMax)
 
-    try ClearingSchema.requireCurrent(try PostgresConnection(database))
-    let service = ClearingService(pool: PostgresPool(database, size: connections))
+    let handler: HTTPHandler
+    var stopService: () -> Void = {}
+    switch arguments.value("store") {
+    case "memory"?:
+        // Hidden: the in-memory store, for tests until the PostgreSQL store is built; nothing survives the process.
+        let (service, close) = try memoryService(arguments)
+        handler = { service.handle($0) }
+        stopService = close
+    case nil, "postgres"?:
+        let database = try arguments.required("db")
+        for option in ["issuer-card", "clearing-key", "pin-file", "unsynced-after"] where arguments.value(option) != nil
+        {
+            throw UsageError("--\(option) needs the clearing's store, which is not built on PostgreSQL yet")
+        }
+        try ClearingSchema.requireCurrent(try PostgresConnection(database))
+        let service = ClearingHealthService(pool: PostgresPool(database, size: connections))
+        handler = { service.handle($0) }
+    case let other?:
+        throw UsageError("--store is memory or postgres, not \(other)")
+    }
 
     // SIGINT and SIGTERM are blocked before any thread starts, so every thread inherits the mask and only the
     // main thread's sigwait receives them.
@@ -67,17 +95,37 @@ func serve(_ words: [String]) throws {
     pthread_sigmask(SIG_BLOCK, &signals, nil)
 
     var configuration = HTTPServerConfiguration(listen: listen, tls: tls) { method, path in
-        ClearingService.bodyLimit(method: method, path: path)
+        ClearingRoutes.bodyLimit(method: method, path: path)
     }
+    // Each claim holds its thread while it waits for its batch (at most a second): more threads than cores
+    // keep the other routes answering meanwhile.
     configuration.threadCount = threads
-    let server = try HTTPServer(configuration) { service.handle($0) }
+    let server = try HTTPServer(configuration, handler: handler)
     let host = listen[..<(listen.lastIndex(of: ":") ?? listen.endIndex)]
     print("listening \(host):\(server.port)")
     fflush(nil)
     var received: Int32 = 0
     sigwait(&signals, &received)
     server.stop()
+    stopService()
     printError("secure-clearing: stopped by signal \(received)")
+}
+
+/// The service over the in-memory store, with the issuer's card, the clearing key and its PIN file.
+func memoryService(_ arguments: Arguments) throws -> (
+    service: ClearingService<LockedInMemoryClearingStore>, close: () -> Void
+) {
+    var configuration = ClearingServiceConfiguration()
+    if let text = arguments.value("unsynced-after") {
+        guard let milliseconds = ClearingServe.milliseconds(duration: text) else {
+            throw UsageError("--unsynced-after \(text) is not a duration such as 30s, 5m, 12h or 7d")
+        }
+        configuration.unsyncedAfterMilliseconds = milliseconds
+    }
+    return try ClearingServe.memoryService(
+        issuerCard: try arguments.required("issuer-card"), clearingKey: try arguments.required("clearing-key"),
+        pinFile: try arguments.required("pin-file"), allowUnprovenOrigin: arguments.flag("allow-unproven-origin"),
+        allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"), configuration: configuration)
 }
 
 let words = Array(CommandLine.arguments.dropFirst())

@@ -89,9 +89,9 @@ struct HTTPTests {
     @Test func healthAnd404JSON() throws {
         let database = try TestPostgres.freshDatabase()
         try ClearingSchema.migrate(try PostgresConnection(database.connectionString))
-        let service = ClearingService(pool: PostgresPool(database.connectionString, size: 2))
+        let service = ClearingHealthService(pool: PostgresPool(database.connectionString, size: 2))
         let server = try HTTPServer(
-            HTTPServerConfiguration(listen: "127.0.0.1:0") { ClearingService.bodyLimit(method: $0, path: $1) }
+            HTTPServerConfiguration(listen: "127.0.0.1:0") { ClearingHealthService.bodyLimit(method: $0, path: $1) }
         ) { service.handle($0) }
         let client = try HTTPClient(baseURL: "http://127.0.0.1:\(server.port)", pinnedKeyDigest: nil)
         let health = try client.get("/v1/health")
