@@ -41,7 +41,8 @@ extension LedgerStore {
         var increments: [[UInt8]] = []
         while try statement.step() {
             guard statement.integer(0) == Int64(increments.count) + 1 else {
-                throw StoreError(.corrupted, "the clearing list of issuer \(issuer.hex) misses version \(increments.count + 1)")
+                throw StoreError(
+                    .corrupted, "the clearing list of issuer \(issuer.hex) misses version \(increments.count + 1)")
             }
             increments.append(statement.blob(1))
         }

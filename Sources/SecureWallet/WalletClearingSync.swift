@@ -49,7 +49,8 @@ extension Wallet {
         let trusted = try trustedIssuers()
         if let named {
             guard trusted.contains(named) else {
-                throw WalletError(.invalidInput, "this wallet does not trust issuer \(named.hex) (`secure issuer trust`)")
+                throw WalletError(
+                    .invalidInput, "this wallet does not trust issuer \(named.hex) (`secure issuer trust`)")
             }
             return named
         }
@@ -194,7 +195,8 @@ extension Wallet {
         var increments = answer.increments
         if answer.fromVersion < fromVersion {
             // The clearing sent versions this wallet already holds: only the rest is new.
-            increments = Array(increments.dropFirst(Int(min(fromVersion - answer.fromVersion, UInt64(increments.count)))))
+            increments = Array(
+                increments.dropFirst(Int(min(fromVersion - answer.fromVersion, UInt64(increments.count)))))
         }
         var refusal: ListFollowRefusal?
         if answer.fromVersion > fromVersion {
@@ -204,7 +206,8 @@ extension Wallet {
         }
         let applied = refusal == nil ? increments : []
         // A refused list keeps the head it was last checked against (the new cosignature's head, when none).
-        let listHead = refusal == nil ? answer.cosignature.head.encoded : try ledger.clearingCosignature(issuer: issuer)?.listHead
+        let listHead =
+            refusal == nil ? answer.cosignature.head.encoded : try ledger.clearingCosignature(issuer: issuer)?.listHead
         try ledger.storeClearingAnswer(
             issuer: issuer, cosignature: answer.cosignature.encoded,
             listHead: listHead ?? answer.cosignature.head.encoded, increments: applied.map(\.encoded),
@@ -257,7 +260,8 @@ extension Wallet {
     public func otherListings(of wallet: WalletID) throws -> [Listing] {
         var found: [Listing] = []
         for issuer in try clearingIssuers() {
-            for (grounds, digest) in (try clearingList(issuer: issuer)).listings[wallet] ?? [:] where grounds != .proven {
+            for (grounds, digest) in (try clearingList(issuer: issuer)).listings[wallet] ?? [:] where grounds != .proven
+            {
                 found.append(Listing(wallet: wallet, grounds: grounds, digest: digest))
             }
         }
