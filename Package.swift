@@ -97,6 +97,7 @@ let package = Package(
                 "CBuildInfo", "CommandLineSupport", "SecureCore", "SecureCrypto", "SecureToken", "SecureStore",
                 "SecureWallet",
                 "SecurePeer", "SecureChannel", "SecureDiscovery", "SecureReport", "SecureRehearsal",
+                "SecureSync",
             ]),
         // Every benchmark and its fixtures, never linked into `secure`: the library holds the measurements and
         // their C baselines (through SecureToken's, SecureStore's and SecureWallet's @_spi(Benchmark) API); the

@@ -603,11 +603,12 @@ public final class PeerActions {
             "the other side: \(Self.shortFingerprint(identity.key)), calls itself "
                 + PeerText.quoted(identity.displayName, limit: PeerHello.displayNameByteCountMax)
         )
-        var banning = try walletLock.withLock { try wallet.ledger.banningEvidence(against: identity.walletID) }
+        var banning = try walletLock.withLock { try wallet.refusingEvidence(against: identity.walletID) }
         if let banning {
             environment.person.event(
                 "peer", ["banned": banning.hex],
-                "this wallet holds proof that the other side signed two histories (evidence \(banning.hex))")
+                "this wallet holds proof, its own or its issuer's clearing's, that the other side signed two "
+                    + "histories (evidence \(banning.hex))")
         } else if let keyLog, let sequence = keyLog.event(for: identity.key)?.sequence,
             keyLog.nextKeyBearing(after: sequence) != nil
         {

@@ -13,7 +13,7 @@ public final class LedgerStore: @unchecked Sendable {
     public let path: String
 
     /// The schema version this code writes. Migrations bring older files up to it.
-    public static let schemaVersion: Int64 = 5
+    public static let schemaVersion: Int64 = 6
 
     private static let migrations: [Int64: String] = [
         1: """
@@ -68,6 +68,17 @@ public final class LedgerStore: @unchecked Sendable {
         CREATE TABLE IF NOT EXISTS contacts (digest BLOB PRIMARY KEY, wallet BLOB NOT NULL, record BLOB NOT NULL,
                                              secret BLOB NOT NULL, removed INTEGER NOT NULL DEFAULT 0);
         CREATE TABLE IF NOT EXISTS contact_keys (sequence INTEGER PRIMARY KEY, seed BLOB NOT NULL);
+        """,
+        // Version 6 (the clearing, docs/CLEARING.md §2.7): per issuer, the latest cosignature of this wallet's
+        // checkpoint by the issuer's clearing with the signed tree head its list was last checked against, and
+        // the clearing's list as its increments in version order. All are signed by the clearing (the
+        // increments chain to the list head inside the signed tree head), so a row changed by hand fails its
+        // check when it is read; the listings in force are derived from the increments, never stored apart.
+        6: """
+        CREATE TABLE IF NOT EXISTS clearing_cosignatures (issuer BLOB PRIMARY KEY, encoded BLOB NOT NULL,
+                                                          list_head BLOB NOT NULL);
+        CREATE TABLE IF NOT EXISTS clearing_list (issuer BLOB NOT NULL, version INTEGER NOT NULL, encoded BLOB NOT NULL,
+                                                  PRIMARY KEY (issuer, version));
         """,
     ]
 

@@ -102,6 +102,25 @@ extension LedgerStore {
         ("contacts", { try $0.contactRowProblems() }),
         ("contact_keys", { try $0.contactKeyProblems() }),
         (
+            "clearing_cosignatures",
+            { store in
+                try store.rows("clearing_cosignatures", "hex(issuer)", "encoded") {
+                    (try? Cosignature.decode($0)).flatMap { $0 }
+                }
+                    + store.rows("clearing_cosignatures", "hex(issuer)", "list_head") {
+                        (try? SignedClearingTreeHead.decode($0)).flatMap { $0 }
+                    }
+            }
+        ),
+        (
+            "clearing_list",
+            {
+                try $0.rows("clearing_list", "hex(issuer) || ':' || version", "encoded") {
+                    (try? ListIncrement.decode($0)).flatMap { $0 }
+                }
+            }
+        ),
+        (
             "inconsistencies",
             { store in
                 try ["held", "offered"].flatMap { column in

@@ -106,7 +106,7 @@ extension Wallet {
         }
         // A payer this wallet holds its own proven fork evidence against pays it nothing more, until the
         // issuer's clearing settles it; the evidence (found here, never one a peer handed over) is named.
-        if let digest = try ledger.banningEvidence(against: payer) { return .policyRefusal(.payerBanned(digest)) }
+        if let digest = try refusingEvidence(against: payer) { return .policyRefusal(.payerBanned(digest)) }
         if byFile != nil, transfer.payload.checkpoint.checkpoint.keySequence < log.current.sequence {
             return .policyRefusal(.signedBeforeRotation)
         }
@@ -430,6 +430,13 @@ extension Wallet {
         if let expectedPosition, expectedPosition != size {
             throw WalletError(
                 .refused, "the ledger moved since this payment's hello (\(size) entries, expected \(expectedPosition))")
+        }
+        if let listing = try provenListing(of: order.payeeWalletID) {
+            throw WalletError(
+                .refused,
+                "wallet \(order.payeeWalletID.hex) is listed by its issuer's clearing as proven to have signed two "
+                    + "histories (evidence \(listing.digest.hex); `secure evidence fetch` and `secure evidence "
+                    + "verify` check it): this wallet pays it nothing. Nothing was signed")
         }
         var transfer: SignedTransfer?
         // The payee's key in force as this wallet knows it now (from its card or the session's lookup): its

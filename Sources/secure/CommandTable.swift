@@ -245,6 +245,14 @@ enum CommandTable {
                 ),
             ]),
         group(
+            .money, help: SyncCommands.help,
+            [
+                (
+                    "sync", "[--clearing URL] [--issuer ID] [--chunk-entries N]",
+                    "send the ledger to the issuer's clearing; take its cosignature and list", SyncCommands.sync
+                )
+            ]),
+        group(
             .ledger, help: EvidenceCommands.help,
             [
                 ("evidence export", "--out DIR", "write the fork evidence this wallet holds", EvidenceCommands.export),

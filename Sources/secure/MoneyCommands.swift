@@ -117,8 +117,10 @@ func describe(_ outcome: StatementOutcome, what: String) -> (String, ExitCode) {
                 + "this); the payer pays again with its current key"
         case .payerBanned(let digest):
             advice =
-                "this wallet holds proof that the payer signed two histories (evidence \(digest.hex)); it takes "
-                + "no more payments from that wallet until the issuer's clearing settles it"
+                "this wallet holds proof, its own or a proven listing by the issuer's clearing, that the payer "
+                + "signed two histories (evidence \(digest.hex); `secure evidence fetch` and `secure evidence "
+                + "verify` check it); it takes no more payments from that wallet until the issuer's clearing "
+                + "settles it"
         case .staleTransfer:
             advice = "it is older than a payment this wallet already holds from the payer, and nothing links the two"
         case .balanceOverflow:
