@@ -73,6 +73,32 @@ extension ClearingServe {
     /// The service of `serve --store memory`: the issuer's log from `issuerCard`, the clearing key on its
     /// token, an empty `LockedInMemoryClearingStore`. `close` stops the batcher and closes the token session.
     /// Throws `wrongClearingKey` when the key is not the delegation's in force.
+    /// The service over the store `makeStore` gives for the card's issuer (PostgreSQL in `serve --db`).
+    public static func service<Store: ClearingServiceStore>(
+        issuerCard: String, clearingKey: String, pinFile: String, allowUnprovenOrigin: Bool = false,
+        allowUnenforcedPIN: Bool = false, configuration: ClearingServiceConfiguration,
+        makeStore: (WalletID) -> Store
+    ) throws -> (service: ClearingService<Store>, close: () -> Void) {
+        let log = try issuerLog(cardFile: issuerCard)
+        let key = try clearingSigner(
+            keyURI: clearingKey, pinFile: pinFile, allowUnprovenOrigin: allowUnprovenOrigin,
+            allowUnenforcedPIN: allowUnenforcedPIN)
+        do {
+            let service = try ClearingService(
+                clearing: Clearing(issuerLog: log, store: makeStore(log.walletID)), signer: key.signer,
+                configuration: configuration)
+            return (
+                service,
+                {
+                    service.stop(); key.session.close()
+                }
+            )
+        } catch {
+            key.session.close()
+            throw error
+        }
+    }
+
     public static func memoryService(
         issuerCard: String, clearingKey: String, pinFile: String, allowUnprovenOrigin: Bool = false,
         allowUnenforcedPIN: Bool = false, configuration: ClearingServiceConfiguration

@@ -587,10 +587,14 @@ public final class PostgresClearingStore: ClearingStore, @unchecked Sendable {
         }
     }
 
-    /// The chunks of `wallet`'s `session`, in position order (expired ones included: the caller checks times).
+    /// The unexpired chunks of `wallet`'s `session`, in position order (expiry by the database's clock, which
+    /// every `serve` process shares).
     public func chunks(wallet: WalletID, session: [UInt8]) throws -> [[UInt8]] {
         try query(
-            "SELECT encoded FROM sync_chunks WHERE wallet_id = $1 AND session = $2 ORDER BY first_position",
+            """
+            SELECT encoded FROM sync_chunks WHERE wallet_id = $1 AND session = $2
+                AND expires_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint ORDER BY first_position
+            """,
             [.bytea(wallet.bytes), .bytea(session)]
         ).rows.map { try $0.bytes("encoded") }
     }
@@ -670,5 +674,30 @@ public final class PostgresClearingStore: ClearingStore, @unchecked Sendable {
         ).rows.first
         guard let row else { throw PostgresError(.unexpectedResult, "the quota upsert returned no row") }
         return (try row.int64("requests"), try row.int64("bytes"))
+    }
+}
+
+/// The routes' store (ClearingServiceStore.swift) on PostgreSQL: the session is kept as its 16 bytes.
+extension PostgresClearingStore: ClearingServiceStore {
+    public func putChunk(
+        wallet: WalletID, session: SyncSessionID, firstPosition: UInt64, encoded: [UInt8], expiresAt: Int64
+    ) throws -> InsertResult {
+        try putChunk(
+            wallet: wallet, session: session.bytes, firstPosition: firstPosition, encoded: encoded, expiresAt: expiresAt
+        )
+    }
+
+    public func chunks(wallet: WalletID, session: SyncSessionID) throws -> [[UInt8]] {
+        try chunks(wallet: wallet, session: session.bytes)
+    }
+
+    public func deleteChunks(wallet: WalletID, session: SyncSessionID) throws {
+        try deleteChunks(wallet: wallet, session: session.bytes)
+    }
+
+    public func countRequest(subject: String, windowStart: Int64, bytes: Int64) throws -> (
+        requests: Int64, bytes: Int64
+    ) {
+        try countRequest(subject: subject, windowStart: windowStart, bytes: Int(clamping: bytes))
     }
 }

@@ -75,13 +75,17 @@ func serve(_ words: [String]) throws {
         stopService = close
     case nil, "postgres"?:
         let database = try arguments.required("db")
-        for option in ["issuer-card", "clearing-key", "pin-file", "unsynced-after"] where arguments.value(option) != nil
-        {
-            throw UsageError("--\(option) needs the clearing's store, which is not built on PostgreSQL yet")
-        }
         try ClearingSchema.requireCurrent(try PostgresConnection(database))
-        let service = ClearingHealthService(pool: PostgresPool(database, size: connections))
-        handler = { service.handle($0) }
+        let pool = PostgresPool(database, size: connections)
+        if arguments.value("issuer-card") == nil {
+            // Without the clearing's identity, the process answers only its health (for probes and tests).
+            let service = ClearingHealthService(pool: pool)
+            handler = { service.handle($0) }
+        } else {
+            let (service, close) = try postgresService(arguments, pool: pool)
+            handler = { service.handle($0) }
+            stopService = close
+        }
     case let other?:
         throw UsageError("--store is memory or postgres, not \(other)")
     }
@@ -109,6 +113,29 @@ func serve(_ words: [String]) throws {
     server.stop()
     stopService()
     printError("secure-clearing: stopped by signal \(received)")
+}
+
+/// The service over PostgreSQL, with the issuer's card, the clearing key and its PIN file.
+func postgresService(_ arguments: Arguments, pool: PostgresPool) throws -> (
+    service: ClearingService<PostgresClearingStore>, close: () -> Void
+) {
+    let configuration = try serviceConfiguration(arguments)
+    return try ClearingServe.service(
+        issuerCard: try arguments.required("issuer-card"), clearingKey: try arguments.required("clearing-key"),
+        pinFile: try arguments.required("pin-file"), allowUnprovenOrigin: arguments.flag("allow-unproven-origin"),
+        allowUnenforcedPIN: arguments.flag("allow-unenforced-pin"), configuration: configuration
+    ) { issuer in PostgresClearingStore(pool: pool, issuer: issuer) }
+}
+
+func serviceConfiguration(_ arguments: Arguments) throws -> ClearingServiceConfiguration {
+    var configuration = ClearingServiceConfiguration()
+    if let text = arguments.value("unsynced-after") {
+        guard let milliseconds = ClearingServe.milliseconds(duration: text) else {
+            throw UsageError("--unsynced-after \(text) is not a duration such as 30s, 5m, 12h or 7d")
+        }
+        configuration.unsyncedAfterMilliseconds = milliseconds
+    }
+    return configuration
 }
 
 /// The service over the in-memory store, with the issuer's card, the clearing key and its PIN file.
