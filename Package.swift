@@ -55,7 +55,8 @@ let package = Package(
         .target(
             name: "SecureClearing",
             dependencies: ["SecureCore", "SecureCrypto", "SecureToken", "CMicroHTTPD", "CLibPQ"]),
-        .executableTarget(name: "secure-clearing", dependencies: ["CommandLineSupport", "SecureClearing"]),
+        .executableTarget(
+            name: "secure-clearing", dependencies: ["CommandLineSupport", "SecureClearing", "SecureCore"]),
         // The wallet's client of the clearing: HTTPS with a pinned key through libcurl (HTTPClient.swift).
         .target(name: "SecureSync", dependencies: ["SecureCore", "SecureCrypto", "CCurl"]),
         // The wallet: create, open, append, operations, rotation, recovery, files, proofs, audit, peers' key logs.

@@ -96,6 +96,17 @@ public final class ClearingClient {
         return size
     }
 
+    /// `GET /v1/evidence/{digest}`: the evidence the clearing keeps under `digest`, checked to hash to it (what
+    /// it proves is for `ForkEvidence.verify`, offline).
+    public func evidence(_ digest: EvidenceDigest) throws -> [UInt8] {
+        let response = try http.get("/v1/evidence/\(digest.hex)")
+        try Self.expect(response, 200, what: "the evidence \(digest.hex)")
+        guard EvidenceDigest(of: response.body) == digest else {
+            throw ClearingClientError(.badAnswer, "the clearing's evidence does not hash to \(digest.hex)")
+        }
+        return response.body
+    }
+
     /// `POST /v1/wallets/{id}/admission`.
     public func admit(_ request: AdmissionRequest) throws {
         let response = try http.post("/v1/wallets/\(request.log.walletID.hex)/admission", body: request.encoded)

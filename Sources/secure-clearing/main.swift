@@ -3,10 +3,12 @@
 //   secure-clearing serve --db URL --listen ADDR [--tls-key F --tls-cert F | --tls-terminated-by-proxy]
 //       [--threads N] [--db-connections N] --issuer-card FILE --clearing-key PKCS11-URI --pin-file FILE
 //       [--unsynced-after DURATION]
+//   secure-clearing report --db URL --issuer-card FILE [--unsynced-after DURATION]
 // Exit codes: 0 success, 1 failure, 2 usage error.
 import CommandLineSupport
 import Foundation
 import SecureClearing
+import SecureCore
 
 let usage = """
     Usage:
@@ -20,9 +22,14 @@ let usage = """
           FILE of --issuer-card is the issuer's wallet card (`secure wallet show --card`); the key of
           --clearing-key must be the clearing key its log delegates in force, on a token whose PIN is in the
           --pin-file (held for the process's life). --unsynced-after (default 7d; 30s, 5m, 12h, 7d) is how long
-          a wallet may go unsynced before it is listed. Until the PostgreSQL store is built, serve --db answers
-          only GET /v1/health and takes none of the clearing's options.
+          a wallet may go unsynced before it is listed. Without --issuer-card, serve --db answers only
+          GET /v1/health.
           Prints "listening HOST:PORT" once it accepts connections; SIGINT or SIGTERM stops it.
+
+      secure-clearing report --db URL --issuer-card FILE [--unsynced-after DURATION]
+          Conservation per asset (docs/CLEARING.md §2.8): each term, the unsynced wallets' count and oldest age,
+          and the residue (zero when every record and balance agrees); then the listings in force with their
+          grounds and digests. Exit 0, or 1 when a residue is not zero.
 
     URL is a postgresql:// URL or a libpq connection string. Exit codes: 0 success, 1 failure, 2 usage.
     """
@@ -115,6 +122,49 @@ func serve(_ words: [String]) throws {
     printError("secure-clearing: stopped by signal \(received)")
 }
 
+/// `secure-clearing report`: the conservation terms and the listings, read from the database.
+func report(_ words: [String]) throws {
+    let arguments = try Arguments(words, options: ["db", "issuer-card", "unsynced-after"], flags: [])
+    _ = try arguments.positionals(0, "no arguments besides the options")
+    let database = try arguments.required("db")
+    try ClearingSchema.requireCurrent(try PostgresConnection(database))
+    let log = try ClearingServe.issuerLog(cardFile: try arguments.required("issuer-card"))
+    let configuration = try serviceConfiguration(arguments)
+    let store = PostgresClearingStore(pool: PostgresPool(database, size: 1), issuer: log.walletID)
+    let book = ClearingBook(issuer: log.walletID, store: store)
+    let now = ClearingClock.unixMilliseconds()
+    let unsyncedAfter = configuration.unsyncedAfterMilliseconds
+    var balanced = true
+    func money(_ units: Int64, _ asset: Asset) -> String {
+        (try? Money(minorUnits: units, currency: asset.currency)).map(\.description) ?? "\(units) minor units"
+    }
+    for term in try book.conservation(now: now, unsyncedAfter: unsyncedAfter) {
+        let asset = term.asset
+        print("asset \(asset.currency) of issuer \(asset.issuer.hex.prefix(16))…")
+        print("  minted                \(money(term.minted, asset))")
+        print("  redeemed              \(money(term.redeemed, asset))")
+        print("  synced balances       \(money(term.syncedBalances, asset))")
+        let age = term.oldestUnsyncedAge.map { " (oldest \($0 / 1000) s)" } ?? ""
+        print("  unsynced balances     \(money(term.unsyncedBalances, asset)) in \(term.unsyncedCount) wallets\(age)")
+        print("  undeposited vouchers  \(money(term.undepositedVouchers, asset))")
+        print("  deposits before mint  \(money(term.depositsWithoutMint, asset))")
+        print("  in flight (debits)    \(money(term.debitsWithoutCredit, asset))")
+        print("  unmatched credits     \(money(term.creditsWithoutDebit, asset))")
+        print("  residue               \(money(term.residue, asset))")
+        for wallet in term.walletsWithResidue {
+            print("    wallet \(wallet.wallet.hex.prefix(16))… differs by \(wallet.difference) minor units")
+        }
+        if term.residue != 0 { balanced = false }
+    }
+    let listings = try book.listings(now: now, unsyncedAfter: unsyncedAfter)
+    print(listings.isEmpty ? "listings: none" : "listings:")
+    for listing in listings {
+        print("  \(listing.wallet.hex.prefix(16))…  \(listing.grounds)  \(listing.digest.hex)")
+    }
+    fflush(nil)
+    if !balanced { exit(1) }
+}
+
 /// The service over PostgreSQL, with the issuer's card, the clearing key and its PIN file.
 func postgresService(_ arguments: Arguments, pool: PostgresPool) throws -> (
     service: ClearingService<PostgresClearingStore>, close: () -> Void
@@ -160,6 +210,7 @@ do {
     switch words.first {
     case "migrate": try migrate(Array(words.dropFirst()))
     case "serve": try serve(Array(words.dropFirst()))
+    case "report": try report(Array(words.dropFirst()))
     case "--help", "-h", "help":
         print(usage)
     case nil:

@@ -256,6 +256,10 @@ enum CommandTable {
             .ledger, help: EvidenceCommands.help,
             [
                 ("evidence export", "--out DIR", "write the fork evidence this wallet holds", EvidenceCommands.export),
+                (
+                    "evidence fetch", "DIGEST --out FILE", "download listed evidence from the issuer's clearing",
+                    EvidenceCommands.fetch
+                ),
                 ("evidence verify", "FILE", "check fork evidence offline", EvidenceCommands.verify),
             ]),
         group(

@@ -2,11 +2,15 @@ import CommandLineSupport
 import Foundation
 import SecureCore
 import SecureCrypto
+import SecureSync
 
 enum EvidenceCommands {
     static let help = """
         Usage: secure evidence export --out DIR     write the fork evidence this wallet holds, one file each
+               secure evidence fetch DIGEST --out FILE [--issuer ID] [--clearing URL] [--insecure-loopback]
                secure evidence verify FILE
+          fetch downloads the evidence behind a proven listing from the issuer's clearing (https, pinned to the
+          TLS key the issuer's delegation names) and checks that it hashes to DIGEST; verify then checks it.
           Checks fork evidence (version 2) offline. It carries the accused wallet's key-event log: the log must
           hash to the wallet id the evidence names, and each signing key must be the one the log shows in force
           at the size it signed; then (1) two checkpoints of equal size with different roots or heads, (2) two
@@ -28,6 +32,32 @@ enum EvidenceCommands {
             print(path)
         }
         if held.isEmpty { printError("secure: this wallet holds no fork evidence") }
+        return .success
+    }
+
+    static func fetch(_ words: [String]) throws -> ExitCode {
+        let arguments = try Arguments(
+            words, options: walletOptions.union(["out", "issuer", "clearing"]),
+            flags: walletFlags.union(["insecure-loopback"]))
+        let text = try arguments.positionals(1, "one evidence DIGEST (64 hex digits)")[0]
+        guard let digest = EvidenceDigest(hex: text.lowercased()) else {
+            throw UsageError("\(text) is not an evidence digest (64 hex digits)")
+        }
+        let out = try arguments.required("out")
+        var named: WalletID?
+        if let issuer = arguments.value("issuer") {
+            guard let id = WalletID(hex: issuer.lowercased()) else {
+                throw UsageError("\(issuer) is not a wallet id (64 hex digits)")
+            }
+            named = id
+        }
+        let wallet = try openWallet(arguments, .reading)
+        let delegation = try wallet.clearingDelegation(issuer: try wallet.clearingIssuer(named))
+        let client = try ClearingClient(
+            url: arguments.value("clearing") ?? delegation.url, tlsKeyDigest: delegation.tlsKeyDigest,
+            insecureLoopback: arguments.flag("insecure-loopback"))
+        try writeOutput(try client.evidence(digest), to: out)
+        print(out)
         return .success
     }
 

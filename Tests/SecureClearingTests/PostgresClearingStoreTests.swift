@@ -530,23 +530,27 @@ struct PostgresClearingStoreTests {
         let (store, _) = try Self.store(issuer: Self.id(0x11))
         let wallet = Self.id(0x21)
         let session: [UInt8] = Array(repeating: 7, count: 16)
+        // Chunks expire by the database's clock (Unix ms): an hour from now.
+        let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
         #expect(
-            try store.putChunk(wallet: wallet, session: session, firstPosition: 2, encoded: [2], expiresAt: 10)
+            try store.putChunk(wallet: wallet, session: session, firstPosition: 2, encoded: [2], expiresAt: later)
                 == .inserted)
         #expect(
-            try store.putChunk(wallet: wallet, session: session, firstPosition: 0, encoded: [0], expiresAt: 10)
+            try store.putChunk(wallet: wallet, session: session, firstPosition: 0, encoded: [0], expiresAt: later)
                 == .inserted)
         #expect(
-            try store.putChunk(wallet: wallet, session: session, firstPosition: 0, encoded: [0], expiresAt: 10)
+            try store.putChunk(wallet: wallet, session: session, firstPosition: 0, encoded: [0], expiresAt: later)
                 == .existedEqual)
         #expect(
-            try store.putChunk(wallet: wallet, session: session, firstPosition: 0, encoded: [9], expiresAt: 10)
+            try store.putChunk(wallet: wallet, session: session, firstPosition: 0, encoded: [9], expiresAt: later)
                 == .existedDifferent)
         #expect(try store.chunks(wallet: wallet, session: session) == [[0], [2]])
         #expect(try store.chunks(wallet: wallet, session: [1]).isEmpty)
         try store.deleteChunks(wallet: wallet, session: session)
         #expect(try store.chunks(wallet: wallet, session: session).isEmpty)
         _ = try store.putChunk(wallet: wallet, session: [1], firstPosition: 0, encoded: [1], expiresAt: 5)
+        // Expired by the database's clock: not handed out, and swept.
+        #expect(try store.chunks(wallet: wallet, session: [1]).isEmpty)
         #expect(try store.deleteExpiredChunks(now: 6) == 1)
 
         let first = try store.nextBatchNumber(), second = try store.nextBatchNumber()

@@ -6,7 +6,7 @@
 The fence of each block says what happens to it:
 
     ```sh                          run. Any non-zero exit fails the run.
-    ```sh no-run: REASON           not run. Only blocks of scripts/test and scripts/demo, and hardware examples
+    ```sh no-run: REASON           not run. Only blocks of scripts/test, scripts/demo and scripts/clearing-demo, and hardware examples
                                    (REASON starts with "hardware"), may be no-run; every `secure` command of a
                                    hardware example must also appear in a later block that runs (its twin).
     ```sh timeout=SECONDS          run, with more time than the default 300 s (a build from scratch).
@@ -292,15 +292,16 @@ def check_files(blocks, repository):
 
 
 def check_no_run(blocks):
-    """Only scripts/test, scripts/demo and hardware examples with a runnable twin may be no-run."""
+    """Only scripts/test, scripts/demo, scripts/clearing-demo and hardware examples with a runnable twin may be
+    no-run."""
     for position, block in enumerate(blocks):
         if block.kind != "no-run":
             continue
         commands = [words for _, text in logical_lines(block) for words in commands_of(text)]
-        if all(words[0] in ("scripts/test", "scripts/demo") for words in commands):
+        if all(words[0] in ("scripts/test", "scripts/demo", "scripts/clearing-demo") for words in commands):
             continue
         if not block.reason.lower().startswith("hardware"):
-            raise Failure(f"{block.where()}: only scripts/test, scripts/demo and hardware examples may be "
+            raise Failure(f"{block.where()}: only scripts/test, scripts/demo, scripts/clearing-demo and hardware examples may be "
                           f"no-run (this one says: {block.reason})")
         later = " ".join(" ".join(words) for other in blocks[position + 1:] if other.kind != "no-run"
                          for _, text in logical_lines(other) for words in commands_of(text))

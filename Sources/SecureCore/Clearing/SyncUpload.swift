@@ -300,7 +300,8 @@ public struct SyncChunk: Hashable, Sendable {
     public let keyEvents: [SignedKeyEvent]
     /// Logs of counterparties named by this chunk's whole entries that the wallet holds.
     public let peerLogs: [PeerLog]
-    /// The entries from `firstPosition` on, 1 … `syncChunkEntryCountMax`.
+    /// The entries from `firstPosition` on, 0 … `syncChunkEntryCountMax`: a sync with nothing new sends one
+    /// empty chunk, which carries its session, and closes at the cosigned size (its answer brings the list).
     public let entries: [SyncEntry]
 
     /// Collects the parts; the counts must be within the limits (our own bug otherwise).
@@ -308,7 +309,7 @@ public struct SyncChunk: Hashable, Sendable {
         walletID: WalletID, session: SyncSessionID, firstPosition: UInt64, keyEvents: [SignedKeyEvent],
         peerLogs: [PeerLog], entries: [SyncEntry]
     ) {
-        precondition(!entries.isEmpty && entries.count <= ClearingLimits.syncChunkEntryCountMax)
+        precondition(entries.count <= ClearingLimits.syncChunkEntryCountMax)
         precondition(peerLogs.count <= ClearingLimits.syncPeerLogCountMax)
         self.walletID = walletID
         self.session = session
@@ -352,7 +353,7 @@ public struct SyncChunk: Hashable, Sendable {
             logs.append(log)
         }
         guard let count = reader.readUInt16() else { return nil }
-        guard count >= 1, Int(count) <= ClearingLimits.syncChunkEntryCountMax else {
+        guard Int(count) <= ClearingLimits.syncChunkEntryCountMax else {
             throw FormatError(.fieldTooLong, "a chunk of \(count) entries")
         }
         var entries: [SyncEntry] = []
