@@ -168,7 +168,9 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
         guard let wallet = WalletID(hex: text) else {
             return Self.malformed("\(text) is not a wallet id (64 lowercase hex digits)")
         }
-        if let refusal = try quota(request, wallet: wallet) { return refusal }
+        // A read needs no signature, so anyone could spend a wallet's daily quota with it: reads count against
+        // the client's address only (found by an attack: 600 GETs locked a wallet out of syncing for a day).
+        if let refusal = try quota(request, wallet: request.method == "GET" ? nil : wallet) { return refusal }
         return try body(wallet)
     }
 
@@ -328,13 +330,15 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
             let cosignature = try batcher.cosign(leaf)
             let headVersion = cosignature.head.head.list.version
             var increments: [ListIncrement] = []
-            if since < headVersion {
+            // A `list=` past the head asks for nothing (and `since + 1` must not overflow: an attack found it).
+            let held = min(since, headVersion)
+            if held < headVersion {
                 increments = Array(
-                    try clearing.store.listIncrements(from: since + 1).prefix(
-                        min(Int(headVersion - since), ClearingLimits.syncAnswerIncrementCountMax)))
+                    try clearing.store.listIncrements(from: held + 1).prefix(
+                        min(Int(headVersion - held), ClearingLimits.syncAnswerIncrementCountMax)))
             }
             return Self.octets(
-                200, SyncAnswer(cosignature: cosignature, increments: increments, fromVersion: since + 1).encoded)
+                200, SyncAnswer(cosignature: cosignature, increments: increments, fromVersion: held + 1).encoded)
         case .refused(let refusal):
             return .json(
                 status: 422,
@@ -377,13 +381,15 @@ public final class ClearingService<Store: ClearingServiceStore>: @unchecked Send
             since = value
         }
         let head = try clearing.store.listHead()
+        // A `since` past the head asks for nothing (and `since + 1` must not overflow: an attack found it).
+        let held = min(since, head.version)
         let increments =
-            since < head.version
+            held < head.version
             ? Array(
-                try clearing.store.listIncrements(from: since + 1).prefix(ClearingLimits.syncAnswerIncrementCountMax))
+                try clearing.store.listIncrements(from: held + 1).prefix(ClearingLimits.syncAnswerIncrementCountMax))
             : []
         var object: [String: Any] = [
-            "format": Self.listsFormat, "issuer": id.hex, "fromVersion": since + 1,
+            "format": Self.listsFormat, "issuer": id.hex, "fromVersion": held + 1,
             "increments": increments.map { Hex.encode($0.encoded) },
             "list": ["version": head.version, "digest": head.digest.hex],
         ]
