@@ -543,7 +543,7 @@ SELF_TESTS = [
     ("```sh\necho x > made.txt\n```\n```sh\ncat made.txt other.txt\n```\n", 1,
      "`other.txt` is used before any earlier command makes it"),
     ("```sh\ntrue && false\n```\n", 1, "`&&` in a block"),
-    ("```sh no-run: slow\nsecure balance\n```\n", 1, "only scripts/test, scripts/demo and hardware examples"),
+    ("```sh no-run: slow\nsecure balance\n```\n", 1, "only scripts/test, scripts/demo, scripts/clearing-demo and hardware examples"),
     ("```sh no-run: hardware: a board\nsecure pay --to 1\n```\n```sh\ntrue\n```\n", 1, "no runnable twin"),
     ("```sh background ready=never: a second terminal\nexit 3\n```\n```sh\ntrue\n```\n", 1,
      "ended (exit 3) before printing 'never'"),
